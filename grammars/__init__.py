@@ -1,0 +1,1 @@
+"""The Lark grammar of Halide's IR text (shipped as package data)."""

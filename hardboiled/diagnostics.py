@@ -1,0 +1,110 @@
+"""User-facing diagnostics in the GNU format.
+
+Every error a user can cause reaches them through this module, as
+
+    file:line:col: error: message
+    <the source line>
+    <a caret under the column>
+
+followed by optional ``note:`` lines. Lines and columns count from 1.
+Nothing here prints a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A point in a named input; ``source_line`` is the text of that line."""
+
+    filename: str
+    line: int
+    column: int
+    source_line: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    severity: str
+    message: str
+    location: Location | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def render_text(self) -> str:
+        loc = self.location
+        if loc is None:
+            head = f"hardboiled: {self.severity}: {self.message}"
+        else:
+            head = f"{loc.filename}:{loc.line}:{loc.column}: {self.severity}: {self.message}"
+        lines = [head]
+        if loc is not None and loc.source_line is not None:
+            lines.append(loc.source_line)
+            lines.append(_caret_line(loc.source_line, loc.column))
+        lines.extend(f"note: {note}" for note in self.notes)
+        return "\n".join(lines) + "\n"
+
+    def to_json(self) -> dict[str, object]:
+        loc = self.location
+        return {
+            "severity": self.severity,
+            "message": self.message,
+            "file": loc.filename if loc else None,
+            "line": loc.line if loc else None,
+            "column": loc.column if loc else None,
+            "notes": list(self.notes),
+        }
+
+    def render_json(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True) + "\n"
+
+
+def _caret_line(source_line: str, column: int) -> str:
+    # Keep tabs so that the caret lines up under tab-indented source.
+    prefix = "".join(ch if ch == "\t" else " " for ch in source_line[: max(column - 1, 0)])
+    return prefix + "^"
+
+
+class HardboiledError(Exception):
+    """An error to be reported to the user as a diagnostic.
+
+    ``exit_code`` is the documented process exit status for this class of
+    failure (see docs/cli.md).
+    """
+
+    exit_code = 2
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+class InputError(HardboiledError):
+    """Malformed or unusable input: syntax errors, unknown stages, bad types."""
+
+    exit_code = 2
+
+
+def error_at(
+    message: str,
+    filename: str,
+    text: str | None,
+    line: int,
+    column: int,
+    notes: tuple[str, ...] = (),
+    line_offset: int = 0,
+) -> InputError:
+    """Build an InputError pointing at ``line``/``column`` of ``text``.
+
+    ``line`` counts within ``text``; ``line_offset`` is added when ``text`` is
+    a slice of a larger file (a stage inside a debug log).
+    """
+    source_line = None
+    if text is not None:
+        lines = text.split("\n")
+        if 1 <= line <= len(lines):
+            source_line = lines[line - 1].rstrip("\r")
+    location = Location(filename, line + line_offset, max(column, 1), source_line)
+    return InputError(Diagnostic("error", message, location, notes))

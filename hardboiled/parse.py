@@ -1,0 +1,826 @@
+"""Reading Halide IR text into the IR of hardboiled/ir.py.
+
+Three kinds of input are accepted, and told apart by their content:
+
+1. a bare statement, as Halide prints it after one lowering pass;
+2. a whole ``HL_DEBUG_CODEGEN=2`` log, from which one "Lowering after NAME:"
+   block is taken (``stage``, default ``vectorizing``);
+3. ``compile_to_lowered_stmt`` text output (a module with functions and
+   buffers).
+
+The grammar (grammars/halide_ir.lark) is parsed with Lark's LALR parser. The
+tree is then turned into typed IR by ``_TreeBuilder``, which tracks which
+names are bound where, because Halide omits types that the reader is
+expected to know: a load's element type comes from the buffer's
+``allocate`` line or its ``X.type == (uint32)N`` assert, and a float16
+literal may really be a bfloat16 one.
+
+All errors are ``InputError`` diagnostics pointing into the original file.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Callable, Iterable
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from . import ir
+from .diagnostics import InputError, error_at
+
+DEFAULT_STAGE = "vectorizing"
+
+# ``Lowering after NAME:`` starts a stage; ``(unchanged)`` stages have no body.
+# One of Halide's headers ("clamping unsafe data-dependent accesses") has no
+# colon.
+_STAGE_HEADER_RE = re.compile(r"^Lowering after (.*?):?( \(unchanged\))?$")
+_TYPE_ASSERT_RE = re.compile(r"assert\(([^\s()]+)\.type == \(uint32\)(\d+),")
+_BROADCAST_NAME_RE = re.compile(r"x(\d+)")
+
+
+# --------------------------------------------------------------------------
+# Inputs and stages
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One "Lowering after NAME:" block of a debug log."""
+
+    name: str
+    header_line: int
+    """1-based line of the header in the log."""
+    body: str | None
+    """The IR text; None for an "(unchanged)" stage."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedInput:
+    """What ``parse_input`` found: the IR and where it came from."""
+
+    kind: str
+    """"stmt", "log" or "module"."""
+    ir: ir.Stmt | ir.Module
+    stage: str | None = None
+    """The log stage the IR was taken from, for kind "log"."""
+
+
+def decode_input(data: bytes, filename: str) -> str:
+    """Decode input bytes as UTF-8, or explain where they stop being text."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        prefix = data[: exc.start].decode("utf-8", errors="replace")
+        line = prefix.count("\n") + 1
+        column = len(prefix) - (prefix.rfind("\n") + 1) + 1
+        text = data.decode("utf-8", errors="replace")
+        raise error_at(
+            f"input is not UTF-8 text (byte 0x{data[exc.start]:02x}); expected Halide IR",
+            filename,
+            text,
+            line,
+            column,
+        ) from None
+
+
+def split_log(text: str) -> list[Stage]:
+    """All stages of an HL_DEBUG_CODEGEN log, in order."""
+    stages: list[Stage] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        m = _STAGE_HEADER_RE.match(lines[i])
+        if m is None:
+            i += 1
+            continue
+        header_line = i + 1
+        if m.group(2):
+            stages.append(Stage(m.group(1), header_line, None))
+            i += 1
+            continue
+        end = i + 1
+        while end < len(lines) and lines[end] != "":
+            end += 1
+        stages.append(Stage(m.group(1), header_line, "\n".join(lines[i + 1 : end]) + "\n"))
+        i = end
+    return stages
+
+
+def is_debug_log(text: str) -> bool:
+    return any(_STAGE_HEADER_RE.match(line) for line in text.split("\n", 2000)[:2000]) or bool(
+        re.search(r"^Lowering after ", text, re.MULTILINE)
+    )
+
+
+def select_stage(text: str, filename: str, stage_name: str) -> tuple[str, int, str]:
+    """The body of ``stage_name`` in a log: (text, line offset, stage name).
+
+    An "(unchanged)" stage resolves to the last stage printed before it,
+    because that is the IR the pass left behind.
+    """
+    stages = split_log(text)
+    last_body: Stage | None = None
+    for stage in stages:
+        if stage.body is not None:
+            last_body = stage
+        if stage.name == stage_name:
+            if last_body is None:
+                break
+            return last_body.body or "", last_body.header_line, stage_name
+    names = sorted({s.name for s in stages})
+    first_line = text.split("\n", 1)[0]
+    raise error_at(
+        f"no stage named '{stage_name}' in this HL_DEBUG_CODEGEN log",
+        filename,
+        first_line,
+        1,
+        1,
+        notes=("stages in this log: " + ", ".join(names),),
+    )
+
+
+def parse_input(
+    text: str,
+    filename: str = "<string>",
+    stage: str | None = None,
+    buffer_types: dict[str, ir.Type] | None = None,
+) -> ParsedInput:
+    """Parse any of the three input kinds; see the module docstring."""
+    if is_debug_log(text):
+        body, offset, stage_name = select_stage(text, filename, stage or DEFAULT_STAGE)
+        stmt = parse_text(body, filename, line_offset=offset, buffer_types=buffer_types)
+        return ParsedInput("log", stmt, stage_name)
+    if stage is not None:
+        raise error_at(
+            f"--stage '{stage}' needs an HL_DEBUG_CODEGEN log, but this input has no "
+            "'Lowering after' headers",
+            filename,
+            text,
+            1,
+            1,
+        )
+    result = parse_text(text, filename, buffer_types=buffer_types)
+    kind = "module" if isinstance(result, ir.Module) else "stmt"
+    return ParsedInput(kind, result)
+
+
+# --------------------------------------------------------------------------
+# Lark
+# --------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Lark:
+    grammar = resources.files("hardboiled.grammars").joinpath("halide_ir.lark").read_text()
+    return Lark(grammar, parser="lalr", lexer="contextual", maybe_placeholders=True)
+
+
+def parse_text(
+    text: str,
+    filename: str = "<string>",
+    line_offset: int = 0,
+    buffer_types: dict[str, ir.Type] | None = None,
+) -> ir.Stmt | ir.Module:
+    """Parse a bare statement or a lowered module (not a log)."""
+    if not text.strip():
+        raise error_at("empty input: expected Halide IR", filename, text, 1, 1, line_offset=line_offset)
+    if not text.endswith("\n"):
+        text += "\n"
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedInput as exc:
+        raise _syntax_error(exc, text, filename, line_offset) from None
+    known = _buffer_types_from_asserts(text)
+    known.update(buffer_types or {})
+    builder = _TreeBuilder(filename, text, line_offset, known)
+    return builder.build(tree)
+
+
+def _buffer_types_from_asserts(text: str) -> dict[str, ir.Type]:
+    found: dict[str, ir.Type] = {}
+    for m in _TYPE_ASSERT_RE.finditer(text):
+        t = ir.type_from_packed_halide_type(int(m.group(2)))
+        if t is not None:
+            found.setdefault(m.group(1), t)
+    return found
+
+
+# Readable names for the terminals that appear in "expected ..." lists.
+_TERMINAL_NAMES = {
+    "NAME": "a name",
+    "INT": "an integer",
+    "FLOAT": "a float literal",
+    "STRING": "a string",
+    "_NL": "end of line",
+    "$END": "end of input",
+    "TYPE_PREFIX": "a type such as (int32)",
+    "HANDLE_TYPE": "a handle type such as (void *)",
+    "REINTERPRET": "reinterpret<...>",
+    "FOR_KIND": "a loop kind",
+    "DEVICE_API": "a device API such as <CUDA>",
+    "LINKAGE": "a function linkage",
+    "MODULE_HEADER": "a module header",
+    "BUFFER_BODY": "a buffer body",
+    "_ALLOC_TIMES": "' * '",
+    "OR_OP": "'||'",
+    "AND_OP": "'&&'",
+    "CMP_OP": "a comparison",
+    "ADD_OP": "'+' or '-'",
+    "MUL_OP": "'*', '/' or '%'",
+}
+
+_STATEMENT_KEYWORDS = frozenset(
+    "let assert allocate free produce consume if else predicate atomic fork acquire "
+    "hoisted_storage for parallel unrolled vectorized extern gpu_block gpu_thread gpu_lane "
+    "module buffer".split()
+)
+
+
+def _describe_terminal(name: str) -> str:
+    if name in _TERMINAL_NAMES:
+        return _TERMINAL_NAMES[name]
+    for term in _parser().terminals:
+        if term.name == name and term.pattern.type == "str":
+            return f"'{term.pattern.value}'"
+    return name.lower()
+
+
+def _describe_token(token: Token) -> str:
+    if token.type == "$END":
+        return "end of input"
+    if token.type == "_NL":
+        return "end of line"
+    value = str(token)
+    if len(value) > 40:
+        value = value[:37] + "..."
+    return f"'{value}'"
+
+
+def _expected_list(names: Iterable[str]) -> str:
+    described = sorted({_describe_terminal(n) for n in names})
+    if len(described) > 8:
+        described = described[:8] + ["..."]
+    return ", ".join(described)
+
+
+def _syntax_error(exc: UnexpectedInput, text: str, filename: str, line_offset: int) -> InputError:
+    lines = text.split("\n")
+    if isinstance(exc, UnexpectedCharacters):
+        ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
+        what = repr(ch) if not ch.isprintable() or ch == "'" else f"'{ch}'"
+        message = f"unexpected character {what}"
+        if ch == "\x00" or not ch.isprintable():
+            message += "; this does not look like Halide IR text"
+        return error_at(message, filename, text, exc.line, exc.column, line_offset=line_offset)
+    if isinstance(exc, (UnexpectedToken, UnexpectedEOF)):
+        token = getattr(exc, "token", None)
+        expected = getattr(exc, "expected", None) or getattr(exc, "accepts", None) or set()
+        if token is None or token.type == "$END":
+            # Point just past the last non-blank line: where more text was due.
+            last = len(lines)
+            while last > 1 and not lines[last - 1].strip():
+                last -= 1
+            return error_at(
+                "unexpected end of input; the IR is truncated",
+                filename,
+                text,
+                last,
+                len(lines[last - 1]) + 1,
+                notes=(f"expected {_expected_list(expected)}",),
+                line_offset=line_offset,
+            )
+        line, column = token.line or 1, token.column or 1
+        source_line = lines[line - 1] if line - 1 < len(lines) else ""
+        first_word = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)", source_line)
+        if (
+            first_word is not None
+            and first_word.group(1) not in _STATEMENT_KEYWORDS
+            and token.type in ("LBRACE", "DEVICE_API", "NAME")
+            and column > first_word.end(1)
+        ):
+            return error_at(
+                f"unknown statement '{first_word.group(1)}'",
+                filename,
+                text,
+                line,
+                first_word.start(1) + 1,
+                notes=("Halide statements are let, assert, allocate, free, produce, consume, "
+                       "if, for-loops, atomic, fork, acquire, stores and expressions",),
+                line_offset=line_offset,
+            )
+        return error_at(
+            f"unexpected {_describe_token(token)}",
+            filename,
+            text,
+            line,
+            column,
+            notes=(f"expected {_expected_list(expected)}",),
+            line_offset=line_offset,
+        )
+    return error_at(str(exc).split("\n")[0], filename, text, 1, 1, line_offset=line_offset)
+
+
+# --------------------------------------------------------------------------
+# Tree -> IR
+# --------------------------------------------------------------------------
+
+_BINOPS = {
+    "+": ir.BinOp.ADD,
+    "-": ir.BinOp.SUB,
+    "*": ir.BinOp.MUL,
+    "/": ir.BinOp.DIV,
+    "%": ir.BinOp.MOD,
+    "==": ir.BinOp.EQ,
+    "!=": ir.BinOp.NE,
+    "<": ir.BinOp.LT,
+    "<=": ir.BinOp.LE,
+    ">": ir.BinOp.GT,
+    ">=": ir.BinOp.GE,
+    "&&": ir.BinOp.AND,
+    "||": ir.BinOp.OR,
+}
+_REDUCE_OPS = {op.value: op for op in ir.ReduceOp}
+_UNBOUND = object()
+
+
+def _first_token(node: Tree | Token | None) -> Token | None:
+    """The leftmost token under a tree: the position to blame in errors."""
+    stack: list[Tree | Token | None] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, Token):
+            return current
+        if isinstance(current, Tree):
+            stack.extend(reversed(current.children))
+    return None
+
+
+def _as_bfloat(e: ir.Expr) -> ir.Expr | None:
+    """Retype a float16 literal (possibly broadcast) as bfloat16.
+
+    Halide prints both kinds of 16-bit float literal with an ``h`` suffix,
+    so a literal first reads as float16 and is corrected when it meets a
+    bfloat16 operand.
+    """
+    if isinstance(e, ir.FloatImm) and e.type.code is ir.TypeCode.FLOAT and e.type.bits == 16:
+        return ir.FloatImm(e.value, ir.BFloat(16, e.type.lanes))
+    if isinstance(e, ir.Broadcast):
+        inner = _as_bfloat(e.value)
+        return ir.Broadcast(inner, e.lanes) if inner is not None else None
+    if isinstance(e, ir.Ramp):
+        base, stride = _as_bfloat(e.base), _as_bfloat(e.stride)
+        if base is not None and stride is not None:
+            return ir.Ramp(base, stride, e.lanes)
+    return None
+
+
+def _unify_half(a: ir.Expr, b: ir.Expr) -> tuple[ir.Expr, ir.Expr]:
+    if a.type == b.type:
+        return a, b
+    if a.type.code is ir.TypeCode.BFLOAT and (nb := _as_bfloat(b)) is not None:
+        return a, nb
+    if b.type.code is ir.TypeCode.BFLOAT and (na := _as_bfloat(a)) is not None:
+        return na, b
+    return a, b
+
+
+def _unescape(literal: str) -> str:
+    body = literal[1:-1]
+    out: list[str] = []
+    i = 0
+    simple = {'"': '"', "\\": "\\", "t": "\t", "r": "\r", "n": "\n"}
+    while i < len(body):
+        ch = body[i]
+        if ch != "\\" or i + 1 >= len(body):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = body[i + 1]
+        if nxt == "x" and i + 3 < len(body) + 1:
+            out.append(chr(int(body[i + 2 : i + 4], 16)))
+            i += 4
+        else:
+            out.append(simple.get(nxt, nxt))
+            i += 2
+    return "".join(out)
+
+
+def _float_value(text: str) -> float:
+    if text.lstrip("-") in ("inf", "nan"):
+        return float(text)
+    return float(text)
+
+
+class _TreeBuilder:
+    """Turns a Lark tree into typed IR, tracking names in scope."""
+
+    def __init__(self, filename: str, text: str, line_offset: int, buffer_types: dict[str, ir.Type]):
+        self.filename = filename
+        self.text = text
+        self.line_offset = line_offset
+        self.buffer_types = buffer_types
+        self.scope: dict[str, ir.Type] = {}
+        self._expr_rules: dict[str, Callable[[Tree], ir.Expr]] = {
+            "binop": self._binop,
+            "not_": lambda t: ir.Not(self.expr(t.children[0])),
+            "let_expr": self._let_expr,
+            "predicated_load": self._predicated_load,
+            "int_lit": lambda t: ir.IntImm(int(t.children[0])),
+            "float_lit": self._float_lit,
+            "string_lit": lambda t: ir.StringImm(_unescape(str(t.children[0]))),
+            "var": lambda t: self._variable(str(t.children[0]), None),
+            "typed": self._typed,
+            "reinterpret": self._reinterpret,
+            "call": lambda t: self._call(t, None),
+            "load": lambda t: self._load(t, None),
+        }
+        self._stmt_rules: dict[str, Callable[[Tree], ir.Stmt]] = {
+            "assert_stmt": lambda t: ir.AssertStmt(self.expr(t.children[0]), self.expr(t.children[1])),
+            "for_stmt": self._for,
+            "free_stmt": lambda t: ir.Free(str(t.children[0])),
+            "produce_stmt": lambda t: ir.ProducerConsumer(str(t.children[0]), True, self.body(t.children[1])),
+            "consume_stmt": lambda t: ir.ProducerConsumer(str(t.children[0]), False, self.body(t.children[1])),
+            "if_stmt": self._if,
+            "store_stmt": lambda t: self._store(t.children, None),
+            "predicated_store": lambda t: self._store(t.children[1:], t.children[0]),
+            "evaluate_stmt": lambda t: ir.Evaluate(self.expr(t.children[0])),
+            "atomic_stmt": self._atomic,
+            "fork_stmt": lambda t: ir.Fork(self.body(t.children[0]), self.body(t.children[1])),
+            "acquire_stmt": lambda t: ir.Acquire(
+                self.expr(t.children[0]), self.expr(t.children[1]), self.body(t.children[2])
+            ),
+            "hoisted_stmt": self._hoisted,
+        }
+
+    # ------------------------------------------------------------ helpers
+    def error(self, message: str, node: Tree | Token | None, notes: tuple[str, ...] = ()) -> InputError:
+        token = _first_token(node)
+        line = token.line if token is not None and token.line else 1
+        column = token.column if token is not None and token.column else 1
+        return error_at(message, self.filename, self.text, line, column, notes, self.line_offset)
+
+    def bind(self, name: str, t: ir.Type) -> tuple[str, object]:
+        previous = self.scope.get(name, _UNBOUND)
+        self.scope[name] = t
+        return name, previous
+
+    def unbind(self, saved: tuple[str, object]) -> None:
+        name, previous = saved
+        if previous is _UNBOUND:
+            del self.scope[name]
+        else:
+            self.scope[name] = previous  # type: ignore[assignment]
+
+    def type_name(self, text: str, node: Tree | Token) -> ir.Type:
+        if text.startswith("(") and text.endswith(")"):
+            inner = text[1:-1]
+            scalar = ir.parse_type_name(inner)
+            return scalar if scalar is not None else ir.handle_type(inner)
+        t = ir.parse_type_name(text)
+        if t is None:
+            raise self.error(f"unknown type '{text}'", node)
+        return t
+
+    # ------------------------------------------------------------ modules
+    def build(self, tree: Tree) -> ir.Stmt | ir.Module:
+        (top,) = tree.children
+        if top.data == "module":
+            return self._module(top)
+        return self.stmt_list(top)
+
+    def _module(self, tree: Tree) -> ir.Module:
+        header = str(tree.children[0])
+        m = re.fullmatch(r"module name=(.*), target=(.*)", header)
+        if m is None:
+            raise self.error("malformed module header; expected 'module name=NAME, target=TARGET'", tree)
+        buffers: list[ir.Buffer] = []
+        functions: list[ir.LoweredFunc] = []
+        for child in tree.children[1:]:
+            if child.data == "buffer_decl":
+                name, body = str(child.children[0]), str(child.children[1])
+                buffers.append(ir.Buffer(name, None if body == "{...}" else body[2:-3]))
+            else:
+                linkage, name, *rest = child.children
+                args = tuple(str(a) for a in rest[:-1] if a is not None)
+                functions.append(ir.LoweredFunc(str(linkage), str(name), args, self.body(rest[-1])))
+        return ir.Module(m.group(1), m.group(2), tuple(buffers), tuple(functions))
+
+    # ------------------------------------------------------------ statements
+    def body(self, tree: Tree) -> ir.Stmt:
+        if not tree.children or tree.children[0] is None:
+            return ir.NoOp()
+        return self.stmt_list(tree.children[0])
+
+    def stmt_list(self, tree: Tree) -> ir.Stmt:
+        """Sequence statements; ``let`` and ``allocate`` scope over the rest."""
+        open_scopes: list[tuple[list[ir.Stmt], Callable[[ir.Stmt], ir.Stmt]]] = []
+        undo: list[tuple[str, object]] = []
+        current: list[ir.Stmt] = []
+        for item in tree.children:
+            kind = item.data
+            if kind == "let_stmt":
+                name = str(item.children[0])
+                value = self.expr(item.children[1])
+                open_scopes.append((current, _let_closer(name, value)))
+                undo.append(self.bind(name, value.type))
+                current = []
+            elif kind == "allocate_stmt":
+                name, closer = self._allocate_header(item)
+                open_scopes.append((current, closer))
+                undo.append(self.bind(name, _ALLOCATION_MARKER))
+                current = []
+            else:
+                rule = self._stmt_rules.get(kind)
+                if rule is None:
+                    raise self.error(f"unsupported statement '{kind}'", item)
+                current.append(rule(item))
+        result = ir.make_block(current)
+        while open_scopes:
+            outer, closer = open_scopes.pop()
+            result = ir.make_block(outer + [closer(result)])
+        for saved in reversed(undo):
+            self.unbind(saved)
+        return result
+
+    def _allocate_header(self, tree: Tree) -> tuple[str, Callable[[ir.Stmt], ir.Stmt]]:
+        name_tok, type_tree, *rest = tree.children
+        name = str(name_tok)
+        elem = self.type_name(str(type_tree.children[0]), type_tree)
+        extents: list[ir.Expr] = []
+        memory = "Auto"
+        condition = new_expr = free_function = None
+        for child in rest:
+            if child is None:
+                continue
+            if child.data == "memory_type":
+                memory = str(child.children[0])
+                if memory not in ir.MEMORY_TYPES:
+                    raise self.error(
+                        f"unknown memory type '{memory}'", child,
+                        notes=("known memory types: " + ", ".join(ir.MEMORY_TYPES),),
+                    )
+            elif child.data == "alloc_condition":
+                condition = self.expr(child.children[0])
+            elif child.data == "custom_new":
+                new_expr = self.expr(child.children[0])
+            elif child.data == "custom_delete":
+                free_function = str(child.children[0])
+            else:
+                extents.append(self.expr(child))
+        self.buffer_types[name] = elem
+        allocation = dict(
+            name=name, type=elem, memory_type=memory, extents=tuple(extents),
+            condition=condition, new_expr=new_expr, free_function=free_function,
+        )
+        return name, lambda body: ir.Allocate(body=body, **allocation)  # type: ignore[arg-type]
+
+    def _for(self, tree: Tree) -> ir.Stmt:
+        kind_tok, *rest = tree.children
+        device = None
+        if isinstance(rest[0], Token) and rest[0].type == "DEVICE_API":
+            device = str(rest[0])[1:-1]
+            if device not in ir.DEVICE_APIS:
+                raise self.error(f"unknown device API '{device}'", rest[0])
+            rest = rest[1:]
+        name_tok, min_tree, extent_tree, body_tree = rest
+        lo, extent = self.expr(min_tree), self.expr(extent_tree)
+        saved = self.bind(str(name_tok), ir.INT32)
+        body = self.body(body_tree)
+        self.unbind(saved)
+        return ir.For(str(name_tok), lo, extent, ir.ForKind(str(kind_tok)), device, body)
+
+    def _if(self, tree: Tree) -> ir.Stmt:
+        cond, then_tree, *else_part = tree.children
+        else_case = self._else(else_part[0]) if else_part and else_part[0] is not None else None
+        return ir.IfThenElse(self.expr(cond), self.body(then_tree), else_case)
+
+    def _else(self, tree: Tree) -> ir.Stmt:
+        if tree.data == "else_part":
+            return self.body(tree.children[0])
+        cond, then_tree, *rest = tree.children
+        else_case = self._else(rest[0]) if rest and rest[0] is not None else None
+        return ir.IfThenElse(self.expr(cond), self.body(then_tree), else_case)
+
+    def _store(self, children: list, predicate_tree: Tree | None) -> ir.Stmt:
+        name_tok, index_tree, alignment_tree, value_tree = children
+        alignment = _alignment(alignment_tree)
+        value = self.expr(value_tree)
+        elem = self.buffer_types.get(str(name_tok))
+        if elem is not None and elem.code is ir.TypeCode.BFLOAT and (as_bf := _as_bfloat(value)) is not None:
+            value = as_bf
+        predicate = self.expr(predicate_tree) if predicate_tree is not None else None
+        return ir.Store(str(name_tok), value, self.expr(index_tree), predicate, alignment)
+
+    def _atomic(self, tree: Tree) -> ir.Stmt:
+        names = [str(c) for c in tree.children[:-1]]
+        mutex = names[1] if len(names) > 1 else None
+        return ir.Atomic(names[0], mutex, self.body(tree.children[-1]))
+
+    def _hoisted(self, tree: Tree) -> ir.Stmt:
+        name = str(tree.children[0]) if len(tree.children) > 1 else None
+        return ir.HoistedStorage(name, self.body(tree.children[-1]))
+
+    # ------------------------------------------------------------ expressions
+    def expr(self, tree: Tree) -> ir.Expr:
+        rule = self._expr_rules.get(tree.data)
+        if rule is None:
+            raise self.error(f"unsupported expression '{tree.data}'", tree)
+        return rule(tree)
+
+    def _binop(self, tree: Tree) -> ir.Expr:
+        a_tree, op_tok, b_tree = tree.children
+        op = _BINOPS[str(op_tok)]
+        a, b = _unify_half(self.expr(a_tree), self.expr(b_tree))
+        if a.type != b.type:
+            raise self.error(
+                f"operands of '{op_tok}' have different types: {a.type} and {b.type}", op_tok
+            )
+        return ir.Binary(op, a, b)
+
+    def _let_expr(self, tree: Tree) -> ir.Expr:
+        name_tok, value_tree, body_tree = tree.children
+        value = self.expr(value_tree)
+        saved = self.bind(str(name_tok), value.type)
+        body = self.expr(body_tree)
+        self.unbind(saved)
+        return ir.Let(str(name_tok), value, body)
+
+    def _predicated_load(self, tree: Tree) -> ir.Expr:
+        load = self._load(tree.children[0], None)
+        return ir.Load(load.name, load.index, load.type, self.expr(tree.children[1]), load.alignment)
+
+    def _float_lit(self, tree: Tree) -> ir.Expr:
+        text = str(tree.children[0])
+        if text.endswith("f"):
+            return ir.FloatImm(_float_value(text[:-1]), ir.Float(32))
+        if text.endswith("h"):
+            return ir.FloatImm(_float_value(text[:-1]), ir.Float(16))
+        return ir.FloatImm(_float_value(text), ir.Float(64))
+
+    def _variable(self, name: str, declared: ir.Type | None) -> ir.Expr:
+        if declared is not None:
+            return ir.Variable(name, declared)
+        bound = self.scope.get(name)
+        if bound is None or bound is _ALLOCATION_MARKER:
+            return ir.Variable(name, ir.INT32 if bound is None else ir.handle_type())
+        return ir.Variable(name, bound)
+
+    def _typed(self, tree: Tree) -> ir.Expr:
+        prefix_tok, operand = tree.children
+        t = self.type_name(str(prefix_tok), prefix_tok)
+        kind = operand.data
+        if kind == "int_lit":
+            value = int(operand.children[0])
+            if t.is_uint:
+                return ir.UIntImm(value, t)
+            if t.is_int:
+                return ir.IntImm(value, t)
+            raise self.error(f"integer literal cannot have type {t}", prefix_tok)
+        if kind == "float_lit":
+            lit = self._float_lit(operand)
+            assert isinstance(lit, ir.FloatImm)
+            return ir.FloatImm(lit.value, t)
+        if kind == "var":
+            return self._variable(str(operand.children[0]), t)
+        if kind == "call":
+            return self._call(operand, t)
+        return self._load(operand, t)
+
+    def _reinterpret(self, tree: Tree) -> ir.Expr:
+        token = tree.children[0]
+        type_text = str(token)[len("reinterpret<") : -1]
+        return ir.Reinterpret(self.type_name(type_text, token), self.expr(tree.children[1]))
+
+    def _load(self, tree: Tree, declared: ir.Type | None) -> ir.Load:
+        name_tok, index_tree, alignment_tree = tree.children
+        name = str(name_tok)
+        index = self.expr(index_tree)
+        lanes = index.type.lanes
+        if declared is not None:
+            t = declared if declared.lanes == lanes else declared.with_lanes(lanes)
+        else:
+            elem = self.buffer_types.get(name)
+            if elem is None:
+                raise self.error(
+                    f"cannot determine the element type of buffer '{name}'",
+                    name_tok,
+                    notes=(
+                        f"no 'allocate {name}[...]', no 'assert({name}.type == (uint32)N, ...)' "
+                        f"and no typed load '(T){name}[...]' precedes this load",
+                        "pass its type with --buffer-type NAME=TYPE",
+                    ),
+                )
+            t = elem.with_lanes(lanes)
+        return ir.Load(name, index, t, None, _alignment(alignment_tree))
+
+    def _call(self, tree: Tree, declared: ir.Type | None) -> ir.Expr:
+        name_tok, *arg_trees = tree.children
+        name = str(name_tok)
+        args = [self.expr(a) for a in arg_trees if a is not None]
+        if declared is not None:
+            if name.startswith("vector_reduce_"):
+                op = _REDUCE_OPS.get(name[len("vector_reduce_") :])
+                if op is None or len(args) != 1:
+                    raise self.error(
+                        f"unknown vector reduction '{name}'", name_tok,
+                        notes=("known: " + ", ".join(f"vector_reduce_{o}" for o in _REDUCE_OPS),),
+                    )
+                return ir.VectorReduce(op, args[0], declared)
+            return ir.Call(name, tuple(args), declared)
+        node = self._intrinsic_form(name, args, name_tok)
+        if node is not None:
+            return node
+        return ir.Call(name, tuple(args), ir.INT32)
+
+    def _intrinsic_form(self, name: str, args: list[ir.Expr], token: Token) -> ir.Expr | None:
+        """IR nodes that Halide prints in function-call form."""
+        n = len(args)
+        if name == "ramp" and n == 3:
+            lanes = args[2]
+            if not isinstance(lanes, ir.IntImm):
+                raise self.error("the lane count of a ramp must be an integer literal", token)
+            base, stride = args[0], args[1]
+            if base.type != stride.type:
+                raise self.error(
+                    f"ramp base and stride have different types: {base.type} and {stride.type}", token
+                )
+            return ir.Ramp(base, stride, lanes.value)
+        if n == 1 and (m := _BROADCAST_NAME_RE.fullmatch(name)) is not None:
+            return ir.Broadcast(args[0], int(m.group(1)))
+        if n == 1 and (cast_type := ir.parse_type_name(name)) is not None:
+            if cast_type.lanes != args[0].type.lanes:
+                raise self.error(
+                    f"cast to {cast_type} of a value with {args[0].type.lanes} lanes", token
+                )
+            return ir.Cast(cast_type, args[0])
+        if name in ("min", "max") and n == 2:
+            a, b = _unify_half(args[0], args[1])
+            return ir.Binary(ir.BinOp.MIN if name == "min" else ir.BinOp.MAX, a, b)
+        if name == "select" and n == 3:
+            t, f = _unify_half(args[1], args[2])
+            return ir.Select(args[0], t, f)
+        return self._shuffle_form(name, args, token)
+
+    def _shuffle_form(self, name: str, args: list[ir.Expr], token: Token) -> ir.Expr | None:
+        if name == "concat_vectors" and args:
+            total = sum(a.type.lanes for a in args)
+            return ir.Shuffle(tuple(args), tuple(range(total)))
+        if name == "interleave_vectors" and len(args) >= 2:
+            lanes = args[0].type.lanes
+            n = len(args)
+            return ir.Shuffle(tuple(args), tuple((i % n) * lanes + i // n for i in range(n * lanes)))
+        if name == "slice_vectors" and len(args) == 4:
+            begin, stride, count = (_int_literal(a) for a in args[1:])
+            if None in (begin, stride, count):
+                raise self.error("slice_vectors takes a vector and three integer literals", token)
+            return ir.Shuffle((args[0],), tuple(begin + i * stride for i in range(count)))  # type: ignore[operator]
+        if name == "extract_element" and len(args) == 2:
+            idx = _int_literal(args[1])
+            if idx is None:
+                raise self.error("extract_element takes a vector and an integer literal", token)
+            return ir.Shuffle((args[0],), (idx,))
+        if name == "shuffle" and len(args) >= 2:
+            split = len(args)
+            while split > 1 and _int_literal(args[split - 1]) is not None:
+                split -= 1
+            if split == len(args):
+                raise self.error("shuffle needs at least one integer lane index", token)
+            indices = tuple(_int_literal(a) for a in args[split:])
+            return ir.Shuffle(tuple(args[:split]), indices)  # type: ignore[arg-type]
+        return None
+
+
+def _alignment(tree: Tree | None) -> tuple[int, int] | None:
+    if tree is None:
+        return None
+    return int(tree.children[0]), int(tree.children[1])
+
+
+def _int_literal(e: ir.Expr) -> int | None:
+    return e.value if isinstance(e, ir.IntImm) and e.type == ir.INT32 else None
+
+
+# The scope entry for an allocation: a name whose loads get the allocation's
+# element type and whose bare references are handles.
+_ALLOCATION_MARKER = ir.handle_type("hardboiled allocation")
+
+
+def _let_closer(name: str, value: ir.Expr) -> Callable[[ir.Stmt], ir.Stmt]:
+    return lambda body: ir.LetStmt(name, value, body)
+
+
+def parse_type_option(text: str) -> ir.Type:
+    """Parse a ``--buffer-type`` value such as ``bfloat16``."""
+    t = ir.parse_type_name(text)
+    if t is None or t.lanes != 1:
+        raise ValueError(f"'{text}' is not a scalar Halide type such as float32 or bfloat16")
+    return t
+
+
+if __name__ == "__main__":  # pragma: no cover - debugging aid
+    print(parse_text(sys.stdin.read()))

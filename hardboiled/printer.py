@@ -1,0 +1,286 @@
+"""Writing IR back in Halide's own text format.
+
+This printer is the exact inverse of hardboiled/parse.py: for any text that
+Halide printed, ``print_ir(parse(text)) == text`` byte for byte, and for any
+IR, ``parse(print_ir(ir)) == ir`` (within what the text can express: Halide
+prints float16 and bfloat16 literals alike, and its float literals carry six
+decimals).
+
+It follows Halide 21's IRPrinter conventions:
+
+* one space of indentation per nesting level;
+* binary operators are parenthesized unless they sit in a "no-parens"
+  position (a statement's value, index or condition, a call or cast
+  argument, a load index, ramp and broadcast operands, min/max/select
+  arguments);
+* a variable, load or call whose type is not int32 gets a ``(type)`` prefix
+  unless its name is bound by an enclosing let, loop or allocation.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Callable
+
+from . import ir
+
+_INDENT = " "
+
+
+def format_float(value: float, bits: int) -> str:
+    """A float literal as Halide prints it: fixed 6 decimals, tiny values in
+    scientific notation, a suffix by width (f32 ``f``, 16-bit ``h``)."""
+    if value != value:
+        text = "nan"
+    elif value in (float("inf"), float("-inf")):
+        text = "inf" if value > 0 else "-inf"
+    elif value != 0.0 and abs(value) < 1e-6:
+        text = f"{value:e}"
+    else:
+        text = f"{value:.6f}"
+    return text + {64: "", 32: "f", 16: "h"}[bits]
+
+
+def _escape(value: str) -> str:
+    out = ['"']
+    for ch in value:
+        code = ord(ch)
+        if 0x20 <= code <= 0x7E and ch not in '\\"':
+            out.append(ch)
+        elif ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        else:
+            out.append(f"\\x{code:02X}")
+    out.append('"')
+    return "".join(out)
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\t": "\\t", "\r": "\\r", "\n": "\\n"}
+
+
+class Printer:
+    """Prints statements and expressions; one instance per output."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.indent = 0
+        self.known = Counter[str]()
+        self._expr_table: dict[type, Callable[[object], str]] = {
+            ir.IntImm: self._int_imm,
+            ir.UIntImm: lambda e: f"({e.type}){e.value}",
+            ir.FloatImm: lambda e: format_float(e.value, e.type.bits),
+            ir.StringImm: lambda e: _escape(e.value),
+            ir.Variable: lambda e: self._typed_name(e.name, e.type) + e.name,
+            ir.Cast: lambda e: f"{e.type}({self.expr(e.value, False)})",
+            ir.Reinterpret: lambda e: f"reinterpret<{e.type}>({self.expr(e.value, False)})",
+            ir.Ramp: lambda e: f"ramp({self.expr(e.base, False)}, {self.expr(e.stride, False)}, {e.lanes})",
+            ir.Broadcast: lambda e: f"x{e.lanes}({self.expr(e.value, False)})",
+            ir.Call: lambda e: self._typed_name(e.name, e.type) + f"{e.name}({self._args(e.args)})",
+            ir.Select: lambda e: f"select({self._args((e.condition, e.true_value, e.false_value))})",
+            ir.Not: lambda e: "!" + self.expr(e.value, True),
+            ir.Shuffle: self._shuffle,
+            ir.VectorReduce: lambda e: f"({e.type})vector_reduce_{e.op.value}({self.expr(e.value, False)})",
+        }
+
+    # ------------------------------------------------------------ scope
+    def _bind(self, name: str) -> None:
+        self.known[name] += 1
+
+    def _unbind(self, name: str) -> None:
+        self.known[name] -= 1
+        if not self.known[name]:
+            del self.known[name]
+
+    def _typed_name(self, name: str, t: ir.Type) -> str:
+        if t == ir.INT32 or name in self.known:
+            return ""
+        return str(t) if t.is_handle else f"({t})"
+
+    # ------------------------------------------------------------ expressions
+    def expr(self, e: ir.Expr, parens: bool = True) -> str:
+        """``parens`` is False in Halide's no-parens positions."""
+        if isinstance(e, ir.Binary):
+            return self._binary(e, parens)
+        if isinstance(e, ir.Load):
+            return self._load(e, parens)
+        if isinstance(e, ir.Let):
+            return self._let(e, parens)
+        return self._expr_table[type(e)](e)
+
+    def _int_imm(self, e: ir.IntImm) -> str:
+        return str(e.value) if e.type == ir.INT32 else f"({e.type}){e.value}"
+
+    def _args(self, args: tuple[ir.Expr, ...] | list[ir.Expr]) -> str:
+        return ", ".join(self.expr(a, False) for a in args)
+
+    def _binary(self, e: ir.Binary, parens: bool) -> str:
+        if e.op.is_function_style:
+            return f"{e.op.value}({self.expr(e.a, False)}, {self.expr(e.b, False)})"
+        sep = e.op.value if e.op in (ir.BinOp.MUL, ir.BinOp.DIV) else f" {e.op.value} "
+        text = self.expr(e.a, True) + sep + self.expr(e.b, True)
+        return f"({text})" if parens else text
+
+    def _load(self, e: ir.Load, parens: bool) -> str:
+        text = self._typed_name(e.name, e.type) + f"{e.name}[{self.expr(e.index, False)}"
+        if e.alignment is not None:
+            text += f" aligned({e.alignment[0]}, {e.alignment[1]})"
+        text += "]"
+        if e.predicate is None:
+            return text
+        text += " if " + self.expr(e.predicate, True)
+        return f"({text})" if parens else text
+
+    def _let(self, e: ir.Let, parens: bool) -> str:
+        self._bind(e.name)
+        text = f"let {e.name} = {self.expr(e.value, True)} in {self.expr(e.body, True)}"
+        self._unbind(e.name)
+        return f"({text})" if parens else text
+
+    def _shuffle(self, e: ir.Shuffle) -> str:
+        vectors = self._args(e.vectors)
+        if e.is_concat():
+            return f"concat_vectors({vectors})"
+        if e.is_interleave():
+            return f"interleave_vectors({vectors})"
+        if e.is_extract_element():
+            return f"extract_element({vectors}, {e.indices[0]})"
+        sliced = e.slice_params()
+        if sliced is not None:
+            return f"slice_vectors({vectors}, {sliced[0]}, {sliced[1]}, {len(e.indices)})"
+        return f"shuffle({vectors}, {', '.join(str(i) for i in e.indices)})"
+
+    # ------------------------------------------------------------ statements
+    def line(self, text: str) -> None:
+        self.out.append(_INDENT * self.indent + text + "\n")
+
+    def stmt(self, s: ir.Stmt) -> None:
+        method = getattr(self, "_stmt_" + type(s).__name__)
+        method(s)
+
+    def _nested(self, header: str, body: ir.Stmt, footer: str = "}") -> None:
+        self.line(header + " {")
+        self.indent += 1
+        self.stmt(body)
+        self.indent -= 1
+        self.line(footer)
+
+    def _stmt_NoOp(self, s: ir.NoOp) -> None:
+        pass
+
+    def _stmt_Block(self, s: ir.Block) -> None:
+        for child in s.stmts:
+            self.stmt(child)
+
+    def _stmt_LetStmt(self, s: ir.LetStmt) -> None:
+        self._bind(s.name)
+        self.line(f"let {s.name} = {self.expr(s.value, False)}")
+        self.stmt(s.body)
+        self._unbind(s.name)
+
+    def _stmt_AssertStmt(self, s: ir.AssertStmt) -> None:
+        self.line(f"assert({self.expr(s.condition, False)}, {self.expr(s.message, False)})")
+
+    def _stmt_ProducerConsumer(self, s: ir.ProducerConsumer) -> None:
+        self._nested(("produce " if s.is_producer else "consume ") + s.name, s.body)
+
+    def _stmt_For(self, s: ir.For) -> None:
+        device = f"<{s.device_api}>" if s.device_api else ""
+        self._bind(s.name)
+        header = f"{s.kind.value}{device} ({s.name}, {self.expr(s.min, False)}, {self.expr(s.extent, False)})"
+        self._nested(header, s.body)
+        self._unbind(s.name)
+
+    def _stmt_Store(self, s: ir.Store) -> None:
+        if s.predicate is not None:
+            self.line(f"predicate ({self.expr(s.predicate, False)})")
+            self.indent += 1
+        index = self.expr(s.index, False)
+        if s.alignment is not None:
+            index += f" aligned({s.alignment[0]}, {s.alignment[1]})"
+        self.line(f"{s.name}[{index}] = {self.expr(s.value, False)}")
+        if s.predicate is not None:
+            self.indent -= 1
+
+    def _stmt_Allocate(self, s: ir.Allocate) -> None:
+        self._bind(s.name)
+        text = f"allocate {s.name}[{s.type}"
+        text += "".join(" * " + self.expr(e, True) for e in s.extents) + "]"
+        if s.memory_type != "Auto":
+            text += f" in {s.memory_type}"
+        if s.condition is not None:
+            text += f" if {self.expr(s.condition, False)}"
+        self.line(text)
+        if s.new_expr is not None:
+            self.line(f" custom_new {{ {self.expr(s.new_expr, False)} }}")
+        if s.free_function is not None:
+            self.line(f" custom_delete {{ {s.free_function}({s.name}); }}")
+        self.stmt(s.body)
+        self._unbind(s.name)
+
+    def _stmt_Free(self, s: ir.Free) -> None:
+        self.line(f"free {s.name}")
+
+    def _stmt_IfThenElse(self, s: ir.IfThenElse) -> None:
+        self.line(f"if ({self.expr(s.condition, False)}) {{")
+        current: ir.IfThenElse = s
+        while True:
+            self.indent += 1
+            self.stmt(current.then_case)
+            self.indent -= 1
+            else_case = current.else_case
+            if else_case is None:
+                self.line("}")
+                return
+            if isinstance(else_case, ir.IfThenElse):
+                self.line(f"}} else if ({self.expr(else_case.condition, False)}) {{")
+                current = else_case
+                continue
+            self.line("} else {")
+            self.indent += 1
+            self.stmt(else_case)
+            self.indent -= 1
+            self.line("}")
+            return
+
+    def _stmt_Evaluate(self, s: ir.Evaluate) -> None:
+        self.line(self.expr(s.value, False))
+
+    def _stmt_Atomic(self, s: ir.Atomic) -> None:
+        names = s.producer if s.mutex is None else f"{s.producer}, {s.mutex}"
+        self._nested(f"atomic ({names})", s.body)
+
+    def _stmt_Fork(self, s: ir.Fork) -> None:
+        self._nested("fork", s.first, footer="} {")
+        self.indent += 1
+        self.stmt(s.rest)
+        self.indent -= 1
+        self.line("}")
+
+    def _stmt_Acquire(self, s: ir.Acquire) -> None:
+        self._nested(f"acquire ({self.expr(s.semaphore, False)}, {self.expr(s.count, False)})", s.body)
+
+    def _stmt_HoistedStorage(self, s: ir.HoistedStorage) -> None:
+        self._nested("hoisted_storage" + (f" ({s.name})" if s.name else ""), s.body)
+
+    # ------------------------------------------------------------ modules
+    def module(self, m: ir.Module) -> None:
+        self.out.append(f"module name={m.name}, target={m.target}\n")
+        for buf in m.buffers:
+            body = "{...}" if buf.contents is None else "{\n" + buf.contents + "\x00\n}"
+            self.out.append(f"buffer {buf.name} = {body}\n")
+        for func in m.functions:
+            self.out.append(f"{func.linkage} func {func.name} ({', '.join(func.args)}) {{\n")
+            self.stmt(func.body)
+            self.out.append("}\n\n\n")
+
+
+def print_ir(node: ir.Stmt | ir.Expr | ir.Module) -> str:
+    """Halide's text for a statement, expression or module."""
+    p = Printer()
+    if isinstance(node, ir.Module):
+        p.module(node)
+    elif isinstance(node, ir.Stmt):
+        p.stmt(node)
+    else:
+        return p.expr(node, False)
+    return "".join(p.out)

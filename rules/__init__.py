@@ -1,0 +1,1 @@
+"""egglog rule files (shipped as package data)."""
