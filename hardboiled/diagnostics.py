@@ -12,8 +12,23 @@ Nothing here prints a traceback.
 
 from __future__ import annotations
 
+import enum
 import json
 from dataclasses import dataclass, field
+
+
+class ExitCode(enum.IntEnum):
+    """Process exit statuses; documented in docs/cli.md and stable."""
+
+    SUCCESS = 0
+    SELECTION_MISS = 1
+    INPUT_ERROR = 2
+    """Usage errors and unusable input (syntax errors, unknown stage, ...)."""
+    TOOLCHAIN_FAILURE = 3
+    RESOURCE_LIMIT = 4
+    VERIFICATION_MISMATCH = 5
+    INTERNAL_ERROR = 70
+    """A bug in hardboiled (os.EX_SOFTWARE)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +56,7 @@ class Diagnostic:
             head = f"{loc.filename}:{loc.line}:{loc.column}: {self.severity}: {self.message}"
         lines = [head]
         if loc is not None and loc.source_line is not None:
-            lines.append(loc.source_line)
+            lines.append(_printable(loc.source_line))
             lines.append(_caret_line(loc.source_line, loc.column))
         lines.extend(f"note: {note}" for note in self.notes)
         return "\n".join(lines) + "\n"
@@ -61,6 +76,12 @@ class Diagnostic:
         return json.dumps(self.to_json(), sort_keys=True) + "\n"
 
 
+def _printable(text: str) -> str:
+    # Binary junk must not reach the terminal; one '?' per character keeps
+    # the caret aligned.
+    return "".join(ch if ch.isprintable() or ch == "\t" else "?" for ch in text)
+
+
 def _caret_line(source_line: str, column: int) -> str:
     # Keep tabs so that the caret lines up under tab-indented source.
     prefix = "".join(ch if ch == "\t" else " " for ch in source_line[: max(column - 1, 0)])
@@ -74,7 +95,7 @@ class HardboiledError(Exception):
     failure (see docs/cli.md).
     """
 
-    exit_code = 2
+    exit_code = ExitCode.INPUT_ERROR
 
     def __init__(self, diagnostic: Diagnostic) -> None:
         super().__init__(diagnostic.message)
@@ -84,7 +105,7 @@ class HardboiledError(Exception):
 class InputError(HardboiledError):
     """Malformed or unusable input: syntax errors, unknown stages, bad types."""
 
-    exit_code = 2
+    exit_code = ExitCode.INPUT_ERROR
 
 
 def error_at(

@@ -582,6 +582,28 @@ class HoistedStorage(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class Realize(Stmt):
+    """A multi-dimensional Func realization (before storage flattening)."""
+
+    name: str
+    memory_type: str
+    bounds: tuple[tuple[Expr, Expr], ...]
+    """(min, extent) per dimension."""
+    body: Stmt
+    condition: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Provide(Stmt):
+    """``f(args) = value`` (before storage flattening); tuples give several values."""
+
+    name: str
+    values: tuple[Expr, ...]
+    args: tuple[Expr, ...]
+    predicate: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class NoOp(Stmt):
     """An empty body (``{}`` with nothing inside)."""
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Callable, Iterable
@@ -189,16 +189,33 @@ def parse_text(
     """Parse a bare statement or a lowered module (not a log)."""
     if not text.strip():
         raise error_at("empty input: expected Halide IR", filename, text, 1, 1, line_offset=line_offset)
-    if not text.endswith("\n"):
+    ends_mid_line = not text.endswith("\n")
+    if ends_mid_line:
         text += "\n"
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as exc:
-        raise _syntax_error(exc, text, filename, line_offset) from None
+        error = _syntax_error(exc, text, filename, line_offset)
+        raise _mark_truncation(error, text, ends_mid_line, line_offset) from None
     known = _buffer_types_from_asserts(text)
     known.update(buffer_types or {})
     builder = _TreeBuilder(filename, text, line_offset, known)
     return builder.build(tree)
+
+
+def _mark_truncation(error: InputError, text: str, ends_mid_line: bool, line_offset: int) -> InputError:
+    """A syntax error on an unfinished last line means the file was cut short."""
+    location = error.diagnostic.location
+    last_line = text.count("\n") + line_offset
+    if not ends_mid_line or location is None or location.line != last_line:
+        return error
+    if "truncated" in error.diagnostic.message:
+        return error
+    diagnostic = replace(
+        error.diagnostic,
+        message=error.diagnostic.message + "; the input ends in the middle of a line (truncated?)",
+    )
+    return InputError(diagnostic)
 
 
 def _buffer_types_from_asserts(text: str) -> dict[str, ir.Type]:
@@ -262,7 +279,9 @@ def _describe_token(token: Token) -> str:
 
 
 def _expected_list(names: Iterable[str]) -> str:
-    described = sorted({_describe_terminal(n) for n in names})
+    # The allocation-extent separator only matters inside `allocate [...]`;
+    # listing it elsewhere would just confuse.
+    described = sorted({_describe_terminal(n) for n in names if n != "_ALLOC_TIMES"})
     if len(described) > 8:
         described = described[:8] + ["..."]
     return ", ".join(described)
@@ -425,6 +444,7 @@ class _TreeBuilder:
         self.line_offset = line_offset
         self.buffer_types = buffer_types
         self.scope: dict[str, ir.Type] = {}
+        self.func_types: dict[str, ir.Type] = {}
         self._expr_rules: dict[str, Callable[[Tree], ir.Expr]] = {
             "binop": self._binop,
             "not_": lambda t: ir.Not(self.expr(t.children[0])),
@@ -447,7 +467,9 @@ class _TreeBuilder:
             "consume_stmt": lambda t: ir.ProducerConsumer(str(t.children[0]), False, self.body(t.children[1])),
             "if_stmt": self._if,
             "store_stmt": lambda t: self._store(t.children, None),
-            "predicated_store": lambda t: self._store(t.children[1:], t.children[0]),
+            "predicated_store": self._predicated,
+            "provide_stmt": lambda t: self._provide(t, None),
+            "realize_stmt": self._realize,
             "evaluate_stmt": lambda t: ir.Evaluate(self.expr(t.children[0])),
             "atomic_stmt": self._atomic,
             "fork_stmt": lambda t: ir.Fork(self.body(t.children[0]), self.body(t.children[1])),
@@ -558,12 +580,7 @@ class _TreeBuilder:
             if child is None:
                 continue
             if child.data == "memory_type":
-                memory = str(child.children[0])
-                if memory not in ir.MEMORY_TYPES:
-                    raise self.error(
-                        f"unknown memory type '{memory}'", child,
-                        notes=("known memory types: " + ", ".join(ir.MEMORY_TYPES),),
-                    )
+                memory = self._memory_type(child)
             elif child.data == "alloc_condition":
                 condition = self.expr(child.children[0])
             elif child.data == "custom_new":
@@ -578,6 +595,15 @@ class _TreeBuilder:
             condition=condition, new_expr=new_expr, free_function=free_function,
         )
         return name, lambda body: ir.Allocate(body=body, **allocation)  # type: ignore[arg-type]
+
+    def _memory_type(self, tree: Tree) -> str:
+        memory = str(tree.children[0])
+        if memory not in ir.MEMORY_TYPES:
+            raise self.error(
+                f"unknown memory type '{memory}'", tree,
+                notes=("known memory types: " + ", ".join(ir.MEMORY_TYPES),),
+            )
+        return memory
 
     def _for(self, tree: Tree) -> ir.Stmt:
         kind_tok, *rest = tree.children
@@ -605,6 +631,41 @@ class _TreeBuilder:
         cond, then_tree, *rest = tree.children
         else_case = self._else(rest[0]) if rest and rest[0] is not None else None
         return ir.IfThenElse(self.expr(cond), self.body(then_tree), else_case)
+
+    def _predicated(self, tree: Tree) -> ir.Stmt:
+        predicate_tree, inner = tree.children
+        if inner.data == "provide_stmt":
+            return self._provide(inner, predicate_tree)
+        return self._store(inner.children, predicate_tree)
+
+    def _provide(self, tree: Tree, predicate_tree: Tree | None) -> ir.Stmt:
+        name_tok, args_tree, values_tree = tree.children
+        args = tuple(self.expr(e) for e in args_tree.children if e is not None)
+        values = tuple(self.expr(e) for e in values_tree.children)
+        # Halide prints calls to a realized Func without their type; the
+        # Func's first definition tells it.
+        self.func_types.setdefault(str(name_tok), values[0].type.element())
+        predicate = self.expr(predicate_tree) if predicate_tree is not None else None
+        return ir.Provide(str(name_tok), values, args, predicate)
+
+    def _realize(self, tree: Tree) -> ir.Stmt:
+        name_tok, *rest = tree.children
+        bounds: list[tuple[ir.Expr, ir.Expr]] = []
+        memory = "Auto"
+        condition = None
+        for child in rest[:-1]:
+            if child is None:
+                continue
+            if child.data == "realize_bound":
+                bounds.append((self.expr(child.children[0]), self.expr(child.children[1])))
+            elif child.data == "memory_type":
+                memory = self._memory_type(child)
+            else:
+                condition = self.expr(child.children[0])
+        saved = self.bind(str(name_tok), _ALLOCATION_MARKER)
+        body = self.body(rest[-1])
+        self.unbind(saved)
+        return ir.Realize(str(name_tok), memory, tuple(bounds), body, condition)
 
     def _store(self, children: list, predicate_tree: Tree | None) -> ir.Stmt:
         name_tok, index_tree, alignment_tree, value_tree = children
@@ -735,7 +796,8 @@ class _TreeBuilder:
         node = self._intrinsic_form(name, args, name_tok)
         if node is not None:
             return node
-        return ir.Call(name, tuple(args), ir.INT32)
+        func_type = self.func_types.get(name) if name in self.scope else None
+        return ir.Call(name, tuple(args), func_type or ir.INT32)
 
     def _intrinsic_form(self, name: str, args: list[ir.Expr], token: Token) -> ir.Expr | None:
         """IR nodes that Halide prints in function-call form."""

@@ -157,11 +157,11 @@ class Printer:
         method = getattr(self, "_stmt_" + type(s).__name__)
         method(s)
 
-    def _nested(self, header: str, body: ir.Stmt, footer: str = "}") -> None:
+    def _nested(self, header: str, body: ir.Stmt, footer: str = "}", step: int = 1) -> None:
         self.line(header + " {")
-        self.indent += 1
+        self.indent += step
         self.stmt(body)
-        self.indent -= 1
+        self.indent -= step
         self.line(footer)
 
     def _stmt_NoOp(self, s: ir.NoOp) -> None:
@@ -190,16 +190,37 @@ class Printer:
         self._nested(header, s.body)
         self._unbind(s.name)
 
+    def _predicated(self, predicate: ir.Expr | None, text: str) -> None:
+        if predicate is None:
+            self.line(text)
+            return
+        self.line(f"predicate ({self.expr(predicate, False)})")
+        self.indent += 1
+        self.line(text)
+        self.indent -= 1
+
     def _stmt_Store(self, s: ir.Store) -> None:
-        if s.predicate is not None:
-            self.line(f"predicate ({self.expr(s.predicate, False)})")
-            self.indent += 1
         index = self.expr(s.index, False)
         if s.alignment is not None:
             index += f" aligned({s.alignment[0]}, {s.alignment[1]})"
-        self.line(f"{s.name}[{index}] = {self.expr(s.value, False)}")
-        if s.predicate is not None:
-            self.indent -= 1
+        self._predicated(s.predicate, f"{s.name}[{index}] = {self.expr(s.value, False)}")
+
+    def _stmt_Provide(self, s: ir.Provide) -> None:
+        values = self._args(s.values)
+        if len(s.values) > 1:
+            values = "{" + values + "}"
+        self._predicated(s.predicate, f"{s.name}({self._args(s.args)}) = {values}")
+
+    def _stmt_Realize(self, s: ir.Realize) -> None:
+        bounds = ", ".join(f"[{self.expr(lo, False)}, {self.expr(ext, False)}]" for lo, ext in s.bounds)
+        header = f"realize {s.name}({bounds})"
+        if s.memory_type != "Auto":
+            header += f" in {s.memory_type}"
+        if s.condition is not None:
+            header += f" if {self.expr(s.condition, False)}"
+        self._bind(s.name)
+        self._nested(header, s.body, step=2)
+        self._unbind(s.name)
 
     def _stmt_Allocate(self, s: ir.Allocate) -> None:
         self._bind(s.name)
@@ -247,7 +268,8 @@ class Printer:
 
     def _stmt_Atomic(self, s: ir.Atomic) -> None:
         names = s.producer if s.mutex is None else f"{s.producer}, {s.mutex}"
-        self._nested(f"atomic ({names})", s.body)
+        # Halide indents the bodies of atomic and realize by two levels.
+        self._nested(f"atomic ({names})", s.body, step=2)
 
     def _stmt_Fork(self, s: ir.Fork) -> None:
         self._nested("fork", s.first, footer="} {")

@@ -1,0 +1,5 @@
+"""``python -m hardboiled`` runs the command line."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,41 @@
+"""Shared paths and helpers for the test suite."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "halide"
+MANIFEST = json.loads((FIXTURES / "MANIFEST.json").read_text())
+STMT_FIXTURES = sorted(FIXTURES.glob("*/*.stmt"))
+LOG_FIXTURES = sorted(FIXTURES.glob("*/debug.log"))
+
+# The installed console script, next to the interpreter running the tests.
+HARDBOILED = Path(sys.executable).parent / "hardboiled"
+
+
+def fixture_id(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}"
+
+
+def run_cli(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run the installed ``hardboiled`` script, as a user or build system would."""
+    assert HARDBOILED.exists(), f"console script not installed at {HARDBOILED}"
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run(
+        [str(HARDBOILED), *args], input=stdin if stdin is not None else b"",
+        capture_output=True, env=full_env, cwd=cwd, timeout=120,
+    )
+
+
+@pytest.fixture(scope="session")
+def manifest() -> dict[str, dict[str, object]]:
+    return MANIFEST
