@@ -41,6 +41,9 @@ DEFAULT_STAGE = "vectorizing"
 _STAGE_HEADER_RE = re.compile(r"^Lowering after (.*?):?( \(unchanged\))?$")
 _TYPE_ASSERT_RE = re.compile(r"assert\(([^\s()]+)\.type == \(uint32\)(\d+),")
 _BROADCAST_NAME_RE = re.compile(r"x(\d+)")
+_LOOKS_LIKE_SCALAR_TYPE = re.compile(r"(u?int|b?float)\d+(x\d+)?")
+# A line that opens a block like a loop does: `word (...) {` or `word<API> (...) {`.
+_BLOCK_HEADER_RE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<[^>]*>)?\s*\(.*\{\s*$")
 
 
 # --------------------------------------------------------------------------
@@ -103,12 +106,36 @@ def split_log(text: str) -> list[Stage]:
             stages.append(Stage(m.group(1), header_line, None))
             i += 1
             continue
-        end = i + 1
-        while end < len(lines) and lines[end] != "":
-            end += 1
+        end = i + 1 + stage_body_line_count(lines, i + 1)
         stages.append(Stage(m.group(1), header_line, "\n".join(lines[i + 1 : end]) + "\n"))
         i = end
     return stages
+
+
+def stage_body_line_count(lines: list[str], start: int) -> int:
+    """How many lines from ``start`` belong to a stage body.
+
+    A body ends at a blank line, with one exception: Halide prints a stored
+    let-expression as ``buf[i] = `` followed by ``let x = v in`` lines and
+    the body, and then an empty line, which is part of the IR.
+    """
+    i = start
+    in_let_store = blank_is_ir = False
+    while i < len(lines):
+        line = lines[i]
+        if line == "":
+            if not blank_is_ir:
+                break
+            blank_is_ir = False
+        elif line.endswith("] = "):
+            in_let_store = True
+        elif in_let_store:
+            stripped = line.lstrip()
+            if not (stripped.startswith("let ") and stripped.endswith(" in")):
+                in_let_store = False
+                blank_is_ir = True
+        i += 1
+    return i - start
 
 
 def is_debug_log(text: str) -> bool:
@@ -315,13 +342,8 @@ def _syntax_error(exc: UnexpectedInput, text: str, filename: str, line_offset: i
             )
         line, column = token.line or 1, token.column or 1
         source_line = lines[line - 1] if line - 1 < len(lines) else ""
-        first_word = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)", source_line)
-        if (
-            first_word is not None
-            and first_word.group(1) not in _STATEMENT_KEYWORDS
-            and token.type in ("LBRACE", "DEVICE_API", "NAME")
-            and column > first_word.end(1)
-        ):
+        first_word = _BLOCK_HEADER_RE.match(source_line)
+        if first_word is not None and first_word.group(1) not in _STATEMENT_KEYWORDS:
             return error_at(
                 f"unknown statement '{first_word.group(1)}'",
                 filename,
@@ -457,6 +479,7 @@ class _TreeBuilder:
             "typed": self._typed,
             "reinterpret": self._reinterpret,
             "call": lambda t: self._call(t, None),
+            "let_lines": self._let_lines,
             "load": lambda t: self._load(t, None),
         }
         self._stmt_rules: dict[str, Callable[[Tree], ir.Stmt]] = {
@@ -502,7 +525,11 @@ class _TreeBuilder:
         if text.startswith("(") and text.endswith(")"):
             inner = text[1:-1]
             scalar = ir.parse_type_name(inner)
-            return scalar if scalar is not None else ir.handle_type(inner)
+            if scalar is not None:
+                return scalar
+            if not _LOOKS_LIKE_SCALAR_TYPE.fullmatch(inner):
+                return ir.handle_type(inner)
+            text = inner
         t = ir.parse_type_name(text)
         if t is None:
             raise self.error(f"unknown type '{text}'", node)
@@ -711,6 +738,22 @@ class _TreeBuilder:
         self.unbind(saved)
         return ir.Let(str(name_tok), value, body)
 
+    def _let_lines(self, tree: Tree) -> ir.Expr:
+        *let_lines, body_tree = tree.children
+        names = [str(line.children[0]) for line in let_lines]
+        values: list[ir.Expr] = []
+        saved = []
+        for name, value_tree in zip(names, (line.children[1] for line in let_lines)):
+            value = self.expr(value_tree)
+            values.append(value)
+            saved.append(self.bind(name, value.type))
+        result = self.expr(body_tree)
+        for entry in reversed(saved):
+            self.unbind(entry)
+        for name, value in zip(reversed(names), reversed(values)):
+            result = ir.Let(name, value, result)
+        return result
+
     def _predicated_load(self, tree: Tree) -> ir.Expr:
         load = self._load(tree.children[0], None)
         return ir.Load(load.name, load.index, load.type, self.expr(tree.children[1]), load.alignment)
@@ -750,6 +793,9 @@ class _TreeBuilder:
             return self._variable(str(operand.children[0]), t)
         if kind == "call":
             return self._call(operand, t)
+        if kind == "cast_operand":
+            # A cast to a handle type prints as `(uint8_t *)(value)`.
+            return ir.Cast(t, self.expr(operand.children[0]))
         return self._load(operand, t)
 
     def _reinterpret(self, tree: Tree) -> ir.Expr:

@@ -203,7 +203,28 @@ class Printer:
         index = self.expr(s.index, False)
         if s.alignment is not None:
             index += f" aligned({s.alignment[0]}, {s.alignment[1]})"
-        self._predicated(s.predicate, f"{s.name}[{index}] = {self.expr(s.value, False)}")
+        head = f"{s.name}[{index}] ="
+        if not isinstance(s.value, ir.Let):
+            self._predicated(s.predicate, f"{head} {self.expr(s.value, False)}")
+            return
+        # Halide breaks a stored let-expression into one `let ... in` per line.
+        if s.predicate is not None:
+            self.line(f"predicate ({self.expr(s.predicate, False)})")
+            self.indent += 1
+        self.line(head + " ")
+        self.indent += 2
+        value: ir.Expr = s.value
+        bound: list[str] = []
+        while isinstance(value, ir.Let):
+            self._bind(value.name)
+            bound.append(value.name)
+            self.line(f"let {value.name} = {self.expr(value.value, False)} in")
+            value = value.body
+        self.line(self.expr(value, False))
+        self.out.append("\n")  # Halide leaves an empty line after a stored let
+        for name in bound:
+            self._unbind(name)
+        self.indent -= 2 + (1 if s.predicate is not None else 0)
 
     def _stmt_Provide(self, s: ir.Provide) -> None:
         values = self._args(s.values)

@@ -43,14 +43,19 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from hardboiled.parse import stage_body_line_count  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "halide"
 AMX_TARGET = "x86-64-linux-avx512_sapphirerapids"
 CUDA_TARGET = "x86-64-linux-cuda-cuda_capability_80"
+CPU_TARGET = "x86-64-linux-avx2"
 CPU_TIMEOUT_S = 180
 CUDA_TIMEOUT_S = 300
 HEADER = re.compile(rb"^Lowering after (.*?):?( \(unchanged\))?$")
-DEBUG_LOG_CASES = {"amx_bf16_matmul_std_single", "amx_bf16_matmul_vnni_single"}
+DEBUG_LOG_CASES = {"amx_bf16_matmul_std_single", "amx_bf16_matmul_vnni_single",
+                   "cpu_guarded_vectorize"}
 
 CASES = {}  # name -> dict(build=..., target=..., manifest metadata)
 
@@ -59,9 +64,10 @@ def case(name, accelerator, accumulator, types, b_layout, strides, description):
     """Register a case builder. The builder returns (output Func, [input params])."""
     def register(build):
         CASES[name] = dict(
-            build=build, target=AMX_TARGET if accelerator == "amx" else CUDA_TARGET,
+            build=build,
+            target={"amx": AMX_TARGET, "wmma": CUDA_TARGET, "none": CPU_TARGET}[accelerator],
             accelerator=accelerator, accumulator=accumulator,
-            memory_type="AMXTile" if accelerator == "amx" else "Register",
+            memory_type={"amx": "AMXTile", "wmma": "Register", "none": "n/a"}[accelerator],
             types=types, b_layout=b_layout, strides=strides, description=description)
         return build
     return register
@@ -228,6 +234,26 @@ for _entry in AMX_CASES:
 
 
 # ------------------------------------------------------------------- WMMA (CUDA)
+
+# ------------------------------------------------------------ parser coverage
+
+@case("cpu_guarded_vectorize", "none", "n/a", "f32", "n/a", "symbolic",
+      "No accelerator: a 2-D pipeline with parallel rows, a producer computed at the "
+      "consumer's vector loop, GuardWithIf tails (predicated loads and stores), select, "
+      "min/max, an extern math call and an int16 cast; exercises the parser on forms "
+      "the accelerator cases do not print.")
+def cpu_guarded_vectorize():
+    hl = _hl()
+    A = hl.ImageParam(hl.Float(32), 2, "A")
+    x, y = hl.Var("x"), hl.Var("y")
+    g, f = hl.Func("g"), hl.Func("f")
+    g[x, y] = hl.sqrt(hl.max(A[x, y], 0.0)) * 2.0
+    f[x, y] = hl.select(x % 3 == 0, g[x, y] + g[x + 1, y],
+                        hl.f32(hl.i16(hl.min(g[x, y], 100.0))))
+    f.parallel(y).vectorize(x, 8, hl.TailStrategy.GuardWithIf)
+    g.compute_at(f, x).vectorize(x, 8, hl.TailStrategy.GuardWithIf)
+    return f, [A]
+
 
 def wmma_acc(f):
     return f.store_in(_hl().MemoryType.Register)  # stock Halide has no WMMAAccumulator
@@ -434,11 +460,13 @@ def split_stages(lines):
         i += 1
         if not m or m.group(2):
             continue
-        body = []
-        while i < len(lines) and lines[i] != b"\n":
-            body.append(lines[i])
-            i += 1
-        stages.setdefault(m.group(1).decode(), b"".join(body))
+        # The body usually ends at the first empty line, but a stored
+        # let-expression is followed by an empty line that belongs to the IR;
+        # hardboiled's own log reader knows the rule.
+        text_lines = [line.decode("utf-8", "replace").rstrip("\n") for line in lines[i:]]
+        count = stage_body_line_count(text_lines, 0)
+        stages.setdefault(m.group(1).decode(), b"".join(lines[i : i + count]))
+        i += count
     return stages
 
 
@@ -460,7 +488,9 @@ def run_child(name, workdir, stop_after_vectorizing, timeout):
                 continue
             if line == b"Lowering after vectorizing:\n":
                 in_vec = True
-            elif in_vec and line == b"\n":
+            elif in_vec and HEADER.match(line.rstrip(b"\n")):
+                # The next stage has started, so the vectorizing body is
+                # complete (it may itself contain empty lines).
                 proc.kill()
                 stopped = True
                 break
