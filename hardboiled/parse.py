@@ -32,6 +32,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from . import ir
 from .diagnostics import InputError, error_at
+from .lexer import HalideLexer
 
 DEFAULT_STAGE = "vectorizing"
 
@@ -204,7 +205,7 @@ def parse_input(
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
     grammar = resources.files("hardboiled.grammars").joinpath("halide_ir.lark").read_text()
-    return Lark(grammar, parser="lalr", lexer="contextual", maybe_placeholders=True)
+    return Lark(grammar, parser="lalr", lexer=HalideLexer, maybe_placeholders=True, cache=True)
 
 
 def parse_text(
@@ -271,11 +272,7 @@ _TERMINAL_NAMES = {
     "MODULE_HEADER": "a module header",
     "BUFFER_BODY": "a buffer body",
     "_ALLOC_TIMES": "' * '",
-    "OR_OP": "'||'",
-    "AND_OP": "'&&'",
-    "CMP_OP": "a comparison",
-    "ADD_OP": "'+' or '-'",
-    "MUL_OP": "'*', '/' or '%'",
+    "BIN_OP": "an operator",
 }
 
 _STATEMENT_KEYWORDS = frozenset(
@@ -385,6 +382,12 @@ _BINOPS = {
     "&&": ir.BinOp.AND,
     "||": ir.BinOp.OR,
 }
+_PRECEDENCE = {
+    "||": 1, "&&": 2,
+    "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3,
+    "+": 4, "-": 4,
+    "*": 5, "/": 5, "%": 5,
+}
 _REDUCE_OPS = {op.value: op for op in ir.ReduceOp}
 _UNBOUND = object()
 
@@ -468,7 +471,7 @@ class _TreeBuilder:
         self.scope: dict[str, ir.Type] = {}
         self.func_types: dict[str, ir.Type] = {}
         self._expr_rules: dict[str, Callable[[Tree], ir.Expr]] = {
-            "binop": self._binop,
+            "binop_chain": self._binop_chain,
             "not_": lambda t: ir.Not(self.expr(t.children[0])),
             "let_expr": self._let_expr,
             "predicated_load": self._predicated_load,
@@ -720,15 +723,33 @@ class _TreeBuilder:
             raise self.error(f"unsupported expression '{tree.data}'", tree)
         return rule(tree)
 
-    def _binop(self, tree: Tree) -> ir.Expr:
-        a_tree, op_tok, b_tree = tree.children
-        op = _BINOPS[str(op_tok)]
-        a, b = _unify_half(self.expr(a_tree), self.expr(b_tree))
+    def _binop_chain(self, tree: Tree) -> ir.Expr:
+        """Apply C precedence (left-associative) to ``a op b op c ...``."""
+        children = tree.children
+        operands = [self.expr(c) for c in children[0::2]]
+        operators: list[Token] = list(children[1::2])
+        # Shunting-yard over the flat chain.
+        out: list[ir.Expr] = [operands[0]]
+        pending: list[Token] = []
+        for op_tok, operand in zip(operators, operands[1:]):
+            level = _PRECEDENCE[str(op_tok)]
+            while pending and _PRECEDENCE[str(pending[-1])] >= level:
+                self._reduce(out, pending.pop())
+            pending.append(op_tok)
+            out.append(operand)
+        while pending:
+            self._reduce(out, pending.pop())
+        return out[0]
+
+    def _reduce(self, out: list[ir.Expr], op_tok: Token) -> None:
+        b = out.pop()
+        a = out.pop()
+        a, b = _unify_half(a, b)
         if a.type != b.type:
             raise self.error(
                 f"operands of '{op_tok}' have different types: {a.type} and {b.type}", op_tok
             )
-        return ir.Binary(op, a, b)
+        out.append(ir.Binary(_BINOPS[str(op_tok)], a, b))
 
     def _let_expr(self, tree: Tree) -> ir.Expr:
         name_tok, value_tree, body_tree = tree.children

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from lark import Lark
-
 from hardboiled import ir
 from hardboiled.parse import parse_input, parse_text
 from hardboiled.printer import print_ir
 
-from .conftest import FIXTURES, ROOT
+from .conftest import FIXTURES
 
 
 def _stores(stmt: ir.Stmt, buffer: str) -> list[ir.Store]:
@@ -17,12 +15,6 @@ def _stores(stmt: ir.Stmt, buffer: str) -> list[ir.Store]:
 
 def _loads(node: ir.Node, buffer: str) -> list[ir.Load]:
     return [n for n in ir.walk(node) if isinstance(n, ir.Load) and n.name == buffer]
-
-
-def test_grammar_is_conflict_free_lalr() -> None:
-    grammar = (ROOT / "grammars" / "halide_ir.lark").read_text()
-    # strict=True raises on any shift/reduce conflict or terminal collision.
-    Lark(grammar, parser="lalr", lexer="contextual", maybe_placeholders=True, strict=True)
 
 
 def test_bf16_matmul_types_from_type_asserts_and_allocations() -> None:
