@@ -833,6 +833,12 @@ class _TreeBuilder:
             t = declared if declared.lanes == lanes else declared.with_lanes(lanes)
         else:
             elem = self.buffer_types.get(name)
+            bound = self.scope.get(name)
+            if elem is None and bound is not None and bound.is_handle and bound is not _ALLOCATION_MARKER:
+                # A pointer bound by `let` with no pipeline type assert is
+                # runtime state (e.g. `cuda[0]` in GPU host code): its
+                # elements are opaque pointers.
+                elem = ir.handle_type()
             if elem is None:
                 raise self.error(
                     f"cannot determine the element type of buffer '{name}'",

@@ -1,0 +1,27 @@
+# hardboiled developer commands. `make help` lists them.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: help install test fixtures bench clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+install: ## Create .venv and install hardboiled with its test tools
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev]"
+
+test: ## Run the test suite (fails if no test ran)
+	$(BIN)/python -m pytest
+
+fixtures: ## Regenerate tests/fixtures/halide with the halide package
+	$(BIN)/python tools/gen_fixtures.py
+
+bench: ## Run the benchmarks under bench/ and print their figures
+	$(BIN)/python bench/parse_speed.py
+
+clean: ## Remove the virtual environment and caches
+	rm -rf $(VENV) .pytest_cache .hypothesis build dist *.egg-info bench/results
