@@ -528,7 +528,6 @@ class Allocate(Stmt):
     extents: tuple[Expr, ...]
     body: Stmt
     condition: Expr | None = None
-    padding: Expr | None = None
     new_expr: Expr | None = None
     free_function: str | None = None
 

@@ -454,10 +454,10 @@ def _unescape(literal: str) -> str:
     return "".join(out)
 
 
-def _float_value(text: str) -> float:
-    if text.lstrip("-") in ("inf", "nan"):
-        return float(text)
-    return float(text)
+# Halide's float literals: float64 has no suffix, float32 `f`, 16-bit `h`
+# (float16 until a bfloat16 operand says otherwise).
+_FLOAT_RE = re.compile(r"(-?(?:inf|nan|\d+\.\d+(?:e[+-]\d+)?))([fh]?)")
+_FLOAT_SUFFIX_TYPES = {"": ir.Float(64), "f": ir.Float(32), "h": ir.Float(16)}
 
 
 class _TreeBuilder:
@@ -498,7 +498,7 @@ class _TreeBuilder:
             "realize_stmt": self._realize,
             "evaluate_stmt": lambda t: ir.Evaluate(self.expr(t.children[0])),
             "atomic_stmt": self._atomic,
-            "fork_stmt": lambda t: ir.Fork(self.body(t.children[0]), self.body(t.children[1])),
+            "fork_stmt": self._fork,
             "acquire_stmt": lambda t: ir.Acquire(
                 self.expr(t.children[0]), self.expr(t.children[1]), self.body(t.children[2])
             ),
@@ -572,6 +572,7 @@ class _TreeBuilder:
         """Sequence statements; ``let`` and ``allocate`` scope over the rest."""
         open_scopes: list[tuple[list[ir.Stmt], Callable[[ir.Stmt], ir.Stmt]]] = []
         undo: list[tuple[str, object]] = []
+        type_undo: list[tuple[str, ir.Type | None]] = []
         current: list[ir.Stmt] = []
         for item in tree.children:
             kind = item.data
@@ -582,9 +583,11 @@ class _TreeBuilder:
                 undo.append(self.bind(name, value.type))
                 current = []
             elif kind == "allocate_stmt":
-                name, closer = self._allocate_header(item)
+                name, elem, closer = self._allocate_header(item)
                 open_scopes.append((current, closer))
                 undo.append(self.bind(name, _ALLOCATION_MARKER))
+                type_undo.append((name, self.buffer_types.get(name)))
+                self.buffer_types[name] = elem
                 current = []
             else:
                 rule = self._stmt_rules.get(kind)
@@ -597,9 +600,14 @@ class _TreeBuilder:
             result = ir.make_block(outer + [closer(result)])
         for saved in reversed(undo):
             self.unbind(saved)
+        for name, previous_type in reversed(type_undo):
+            if previous_type is None:
+                del self.buffer_types[name]
+            else:
+                self.buffer_types[name] = previous_type
         return result
 
-    def _allocate_header(self, tree: Tree) -> tuple[str, Callable[[ir.Stmt], ir.Stmt]]:
+    def _allocate_header(self, tree: Tree) -> tuple[str, ir.Type, Callable[[ir.Stmt], ir.Stmt]]:
         name_tok, type_tree, *rest = tree.children
         name = str(name_tok)
         elem = self.type_name(str(type_tree.children[0]), type_tree)
@@ -619,12 +627,11 @@ class _TreeBuilder:
                 free_function = str(child.children[0])
             else:
                 extents.append(self.expr(child))
-        self.buffer_types[name] = elem
         allocation = dict(
             name=name, type=elem, memory_type=memory, extents=tuple(extents),
             condition=condition, new_expr=new_expr, free_function=free_function,
         )
-        return name, lambda body: ir.Allocate(body=body, **allocation)  # type: ignore[arg-type]
+        return name, elem, lambda body: ir.Allocate(body=body, **allocation)  # type: ignore[arg-type]
 
     def _memory_type(self, tree: Tree) -> str:
         memory = str(tree.children[0])
@@ -707,6 +714,13 @@ class _TreeBuilder:
         predicate = self.expr(predicate_tree) if predicate_tree is not None else None
         return ir.Store(str(name_tok), value, self.expr(index_tree), predicate, alignment)
 
+    def _fork(self, tree: Tree) -> ir.Stmt:
+        bodies = [self.body(b) for b in tree.children]
+        result = bodies[-1]
+        for first in reversed(bodies[:-1]):
+            result = ir.Fork(first, result)
+        return result
+
     def _atomic(self, tree: Tree) -> ir.Stmt:
         names = [str(c) for c in tree.children[:-1]]
         mutex = names[1] if len(names) > 1 else None
@@ -776,16 +790,18 @@ class _TreeBuilder:
         return result
 
     def _predicated_load(self, tree: Tree) -> ir.Expr:
-        load = self._load(tree.children[0], None)
+        target = tree.children[0]
+        if target.data == "typed_load":
+            prefix_tok, load_tree = target.children
+            load = self._load(load_tree, self.type_name(str(prefix_tok), prefix_tok))
+        else:
+            load = self._load(target, None)
         return ir.Load(load.name, load.index, load.type, self.expr(tree.children[1]), load.alignment)
 
     def _float_lit(self, tree: Tree) -> ir.Expr:
-        text = str(tree.children[0])
-        if text.endswith("f"):
-            return ir.FloatImm(_float_value(text[:-1]), ir.Float(32))
-        if text.endswith("h"):
-            return ir.FloatImm(_float_value(text[:-1]), ir.Float(16))
-        return ir.FloatImm(_float_value(text), ir.Float(64))
+        m = _FLOAT_RE.fullmatch(str(tree.children[0]))
+        assert m is not None, "the FLOAT terminal and _FLOAT_RE disagree"
+        return ir.FloatImm(float(m.group(1)), _FLOAT_SUFFIX_TYPES[m.group(2)])
 
     def _variable(self, name: str, declared: ir.Type | None) -> ir.Expr:
         if declared is not None:

@@ -19,6 +19,7 @@ It follows Halide 21's IRPrinter conventions:
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Callable
 
@@ -31,7 +32,7 @@ def format_float(value: float, bits: int) -> str:
     """A float literal as Halide prints it: fixed 6 decimals, tiny values in
     scientific notation, a suffix by width (f32 ``f``, 16-bit ``h``)."""
     if value != value:
-        text = "nan"
+        text = "-nan" if math.copysign(1.0, value) < 0 else "nan"
     elif value in (float("inf"), float("-inf")):
         text = "inf" if value > 0 else "-inf"
     elif value != 0.0 and abs(value) < 1e-6:
@@ -121,7 +122,10 @@ class Printer:
         return f"({text})" if parens else text
 
     def _load(self, e: ir.Load, parens: bool) -> str:
-        text = self._typed_name(e.name, e.type) + f"{e.name}[{self.expr(e.index, False)}"
+        # Unlike variables and calls, a load of an unbound buffer is typed
+        # even when its type is int32.
+        prefix = "" if e.name in self.known else (str(e.type) if e.type.is_handle else f"({e.type})")
+        text = prefix + f"{e.name}[{self.expr(e.index, False)}"
         if e.alignment is not None:
             text += f" aligned({e.alignment[0]}, {e.alignment[1]})"
         text += "]"
@@ -293,11 +297,19 @@ class Printer:
         self._nested(f"atomic ({names})", s.body, step=2)
 
     def _stmt_Fork(self, s: ir.Fork) -> None:
-        self._nested("fork", s.first, footer="} {")
-        self.indent += 1
-        self.stmt(s.rest)
-        self.indent -= 1
-        self.line("}")
+        # Halide flattens a chain of forks into one `fork {..} {..} {..} `.
+        bodies = [s.first]
+        rest: ir.Stmt = s.rest
+        while isinstance(rest, ir.Fork):
+            bodies.append(rest.first)
+            rest = rest.rest
+        bodies.append(rest)
+        self.line("fork {")
+        for i, body in enumerate(bodies):
+            self.indent += 1
+            self.stmt(body)
+            self.indent -= 1
+            self.line("} {" if i + 1 < len(bodies) else "} ")
 
     def _stmt_Acquire(self, s: ir.Acquire) -> None:
         self._nested(f"acquire ({self.expr(s.semaphore, False)}, {self.expr(s.count, False)})", s.body)

@@ -55,7 +55,7 @@ CPU_TIMEOUT_S = 180
 CUDA_TIMEOUT_S = 300
 HEADER = re.compile(rb"^Lowering after (.*?):?( \(unchanged\))?$")
 DEBUG_LOG_CASES = {"amx_bf16_matmul_std_single", "amx_bf16_matmul_vnni_single",
-                   "cpu_guarded_vectorize"}
+                   "cpu_guarded_vectorize", "cpu_async_producers"}
 
 CASES = {}  # name -> dict(build=..., target=..., manifest metadata)
 
@@ -253,6 +253,23 @@ def cpu_guarded_vectorize():
     f.parallel(y).vectorize(x, 8, hl.TailStrategy.GuardWithIf)
     g.compute_at(f, x).vectorize(x, 8, hl.TailStrategy.GuardWithIf)
     return f, [A]
+
+
+@case("cpu_async_producers", "none", "n/a", "f32", "n/a", "symbolic",
+      "No accelerator: two compute_root producers scheduled async() feeding one "
+      "consumer, so the lowering stages print fork with three bodies, acquire and "
+      "semaphores; exercises the parser on the asynchronous forms.")
+def cpu_async_producers():
+    hl = _hl()
+    A = hl.ImageParam(hl.Float(32), 1, "A")
+    x = hl.Var("x")
+    p1, p2, c = hl.Func("p1"), hl.Func("p2"), hl.Func("c")
+    p1[x] = A[x] * 2.0
+    p2[x] = A[x] + 1.0
+    c[x] = p1[x] + p2[x]
+    p1.compute_root().async_()
+    p2.compute_root().async_()
+    return c, [A]
 
 
 def wmma_acc(f):
