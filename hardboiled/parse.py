@@ -21,7 +21,6 @@ All errors are ``InputError`` diagnostics pointing into the original file.
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
@@ -140,9 +139,7 @@ def stage_body_line_count(lines: list[str], start: int) -> int:
 
 
 def is_debug_log(text: str) -> bool:
-    return any(_STAGE_HEADER_RE.match(line) for line in text.split("\n", 2000)[:2000]) or bool(
-        re.search(r"^Lowering after ", text, re.MULTILINE)
-    )
+    return re.search(r"^Lowering after ", text, re.MULTILINE) is not None
 
 
 def select_stage(text: str, filename: str, stage_name: str) -> tuple[str, int, str]:
@@ -972,6 +969,3 @@ def parse_type_option(text: str) -> ir.Type:
         raise ValueError(f"'{text}' is not a scalar Halide type such as float32 or bfloat16")
     return t
 
-
-if __name__ == "__main__":  # pragma: no cover - debugging aid
-    print(parse_text(sys.stdin.read()))
