@@ -1,0 +1,254 @@
+"""The one module that talks to egglog.
+
+egglog runs in a child process (``python -m hardboiled.egglog_bridge``), so
+that a crash, a runaway saturation or a memory blow-up inside the Rust
+library becomes a clean diagnostic instead of a hang or a dead compiler:
+
+* the parent sends a JSON request on the child's stdin: the program as a
+  list of named chunks (so egglog's errors name the real rule file), and the
+  names of the roots to extract;
+* the child runs it with ``egglog.bindings`` and answers with JSON: one
+  extracted term per root (as egglog's s-expression text), its cost, and the
+  e-graph's size;
+* the parent enforces a wall-clock timeout and an address-space cap
+  (``RLIMIT_AS``) on the child.
+
+Only the low-level ``egglog.bindings`` API is used (``EGraph``,
+``parse_program``, ``run_program``, ``ExtractBest``, ``serialize``), which is
+the same in egglog 13.2 and 14.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .diagnostics import Diagnostic, ExitCode, HardboiledError, Location
+
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MEMORY_MB = 4096
+
+
+class EgglogError(HardboiledError):
+    """egglog rejected the program (a bug in a rule file or the encoding)."""
+
+    exit_code = ExitCode.INTERNAL_ERROR
+
+
+class ResourceLimitError(HardboiledError):
+    """egglog ran out of time or memory."""
+
+    exit_code = ExitCode.RESOURCE_LIMIT
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramChunk:
+    """A piece of egglog program text and the file name egglog should report."""
+
+    filename: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class EgraphSize:
+    nodes: int
+    classes: int
+
+
+@dataclass(frozen=True, slots=True)
+class EqsatResult:
+    terms: tuple[str, ...]
+    """One extracted s-expression per requested root, in order."""
+    costs: tuple[int, ...]
+    size: EgraphSize | None
+    seconds: float
+    """Wall-clock time of the child, start-up included."""
+    run_report: dict[str, Any] = field(default_factory=dict)
+
+
+def run_egglog(
+    chunks: list[ProgramChunk],
+    roots: list[str],
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    memory_mb: int = DEFAULT_MEMORY_MB,
+    measure_size: bool = True,
+) -> EqsatResult:
+    """Run an egglog program in a child process and extract ``roots``."""
+    request = json.dumps(
+        {
+            "chunks": [{"filename": c.filename, "text": c.text} for c in chunks],
+            "roots": roots,
+            "measure_size": measure_size,
+        }
+    )
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "hardboiled.egglog_bridge"],
+            input=request.encode(),
+            capture_output=True,
+            timeout=timeout_s,
+            preexec_fn=_limit_memory(memory_mb),
+        )
+    except subprocess.TimeoutExpired:
+        raise ResourceLimitError(
+            Diagnostic(
+                "error",
+                f"equality saturation did not finish within {timeout_s:g} s",
+                notes=("raise the limit with --egglog-timeout, or lower --iterations",),
+            )
+        ) from None
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise _child_failure(proc, memory_mb)
+    try:
+        answer = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise EgglogError(Diagnostic("error", "egglog child process answered with malformed output")) from None
+    if "error" in answer:
+        raise EgglogError(_egglog_diagnostic(answer["error"]))
+    size = answer.get("size")
+    return EqsatResult(
+        terms=tuple(answer["terms"]),
+        costs=tuple(answer["costs"]),
+        size=EgraphSize(**size) if size else None,
+        seconds=seconds,
+        run_report=answer.get("report", {}),
+    )
+
+
+def _limit_memory(memory_mb: int):  # type: ignore[no-untyped-def]
+    def apply() -> None:
+        import resource
+
+        limit = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
+
+
+def _child_failure(proc: subprocess.CompletedProcess[bytes], memory_mb: int) -> HardboiledError:
+    stderr = proc.stderr.decode(errors="replace").strip()
+    out_of_memory = (
+        "memory allocation" in stderr
+        or "MemoryError" in stderr
+        or "Cannot allocate memory" in stderr
+        or proc.returncode in (-signal.SIGKILL, -signal.SIGABRT, -signal.SIGSEGV)
+    )
+    last = stderr.splitlines()[-1] if stderr else f"exit status {proc.returncode}"
+    if out_of_memory:
+        return ResourceLimitError(
+            Diagnostic(
+                "error",
+                f"equality saturation ran out of memory (limit {memory_mb} MB)",
+                notes=(f"egglog child: {last}", "raise the limit with --egglog-memory, or lower --iterations"),
+            )
+        )
+    return EgglogError(Diagnostic("error", f"egglog child process failed: {last}"))
+
+
+def _egglog_diagnostic(error: dict[str, Any]) -> Diagnostic:
+    message = error["message"]
+    filename = error.get("filename")
+    # egglog reports "In L:C-C of FILE: ..." or "In L:C-C: ...".
+    import re
+
+    m = re.match(r"In (\d+):(\d+)-\S*?(?: of ([^:]+))?: (.*)", message, re.DOTALL)
+    if m is None or filename is None:
+        return Diagnostic("error", f"egglog: {message.strip()}")
+    line, column = int(m.group(1)), int(m.group(2))
+    text = error.get("text", "")
+    lines = text.split("\n")
+    source = lines[line - 1] if 0 < line <= len(lines) else None
+    return Diagnostic("error", f"egglog: {m.group(4).strip()}", Location(filename, line, column, source))
+
+
+# --------------------------------------------------------------------------
+# The child process
+# --------------------------------------------------------------------------
+
+
+def _load_bindings() -> Any:
+    """``egglog.bindings`` without running ``egglog/__init__.py``.
+
+    The package's high-level API takes ~0.35 s to import; the compiled
+    bindings alone load in milliseconds, and they are all we use.
+    """
+    import importlib.util
+    from pathlib import Path
+
+    try:
+        spec = importlib.util.find_spec("egglog")
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        for location in locations:
+            for candidate in sorted(Path(location).glob("bindings.*")):
+                if candidate.suffix in (".so", ".pyd"):
+                    module_spec = importlib.util.spec_from_file_location("egglog.bindings", candidate)
+                    if module_spec is None or module_spec.loader is None:
+                        continue
+                    module = importlib.util.module_from_spec(module_spec)
+                    module_spec.loader.exec_module(module)
+                    return module
+    except Exception:  # noqa: BLE001 - fall back to the regular import below
+        pass
+    from egglog import bindings
+
+    return bindings
+
+
+def _count(egraph: Any) -> dict[str, int]:
+    graph = json.loads(egraph.serialize([]).to_json())
+    nodes = [n for n in graph["nodes"].values() if not n["eclass"].split("-")[0] in _PRIMITIVE_SORTS]
+    return {"nodes": len(nodes), "classes": len({n["eclass"] for n in nodes})}
+
+
+_PRIMITIVE_SORTS = frozenset({"i64", "f64", "String", "bool", "Unit", "BigInt", "BigRat"})
+
+
+def _serve(request: dict[str, Any]) -> dict[str, Any]:
+    b = _load_bindings()
+    egraph = b.EGraph()
+    report: dict[str, Any] = {}
+    for chunk in request["chunks"]:
+        try:
+            commands = egraph.parse_program(chunk["text"], filename=chunk["filename"])
+            outputs = egraph.run_program(*commands)
+        except b.EggSmolError as exc:
+            return {"error": {"message": str(exc), "filename": chunk["filename"], "text": chunk["text"]}}
+        for output in outputs:
+            if isinstance(output, b.RunScheduleOutput):
+                report["updated"] = bool(output.report.updated)
+    terms: list[str] = []
+    costs: list[int] = []
+    for root in request["roots"]:
+        try:
+            (output,) = egraph.run_program(*egraph.parse_program(f"(extract {root})", filename="<extract>"))
+        except b.EggSmolError as exc:
+            return {"error": {"message": str(exc)}}
+        terms.append(output.termdag.to_string(output.term))
+        costs.append(int(output.cost))
+    answer: dict[str, Any] = {"terms": terms, "costs": costs, "report": report}
+    if request.get("measure_size"):
+        answer["size"] = _count(egraph)
+    return answer
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.buffer.read())
+    answer = _serve(request)
+    sys.stdout.write(json.dumps(answer))
+    sys.stdout.flush()
+    # Skip interpreter teardown: freeing a large e-graph can take longer than
+    # building it, and the answer is already out.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

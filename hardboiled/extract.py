@@ -1,0 +1,171 @@
+"""Tile extraction: find the statements that touch accelerator memory and
+encode them as egglog terms (paper, Sec. 5).
+
+* An allocation lives in accelerator memory when Halide printed
+  ``allocate NAME[...] in AMXTile``, or when the user says so with
+  ``--store-in NAME=AMXTile`` (stock Halide may have printed another memory
+  type).
+* Only the stores that write such a buffer, or read one, are selected; the
+  rest of the program is never sent to egglog.
+* Data movement becomes explicit: a store into accelerator memory gets
+  ``(Mem2AMX value)``, and a load from it is wrapped in ``(AMX2Mem ...)``.
+* The encoding is lossless: 64-bit integers, float bit patterns, types with
+  lanes; a subexpression the rules never inspect becomes ``(Opaque T id)``
+  and is restored from ``Encoding.opaque``.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from . import ir
+from .hardware import egglog_type_code
+
+ACCELERATOR_MEMORY = {"AMXTile": "AMX"}
+"""Memory types the selector targets, and the accelerator each one means."""
+
+
+@dataclass(frozen=True, slots=True)
+class SelectedStore:
+    """A store that reads or writes accelerator memory."""
+
+    position: int
+    """Index of the store among all stores, in pre-order."""
+    store: ir.Store
+    accelerator: str
+    buffers: tuple[str, ...]
+    """The accelerator buffers it touches."""
+
+
+@dataclass
+class Encoding:
+    """The egglog text for the selected stores and what decoding needs."""
+
+    terms: list[str] = field(default_factory=list)
+    opaque: list[ir.Expr] = field(default_factory=list)
+    """Side table for (Opaque T id)."""
+    accelerator_buffers: dict[str, str] = field(default_factory=dict)
+    """Buffer name -> its element type, for the buffers in accelerator memory."""
+
+
+def accelerator_allocations(stmt: ir.Stmt, overrides: dict[str, str]) -> dict[str, ir.Allocate]:
+    """Allocations in accelerator memory, by name."""
+    found: dict[str, ir.Allocate] = {}
+    for node in ir.walk(stmt):
+        if isinstance(node, ir.Allocate):
+            memory = overrides.get(node.name, node.memory_type)
+            if memory in ACCELERATOR_MEMORY:
+                found[node.name] = node
+    return found
+
+
+def iter_stores(stmt: ir.Stmt) -> Iterator[ir.Store]:
+    """Every Store in pre-order: the order that positions refer to."""
+    for node in ir.walk(stmt):
+        if isinstance(node, ir.Store):
+            yield node
+
+
+def loads_of(e: ir.Expr) -> set[str]:
+    return {n.name for n in ir.walk(e) if isinstance(n, ir.Load)}
+
+
+def select_stores(stmt: ir.Stmt, allocations: dict[str, ir.Allocate], overrides: dict[str, str]) -> list[SelectedStore]:
+    selected = []
+    for position, store in enumerate(iter_stores(stmt)):
+        touched = ({store.name} | loads_of(store.value) | loads_of(store.index)) & allocations.keys()
+        if not touched:
+            continue
+        memories = {overrides.get(n, allocations[n].memory_type) for n in touched}
+        accelerator = ACCELERATOR_MEMORY[sorted(memories)[0]]
+        selected.append(SelectedStore(position, store, accelerator, tuple(sorted(touched))))
+    return selected
+
+
+# --------------------------------------------------------------------------
+# Encoding
+# --------------------------------------------------------------------------
+
+
+def encode_type(t: ir.Type) -> str:
+    return f"(Ty ({egglog_type_code(t.code)}) {t.bits} {t.lanes})"
+
+
+def _string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _int64(value: int) -> int:
+    """A 64-bit integer as the signed i64 egglog stores (uint64 wraps)."""
+    value &= (1 << 64) - 1
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def float_bits(value: float) -> int:
+    return struct.unpack("<q", struct.pack("<d", value))[0]
+
+
+def bits_float(bits: int) -> float:
+    return struct.unpack("<d", struct.pack("<q", bits))[0]
+
+
+_BINOP_NAMES = {
+    ir.BinOp.ADD: "Add", ir.BinOp.SUB: "Sub", ir.BinOp.MUL: "Mul", ir.BinOp.DIV: "Div",
+    ir.BinOp.MOD: "Mod", ir.BinOp.MIN: "Min", ir.BinOp.MAX: "Max", ir.BinOp.EQ: "EQ",
+    ir.BinOp.NE: "NE", ir.BinOp.LT: "LT", ir.BinOp.LE: "LE", ir.BinOp.GT: "GT",
+    ir.BinOp.GE: "GE", ir.BinOp.AND: "And", ir.BinOp.OR: "Or",
+}
+BINOP_BY_NAME = {name: op for op, name in _BINOP_NAMES.items()}
+
+
+class _Encoder:
+    def __init__(self, encoding: Encoding, accelerator_buffers: set[str]):
+        self.encoding = encoding
+        self.accelerator_buffers = accelerator_buffers
+        self._table: dict[type, Callable[[ir.Expr], str | None]] = {
+            ir.IntImm: lambda e: f"(IntImm {encode_type(e.type)} {_int64(e.value)})",
+            ir.UIntImm: lambda e: f"(IntImm {encode_type(e.type)} {_int64(e.value)})",
+            ir.FloatImm: lambda e: f"(FloatImm {encode_type(e.type)} {float_bits(e.value)})",
+            ir.Variable: lambda e: f"(Var {encode_type(e.type)} {_string(e.name)})",
+            ir.Binary: lambda e: f"(Bop ({_BINOP_NAMES[e.op]}) {self.expr(e.a)} {self.expr(e.b)})",
+            ir.Cast: lambda e: f"(Cast {encode_type(e.type)} {self.expr(e.value)})",
+            ir.Ramp: lambda e: f"(Ramp {self.expr(e.base)} {self.expr(e.stride)} {e.lanes})",
+            ir.Broadcast: lambda e: f"(Broadcast {self.expr(e.value)} {e.lanes})",
+            ir.Load: self._load,
+            ir.VectorReduce: self._vector_reduce,
+        }
+
+    def opaque(self, e: ir.Expr) -> str:
+        self.encoding.opaque.append(e)
+        return f"(Opaque {encode_type(e.type)} {len(self.encoding.opaque) - 1})"
+
+    def expr(self, e: ir.Expr) -> str:
+        encode = self._table.get(type(e))
+        text = encode(e) if encode is not None else None
+        return text if text is not None else self.opaque(e)
+
+    def _load(self, e: ir.Load) -> str | None:
+        if e.predicate is not None:
+            return None
+        text = f"(Load {encode_type(e.type)} {_string(e.name)} {self.expr(e.index)})"
+        return f"(AMX2Mem {text})" if e.name in self.accelerator_buffers else text
+
+    def _vector_reduce(self, e: ir.VectorReduce) -> str | None:
+        if e.op is not ir.ReduceOp.ADD:
+            return None
+        return f"(VectorReduceAdd {encode_type(e.type)} {self.expr(e.value)})"
+
+    def store(self, s: ir.Store) -> str:
+        value = self.expr(s.value)
+        if s.name in self.accelerator_buffers:
+            value = f"(Mem2AMX {value})"
+        return f"(Store {_string(s.name)} {value} {self.expr(s.index)})"
+
+
+def encode_stores(selected: list[SelectedStore], allocations: dict[str, ir.Allocate]) -> Encoding:
+    encoding = Encoding(accelerator_buffers={name: str(a.type) for name, a in allocations.items()})
+    encoder = _Encoder(encoding, set(allocations))
+    encoding.terms = [encoder.store(s.store) for s in selected]
+    return encoding

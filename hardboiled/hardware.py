@@ -1,0 +1,70 @@
+"""Hardware facts as data: tile shapes, element packing and register limits.
+
+Every number about an accelerator lives here; rules receive them as egglog
+facts (``amx_facts``) and the legalizer checks against the same tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import ir
+
+
+@dataclass(frozen=True, slots=True)
+class AMXElement:
+    """An AMX operand element type and how AMX computes with it."""
+
+    type: ir.Type
+    k_pack: int
+    """Consecutive K values packed in one 4-byte VNNI group (4 / bytes)."""
+    accumulator: ir.Type
+
+    def __post_init__(self) -> None:
+        assert self.k_pack * self.type.bytes == 4, "a VNNI group is 4 bytes"
+
+
+@dataclass(frozen=True, slots=True)
+class AMXTile:
+    """Intel AMX, palette 1 (Sapphire Rapids)."""
+
+    max_rows: int = 16
+    max_colbytes: int = 64
+    registers: int = 8
+    tile_bytes: int = 1024
+    elements: tuple[AMXElement, ...] = (
+        AMXElement(ir.BFloat(16), 2, ir.Float(32)),  # tdpbf16ps
+        AMXElement(ir.Int(8), 4, ir.Int(32)),        # tdpbssd, tdpbsud
+        AMXElement(ir.UInt(8), 4, ir.Int(32)),       # tdpbusd, tdpbuud
+    )
+
+    def __post_init__(self) -> None:
+        assert self.max_rows * self.max_colbytes == self.tile_bytes
+
+
+AMX_TILE = AMXTile()
+
+_TYPE_CODES = {
+    ir.TypeCode.INT: "IntT",
+    ir.TypeCode.UINT: "UIntT",
+    ir.TypeCode.FLOAT: "FloatT",
+    ir.TypeCode.BFLOAT: "BFloatT",
+    ir.TypeCode.HANDLE: "HandleT",
+}
+
+
+def egglog_type_code(code: ir.TypeCode) -> str:
+    return _TYPE_CODES[code]
+
+
+def amx_facts(tile: AMXTile = AMX_TILE) -> str:
+    """The facts the AMX rules query (declared in rules/supporting.egg)."""
+    lines = [";; generated from hardboiled/hardware.py"]
+    for element in tile.elements:
+        t, acc = element.type, element.accumulator
+        lines.append(
+            f"(amx-element ({egglog_type_code(t.code)}) {t.bits} {t.bytes} {element.k_pack} "
+            f"({egglog_type_code(acc.code)}))"
+        )
+    lines.append(f"(amx-limits {tile.max_rows} {tile.max_colbytes})")
+    return "\n".join(lines) + "\n"
