@@ -79,7 +79,7 @@ class Diagnostic:
 def _printable(text: str) -> str:
     # Binary junk must not reach the terminal; one '?' per character keeps
     # the caret aligned.
-    return "".join(ch if ch.isprintable() or ch == "\t" else "?" for ch in text)
+    return "".join(ch if (ch.isprintable() and ch != "\ufffd") or ch == "\t" else "?" for ch in text)
 
 
 def _caret_line(source_line: str, column: int) -> str:

@@ -530,6 +530,9 @@ class Allocate(Stmt):
     condition: Expr | None = None
     new_expr: Expr | None = None
     free_function: str | None = None
+    padding: Expr | None = None
+    """Extra elements after the extents' product (Halide prints it only with
+    two or more extents; with one, ``(e + pad)`` is just an extent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -600,6 +603,16 @@ class Provide(Stmt):
     values: tuple[Expr, ...]
     args: tuple[Expr, ...]
     predicate: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Prefetch(Stmt):
+    """``prefetch buf, at, from, ([min, extent], ...)`` (early stages only)."""
+
+    name: str
+    at: Expr
+    from_: Expr
+    bounds: tuple[tuple[Expr, Expr], ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from lark.lexer import Lexer, LexerState, TerminalDef, Token
 # Terminals that must not be taken where the parser does not expect them.
 _CONTEXTUAL = frozenset(
     {"FOR_KIND", "LINKAGE", "MODULE_HEADER", "_ALLOC_TIMES", "DEVICE_API", "BUFFER_BODY", "TYPE_PREFIX",
-     "HANDLE_TYPE", "REINTERPRET"}
+     "HANDLE_TYPE", "REINTERPRET", "FLOAT"}
 )
 _IGNORE = "__IGNORE"
 

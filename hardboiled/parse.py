@@ -40,6 +40,7 @@ DEFAULT_STAGE = "vectorizing"
 # colon.
 _STAGE_HEADER_RE = re.compile(r"^Lowering after (.*?):?( \(unchanged\))?$")
 _TYPE_ASSERT_RE = re.compile(r"assert\(([^\s()]+)\.type == \(uint32\)(\d+),")
+_ALLOCATE_RE = re.compile(r"^\s*allocate (\S+)\[((?:u?int|b?float)\d+)(?:x\d+)? ", re.MULTILINE)
 _BROADCAST_NAME_RE = re.compile(r"x(\d+)")
 _LOOKS_LIKE_SCALAR_TYPE = re.compile(r"(u?int|b?float)\d+(x\d+)?")
 # A line that opens a block like a loop does: `word (...) {` or `word<API> (...) {`.
@@ -244,9 +245,16 @@ def _mark_truncation(error: InputError, text: str, ends_mid_line: bool, line_off
 
 
 def _buffer_types_from_asserts(text: str) -> dict[str, ir.Type]:
+    """Element types the whole text states: pipeline buffers' type asserts
+    and allocations (a parallel closure reads a buffer that the enclosing
+    function allocates, outside the closure's scope)."""
     found: dict[str, ir.Type] = {}
     for m in _TYPE_ASSERT_RE.finditer(text):
         t = ir.type_from_packed_halide_type(int(m.group(2)))
+        if t is not None:
+            found.setdefault(m.group(1), t)
+    for m in _ALLOCATE_RE.finditer(text):
+        t = ir.parse_type_name(m.group(2))
         if t is not None:
             found.setdefault(m.group(1), t)
     return found
@@ -417,6 +425,14 @@ def _as_bfloat(e: ir.Expr) -> ir.Expr | None:
         base, stride = _as_bfloat(e.base), _as_bfloat(e.stride)
         if base is not None and stride is not None:
             return ir.Ramp(base, stride, e.lanes)
+    if isinstance(e, ir.Select):
+        t, f = _as_bfloat(e.true_value), _as_bfloat(e.false_value)
+        if t is not None and f is not None:
+            return ir.Select(e.condition, t, f)
+    if isinstance(e, ir.Binary) and not (e.op.is_comparison or e.op.is_logical):
+        a, b = _as_bfloat(e.a), _as_bfloat(e.b)
+        if a is not None and b is not None:
+            return ir.Binary(e.op, a, b)
     return None
 
 
@@ -430,25 +446,38 @@ def _unify_half(a: ir.Expr, b: ir.Expr) -> tuple[ir.Expr, ir.Expr]:
     return a, b
 
 
-def _unescape(literal: str) -> str:
+_ESCAPES = {'"': 0x22, "\\": 0x5C, "t": 0x09, "r": 0x0D, "n": 0x0A}
+
+
+def _unescape(literal: str) -> str | None:
+    """The value of a printed string literal; None if an escape is malformed.
+
+    Halide escapes every byte outside printable ASCII as ``\\xHH``, so the
+    escapes are bytes of the UTF-8 text (undecodable bytes survive as
+    surrogates and print back unchanged).
+    """
     body = literal[1:-1]
-    out: list[str] = []
+    out = bytearray()
     i = 0
-    simple = {'"': '"', "\\": "\\", "t": "\t", "r": "\r", "n": "\n"}
     while i < len(body):
         ch = body[i]
-        if ch != "\\" or i + 1 >= len(body):
-            out.append(ch)
+        if ch != "\\":
+            out += ch.encode("utf-8")
             i += 1
             continue
-        nxt = body[i + 1]
-        if nxt == "x" and i + 3 < len(body) + 1:
-            out.append(chr(int(body[i + 2 : i + 4], 16)))
+        nxt = body[i + 1 : i + 2]
+        if nxt == "x":
+            digits = body[i + 2 : i + 4]
+            if len(digits) != 2 or not all(c in "0123456789abcdefABCDEF" for c in digits):
+                return None
+            out.append(int(digits, 16))
             i += 4
-        else:
-            out.append(simple.get(nxt, nxt))
+        elif nxt in _ESCAPES:
+            out.append(_ESCAPES[nxt])
             i += 2
-    return "".join(out)
+        else:
+            return None
+    return out.decode("utf-8", errors="surrogateescape")
 
 
 # Halide's float literals: float64 has no suffix, float32 `f`, 16-bit `h`
@@ -469,12 +498,12 @@ class _TreeBuilder:
         self.func_types: dict[str, ir.Type] = {}
         self._expr_rules: dict[str, Callable[[Tree], ir.Expr]] = {
             "binop_chain": self._binop_chain,
-            "not_": lambda t: ir.Not(self.expr(t.children[0])),
+            "not_": self._not,
             "let_expr": self._let_expr,
             "predicated_load": self._predicated_load,
             "int_lit": lambda t: ir.IntImm(int(t.children[0])),
             "float_lit": self._float_lit,
-            "string_lit": lambda t: ir.StringImm(_unescape(str(t.children[0]))),
+            "string_lit": self._string_lit,
             "var": lambda t: self._variable(str(t.children[0]), None),
             "typed": self._typed,
             "reinterpret": self._reinterpret,
@@ -493,6 +522,7 @@ class _TreeBuilder:
             "predicated_store": self._predicated,
             "provide_stmt": lambda t: self._provide(t, None),
             "realize_stmt": self._realize,
+            "prefetch_stmt": self._prefetch,
             "evaluate_stmt": lambda t: ir.Evaluate(self.expr(t.children[0])),
             "atomic_stmt": self._atomic,
             "fork_stmt": self._fork,
@@ -610,7 +640,7 @@ class _TreeBuilder:
         elem = self.type_name(str(type_tree.children[0]), type_tree)
         extents: list[ir.Expr] = []
         memory = "Auto"
-        condition = new_expr = free_function = None
+        condition = new_expr = free_function = padding = None
         for child in rest:
             if child is None:
                 continue
@@ -622,11 +652,18 @@ class _TreeBuilder:
                 new_expr = self.expr(child.children[0])
             elif child.data == "custom_delete":
                 free_function = str(child.children[0])
+            elif child.data == "padded_extents":
+                *padded, last = (self.expr(c) for c in child.children)
+                if not (isinstance(last, ir.Binary) and last.op is ir.BinOp.ADD):
+                    raise self.error("a padded allocation ends with '+ padding'", child)
+                extents.extend(padded)
+                extents.append(last.a)
+                padding = last.b
             else:
                 extents.append(self.expr(child))
         allocation = dict(
             name=name, type=elem, memory_type=memory, extents=tuple(extents),
-            condition=condition, new_expr=new_expr, free_function=free_function,
+            condition=condition, new_expr=new_expr, free_function=free_function, padding=padding,
         )
         return name, elem, lambda body: ir.Allocate(body=body, **allocation)  # type: ignore[arg-type]
 
@@ -701,6 +738,13 @@ class _TreeBuilder:
         self.unbind(saved)
         return ir.Realize(str(name_tok), memory, tuple(bounds), body, condition)
 
+    def _prefetch(self, tree: Tree) -> ir.Stmt:
+        name_tok, at_tree, from_tree, *bounds = tree.children
+        pairs = tuple(
+            (self.expr(b.children[0]), self.expr(b.children[1])) for b in bounds if b is not None
+        )
+        return ir.Prefetch(str(name_tok), self.expr(at_tree), self.expr(from_tree), pairs)
+
     def _store(self, children: list, predicate_tree: Tree | None) -> ir.Stmt:
         name_tok, index_tree, alignment_tree, value_tree = children
         alignment = _alignment(alignment_tree)
@@ -756,11 +800,23 @@ class _TreeBuilder:
         b = out.pop()
         a = out.pop()
         a, b = _unify_half(a, b)
+        a, b = self._type_func_call(a, b.type), self._type_func_call(b, a.type)
         if a.type != b.type:
             raise self.error(
                 f"operands of '{op_tok}' have different types: {a.type} and {b.type}", op_tok
             )
         out.append(ir.Binary(_BINOPS[str(op_tok)], a, b))
+
+    def _type_func_call(self, e: ir.Expr, partner: ir.Type) -> ir.Expr:
+        """A call to a realized Func whose type nothing stated yet (an extern
+        stage) takes the type of the operand it meets."""
+        if (
+            isinstance(e, ir.Call) and e.type == ir.INT32 and partner != ir.INT32
+            and e.name in self.scope and e.name not in self.func_types and not partner.is_vector
+        ):
+            self.func_types[e.name] = partner
+            return ir.Call(e.name, e.args, partner)
+        return e
 
     def _let_expr(self, tree: Tree) -> ir.Expr:
         name_tok, value_tree, body_tree = tree.children
@@ -769,6 +825,21 @@ class _TreeBuilder:
         body = self.expr(body_tree)
         self.unbind(saved)
         return ir.Let(str(name_tok), value, body)
+
+    def _string_lit(self, tree: Tree) -> ir.Expr:
+        value = _unescape(str(tree.children[0]))
+        if value is None:
+            raise self.error(
+                "malformed escape in string literal", tree,
+                notes=("Halide escapes are \\\", \\\\, \\t, \\r, \\n and \\xHH",),
+            )
+        return ir.StringImm(value)
+
+    def _not(self, tree: Tree) -> ir.Expr:
+        value = self.expr(tree.children[0])
+        if not value.type.is_bool:
+            raise self.error(f"'!' needs a boolean operand, not {value.type}", tree)
+        return ir.Not(value)
 
     def _let_lines(self, tree: Tree) -> ir.Expr:
         *let_lines, body_tree = tree.children
@@ -877,9 +948,14 @@ class _TreeBuilder:
                         f"unknown vector reduction '{name}'", name_tok,
                         notes=("known: " + ", ".join(f"vector_reduce_{o}" for o in _REDUCE_OPS),),
                     )
+                if declared.lanes == 0 or args[0].type.lanes % declared.lanes:
+                    raise self.error(
+                        f"{name} to {declared} from {args[0].type.lanes} lanes: the lanes must divide",
+                        name_tok,
+                    )
                 return ir.VectorReduce(op, args[0], declared)
             return ir.Call(name, tuple(args), declared)
-        node = self._intrinsic_form(name, args, name_tok)
+        node = None if name in self.scope else self._intrinsic_form(name, args, name_tok)
         if node is not None:
             return node
         func_type = self.func_types.get(name) if name in self.scope else None
@@ -911,6 +987,11 @@ class _TreeBuilder:
             return ir.Binary(ir.BinOp.MIN if name == "min" else ir.BinOp.MAX, a, b)
         if name == "select" and n == 3:
             t, f = _unify_half(args[1], args[2])
+            if not args[0].type.is_bool or t.type != f.type or args[0].type.lanes not in (1, t.type.lanes):
+                raise self.error(
+                    f"select needs a boolean condition and equal branch types, not "
+                    f"{args[0].type}, {t.type} and {f.type}", token,
+                )
             return ir.Select(args[0], t, f)
         return self._shuffle_form(name, args, token)
 
@@ -920,6 +1001,8 @@ class _TreeBuilder:
             return ir.Shuffle(tuple(args), tuple(range(total)))
         if name == "interleave_vectors" and len(args) >= 2:
             lanes = args[0].type.lanes
+            if any(a.type != args[0].type for a in args):
+                raise self.error("interleave_vectors needs vectors of one type", token)
             n = len(args)
             return ir.Shuffle(tuple(args), tuple((i % n) * lanes + i // n for i in range(n * lanes)))
         if name == "slice_vectors" and len(args) == 4:
@@ -939,6 +1022,9 @@ class _TreeBuilder:
             if split == len(args):
                 raise self.error("shuffle needs at least one integer lane index", token)
             indices = tuple(_int_literal(a) for a in args[split:])
+            total = sum(a.type.lanes for a in args[:split])
+            if any(not 0 <= i < total for i in indices):  # type: ignore[operator]
+                raise self.error(f"shuffle index out of range: the inputs have {total} lanes", token)
             return ir.Shuffle(tuple(args[:split]), indices)  # type: ignore[arg-type]
         return None
 

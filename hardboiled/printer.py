@@ -43,15 +43,16 @@ def format_float(value: float, bits: int) -> str:
 
 
 def _escape(value: str) -> str:
+    # Halide writes printable ASCII as is and every other byte as \xHH.
     out = ['"']
-    for ch in value:
-        code = ord(ch)
-        if 0x20 <= code <= 0x7E and ch not in '\\"':
+    for byte in value.encode("utf-8", errors="surrogateescape"):
+        ch = chr(byte)
+        if 0x20 <= byte <= 0x7E and ch not in '\\"':
             out.append(ch)
         elif ch in _ESCAPES:
             out.append(_ESCAPES[ch])
         else:
-            out.append(f"\\x{code:02X}")
+            out.append(f"\\x{byte:02X}")
     out.append('"')
     return "".join(out)
 
@@ -236,6 +237,10 @@ class Printer:
             values = "{" + values + "}"
         self._predicated(s.predicate, f"{s.name}({self._args(s.args)}) = {values}")
 
+    def _stmt_Prefetch(self, s: ir.Prefetch) -> None:
+        bounds = ", ".join(f"[{self.expr(lo, False)}, {self.expr(ext, False)}]" for lo, ext in s.bounds)
+        self.line(f"prefetch {s.name}, {self.expr(s.at, False)}, {self.expr(s.from_, False)}, ({bounds})")
+
     def _stmt_Realize(self, s: ir.Realize) -> None:
         bounds = ", ".join(f"[{self.expr(lo, False)}, {self.expr(ext, False)}]" for lo, ext in s.bounds)
         header = f"realize {s.name}({bounds})"
@@ -250,7 +255,11 @@ class Printer:
     def _stmt_Allocate(self, s: ir.Allocate) -> None:
         self._bind(s.name)
         text = f"allocate {s.name}[{s.type}"
-        text += "".join(" * " + self.expr(e, True) for e in s.extents) + "]"
+        if s.padding is None:
+            text += "".join(" * " + self.expr(e, True) for e in s.extents) + "]"
+        else:
+            extents = " * ".join(self.expr(e, True) for e in s.extents)
+            text += f" * ({extents} + {self.expr(s.padding, True)})]"
         if s.memory_type != "Auto":
             text += f" in {s.memory_type}"
         if s.condition is not None:
@@ -293,7 +302,8 @@ class Printer:
 
     def _stmt_Atomic(self, s: ir.Atomic) -> None:
         names = s.producer if s.mutex is None else f"{s.producer}, {s.mutex}"
-        # Halide indents the bodies of atomic and realize by two levels.
+        # Halide indents the bodies of atomic, realize and hoisted_storage by
+        # two levels.
         self._nested(f"atomic ({names})", s.body, step=2)
 
     def _stmt_Fork(self, s: ir.Fork) -> None:
@@ -315,14 +325,15 @@ class Printer:
         self._nested(f"acquire ({self.expr(s.semaphore, False)}, {self.expr(s.count, False)})", s.body)
 
     def _stmt_HoistedStorage(self, s: ir.HoistedStorage) -> None:
-        self._nested("hoisted_storage" + (f" ({s.name})" if s.name else ""), s.body)
+        self._nested("hoisted_storage" + (f" ({s.name})" if s.name else ""), s.body, step=2)
 
     # ------------------------------------------------------------ modules
     def module(self, m: ir.Module) -> None:
         self.out.append(f"module name={m.name}, target={m.target}\n")
         for buf in m.buffers:
             body = "{...}" if buf.contents is None else "{\n" + buf.contents + "\x00\n}"
-            self.out.append(f"buffer {buf.name} = {body}\n")
+            # Halide leaves an empty line after each buffer.
+            self.out.append(f"buffer {buf.name} = {body}\n\n")
         for func in m.functions:
             self.out.append(f"{func.linkage} func {func.name} ({', '.join(func.args)}) {{\n")
             self.stmt(func.body)

@@ -55,7 +55,9 @@ CPU_TIMEOUT_S = 180
 CUDA_TIMEOUT_S = 300
 HEADER = re.compile(rb"^Lowering after (.*?):?( \(unchanged\))?$")
 DEBUG_LOG_CASES = {"amx_bf16_matmul_std_single", "amx_bf16_matmul_vnni_single",
-                   "cpu_guarded_vectorize", "cpu_async_producers"}
+                   "cpu_guarded_vectorize", "cpu_async_producers", "cpu_parallel_closure",
+                   "cpu_bf16_literals", "cpu_hoisted_storage", "cpu_prefetch", "cpu_strided_interleave",
+                   "cpu_extern_stage", "cpu_atomic_mutex", "cpu_strings_and_types"}
 
 CASES = {}  # name -> dict(build=..., target=..., manifest metadata)
 
@@ -270,6 +272,123 @@ def cpu_async_producers():
     p1.compute_root().async_()
     p2.compute_root().async_()
     return c, [A]
+
+
+def _coverage(name, description):
+    return case(name, "none", "n/a", "mixed", "n/a", "symbolic", description)
+
+
+@_coverage("cpu_parallel_closure", "A compute_root producer read by a parallel consumer: the "
+           "lowered module has an internal closure that reads a buffer the main function allocates.")
+def cpu_parallel_closure():
+    hl = _hl()
+    A = hl.ImageParam(hl.Float(32), 2, "A")
+    x, y = hl.Var("x"), hl.Var("y")
+    g, f = hl.Func("g"), hl.Func("f")
+    g[x, y] = A[x, y] * 3.0
+    f[x, y] = g[x, y] - 1.0
+    g.compute_root()
+    f.parallel(y)
+    return f, [A]
+
+
+@_coverage("cpu_bf16_literals", "bfloat16 arithmetic with literals inside select, vectorized: "
+           "0.5h literals must be read as bfloat16 from their context.")
+def cpu_bf16_literals():
+    hl = _hl()
+    A = hl.ImageParam(hl.BFloat(16), 1, "A")
+    x = hl.Var("x")
+    f = hl.Func("f")
+    half = lambda v: hl.cast(hl.BFloat(16), v)  # noqa: E731
+    f[x] = hl.select(A[x] < half(1.0), A[x] * half(0.75), half(0.5) - A[x]) + \
+        hl.select(x % 3 == 0, half(2.0), half(4.0))
+    f.vectorize(x, 8)
+    return f, [A]
+
+
+@_coverage("cpu_hoisted_storage", "A producer computed per row with its storage hoisted to the "
+           "root (hoisted_storage blocks in the early stages).")
+def cpu_hoisted_storage():
+    hl = _hl()
+    A = hl.ImageParam(hl.Float(32), 2, "A")
+    x, y = hl.Var("x"), hl.Var("y")
+    g, f = hl.Func("g"), hl.Func("f")
+    g[x, y] = A[x, y] + 2.0
+    f[x, y] = g[x, y] * g[x, y + 1]
+    g.compute_at(f, y).hoist_storage_root()
+    return f, [A]
+
+
+@_coverage("cpu_prefetch", "An explicit prefetch of the input two rows ahead (prefetch statements).")
+def cpu_prefetch():
+    hl = _hl()
+    A = hl.ImageParam(hl.Float(32), 2, "A")
+    x, y = hl.Var("x"), hl.Var("y")
+    f = hl.Func("f")
+    f[x, y] = A[x, y] * 0.25
+    f.prefetch(A, y, y, 2).vectorize(x, 8)
+    return f, [A]
+
+
+@_coverage("cpu_strided_interleave", "Stride-2 and stride-3 vector loads with an unrolled channel "
+           "loop (padded allocations when strided loads are staged, interleaves).")
+def cpu_strided_interleave():
+    hl = _hl()
+    A = hl.ImageParam(hl.Float(32), 1, "A")
+    x, c = hl.Var("x"), hl.Var("c")
+    f, g, out = hl.Func("f"), hl.Func("g"), hl.Func("out")
+    f[c, x] = A[2 * x + c] * 0.5
+    g[x] = A[3 * x] + A[3 * x + 1]
+    out[c, x] = f[c, x] + g[x]
+    f.bound(c, 0, 3).reorder(c, x).unroll(c).vectorize(x, 8)
+    g.vectorize(x, 8).compute_root()
+    out.bound(c, 0, 3).reorder(c, x).unroll(c).vectorize(x, 8)
+    f.compute_at(out, x)
+    return out, [A]
+
+
+@_coverage("cpu_extern_stage", "A Func defined by an extern C function, consumed by a Halide Func "
+           "(untyped calls to the extern Func before storage flattening).")
+def cpu_extern_stage():
+    hl = _hl()
+    A = hl.ImageParam(hl.Float(32), 1, "A")
+    x = hl.Var("x")
+    e, out = hl.Func("e"), hl.Func("out")
+    e.define_extern("hardboiled_test_extern", [A], hl.Float(32), 1)
+    out[x] = e[x] * 2.0
+    e.compute_root()
+    return out, [A]
+
+
+@_coverage("cpu_atomic_mutex", "A tuple-valued scatter update made atomic with a mutex and "
+           "parallelized (atomic with a mutex, histogram-style stores).")
+def cpu_atomic_mutex():
+    hl = _hl()
+    A = hl.ImageParam(hl.Int(32), 1, "A")
+    x = hl.Var("x")
+    r = hl.RDom([(0, 64)])
+    f, out = hl.Func("f"), hl.Func("out")
+    f[x] = hl.Tuple([0, 1])
+    bucket = hl.clamp(A[r], 0, 7)
+    f[bucket] = hl.Tuple([f[bucket][0] + 1, f[bucket][1] * A[r]])
+    f.compute_root().update().atomic(True).parallel(r)
+    out[x] = f[x][0] + f[x][1]
+    return out, [A]
+
+
+@_coverage("cpu_strings_and_types", "print_when with a string full of escapes, and uint8, int64 "
+           "and float64 inputs mixed with shifts and casts.")
+def cpu_strings_and_types():
+    hl = _hl()
+    A = hl.ImageParam(hl.UInt(8), 1, "A")
+    B = hl.ImageParam(hl.Int(64), 1, "B")
+    C = hl.ImageParam(hl.Float(64), 1, "C")
+    x = hl.Var("x")
+    f = hl.Func("f")
+    value = hl.f64(A[x]) * C[x] + hl.f64(B[x]) + hl.f64(hl.u16(A[x]) >> 2)
+    f[x] = hl.print_when(x == 5, value, "quote \" backslash \\ tab \t newline \n")
+    f.vectorize(x, 4)
+    return f, [A, B, C]
 
 
 def wmma_acc(f):

@@ -1,0 +1,429 @@
+"""Reinsertion and legalization: extracted egglog terms back into the IR.
+
+1. ``decode_stmt`` turns an extracted term into IR. AMX tile operations
+   become the calls that Halide's own AMX backend uses (``tile_zero``,
+   ``tile_load``, ``tile_matmul``, ``tile_store``) with offsets and strides
+   converted from elements to bytes.
+2. ``reinsert`` puts the decoded statements where the selected stores were.
+3. Temporaries (operands copied into VNNI order) become allocations, placed
+   at the outermost scope where everything they read is defined and not
+   written again, with duplicates merged (``place_temporaries``).
+4. Shuffle intrinsics are desugared to plain ``Shuffle`` nodes on decoding.
+5. ``check_amx`` checks tile shapes, tile-register pressure and how AMX
+   buffers are indexed against hardboiled/hardware.py.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import ir
+from .diagnostics import Diagnostic, HardboiledError, InputError
+from .extract import BINOP_BY_NAME, Encoding, bits_float, iter_stores
+from .hardware import AMX_TILE, AMXTile
+
+# --------------------------------------------------------------------------
+# S-expressions
+# --------------------------------------------------------------------------
+
+_TOKEN_RE = re.compile(r'\s*(?:(\()|(\))|"((?:\\.|[^"\\])*)"|([^\s()"]+))')
+
+
+class Str(str):
+    """A string literal in an s-expression (as opposed to a symbol)."""
+
+
+def parse_sexpr(text: str) -> Any:
+    stack: list[list[Any]] = [[]]
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN_RE.match(text, pos)
+        if m is None or m.end() == pos:
+            if text[pos:].strip():
+                raise ValueError(f"bad s-expression at {pos}: {text[pos:pos + 40]!r}")
+            break
+        pos = m.end()
+        if m.group(1):
+            stack.append([])
+        elif m.group(2):
+            done = stack.pop()
+            stack[-1].append(done)
+        elif m.group(3) is not None:
+            stack[-1].append(Str(re.sub(r"\\(.)", r"\1", m.group(3))))
+        else:
+            atom = m.group(4)
+            stack[-1].append(int(atom) if re.fullmatch(r"-?\d+", atom) else atom)
+    (result,) = stack[0]
+    return result
+
+
+# --------------------------------------------------------------------------
+# Decoding
+# --------------------------------------------------------------------------
+
+_TYPE_CODES = {"IntT": ir.TypeCode.INT, "UIntT": ir.TypeCode.UINT, "FloatT": ir.TypeCode.FLOAT,
+               "BFloatT": ir.TypeCode.BFLOAT, "HandleT": ir.TypeCode.HANDLE}
+
+
+class MarkerLeft(Exception):
+    """The extracted term still moves data between memory and the accelerator."""
+
+
+@dataclass
+class Temporary:
+    """A value materialized in a buffer so that a tile can be loaded from it."""
+
+    name: str
+    value: ir.Expr
+
+
+@dataclass
+class Decoder:
+    encoding: Encoding
+    temporaries: dict[ir.Expr, Temporary] = field(default_factory=dict)
+    """By value, so that equal temporaries are one buffer."""
+
+    def type(self, node: list[Any]) -> ir.Type:
+        _, (code,), bits, lanes = node
+        tc = _TYPE_CODES[code]
+        if tc is ir.TypeCode.HANDLE:
+            return ir.handle_type()
+        return ir.Type(tc, bits, lanes)
+
+    def stmt(self, node: list[Any]) -> ir.Stmt:
+        head = node[0]
+        if head == "Store":
+            return ir.Store(str(node[1]), self.expr(node[2]), self.expr(node[3]))
+        if head == "Evaluate":
+            return ir.Evaluate(self.expr(node[1]))
+        raise ValueError(f"unexpected statement {head}")
+
+    def expr(self, node: list[Any]) -> ir.Expr:
+        head = node[0]
+        method: Callable[[list[Any]], ir.Expr] | None = getattr(self, "_" + head, None)
+        if method is None:
+            raise MarkerLeft(head) if head in ("Mem2AMX", "AMX2Mem") else ValueError(head)
+        return method(node)
+
+    # ----------------------------------------------------------- IR nodes
+    def _IntImm(self, node: list[Any]) -> ir.Expr:  # noqa: N802 - named after the constructor
+        t, value = self.type(node[1]), node[2]
+        if t.is_uint:
+            return ir.UIntImm(value & ((1 << t.bits) - 1), t)
+        return ir.IntImm(value, t)
+
+    def _FloatImm(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        return ir.FloatImm(bits_float(node[2]), self.type(node[1]))
+
+    def _Var(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        return ir.Variable(str(node[2]), self.type(node[1]))
+
+    def _Opaque(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        return self.encoding.opaque[node[2]]
+
+    def _Bop(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        return ir.Binary(BINOP_BY_NAME[node[1][0]], self.expr(node[2]), self.expr(node[3]))
+
+    def _Cast(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        return ir.Cast(self.type(node[1]), self.expr(node[2]))
+
+    def _Load(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        return ir.Load(str(node[2]), self.expr(node[3]), self.type(node[1]))
+
+    def _Ramp(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        return ir.Ramp(self.expr(node[1]), self.expr(node[2]), node[3])
+
+    def _Broadcast(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        return ir.Broadcast(self.expr(node[1]), node[2])
+
+    def _VectorReduceAdd(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        return ir.VectorReduce(ir.ReduceOp.ADD, self.expr(node[2]), self.type(node[1]))
+
+    # ----------------------------------------------------------- AMX tiles
+    def _TileZero(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        _, t, rows, colbytes = node
+        return ir.Call("tile_zero", (_i32(rows), _i32(colbytes)), self.type(t))
+
+    def _TileLoad(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        _, t, rows, colbytes, buf, offset, stride = node
+        tile_type = self.type(t)
+        element_bytes = tile_type.bytes
+        return ir.Call(
+            "tile_load",
+            (_i32(rows), _i32(colbytes), self.buffer(buf),
+             _bytes(self.expr(offset), element_bytes), _bytes(self.expr(stride), element_bytes)),
+            tile_type,
+        )
+
+    def _TileMatmul(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        _, t, rows, colbytes, k, acc, a, b = node
+        return ir.Call(
+            "tile_matmul",
+            (_i32(rows), _i32(colbytes), _i32(k), self.expr(acc), self.expr(a), self.expr(b)),
+            self.type(t),
+        )
+
+    def _TileStore(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        _, rows, colbytes, name, offset, stride, tile = node
+        tile_expr = self.expr(tile)
+        element_bytes = tile_expr.type.bytes
+        return ir.Call(
+            "tile_store",
+            (_i32(rows), _i32(colbytes), ir.Variable(str(name), ir.handle_type()),
+             _bytes(self.expr(offset), element_bytes), _bytes(self.expr(stride), element_bytes), tile_expr),
+            ir.INT32,
+        )
+
+    def _VNNIInterleave(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        # Desugared right away: a K x N row-major matrix to VNNI order,
+        # out[(kq, n, kr)] = matrix[(kq * k + kr) * N + n].
+        _, k, rows, cols, matrix = node
+        value = self.expr(matrix)
+        indices = tuple(
+            (kq * k + kr) * cols + n for kq in range(rows // k) for n in range(cols) for kr in range(k)
+        )
+        return ir.Shuffle((value,), indices)
+
+    def buffer(self, node: list[Any]) -> ir.Expr:
+        if node[0] == "Named":
+            return ir.Variable(str(node[1]), ir.handle_type())
+        value = self.expr(node[1])
+        temp = self.temporaries.get(value)
+        if temp is None:
+            source = next((n.name for n in ir.walk(value) if isinstance(n, ir.Load)), "value")
+            temp = Temporary(f"{source}.amx_vnni.{len(self.temporaries)}", value)
+            self.temporaries[value] = temp
+        return ir.Variable(temp.name, ir.handle_type())
+
+
+def _i32(value: int) -> ir.Expr:
+    return ir.IntImm(value)
+
+
+def _bytes(elements: ir.Expr, element_bytes: int) -> ir.Expr:
+    """An element offset or stride in bytes (AMX addresses bytes)."""
+    if isinstance(elements, ir.IntImm):
+        return ir.IntImm(elements.value * element_bytes, elements.type)
+    if element_bytes == 1:
+        return elements
+    return ir.Binary(ir.BinOp.MUL, elements, ir.IntImm(element_bytes, elements.type))
+
+
+# --------------------------------------------------------------------------
+# Reinsertion
+# --------------------------------------------------------------------------
+
+
+def map_stmt(stmt: ir.Stmt, fn: Callable[[ir.Stmt], ir.Stmt | None]) -> ir.Stmt:
+    """Rebuild ``stmt`` bottom-up; ``fn`` may replace any statement.
+
+    Children are visited in field order, so stores are met in the same
+    pre-order as ``extract.iter_stores``.
+    """
+    replaced = fn(stmt)
+    if replaced is not None:
+        return replaced
+    changes: dict[str, Any] = {}
+    for name in stmt.__dataclass_fields__:  # type: ignore[attr-defined]
+        value = getattr(stmt, name)
+        if isinstance(value, ir.Stmt):
+            new = map_stmt(value, fn)
+            if new is not value:
+                changes[name] = new
+        elif isinstance(value, tuple) and value and isinstance(value[0], ir.Stmt):
+            new_items = tuple(map_stmt(item, fn) for item in value)
+            if any(a is not b for a, b in zip(new_items, value)):
+                changes[name] = new_items
+    if not changes:
+        return stmt
+    if isinstance(stmt, ir.Block):
+        return ir.make_block(list(changes["stmts"]))
+    import dataclasses
+
+    return dataclasses.replace(stmt, **changes)  # type: ignore[type-var]
+
+
+def reinsert(stmt: ir.Stmt, replacements: dict[int, ir.Stmt]) -> ir.Stmt:
+    """Replace the stores at these pre-order positions."""
+    counter = iter(range(1 << 62))
+    positions: dict[int, int] = {}
+    for position, store in enumerate(iter_stores(stmt)):
+        positions[id(store)] = position
+    del counter
+
+    def replace(node: ir.Stmt) -> ir.Stmt | None:
+        if isinstance(node, ir.Store):
+            return replacements.get(positions[id(node)], node)
+        return None
+
+    return map_stmt(stmt, replace)
+
+
+# --------------------------------------------------------------------------
+# Temporaries
+# --------------------------------------------------------------------------
+
+_SCOPED = (ir.For, ir.LetStmt, ir.Allocate, ir.ProducerConsumer, ir.IfThenElse, ir.Atomic, ir.Realize)
+
+
+def _binds(node: ir.Stmt) -> set[str]:
+    if isinstance(node, (ir.For, ir.LetStmt, ir.Allocate)):
+        return {node.name}
+    return set()
+
+
+def _writes(node: ir.Stmt) -> set[str]:
+    """Buffers written or (re)allocated anywhere inside ``node``."""
+    names: set[str] = set()
+    for n in ir.walk(node):
+        if isinstance(n, (ir.Store, ir.Allocate, ir.Free)):
+            names.add(n.name)
+        elif isinstance(n, ir.ProducerConsumer) and n.is_producer:
+            names.add(n.name)
+    return names
+
+
+def _uses(node: ir.Stmt, name: str) -> bool:
+    return any(isinstance(n, ir.Variable) and n.name == name for n in ir.walk(node))
+
+
+def place_temporaries(stmt: ir.Stmt, temporaries: list[Temporary], element_types: dict[str, ir.Type]) -> ir.Stmt:
+    """Allocate and fill each temporary at the outermost scope where the
+    variables it reads are bound and the buffers it reads are not written."""
+    for temp in temporaries:
+        free = {n.name for n in ir.walk(temp.value) if isinstance(n, ir.Variable)}
+        reads = {n.name for n in ir.walk(temp.value) if isinstance(n, ir.Load)}
+        path = _path_to_use(stmt, temp.name)
+        if path is None:
+            continue
+        stmt = _insert_at(stmt, path, _choose_scope(path, free, reads), temp, element_types)
+    return stmt
+
+
+def _path_to_use(stmt: ir.Stmt, name: str) -> list[ir.Stmt] | None:
+    """Statements from the root down to the first statement using ``name``."""
+    if not _uses(stmt, name):
+        return None
+    path = [stmt]
+    while True:
+        node = path[-1]
+        child = next((c for c in ir.children(node) if isinstance(c, ir.Stmt) and _uses(c, name)), None)
+        if child is None:
+            return path
+        path.append(child)
+
+
+def _choose_scope(path: list[ir.Stmt], free: set[str], reads: set[str]) -> int:
+    """Index in ``path`` of the scope whose body gets the temporary; -1 for
+    the top level."""
+    bound_outside: set[str] = set()
+    all_bound = {name for node in path for name in _binds(node)}
+    # Free variables that no scope on the path binds are parameters of the
+    # whole program: always defined.
+    needed = free & all_bound
+    for i, node in enumerate(path):
+        candidate_ok = needed <= bound_outside and not (reads & _writes(node))
+        if i == 0 and candidate_ok and not isinstance(node, _SCOPED):
+            return -1
+        bound_outside |= _binds(node)
+        if isinstance(node, _SCOPED) and needed <= bound_outside:
+            body = _scope_body(node)
+            if body is not None and not (reads & _writes(body)):
+                return i
+    return len(path) - 1
+
+
+def _scope_body(node: ir.Stmt) -> ir.Stmt | None:
+    if isinstance(node, ir.IfThenElse):
+        return None  # a temporary is never placed inside one branch only
+    return getattr(node, "body", None)
+
+
+def _insert_at(stmt: ir.Stmt, path: list[ir.Stmt], index: int, temp: Temporary,
+               element_types: dict[str, ir.Type]) -> ir.Stmt:
+    lanes = temp.value.type.lanes
+    element = temp.value.type.element()
+
+    def wrap(body: ir.Stmt) -> ir.Stmt:
+        fill = ir.Store(temp.name, temp.value, ir.Ramp(ir.IntImm(0), ir.IntImm(1), lanes))
+        return ir.Allocate(temp.name, element, "Auto", (ir.IntImm(lanes),), ir.make_block([fill, body]))
+
+    element_types[temp.name] = element
+    if index == -1:
+        return wrap(stmt)
+    target = path[index]
+    if index == len(path) - 1 and not hasattr(target, "body"):
+        # Right before the using statement.
+        return map_stmt(stmt, lambda n: wrap(n) if n is target else None)
+    import dataclasses
+
+    def rebuild(node: ir.Stmt) -> ir.Stmt | None:
+        if node is target:
+            return dataclasses.replace(node, body=wrap(node.body))  # type: ignore[attr-defined]
+        return None
+
+    return map_stmt(stmt, rebuild)
+
+
+# --------------------------------------------------------------------------
+# Checks
+# --------------------------------------------------------------------------
+
+
+class LegalizationError(HardboiledError):
+    """Tensorized IR that the hardware cannot execute."""
+
+
+def check_amx(stmt: ir.Stmt, amx_buffers: dict[str, ir.Allocate], tile: AMXTile = AMX_TILE) -> None:
+    for node in ir.walk(stmt):
+        if isinstance(node, ir.Call) and node.name.startswith("tile_") and node.name != "tile_store":
+            rows, colbytes = node.args[0], node.args[1]
+            assert isinstance(rows, ir.IntImm) and isinstance(colbytes, ir.IntImm)
+            if rows.value > tile.max_rows or colbytes.value > tile.max_colbytes:
+                raise _legal_error(
+                    f"{node.name} of {rows.value} rows x {colbytes.value} bytes exceeds an AMX tile "
+                    f"({tile.max_rows} rows x {tile.max_colbytes} bytes)"
+                )
+    accumulator_tiles = 0
+    for name, alloc in amx_buffers.items():
+        elements = 1
+        for extent in alloc.extents:
+            if not isinstance(extent, ir.IntImm):
+                raise _legal_error(f"AMX buffer '{name}' has a symbolic size; tile registers are fixed")
+            elements *= extent.value
+        total_bytes = elements * alloc.type.bytes * alloc.type.lanes
+        accumulator_tiles += max(1, -(-total_bytes // tile.tile_bytes))
+        _check_tile_indexing(stmt, name, alloc, tile)
+    # Each tile_matmul also needs its A and B operands in registers.
+    if accumulator_tiles + 2 > tile.registers:
+        raise _legal_error(
+            f"the AMX buffers need {accumulator_tiles} tile registers, plus 2 for matmul operands; "
+            f"AMX has {tile.registers}"
+        )
+
+
+def _check_tile_indexing(stmt: ir.Stmt, name: str, alloc: ir.Allocate, tile: AMXTile) -> None:
+    lanes = tile.tile_bytes // alloc.type.bytes
+    for node in ir.walk(stmt):
+        if isinstance(node, (ir.Load, ir.Store)) and node.name == name:
+            index = node.index
+            ok = (
+                isinstance(index, ir.Ramp) and index.lanes == lanes
+                and isinstance(index.base, ir.IntImm) and index.base.value % lanes == 0
+                and isinstance(index.stride, ir.IntImm) and index.stride.value == 1
+            )
+            if not ok:
+                raise _legal_error(
+                    f"AMX buffer '{name}' is accessed at an index that is not a whole tile "
+                    f"(expected ramp(256*i, 1, {lanes}))"
+                )
+
+
+def _legal_error(message: str) -> LegalizationError:
+    return LegalizationError(Diagnostic("error", message))
+
+
+__all__ = ["Decoder", "InputError", "LegalizationError", "MarkerLeft", "check_amx", "parse_sexpr",
+           "place_temporaries", "reinsert"]
