@@ -39,7 +39,8 @@ def handles_errors(command: F) -> F:
         try:
             command(*args, **kwargs)
         except HardboiledError as exc:
-            _report(exc.diagnostic)
+            for diagnostic in getattr(exc, "diagnostics", [exc.diagnostic]):
+                _report(diagnostic)
             sys.exit(int(exc.exit_code))
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
@@ -144,6 +145,126 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
     text = decode_input(read_input_bytes(input_path), name)
     parsed = parse_input(text, name, stage=stage, buffer_types=_parse_buffer_types(buffer_types))
     write_output(output_path, print_ir(parsed.ir))
+
+
+def _parse_store_in(values: tuple[str, ...]) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for value in values:
+        name, sep, memory = value.partition("=")
+        if not sep or not name or not memory:
+            raise click.BadParameter(f"'{value}' is not NAME=MEMORY", param_hint="--store-in")
+        result[name] = memory
+    return result
+
+
+@main.command("compile")
+@click.argument("input_path", metavar="FILE|-")
+@stage_option
+@buffer_type_option
+@click.option("-o", "--output", "output_path", default=STDIO, metavar="FILE|-",
+              help="Where to write the result (default: standard output).")
+@click.option("--store-in", "store_in", metavar="NAME=MEMORY", multiple=True,
+              help="Treat buffer NAME as stored in MEMORY (e.g. mm=AMXTile), whatever the dump says.")
+@click.option("--schedule", "schedule_path", metavar="FILE", default=None,
+              help="egglog rule schedule to run instead of the default; @ITERATIONS@ in it is "
+              "replaced by --iterations.")
+@click.option("--iterations", type=click.IntRange(min=1), default=None,
+              help="Rounds of the rule schedule (default 20).")
+@click.option("--allow-fallback", is_flag=True,
+              help="Leave stores that cannot be lowered as they are (with a warning) instead of failing.")
+@click.option("--emit", type=click.Choice(["ir", "egg"]), default="ir", show_default=True,
+              help="ir: the rewritten IR; egg: the egglog program that selection runs.")
+@click.option("--egglog-timeout", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
+              help="Wall-clock limit for equality saturation (default 60).")
+@click.option("--egglog-memory", type=click.IntRange(min=64), default=None, metavar="MB",
+              help="Memory limit for equality saturation (default 4096).")
+@click.option("-q", "--quiet", is_flag=True, help="No summary on standard error.")
+@handles_errors
+def compile_command(input_path: str, stage: str | None, buffer_types: tuple[str, ...], output_path: str,
+                    store_in: tuple[str, ...], schedule_path: str | None, iterations: int | None,
+                    allow_fallback: bool, emit: str, egglog_timeout: float | None,
+                    egglog_memory: int | None, quiet: bool) -> None:
+    """Select tensor instructions for the stores in accelerator memory.
+
+    FILE is read as by `hardboiled parse`. Stores whose buffers live in
+    AMXTile memory (or are named by --store-in) become AMX tile
+    operations; the rewritten IR is printed in Halide's format.
+    """
+    from .egglog_bridge import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
+    from .parse import decode_input, parse_input
+    from .printer import print_ir
+    from .select import SelectionOptions, select
+
+    name = display_name(input_path)
+    text = decode_input(read_input_bytes(input_path), name)
+    parsed = parse_input(text, name, stage=stage, buffer_types=_parse_buffer_types(buffer_types))
+    options = SelectionOptions(
+        store_in=_parse_store_in(store_in),
+        schedule_path=schedule_path,
+        iterations=iterations,
+        allow_fallback=allow_fallback,
+        timeout_s=egglog_timeout or DEFAULT_TIMEOUT_S,
+        memory_mb=egglog_memory or DEFAULT_MEMORY_MB,
+    )
+    if emit == "egg":
+        write_output(output_path, _egglog_program(parsed.ir, options))
+        return
+    results = []
+
+    def run(stmt: ir.Stmt, first_store: int) -> ir.Stmt:
+        result = select(stmt, options, filename=name, source=text,
+                        store_lines=parsed.store_lines[first_store:])
+        results.append(result)
+        return result.stmt
+
+    if isinstance(parsed.ir, ir.Module):
+        import dataclasses
+
+        from .extract import iter_stores
+
+        functions, offset = [], 0
+        for func in parsed.ir.functions:
+            functions.append(dataclasses.replace(func, body=run(func.body, offset)))
+            offset += sum(1 for _ in iter_stores(func.body))
+        output = print_ir(dataclasses.replace(parsed.ir, functions=tuple(functions)))
+    else:
+        output = print_ir(run(parsed.ir, 0))
+    write_output(output_path, output)
+    if not quiet:
+        _summarize(results)
+
+
+def _egglog_program(program: ir.Stmt | ir.Module, options: object) -> str:
+    from .eqsat import load_schedule, program_text
+    from .extract import accelerator_allocations, encode_stores, select_stores
+
+    bodies = [f.body for f in program.functions] if isinstance(program, ir.Module) else [program]
+    terms: list[str] = []
+    for body in bodies:
+        allocations = accelerator_allocations(body, options.store_in)  # type: ignore[attr-defined]
+        selected = [s for s in select_stores(body, allocations, options.store_in)  # type: ignore[attr-defined]
+                    if s.store.predicate is None]
+        terms.extend(encode_stores(selected, allocations).terms)
+    schedule = load_schedule(options.schedule_path, options.iterations)  # type: ignore[attr-defined]
+    return program_text(terms, schedule)
+
+
+def _summarize(results: list) -> None:  # type: ignore[type-arg]
+    reports = [r for result in results for r in result.reports]
+    if not reports:
+        sys.stderr.write("hardboiled: no store touches accelerator memory; the IR is unchanged\n")
+        return
+    lowered = sum(1 for r in reports if r.lowered)
+    schedule = next((r.schedule for r in results if r.schedule is not None), None)
+    sizes = [r.egraph for r in results if r.egraph is not None]
+    seconds = sum(r.seconds for r in results)
+    parts = [f"hardboiled: lowered {lowered} of {len(reports)} accelerator stores"]
+    if schedule is not None:
+        parts.append(f"schedule {schedule.source} ({schedule.iterations} iterations)")
+    if sizes:
+        parts.append(f"e-graph {sum(s.nodes for s in sizes)} nodes, {sum(s.classes for s in sizes)} classes")
+    parts.append(f"{seconds:.2f} s")
+    sys.stderr.write("; ".join(parts) + "\n")
 
 
 if __name__ == "__main__":  # pragma: no cover

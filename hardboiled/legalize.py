@@ -8,6 +8,7 @@
 3. Temporaries (operands copied into VNNI order) become allocations, placed
    at the outermost scope where everything they read is defined and not
    written again, with duplicates merged (``place_temporaries``).
+   Control flow (if, fork, atomic) is never crossed.
 4. Shuffle intrinsics are desugared to plain ``Shuffle`` nodes on decoding.
 5. ``check_amx`` checks tile shapes, tile-register pressure and how AMX
    buffers are indexed against hardboiled/hardware.py.
@@ -265,7 +266,10 @@ def reinsert(stmt: ir.Stmt, replacements: dict[int, ir.Stmt]) -> ir.Stmt:
 # Temporaries
 # --------------------------------------------------------------------------
 
-_SCOPED = (ir.For, ir.LetStmt, ir.Allocate, ir.ProducerConsumer, ir.IfThenElse, ir.Atomic, ir.Realize)
+# Control flow that a temporary never leaves: its condition, or the order
+# of its parts, may be what makes the temporary's loads valid (the bounds
+# query of a pipeline, for one).
+_BARRIERS = (ir.IfThenElse, ir.Fork, ir.Atomic, ir.Acquire)
 
 
 def _binds(node: ir.Stmt) -> set[str]:
@@ -289,82 +293,60 @@ def _uses(node: ir.Stmt, name: str) -> bool:
     return any(isinstance(n, ir.Variable) and n.name == name for n in ir.walk(node))
 
 
-def place_temporaries(stmt: ir.Stmt, temporaries: list[Temporary], element_types: dict[str, ir.Type]) -> ir.Stmt:
-    """Allocate and fill each temporary at the outermost scope where the
-    variables it reads are bound and the buffers it reads are not written."""
+def place_temporaries(stmt: ir.Stmt, temporaries: list[Temporary]) -> ir.Stmt:
+    """Allocate and fill each temporary right before the outermost statement
+    that contains all its uses, inside which nothing it reads is written,
+    and above which every variable it reads is bound."""
     for temp in temporaries:
-        free = {n.name for n in ir.walk(temp.value) if isinstance(n, ir.Variable)}
-        reads = {n.name for n in ir.walk(temp.value) if isinstance(n, ir.Load)}
-        path = _path_to_use(stmt, temp.name)
+        path = _path_to_uses(stmt, temp.name)
         if path is None:
             continue
-        stmt = _insert_at(stmt, path, _choose_scope(path, free, reads), temp, element_types)
+        free = {n.name for n in ir.walk(temp.value) if isinstance(n, ir.Variable)}
+        reads = {n.name for n in ir.walk(temp.value) if isinstance(n, ir.Load)}
+        target = path[_choose_position(path, free, reads)]
+        stmt = map_stmt(stmt, lambda n, t=target: _allocate(temp, n) if n is t else None)
     return stmt
 
 
-def _path_to_use(stmt: ir.Stmt, name: str) -> list[ir.Stmt] | None:
-    """Statements from the root down to the first statement using ``name``."""
+def _path_to_uses(stmt: ir.Stmt, name: str) -> list[ir.Stmt] | None:
+    """Statements from the root down to the smallest one holding every use."""
     if not _uses(stmt, name):
         return None
     path = [stmt]
     while True:
-        node = path[-1]
-        child = next((c for c in ir.children(node) if isinstance(c, ir.Stmt) and _uses(c, name)), None)
-        if child is None:
+        holders = [c for c in ir.children(path[-1]) if isinstance(c, ir.Stmt) and _uses(c, name)]
+        if len(holders) != 1:
             return path
-        path.append(child)
+        path.append(holders[0])
 
 
-def _choose_scope(path: list[ir.Stmt], free: set[str], reads: set[str]) -> int:
-    """Index in ``path`` of the scope whose body gets the temporary; -1 for
-    the top level."""
-    bound_outside: set[str] = set()
+def _choose_position(path: list[ir.Stmt], free: set[str], reads: set[str]) -> int:
+    """Index in ``path`` of the statement to put the temporary before."""
     all_bound = {name for node in path for name in _binds(node)}
-    # Free variables that no scope on the path binds are parameters of the
-    # whole program: always defined.
-    needed = free & all_bound
+    needed = free & all_bound  # the rest are parameters of the whole program
+    first = 0
     for i, node in enumerate(path):
-        candidate_ok = needed <= bound_outside and not (reads & _writes(node))
-        if i == 0 and candidate_ok and not isinstance(node, _SCOPED):
-            return -1
-        bound_outside |= _binds(node)
-        if isinstance(node, _SCOPED) and needed <= bound_outside:
-            body = _scope_body(node)
-            if body is not None and not (reads & _writes(body)):
-                return i
+        if isinstance(node, _BARRIERS):
+            first = i + 1
+    bound_above: set[str] = set()
+    for i, node in enumerate(path):
+        if i >= first and needed <= bound_above and not (reads & _writes(node)):
+            return i
+        bound_above |= _binds(node)
     return len(path) - 1
 
 
-def _scope_body(node: ir.Stmt) -> ir.Stmt | None:
-    if isinstance(node, ir.IfThenElse):
-        return None  # a temporary is never placed inside one branch only
-    return getattr(node, "body", None)
-
-
-def _insert_at(stmt: ir.Stmt, path: list[ir.Stmt], index: int, temp: Temporary,
-               element_types: dict[str, ir.Type]) -> ir.Stmt:
+def _allocate(temp: Temporary, before: ir.Stmt) -> ir.Stmt:
+    if isinstance(before, ir.Block) and isinstance(before.stmts[0], ir.AssertStmt):
+        # Let the pipeline's own checks (null hosts, bounds) run first.
+        count = next((i for i, s in enumerate(before.stmts) if not isinstance(s, ir.AssertStmt)),
+                     len(before.stmts))
+        if count < len(before.stmts):
+            return ir.make_block([*before.stmts[:count], _allocate(temp, ir.make_block(before.stmts[count:]))])
     lanes = temp.value.type.lanes
-    element = temp.value.type.element()
-
-    def wrap(body: ir.Stmt) -> ir.Stmt:
-        fill = ir.Store(temp.name, temp.value, ir.Ramp(ir.IntImm(0), ir.IntImm(1), lanes))
-        return ir.Allocate(temp.name, element, "Auto", (ir.IntImm(lanes),), ir.make_block([fill, body]))
-
-    element_types[temp.name] = element
-    if index == -1:
-        return wrap(stmt)
-    target = path[index]
-    if index == len(path) - 1 and not hasattr(target, "body"):
-        # Right before the using statement.
-        return map_stmt(stmt, lambda n: wrap(n) if n is target else None)
-    import dataclasses
-
-    def rebuild(node: ir.Stmt) -> ir.Stmt | None:
-        if node is target:
-            return dataclasses.replace(node, body=wrap(node.body))  # type: ignore[attr-defined]
-        return None
-
-    return map_stmt(stmt, rebuild)
+    fill = ir.Store(temp.name, temp.value, ir.Ramp(ir.IntImm(0), ir.IntImm(1), lanes))
+    return ir.Allocate(temp.name, temp.value.type.element(), "Auto", (ir.IntImm(lanes),),
+                       ir.make_block([fill, before]))
 
 
 # --------------------------------------------------------------------------

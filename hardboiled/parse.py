@@ -72,6 +72,11 @@ class ParsedInput:
     ir: ir.Stmt | ir.Module
     stage: str | None = None
     """The log stage the IR was taken from, for kind "log"."""
+    filename: str = "<string>"
+    text: str = ""
+    """The whole input, for quoting source lines in diagnostics."""
+    store_lines: tuple[int, ...] = ()
+    """Line (in ``text``) of every Store, in the pre-order of ``ir.walk``."""
 
 
 def decode_input(data: bytes, filename: str) -> str:
@@ -179,8 +184,8 @@ def parse_input(
     """Parse any of the three input kinds; see the module docstring."""
     if is_debug_log(text):
         body, offset, stage_name = select_stage(text, filename, stage or DEFAULT_STAGE)
-        stmt = parse_text(body, filename, line_offset=offset, buffer_types=buffer_types)
-        return ParsedInput("log", stmt, stage_name)
+        stmt, lines = _parse(body, filename, offset, buffer_types)
+        return ParsedInput("log", stmt, stage_name, filename, text, lines)
     if stage is not None:
         raise error_at(
             f"--stage '{stage}' needs an HL_DEBUG_CODEGEN log, but this input has no "
@@ -190,9 +195,9 @@ def parse_input(
             1,
             1,
         )
-    result = parse_text(text, filename, buffer_types=buffer_types)
+    result, lines = _parse(text, filename, 0, buffer_types)
     kind = "module" if isinstance(result, ir.Module) else "stmt"
-    return ParsedInput(kind, result)
+    return ParsedInput(kind, result, None, filename, text, lines)
 
 
 # --------------------------------------------------------------------------
@@ -213,6 +218,12 @@ def parse_text(
     buffer_types: dict[str, ir.Type] | None = None,
 ) -> ir.Stmt | ir.Module:
     """Parse a bare statement or a lowered module (not a log)."""
+    return _parse(text, filename, line_offset, buffer_types)[0]
+
+
+def _parse(
+    text: str, filename: str, line_offset: int, buffer_types: dict[str, ir.Type] | None
+) -> tuple[ir.Stmt | ir.Module, tuple[int, ...]]:
     if not text.strip():
         raise error_at("empty input: expected Halide IR", filename, text, 1, 1, line_offset=line_offset)
     ends_mid_line = not text.endswith("\n")
@@ -226,7 +237,7 @@ def parse_text(
     known = _buffer_types_from_asserts(text)
     known.update(buffer_types or {})
     builder = _TreeBuilder(filename, text, line_offset, known)
-    return builder.build(tree)
+    return builder.build(tree), tuple(builder.store_lines)
 
 
 def _mark_truncation(error: InputError, text: str, ends_mid_line: bool, line_offset: int) -> InputError:
@@ -496,6 +507,7 @@ class _TreeBuilder:
         self.buffer_types = buffer_types
         self.scope: dict[str, ir.Type] = {}
         self.func_types: dict[str, ir.Type] = {}
+        self.store_lines: list[int] = []
         self._expr_rules: dict[str, Callable[[Tree], ir.Expr]] = {
             "binop_chain": self._binop_chain,
             "not_": self._not,
@@ -753,6 +765,7 @@ class _TreeBuilder:
         if elem is not None and elem.code is ir.TypeCode.BFLOAT and (as_bf := _as_bfloat(value)) is not None:
             value = as_bf
         predicate = self.expr(predicate_tree) if predicate_tree is not None else None
+        self.store_lines.append(name_tok.line + self.line_offset)
         return ir.Store(str(name_tok), value, self.expr(index_tree), predicate, alignment)
 
     def _fork(self, tree: Tree) -> ir.Stmt:

@@ -1,0 +1,286 @@
+"""Tensor instruction selection, end to end for one program.
+
+parse result -> tile extraction (extract.py) -> equality saturation
+(eqsat.py) -> reinsertion and legalization (legalize.py). A store marked for
+an accelerator that the rules cannot lower is a *miss*: an error naming the
+store, its buffer and the closest partial match, unless the caller allows
+falling back to the original statement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+
+from . import ir
+from .diagnostics import Diagnostic, ExitCode, HardboiledError, Location
+from .egglog_bridge import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, EgraphSize
+from .eqsat import Schedule, load_schedule, saturate
+from .extract import (
+    ACCELERATOR_MEMORY,
+    Encoding,
+    SelectedStore,
+    accelerator_allocations,
+    encode_stores,
+    select_stores,
+)
+from .hardware import AMX_TILE
+from .legalize import Decoder, MarkerLeft, check_amx, parse_sexpr, place_temporaries, reinsert
+from .printer import print_ir
+
+
+@dataclass(frozen=True, slots=True)
+class SelectionOptions:
+    store_in: dict[str, str] = field(default_factory=dict)
+    """Buffer name -> memory type, overriding what the dump says."""
+    schedule_path: str | None = None
+    iterations: int | None = None
+    allow_fallback: bool = False
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    memory_mb: int = DEFAULT_MEMORY_MB
+
+
+@dataclass(frozen=True, slots=True)
+class StoreReport:
+    buffer: str
+    line: int | None
+    accelerator: str
+    lowered: bool
+    intrinsics: tuple[str, ...]
+    explanation: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SelectionResult:
+    stmt: ir.Stmt
+    reports: tuple[StoreReport, ...]
+    schedule: Schedule | None
+    egraph: EgraphSize | None
+    seconds: float
+    """Wall-clock time of equality saturation, child process included."""
+    program: str | None = None
+
+
+class SelectionMiss(HardboiledError):
+    """At least one accelerator store could not be lowered."""
+
+    exit_code = ExitCode.SELECTION_MISS
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        super().__init__(diagnostics[0])
+        self.diagnostics = diagnostics
+
+
+def select(
+    stmt: ir.Stmt,
+    options: SelectionOptions,
+    *,
+    filename: str = "<string>",
+    source: str = "",
+    store_lines: tuple[int, ...] = (),
+) -> SelectionResult:
+    """Lower every store that touches accelerator memory."""
+    allocations = accelerator_allocations(stmt, options.store_in)
+    _check_store_in(stmt, options.store_in, filename)
+    if not allocations:
+        return SelectionResult(stmt, (), None, None, 0.0)
+    schedule = load_schedule(options.schedule_path, options.iterations)
+    selected = select_stores(stmt, allocations, options.store_in)
+    lowerable = [s for s in selected if s.store.predicate is None]
+    encoding = encode_stores(lowerable, allocations)
+    result = None
+    start = time.perf_counter()
+    if encoding.terms:
+        result = saturate(encoding.terms, schedule, timeout_s=options.timeout_s, memory_mb=options.memory_mb)
+    seconds = time.perf_counter() - start
+    decoder = Decoder(encoding)
+    replacements: dict[int, ir.Stmt] = {}
+    reports: list[StoreReport] = []
+    misses: list[Diagnostic] = []
+    terms = dict(zip((s.position for s in lowerable), result.terms if result else ()))
+    for sel in selected:
+        line = store_lines[sel.position] if sel.position < len(store_lines) else None
+        term = terms.get(sel.position)
+        explanation = None
+        if term is None:
+            explanation = "a predicated store cannot become a tile operation"
+        else:
+            try:
+                replacements[sel.position] = decoder.stmt(parse_sexpr(term))
+            except MarkerLeft:
+                explanation = explain_miss(sel, term, encoding)
+        if explanation is None:
+            intrinsics = tuple(sorted({n.name for n in ir.walk(replacements[sel.position])
+                                       if isinstance(n, ir.Call) and n.name.startswith("tile_")}))
+            reports.append(StoreReport(sel.store.name, line, sel.accelerator, True, intrinsics))
+            continue
+        reports.append(StoreReport(sel.store.name, line, sel.accelerator, False, (), explanation))
+        misses.append(_miss_diagnostic(sel, explanation, filename, source, line, options.allow_fallback))
+    if misses and not options.allow_fallback:
+        raise SelectionMiss(misses)
+    memory = dict(options.store_in)
+    if misses:
+        reverted = _fall_back(selected, replacements)
+        memory.update({name: "Auto" for name in reverted})
+        reports = [dataclasses.replace(r, lowered=False, intrinsics=()) if r.buffer in reverted and r.lowered
+                   else r for r in reports]
+    rewritten = reinsert(stmt, replacements)
+    used = {n.name for n in ir.walk(rewritten) if isinstance(n, ir.Variable)}
+    temporaries = [t for t in decoder.temporaries.values() if t.name in used]
+    rewritten = place_temporaries(rewritten, temporaries)
+    rewritten = _apply_memory_overrides(rewritten, memory)
+    lowered_buffers = {
+        name: alloc for name, alloc in accelerator_allocations(rewritten, {}).items()
+    }
+    check_amx(rewritten, lowered_buffers, AMX_TILE)
+    return SelectionResult(
+        rewritten, tuple(reports), schedule, result.size if result else None, seconds
+    )
+
+
+def _fall_back(selected: list[SelectedStore], replacements: dict[int, ir.Stmt]) -> set[str]:
+    """Undo selection for every accelerator buffer with a miss.
+
+    A buffer is all or nothing: if one of its stores stays an ordinary
+    store, the buffer cannot live in tile registers, so every store that
+    touches it (and, transitively, the buffers those stores touch) is left
+    as it was, and the buffer moves back to ordinary memory.
+    """
+    failed = {b for s in selected if s.position not in replacements for b in s.buffers}
+    changed = True
+    while changed:
+        changed = False
+        for sel in selected:
+            if sel.position in replacements and failed & set(sel.buffers):
+                del replacements[sel.position]
+                new = set(sel.buffers) - failed
+                failed |= new
+                changed = True
+    return failed
+
+
+def _check_store_in(stmt: ir.Stmt, store_in: dict[str, str], filename: str) -> None:
+    names = {n.name for n in ir.walk(stmt) if isinstance(n, ir.Allocate)}
+    for name, memory in store_in.items():
+        if memory not in ACCELERATOR_MEMORY:
+            raise HardboiledError(Diagnostic(
+                "error", f"--store-in {name}={memory}: not an accelerator memory type",
+                notes=("accelerator memory types: " + ", ".join(sorted(ACCELERATOR_MEMORY)),),
+            ))
+        if name not in names:
+            raise HardboiledError(Diagnostic(
+                "error", f"--store-in {name}={memory}: the input allocates no buffer named '{name}'",
+                Location(filename, 1, 1),
+                notes=("allocations in the input: " + (", ".join(sorted(names)) or "none"),),
+            ))
+
+
+def _apply_memory_overrides(stmt: ir.Stmt, store_in: dict[str, str]) -> ir.Stmt:
+    if not store_in:
+        return stmt
+    from .legalize import map_stmt
+
+    def retag(node: ir.Stmt) -> ir.Stmt | None:
+        if isinstance(node, ir.Allocate) and node.name in store_in:
+            inner = map_stmt(node.body, retag)
+            return dataclasses.replace(node, memory_type=store_in[node.name], body=inner)
+        return None
+
+    return map_stmt(stmt, retag)
+
+
+def _miss_diagnostic(sel: SelectedStore, explanation: str, filename: str, source: str,
+                     line: int | None, fallback: bool) -> Diagnostic:
+    severity = "warning" if fallback else "error"
+    location = None
+    if line is not None:
+        lines = source.split("\n")
+        text = lines[line - 1] if 0 < line <= len(lines) else None
+        column = len(text) - len(text.lstrip()) + 1 if text else 1
+        location = Location(filename, line, column, text)
+    accelerator = sel.accelerator
+    notes = [explanation]
+    if fallback:
+        notes.append("--allow-fallback: the store is left as it was")
+    return Diagnostic(
+        severity,
+        f"store to '{sel.store.name}' cannot be lowered to {accelerator} tile operations",
+        location,
+        tuple(notes),
+    )
+
+
+# --------------------------------------------------------------------------
+# Explaining a miss: the closest partial match
+# --------------------------------------------------------------------------
+
+
+def explain_miss(sel: SelectedStore, term: str, encoding: Encoding) -> str:
+    """Say which part of the store kept it from becoming tile operations.
+
+    The extracted term is egglog's best form of the store, with its index
+    expressions already normalized by the axioms; comparing it with what the
+    rules look for names the operand, layout or index that failed.
+    """
+    value = _lenient_decode(parse_sexpr(term), encoding)
+    store = sel.store
+    amx_buffers = set(encoding.accelerator_buffers)
+    if store.name in amx_buffers:
+        reduce = next((n for n in ir.walk(value) if isinstance(n, ir.VectorReduce)), None)
+        if reduce is not None:
+            return _explain_matmul(reduce)
+        if isinstance(value, ir.Broadcast):
+            return ("zero-initialization of an AMX tile whose shape nothing fixes: no matmul "
+                    "writes this tile and no tile_store reads it")
+        return (f"the value stored into AMX buffer '{store.name}' is neither zero, a tile product "
+                f"C + sum(A * B), nor a 2-D tile load: {print_ir(value)}")
+    loads = [n for n in ir.walk(value) if isinstance(n, ir.Load) and n.name in amx_buffers]
+    if loads and isinstance(value, ir.Load):
+        return ("tile_store needs a row-major destination of at most "
+                f"{AMX_TILE.max_rows} rows: ramp(ramp(base, 1, N), xN(stride), M); "
+                f"the store index is {print_ir(store.index)}")
+    return (f"AMX buffer '{loads[0].name if loads else '?'}' is read inside arithmetic; "
+            "only tile_store and tile_matmul can read an AMX tile")
+
+
+def _explain_matmul(reduce: ir.VectorReduce) -> str:
+    product = reduce.value
+    if not (isinstance(product, ir.Binary) and product.op is ir.BinOp.MUL):
+        return f"the reduction is not a sum of products: {print_ir(reduce)}"
+    kinds = {t.type.code for t in AMX_TILE.elements}
+    for label, operand in (("A", product.a), ("B", product.b)):
+        inner = operand.value if isinstance(operand, ir.Cast) else operand
+        load = next((n for n in ir.walk(inner) if isinstance(n, ir.Load)), None)
+        if load is None:
+            return f"operand {label} of the product is not a load: {print_ir(operand)}"
+        if load.type.code not in kinds or load.type.bits not in {t.type.bits for t in AMX_TILE.elements}:
+            names = ", ".join(str(t.type) for t in AMX_TILE.elements)
+            return f"operand {label} (a load of '{load.name}') has type {load.type.element()}; AMX multiplies {names}"
+    a_load = next(n for n in ir.walk(product.a) if isinstance(n, ir.Load))
+    b_load = next(n for n in ir.walk(product.b) if isinstance(n, ir.Load))
+    return (
+        "no AMX operand layout matched. After normalization, operand A (a load of "
+        f"'{a_load.name}') has index {print_ir(a_load.index)}; A must be an M x K row-major tile, "
+        "ramp(xN(ramp(base, 1, K)), x(N*K)(stride), M). Operand B (a load of "
+        f"'{b_load.name}') has index {print_ir(b_load.index)}; B must be K x N with unit column "
+        "stride, xM(ramp(ramp(base, stride, K), xK(1), N)), or in VNNI order. Tiles hold at most "
+        f"{AMX_TILE.max_rows} rows of {AMX_TILE.max_colbytes} bytes"
+    )
+
+
+def _lenient_decode(node: list, encoding: Encoding) -> ir.Expr:  # type: ignore[type-arg]
+    """Decode a term that still contains data-movement markers."""
+
+    def strip(n):  # type: ignore[no-untyped-def]
+        if isinstance(n, list):
+            if n and n[0] in ("Mem2AMX", "AMX2Mem"):
+                return strip(n[1])
+            return [strip(c) for c in n]
+        return n
+
+    stripped = strip(node)
+    decoder = Decoder(encoding)
+    if stripped[0] == "Store":
+        return decoder.expr(stripped[2])
+    return decoder.expr(stripped[1])
