@@ -214,6 +214,8 @@ def compile_command(input_path: str, stage: str | None, buffer_types: tuple[str,
     def run(stmt: ir.Stmt, first_store: int) -> ir.Stmt:
         result = select(stmt, options, filename=name, source=text,
                         store_lines=parsed.store_lines[first_store:])
+        for warning in result.warnings:
+            _report(warning)
         results.append(result)
         return result.stmt
 

@@ -59,7 +59,8 @@ class SelectionResult:
     egraph: EgraphSize | None
     seconds: float
     """Wall-clock time of equality saturation, child process included."""
-    program: str | None = None
+    warnings: tuple[Diagnostic, ...] = ()
+    """Misses that --allow-fallback turned into warnings."""
 
 
 class SelectionMiss(HardboiledError):
@@ -135,7 +136,7 @@ def select(
     }
     check_amx(rewritten, lowered_buffers, AMX_TILE)
     return SelectionResult(
-        rewritten, tuple(reports), schedule, result.size if result else None, seconds
+        rewritten, tuple(reports), schedule, result.size if result else None, seconds, tuple(misses)
     )
 
 

@@ -203,6 +203,12 @@ AMX_CASES = [
     ("amx_bf16_matmul_std_tiled_const", "bf16*bf16->f32", "standard", "constant",
      dict(_BIG, const=True),
      _TILED.format(types="bf16*bf16->f32", layout="standard B", rk=32, extra=_CONST)),
+    ("amx_bf16_matmul_vnni_tiled_const", "bf16*bf16->f32", "vnni", "constant",
+     dict(_BIG, const=True),
+     _TILED.format(types="bf16*bf16->f32", layout="VNNI B(r%2,y,r/2)", rk=32, extra=_CONST)),
+    ("amx_int8_matmul_vnni_tiled_const", "i8*i8->i32", "vnni", "constant",
+     dict(_BIG, const=True),
+     _TILED.format(types="i8*i8->i32", layout="VNNI B(r%4,y,r/4)", rk=64, extra=_CONST)),
     ("amx_int8_matmul_std_tiled", "i8*i8->i32", "standard", "symbolic", _BIG,
      _TILED.format(types="i8*i8->i32", layout="standard B", rk=64, extra="")),
 ]

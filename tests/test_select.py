@@ -1,0 +1,210 @@
+"""AMX instruction selection on real Halide dumps (issue: EqSat core + AMX)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from hardboiled import ir
+from hardboiled.diagnostics import ExitCode
+from hardboiled.parse import parse_input
+from hardboiled.select import SelectionMiss, SelectionOptions, select
+
+from .conftest import FIXTURES, MANIFEST, run_cli
+
+AMX_CASES = sorted(c for c, m in MANIFEST.items() if m["accelerator"] == "amx")
+PRELOAD = {c for c in AMX_CASES if "preload" in c}
+LOWERED = [c for c in AMX_CASES if c not in PRELOAD]
+
+
+def _select(case: str, **options: object):  # type: ignore[no-untyped-def]
+    path = FIXTURES / case / "vectorizing.stmt"
+    parsed = parse_input(path.read_text(), str(path))
+    assert isinstance(parsed.ir, ir.Stmt)
+    return select(parsed.ir, SelectionOptions(**options), filename=str(path), source=parsed.text,
+                  store_lines=parsed.store_lines)
+
+
+def _calls(stmt: ir.Stmt, name: str) -> list[ir.Call]:
+    return [n for n in ir.walk(stmt) if isinstance(n, ir.Call) and n.name == name]
+
+
+@pytest.mark.parametrize("case", LOWERED)
+def test_every_amx_store_becomes_tile_operations(case: str) -> None:
+    result = _select(case)
+    assert result.reports and all(r.lowered for r in result.reports)
+    stmt = result.stmt
+    # No AMX buffer is read or written except by tile operations.
+    amx = {n.name for n in ir.walk(stmt) if isinstance(n, ir.Allocate) and n.memory_type == "AMXTile"}
+    for node in ir.walk(stmt):
+        if isinstance(node, ir.Store) and node.name in amx:
+            assert isinstance(node.value, ir.Call) and node.value.name in ("tile_zero", "tile_matmul")
+    matmuls = _calls(stmt, "tile_matmul")
+    assert matmuls and _calls(stmt, "tile_zero") and _calls(stmt, "tile_store")
+    entry = MANIFEST[case]
+    a_type, b_type = (ir.parse_type_name({"bf16": "bfloat16", "i8": "int8", "u8": "uint8"}[t])
+                      for t in entry["types"].split("->")[0].split("*"))
+    for mm in matmuls:
+        rows, colbytes, k, _acc, a, b = mm.args
+        assert isinstance(a, ir.Call) and isinstance(b, ir.Call)
+        assert a.type.element() == a_type and b.type.element() == b_type
+        assert (rows, colbytes) == (ir.IntImm(16), ir.IntImm(64))
+        assert k == ir.IntImm(32 if a_type.bits == 16 else 64)
+
+
+@pytest.mark.parametrize("case", ["amx_bf16_matmul_std_single", "amx_int8_matmul_std_tiled"])
+def test_standard_layout_b_goes_through_a_vnni_temporary(case: str) -> None:
+    stmt = _select(case).stmt
+    temps = [n for n in ir.walk(stmt) if isinstance(n, ir.Allocate) and ".amx_vnni." in n.name]
+    assert len(temps) == 1
+    fill = next(n for n in ir.walk(temps[0].body) if isinstance(n, ir.Store) and n.name == temps[0].name)
+    assert isinstance(fill.value, ir.Shuffle)  # the interleave is desugared to a plain shuffle
+    kpack = 4 // temps[0].type.bytes
+    # VNNI order: out[(kq, n, kr)] = in[(kq * kpack + kr) * N + n]
+    assert fill.value.indices[:kpack] == tuple(r * 16 for r in range(kpack))
+
+
+@pytest.mark.parametrize("case", ["amx_bf16_matmul_vnni_tiled_const", "amx_int8_matmul_vnni_tiled_const"])
+def test_dense_vnni_b_is_loaded_as_it_is(case: str) -> None:
+    stmt = _select(case).stmt
+    assert not [n for n in ir.walk(stmt) if isinstance(n, ir.Allocate) and ".amx_vnni." in n.name]
+    b_load = _calls(stmt, "tile_matmul")[0].args[5]
+    assert isinstance(b_load, ir.Call) and b_load.args[2] == ir.Variable("B", ir.handle_type())
+
+
+def test_symbolic_vnni_stride_is_gathered_into_a_temporary() -> None:
+    stmt = _select("amx_bf16_matmul_vnni_tiled").stmt
+    temps = [n for n in ir.walk(stmt) if isinstance(n, ir.Allocate) and ".amx_vnni." in n.name]
+    assert len(temps) == 1
+    # Gathered inside the reduction loop: the block it reads depends on it.
+    loop = next(n for n in ir.walk(stmt) if isinstance(n, ir.For) and n.name == "mm.s1.r$x.rro")
+    assert any(n is temps[0] for n in ir.walk(loop))
+
+
+def test_byte_offsets_and_strides_for_bf16_and_int8() -> None:
+    # The original HardBoiled mixed element and byte units for bf16 and int8.
+    bf16 = _calls(_select("amx_bf16_matmul_std_tiled_const").stmt, "tile_matmul")[0]
+    a = bf16.args[4]
+    assert isinstance(a, ir.Call) and a.args[4] == ir.IntImm(128 * 2)  # A rows are 128 bf16 apart
+    int8 = _calls(_select("amx_int8_matmul_vnni_tiled_const").stmt, "tile_matmul")[0]
+    a8, b8 = int8.args[4], int8.args[5]
+    assert isinstance(a8, ir.Call) and a8.args[4] == ir.IntImm(128)  # int8: bytes == elements
+    assert isinstance(b8, ir.Call) and b8.args[1] == ir.IntImm(64) and b8.args[0] == ir.IntImm(16)
+
+
+def test_multiple_accumulator_tiles_keep_their_tile_index() -> None:
+    stmt = _select("amx_bf16_std_reorder").stmt
+    bases = sorted({n.index.base.value for n in ir.walk(stmt)  # type: ignore[union-attr]
+                    if isinstance(n, ir.Store) and n.name == "mm"})
+    assert bases == [0, 256]
+
+
+@pytest.mark.parametrize("case", sorted(PRELOAD))
+def test_preloaded_operands_are_a_reported_miss(case: str) -> None:
+    # Operands staged through their own AMXTile buffers are not lowered yet;
+    # the miss names the store and explains the closest match.
+    with pytest.raises(SelectionMiss) as info:
+        _select(case)
+    diagnostics = info.value.diagnostics
+    for diagnostic in diagnostics:
+        assert diagnostic.location is not None and diagnostic.location.line > 0
+        assert "cannot be lowered to AMX tile operations" in diagnostic.message
+    notes = [note for d in diagnostics for note in d.notes]
+    assert any("operand A" in note and "_im_global_wrapper" in note for note in notes) or \
+        any("operand B" in note for note in notes)
+
+
+def test_store_in_marks_a_buffer_the_dump_put_elsewhere(tmp_path: Path) -> None:
+    text = (FIXTURES / "amx_bf16_matmul_std_single" / "vectorizing.stmt").read_text()
+    moved = tmp_path / "stack.stmt"
+    moved.write_text(text.replace("allocate mm[float32 * 16 * 16] in AMXTile", "allocate mm[float32 * 16 * 16] in Stack"))
+    plain = run_cli("compile", str(moved))
+    assert plain.returncode == 0 and b"tile_matmul" not in plain.stdout
+    assert b"no store touches accelerator memory" in plain.stderr
+    marked = run_cli("compile", str(moved), "--store-in", "mm=AMXTile")
+    assert marked.returncode == 0, marked.stderr.decode()
+    assert b"allocate mm[float32 * 16 * 16] in AMXTile" in marked.stdout
+    assert marked.stdout.count(b"tile_matmul(") == 1
+
+
+def test_a_miss_is_an_error_naming_the_store_and_buffer() -> None:
+    # f16 operands (a WMMA dump) cannot be AMX tiles.
+    path = FIXTURES / "wmma_f16_matmul" / "vectorizing.stmt"
+    result = run_cli("compile", str(path), "--store-in", "prod=AMXTile")
+    assert result.returncode == ExitCode.SELECTION_MISS == 1
+    text = result.stderr.decode()
+    first = text.splitlines()[0]
+    assert re.match(re.escape(str(path)) + r":\d+:\d+: error: store to 'prod' cannot be lowered", first)
+    assert "operand A (a load of 'A') has type float16" in text
+    assert result.stdout == b""
+
+
+def test_allow_fallback_keeps_the_store_and_warns() -> None:
+    path = FIXTURES / "wmma_f16_matmul" / "vectorizing.stmt"
+    result = run_cli("compile", str(path), "--store-in", "prod=AMXTile", "--allow-fallback")
+    assert result.returncode == 0
+    assert b"warning: store to 'prod' cannot be lowered" in result.stderr
+    assert b"tile_" not in result.stdout
+    # The buffer is no longer in AMX memory: nothing would use its tiles.
+    assert b"allocate prod[float32 * 256]\n" in result.stdout or b"allocate prod[float32 * " in result.stdout
+    assert b"in AMXTile" not in result.stdout
+
+
+def test_unknown_store_in_buffer_is_an_input_error() -> None:
+    path = FIXTURES / "amx_bf16_matmul_std_single" / "vectorizing.stmt"
+    result = run_cli("compile", str(path), "--store-in", "nope=AMXTile")
+    assert result.returncode == 2
+    assert b"the input allocates no buffer named 'nope'" in result.stderr
+
+
+def test_schedule_and_iterations_options(tmp_path: Path) -> None:
+    path = FIXTURES / "amx_bf16_matmul_vnni_tiled" / "vectorizing.stmt"
+    # Too few rounds for the VNNI index axioms to finish: a miss.
+    few = run_cli("compile", str(path), "--iterations", "2")
+    assert few.returncode == 1
+    schedule = tmp_path / "schedule.egg"
+    schedule.write_text(
+        "(run-schedule (repeat @ITERATIONS@ (saturate (run supporting)) (saturate (run axioms))"
+        " (run amx-layouts) (run amx-lowering)))\n"
+    )
+    custom = run_cli("compile", str(path), "--schedule", str(schedule), "--iterations", "3")
+    assert custom.returncode == 0, custom.stderr.decode()
+    assert f"schedule {schedule} (3 iterations)".encode() in custom.stderr
+
+
+def test_egglog_timeout_is_a_resource_limit(tmp_path: Path) -> None:
+    path = FIXTURES / "amx_bf16_matmul_std_single" / "vectorizing.stmt"
+    schedule = tmp_path / "forever.egg"
+    # A rule that keeps making new terms never saturates.
+    schedule.write_text(
+        "(ruleset grow)\n(rule ((= e (IntImm t v))) ((let w (IntImm t (+ v 1)))) :ruleset grow)\n"
+        "(run-schedule (repeat 100000000 (run grow)))\n"
+    )
+    result = run_cli("compile", str(path), "--schedule", str(schedule), "--egglog-timeout", "2")
+    assert result.returncode == ExitCode.RESOURCE_LIMIT == 4
+    assert b"did not finish within 2 s" in result.stderr
+
+
+def test_egglog_memory_cap_is_a_resource_limit(tmp_path: Path) -> None:
+    path = FIXTURES / "amx_bf16_matmul_std_single" / "vectorizing.stmt"
+    schedule = tmp_path / "blowup.egg"
+    # Every pair of integers makes a new one: the e-graph squares each round.
+    schedule.write_text(
+        "(ruleset blowup)\n(rule ((= a (IntImm t v)) (= b (IntImm t w))) ((let c (IntImm t (+ (* v 1000) w))))"
+        " :ruleset blowup)\n(run-schedule (repeat 8 (run blowup)))\n"
+    )
+    result = run_cli("compile", str(path), "--schedule", str(schedule), "--egglog-memory", "300",
+                     "--egglog-timeout", "120")
+    assert result.returncode == 4, result.stderr.decode()
+    assert b"ran out of memory (limit 300 MB)" in result.stderr
+
+
+def test_emit_egg_is_the_program_that_runs() -> None:
+    path = FIXTURES / "amx_bf16_matmul_std_single" / "vectorizing.stmt"
+    result = run_cli("compile", str(path), "--emit", "egg")
+    assert result.returncode == 0
+    text = result.stdout.decode()
+    for needle in ("(ruleset axioms)", "(amx-limits 16 64)", "(let $s0 (Store \"mm\"", "(extract $s2)"):
+        assert needle in text
