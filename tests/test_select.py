@@ -15,8 +15,7 @@ from hardboiled.select import SelectionMiss, SelectionOptions, select
 from .conftest import FIXTURES, MANIFEST, run_cli
 
 AMX_CASES = sorted(c for c, m in MANIFEST.items() if m["accelerator"] == "amx")
-PRELOAD = {c for c in AMX_CASES if "preload" in c}
-LOWERED = [c for c in AMX_CASES if c not in PRELOAD]
+PRELOAD = sorted(c for c in AMX_CASES if "preload" in c)
 
 
 def _select(case: str, **options: object):  # type: ignore[no-untyped-def]
@@ -31,7 +30,16 @@ def _calls(stmt: ir.Stmt, name: str) -> list[ir.Call]:
     return [n for n in ir.walk(stmt) if isinstance(n, ir.Call) and n.name == name]
 
 
-@pytest.mark.parametrize("case", LOWERED)
+def _operand_type(operand: ir.Expr, amx: set[str]) -> ir.Type:
+    """A tile operand is a tile_load, or a whole tile of a preloaded AMX buffer."""
+    if isinstance(operand, ir.Load):
+        assert operand.name in amx
+        return operand.type.element()
+    assert isinstance(operand, ir.Call) and operand.name == "tile_load"
+    return operand.type.element()
+
+
+@pytest.mark.parametrize("case", AMX_CASES)
 def test_every_amx_store_becomes_tile_operations(case: str) -> None:
     result = _select(case)
     assert result.reports and all(r.lowered for r in result.reports)
@@ -40,7 +48,8 @@ def test_every_amx_store_becomes_tile_operations(case: str) -> None:
     amx = {n.name for n in ir.walk(stmt) if isinstance(n, ir.Allocate) and n.memory_type == "AMXTile"}
     for node in ir.walk(stmt):
         if isinstance(node, ir.Store) and node.name in amx:
-            assert isinstance(node.value, ir.Call) and node.value.name in ("tile_zero", "tile_matmul")
+            assert isinstance(node.value, ir.Call)
+            assert node.value.name in ("tile_zero", "tile_matmul", "tile_load")
     matmuls = _calls(stmt, "tile_matmul")
     assert matmuls and _calls(stmt, "tile_zero") and _calls(stmt, "tile_store")
     entry = MANIFEST[case]
@@ -48,8 +57,7 @@ def test_every_amx_store_becomes_tile_operations(case: str) -> None:
                       for t in entry["types"].split("->")[0].split("*"))
     for mm in matmuls:
         rows, colbytes, k, _acc, a, b = mm.args
-        assert isinstance(a, ir.Call) and isinstance(b, ir.Call)
-        assert a.type.element() == a_type and b.type.element() == b_type
+        assert _operand_type(a, amx) == a_type and _operand_type(b, amx) == b_type
         assert (rows, colbytes) == (ir.IntImm(16), ir.IntImm(64))
         assert k == ir.IntImm(32 if a_type.bits == 16 else 64)
 
@@ -101,19 +109,27 @@ def test_multiple_accumulator_tiles_keep_their_tile_index() -> None:
     assert bases == [0, 256]
 
 
-@pytest.mark.parametrize("case", sorted(PRELOAD))
-def test_preloaded_operands_are_a_reported_miss(case: str) -> None:
-    # Operands staged through their own AMXTile buffers are not lowered yet;
-    # the miss names the store and explains the closest match.
-    with pytest.raises(SelectionMiss) as info:
-        _select(case)
-    diagnostics = info.value.diagnostics
-    for diagnostic in diagnostics:
-        assert diagnostic.location is not None and diagnostic.location.line > 0
-        assert "cannot be lowered to AMX tile operations" in diagnostic.message
-    notes = [note for d in diagnostics for note in d.notes]
-    assert any("operand A" in note and "_im_global_wrapper" in note for note in notes) or \
-        any("operand B" in note for note in notes)
+@pytest.mark.parametrize("case", PRELOAD)
+def test_preloaded_operands_are_whole_tiles_of_their_amx_buffer(case: str) -> None:
+    stmt = _select(case).stmt
+    staged = "A_im_global_wrapper$0" if "preload_a" in case else "B_im_global_wrapper$0"
+    fills = [n for n in ir.walk(stmt) if isinstance(n, ir.Store) and n.name == staged]
+    assert fills and all(isinstance(f.value, ir.Call) and f.value.name == "tile_load" for f in fills)
+    operand = 4 if "preload_a" in case else 5
+    reads = [mm.args[operand] for mm in _calls(stmt, "tile_matmul")]
+    assert all(isinstance(r, ir.Load) and r.name == staged for r in reads)
+
+
+def test_preloading_standard_layout_b_stores_the_tile_in_vnni_order() -> None:
+    # The original HardBoiled could not do this one (paper, Table 1).
+    stmt = _select("amx_bf16_std_preload_b").stmt
+    fill = next(n for n in ir.walk(stmt) if isinstance(n, ir.Store) and n.name == "B_im_global_wrapper$0")
+    assert isinstance(fill.value, ir.Call)
+    source = fill.value.args[2]
+    assert isinstance(source, ir.Variable) and ".amx_vnni." in source.name
+    temp = next(n for n in ir.walk(stmt) if isinstance(n, ir.Allocate) and n.name == source.name)
+    interleave = next(n for n in ir.walk(temp.body) if isinstance(n, ir.Store) and n.name == source.name)
+    assert isinstance(interleave.value, ir.Shuffle)
 
 
 def test_store_in_marks_a_buffer_the_dump_put_elsewhere(tmp_path: Path) -> None:

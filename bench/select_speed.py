@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Selection speed and e-graph size per AMX matmul statement.
+
+Figures (issue "Equality-saturation core and Intel AMX matmul selection"):
+selection time per matmul statement, child process included, target under
+0.5 s; e-graph size (nodes and classes) per statement.
+
+For every AMX fixture that selection lowers, this runs `select()` (tile
+extraction, the egglog child process, decoding, reinsertion and checks) on
+its vectorizing stage, best of --repeat runs, and divides by the number of
+tile_matmul statements. Results go to bench/results/select_speed.json.
+
+    .venv/bin/python bench/select_speed.py [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from hardboiled import ir  # noqa: E402
+from hardboiled.parse import parse_input  # noqa: E402
+from hardboiled.select import SelectionMiss, SelectionOptions, select  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    fixtures = ROOT / "tests" / "fixtures" / "halide"
+    manifest = json.loads((fixtures / "MANIFEST.json").read_text())
+    rows = []
+    for case in sorted(c for c, m in manifest.items() if m["accelerator"] == "amx"):
+        stmt = parse_input((fixtures / case / "vectorizing.stmt").read_text()).ir
+        assert isinstance(stmt, ir.Stmt)
+        best, result = float("inf"), None
+        try:
+            for _ in range(args.repeat):
+                start = time.perf_counter()
+                result = select(stmt, SelectionOptions())
+                best = min(best, time.perf_counter() - start)
+        except SelectionMiss:
+            rows.append({"case": case, "lowered": False})
+            continue
+        assert result is not None and result.egraph is not None
+        matmuls = sum(1 for n in ir.walk(result.stmt) if isinstance(n, ir.Call) and n.name == "tile_matmul")
+        statements = len(result.reports)
+        rows.append({
+            "case": case, "lowered": True, "statements": statements, "matmuls": matmuls,
+            "seconds": round(best, 4), "seconds_per_matmul": round(best / matmuls, 4),
+            "egraph_nodes": result.egraph.nodes, "egraph_classes": result.egraph.classes,
+            "nodes_per_statement": round(result.egraph.nodes / statements, 1),
+            "classes_per_statement": round(result.egraph.classes / statements, 1),
+        })
+    (ROOT / "bench" / "results").mkdir(parents=True, exist_ok=True)
+    (ROOT / "bench" / "results" / "select_speed.json").write_text(json.dumps(rows, indent=2) + "\n")
+    print(f"{'case':36s} {'stmts':>5s} {'mm':>3s} {'s/run':>7s} {'s/matmul':>9s} {'nodes':>6s} {'classes':>7s} {'n/stmt':>7s}")
+    for r in rows:
+        if not r["lowered"]:
+            print(f"{r['case']:36s}  (not lowered: preloaded operands)")
+            continue
+        print(f"{r['case']:36s} {r['statements']:5d} {r['matmuls']:3d} {r['seconds']:7.3f} "
+              f"{r['seconds_per_matmul']:9.3f} {r['egraph_nodes']:6d} {r['egraph_classes']:7d} "
+              f"{r['nodes_per_statement']:7.1f}")
+    lowered = [r for r in rows if r["lowered"]]
+    worst = max(r["seconds_per_matmul"] for r in lowered)
+    print(f"worst selection time per matmul statement: {worst:.3f} s (target < 0.5 s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
