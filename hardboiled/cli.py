@@ -115,6 +115,13 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
         ctx.exit(int(ExitCode.SUCCESS))
 
 
+seed_option = click.option("--seed", type=int, default=0, show_default=True,
+                           help="Seed of the random input data used by verification.")
+param_option = click.option("--param", "params", metavar="NAME=VALUE", multiple=True,
+                            help="Value of a buffer field the dump leaves symbolic, e.g. "
+                            "B.stride.1=40 or out.extent.0=64 (repeatable).")
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Print the versions of hardboiled, egglog and lark, then exit.")
@@ -178,12 +185,18 @@ def _parse_store_in(values: tuple[str, ...]) -> dict[str, str]:
               help="Wall-clock limit for equality saturation (default 60).")
 @click.option("--egglog-memory", type=click.IntRange(min=64), default=None, metavar="MB",
               help="Memory limit for equality saturation (default 4096).")
+@click.option("--verify", "verify_result", is_flag=True,
+              help="Run the original and the rewritten IR in the reference interpreter on random inputs "
+              "and compare their outputs (exit 5 on a mismatch).")
+@seed_option
+@param_option
 @click.option("-q", "--quiet", is_flag=True, help="No summary on standard error.")
 @handles_errors
 def compile_command(input_path: str, stage: str | None, buffer_types: tuple[str, ...], output_path: str,
                     store_in: tuple[str, ...], schedule_path: str | None, iterations: int | None,
                     allow_fallback: bool, emit: str, egglog_timeout: float | None,
-                    egglog_memory: int | None, quiet: bool) -> None:
+                    egglog_memory: int | None, verify_result: bool, seed: int, params: tuple[str, ...],
+                    quiet: bool) -> None:
     """Select tensor instructions for the stores in accelerator memory.
 
     FILE is read as by `hardboiled parse`. Stores whose buffers live in
@@ -228,12 +241,73 @@ def compile_command(input_path: str, stage: str | None, buffer_types: tuple[str,
         for func in parsed.ir.functions:
             functions.append(dataclasses.replace(func, body=run(func.body, offset)))
             offset += sum(1 for _ in iter_stores(func.body))
-        output = print_ir(dataclasses.replace(parsed.ir, functions=tuple(functions)))
+        rewritten: ir.Stmt | ir.Module = dataclasses.replace(parsed.ir, functions=tuple(functions))
     else:
-        output = print_ir(run(parsed.ir, 0))
-    write_output(output_path, output)
+        rewritten = run(parsed.ir, 0)
+    if verify_result:
+        # Before any output exists: a mismatch leaves nothing behind.
+        _verify_and_report(parsed.ir, rewritten, seed, _parse_params(params), quiet)
+    write_output(output_path, print_ir(rewritten))
     if not quiet:
         _summarize(results)
+
+
+def _verify_and_report(original: ir.Stmt | ir.Module, rewritten: ir.Stmt | ir.Module, seed: int,
+                       params: dict[str, int], quiet: bool) -> None:
+    from .verify import mismatch_error, verify
+
+    if isinstance(original, ir.Module) or isinstance(rewritten, ir.Module):
+        raise HardboiledError(Diagnostic(
+            "error", "verification runs a single statement; use a debug log or a stmt file, not a module",
+        ))
+    result = verify(original, rewritten, seed=seed, params=params)
+    if not result.ok:
+        raise mismatch_error(result)
+    if not quiet:
+        sys.stderr.write("hardboiled: " + result.summary() + "\n")
+
+
+def _parse_params(values: tuple[str, ...]) -> dict[str, int]:
+    result: dict[str, int] = {}
+    for value in values:
+        name, sep, number = value.partition("=")
+        try:
+            result[name] = int(number)
+        except ValueError:
+            raise click.BadParameter(f"'{value}' is not NAME=INTEGER", param_hint="--param") from None
+        if not sep or not name:
+            raise click.BadParameter(f"'{value}' is not NAME=INTEGER", param_hint="--param")
+    return result
+
+
+@main.command("verify")
+@click.argument("original_path", metavar="ORIGINAL")
+@click.argument("rewritten_path", metavar="REWRITTEN")
+@stage_option
+@buffer_type_option
+@seed_option
+@param_option
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
+@handles_errors
+def verify_command(original_path: str, rewritten_path: str, stage: str | None, buffer_types: tuple[str, ...],
+                   seed: int, params: tuple[str, ...], quiet: bool) -> None:
+    """Check that REWRITTEN computes what ORIGINAL computes.
+
+    Both run in hardboiled's reference interpreter on the same seeded random
+    inputs; every output buffer is compared, with a tolerance derived from
+    its type (exact for integers). ORIGINAL may be a debug log (--stage
+    applies to it); REWRITTEN is a stmt, such as `compile` prints. Exit
+    status 5 on a mismatch.
+    """
+    from .parse import decode_input, parse_input
+
+    types = _parse_buffer_types(buffer_types)
+    programs = []
+    for path, stage_name in ((original_path, stage), (rewritten_path, None)):
+        name = display_name(path)
+        text = decode_input(read_input_bytes(path), name)
+        programs.append(parse_input(text, name, stage=stage_name, buffer_types=types).ir)
+    _verify_and_report(programs[0], programs[1], seed, _parse_params(params), quiet)
 
 
 def _egglog_program(program: ir.Stmt | ir.Module, options: object) -> str:

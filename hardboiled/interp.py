@@ -1,0 +1,612 @@
+"""A numpy reference interpreter for Halide IR.
+
+It runs a lowered statement (the vectorizing stage, or what ``compile``
+rewrote it into) on concrete buffers, following Halide's semantics:
+
+* integer division rounds down and the remainder is never negative
+  (Euclidean, for positive and negative divisors), and x / 0 == x % 0 == 0;
+* integer arithmetic wraps; casts between integers wrap, float to integer
+  truncates toward zero;
+* float16 and bfloat16 values are stored and rounded as such (ml_dtypes);
+* every loop kind runs serially; vectors are numpy arrays, nested ramps and
+  broadcasts included;
+* the AMX tile intrinsics behave as the hardware does: tiles are read and
+  written byte by byte at the given byte offsets and strides, B tiles are in
+  VNNI order, bf16 products are summed in float32 and int8 dot products in
+  int32.
+
+Values are 1-D numpy arrays (a scalar has one lane); handles are
+``Pointer`` objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import ml_dtypes
+import numpy as np
+
+from . import ir
+from .diagnostics import Diagnostic, HardboiledError
+
+Value = Any
+
+
+class InterpreterError(HardboiledError):
+    """The program cannot be run: an unsupported construct, a failed assert,
+    an out-of-bounds access."""
+
+
+def _fail(message: str) -> InterpreterError:
+    return InterpreterError(Diagnostic("error", message))
+
+
+_DTYPES = {
+    (ir.TypeCode.INT, 8): np.int8, (ir.TypeCode.INT, 16): np.int16,
+    (ir.TypeCode.INT, 32): np.int32, (ir.TypeCode.INT, 64): np.int64,
+    (ir.TypeCode.UINT, 1): np.bool_, (ir.TypeCode.UINT, 8): np.uint8,
+    (ir.TypeCode.UINT, 16): np.uint16, (ir.TypeCode.UINT, 32): np.uint32,
+    (ir.TypeCode.UINT, 64): np.uint64,
+    (ir.TypeCode.FLOAT, 16): np.float16, (ir.TypeCode.FLOAT, 32): np.float32,
+    (ir.TypeCode.FLOAT, 64): np.float64,
+    (ir.TypeCode.BFLOAT, 16): ml_dtypes.bfloat16,
+}
+
+
+def dtype_of(t: ir.Type) -> np.dtype:
+    if t.is_handle:
+        return np.dtype(object)
+    return np.dtype(_DTYPES[(t.code, t.bits)])
+
+
+@dataclass
+class Pointer:
+    """A handle: an array of elements and an element offset into it."""
+
+    array: np.ndarray
+    offset: int = 0
+    name: str = ""
+
+
+@dataclass
+class BufferT:
+    """A ``halide_buffer_t``: what ``X.buffer`` points to."""
+
+    name: str
+    type: ir.Type
+    data: np.ndarray
+    """Flat element storage; element (i0, i1, ...) is at sum((i_d - min_d) * stride_d)."""
+    mins: tuple[int, ...]
+    extents: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    @property
+    def host(self) -> Pointer:
+        return Pointer(self.data, 0, self.name)
+
+
+@dataclass
+class _Env:
+    values: dict[str, Value] = field(default_factory=dict)
+
+    def bind(self, name: str, value: Value) -> Value:
+        previous = self.values.get(name, _MISSING)
+        self.values[name] = value
+        return previous
+
+    def restore(self, name: str, previous: Value) -> None:
+        if previous is _MISSING:
+            del self.values[name]
+        else:
+            self.values[name] = previous
+
+
+_MISSING = object()
+
+
+def _lanes(value: Value) -> int:
+    return len(value)
+
+
+def _as_int(value: Value) -> int:
+    array = np.asarray(value)
+    if array.size != 1:
+        raise _fail(f"expected a scalar, got {array.size} lanes")
+    return int(array.reshape(-1)[0])
+
+
+def cast_array(values: np.ndarray, t: ir.Type) -> np.ndarray:
+    """Halide's cast: wrap between integers, truncate floats to integers."""
+    target = dtype_of(t)
+    source = values.dtype
+    if target == source:
+        return values
+    if np.issubdtype(target, np.integer) or target == np.bool_:
+        if target == np.bool_:
+            return values != 0
+        if np.issubdtype(source, np.floating) or source == ml_dtypes.bfloat16:
+            wide = np.trunc(values.astype(np.float64))
+            wide = np.nan_to_num(wide, nan=0.0, posinf=0.0, neginf=0.0)
+            return wide.astype(np.int64).astype(target)
+        return values.astype(np.int64 if source != np.uint64 else np.uint64).astype(target)
+    if source == ml_dtypes.bfloat16 or target == ml_dtypes.bfloat16:
+        return values.astype(np.float64).astype(target) if source != np.bool_ else values.astype(np.float32).astype(target)
+    return values.astype(target)
+
+
+class Interpreter:
+    """Runs statements against an environment of buffers and parameters."""
+
+    def __init__(self, params: dict[str, Value] | None = None, buffers: dict[str, BufferT] | None = None):
+        self.env = _Env()
+        for name, value in (params or {}).items():
+            self.env.values[name] = np.array([value], dtype=np.int32) if isinstance(value, int) else value
+        for name, buf in (buffers or {}).items():
+            self.env.values[f"{name}.buffer"] = buf
+        self.calls: dict[str, Callable[[ir.Call, list[Value]], Value]] = _call_table(self)
+
+    # ----------------------------------------------------------- statements
+    def run(self, s: ir.Stmt) -> None:
+        method = getattr(self, "_run_" + type(s).__name__, None)
+        if method is None:
+            raise _fail(f"the interpreter does not run {type(s).__name__} statements")
+        method(s)
+
+    def _run_Block(self, s: ir.Block) -> None:  # noqa: N802
+        for child in s.stmts:
+            self.run(child)
+
+    def _run_NoOp(self, s: ir.NoOp) -> None:  # noqa: N802
+        pass
+
+    def _run_LetStmt(self, s: ir.LetStmt) -> None:  # noqa: N802
+        previous = self.env.bind(s.name, self.eval(s.value))
+        try:
+            self.run(s.body)
+        finally:
+            self.env.restore(s.name, previous)
+
+    def _run_AssertStmt(self, s: ir.AssertStmt) -> None:  # noqa: N802
+        if not bool(np.all(self.eval(s.condition))):
+            message = s.message
+            text = message.name if isinstance(message, ir.Call) else str(message)
+            raise _fail(f"assertion failed in the program: {text}")
+
+    def _run_ProducerConsumer(self, s: ir.ProducerConsumer) -> None:  # noqa: N802
+        self.run(s.body)
+
+    def _run_For(self, s: ir.For) -> None:  # noqa: N802
+        lo, extent = _as_int(self.eval(s.min)), _as_int(self.eval(s.extent))
+        previous = self.env.values.get(s.name, _MISSING)
+        try:
+            for i in range(lo, lo + extent):
+                self.env.values[s.name] = np.array([i], dtype=np.int32)
+                self.run(s.body)
+        finally:
+            self.env.restore(s.name, previous)
+
+    def _run_Allocate(self, s: ir.Allocate) -> None:  # noqa: N802
+        if s.condition is not None and not bool(np.all(self.eval(s.condition))):
+            size = 0
+        else:
+            size = s.type.lanes
+            for extent in s.extents:
+                size *= _as_int(self.eval(extent))
+            if s.padding is not None:
+                size += _as_int(self.eval(s.padding))
+        # Uninitialized memory: a recognizable, deterministic garbage value.
+        array = np.zeros(size, dtype=dtype_of(s.type.element()))
+        previous = self.env.bind(s.name, Pointer(array, 0, s.name))
+        try:
+            self.run(s.body)
+        finally:
+            self.env.restore(s.name, previous)
+
+    def _run_Free(self, s: ir.Free) -> None:  # noqa: N802
+        pass
+
+    def _run_IfThenElse(self, s: ir.IfThenElse) -> None:  # noqa: N802
+        if bool(np.all(self.eval(s.condition))):
+            self.run(s.then_case)
+        elif s.else_case is not None:
+            self.run(s.else_case)
+
+    def _run_Evaluate(self, s: ir.Evaluate) -> None:  # noqa: N802
+        self.eval(s.value)
+
+    def _run_Atomic(self, s: ir.Atomic) -> None:  # noqa: N802
+        self.run(s.body)
+
+    def _run_Fork(self, s: ir.Fork) -> None:  # noqa: N802
+        self.run(s.first)
+        self.run(s.rest)
+
+    def _run_Acquire(self, s: ir.Acquire) -> None:  # noqa: N802
+        self.run(s.body)
+
+    def _run_HoistedStorage(self, s: ir.HoistedStorage) -> None:  # noqa: N802
+        self.run(s.body)
+
+    def _run_Prefetch(self, s: ir.Prefetch) -> None:  # noqa: N802
+        pass
+
+    def _run_Store(self, s: ir.Store) -> None:  # noqa: N802
+        pointer = self._pointer(s.name)
+        index = self.eval(s.index).astype(np.int64) + pointer.offset
+        value = self.eval(s.value)
+        if _lanes(value) == 1 and _lanes(index) > 1:
+            value = np.repeat(value, _lanes(index))
+        if s.predicate is not None:
+            mask = np.broadcast_to(self.eval(s.predicate), index.shape)
+            index, value = index[mask], value[mask]
+        self._check_bounds(pointer, index, s.name)
+        pointer.array[index] = cast_array(value, _array_type(pointer.array, value))
+
+    # ----------------------------------------------------------- expressions
+    def eval(self, e: ir.Expr) -> Value:
+        method = getattr(self, "_eval_" + type(e).__name__)
+        return method(e)
+
+    def _eval_IntImm(self, e: ir.IntImm) -> Value:  # noqa: N802
+        return np.array([e.value], dtype=dtype_of(e.type))
+
+    def _eval_UIntImm(self, e: ir.UIntImm) -> Value:  # noqa: N802
+        return np.array([e.value], dtype=dtype_of(e.type))
+
+    def _eval_FloatImm(self, e: ir.FloatImm) -> Value:  # noqa: N802
+        return np.array([e.value], dtype=np.float64).astype(dtype_of(e.type))
+
+    def _eval_StringImm(self, e: ir.StringImm) -> Value:  # noqa: N802
+        return e.value
+
+    def _eval_Variable(self, e: ir.Variable) -> Value:  # noqa: N802
+        value = self.env.values.get(e.name, _MISSING)
+        if value is _MISSING:
+            raise _fail(f"'{e.name}' has no value: pass it with --param {e.name}=VALUE")
+        return value
+
+    def _eval_Cast(self, e: ir.Cast) -> Value:  # noqa: N802
+        value = self.eval(e.value)
+        if e.type.is_handle:
+            return value
+        return cast_array(np.asarray(value), e.type)
+
+    def _eval_Reinterpret(self, e: ir.Reinterpret) -> Value:  # noqa: N802
+        value = self.eval(e.value)
+        if e.type.is_handle:
+            return value
+        if isinstance(value, (BufferT, Pointer)):
+            return np.array([1], dtype=dtype_of(e.type))  # a non-null address
+        if isinstance(value, np.ndarray) and value.dtype == object:
+            # A handle reinterpreted as an integer: null or not.
+            return np.array([0 if v is None else 1 for v in value], dtype=dtype_of(e.type))
+        return value.view(dtype_of(e.type))
+
+    def _eval_Binary(self, e: ir.Binary) -> Value:  # noqa: N802
+        a, b = self.eval(e.a), self.eval(e.b)
+        if isinstance(a, np.ndarray) and a.dtype == object or isinstance(b, np.ndarray) and b.dtype == object:
+            return self._handle_compare(e.op, a, b)
+        if isinstance(a, Pointer) or isinstance(b, Pointer):
+            return self._handle_compare(e.op, a, b)
+        return _binary(e.op, a, b)
+
+    def _handle_compare(self, op: ir.BinOp, a: Value, b: Value) -> Value:
+        def is_null(v: Value) -> bool:
+            if isinstance(v, Pointer):
+                return False
+            if isinstance(v, np.ndarray):
+                return v.dtype != object and not bool(np.any(v))
+            return v is None
+        if op is ir.BinOp.EQ:
+            return np.array([is_null(a) == is_null(b)])
+        if op is ir.BinOp.NE:
+            return np.array([is_null(a) != is_null(b)])
+        raise _fail(f"cannot apply {op.value} to handles")
+
+    def _eval_Not(self, e: ir.Not) -> Value:  # noqa: N802
+        return np.logical_not(self.eval(e.value))
+
+    def _eval_Select(self, e: ir.Select) -> Value:  # noqa: N802
+        cond = self.eval(e.condition)
+        t, f = self.eval(e.true_value), self.eval(e.false_value)
+        return np.where(cond, t, f).astype(t.dtype)
+
+    def _eval_Load(self, e: ir.Load) -> Value:  # noqa: N802
+        pointer = self._pointer(e.name)
+        index = self.eval(e.index).astype(np.int64) + pointer.offset
+        dtype = dtype_of(e.type)
+        if e.predicate is not None:
+            mask = np.broadcast_to(self.eval(e.predicate), index.shape)
+            out = np.zeros(index.shape, dtype=dtype)
+            self._check_bounds(pointer, index[mask], e.name)
+            out[mask] = cast_array(pointer.array[index[mask]], e.type.element())
+            return out
+        self._check_bounds(pointer, index, e.name)
+        values = pointer.array[index]
+        if values.dtype != dtype and dtype != np.dtype(object):
+            values = values.view(dtype) if values.dtype.itemsize == dtype.itemsize else values.astype(dtype)
+        return values
+
+    def _eval_Ramp(self, e: ir.Ramp) -> Value:  # noqa: N802
+        base, stride = self.eval(e.base), self.eval(e.stride)
+        steps = np.arange(e.lanes).astype(base.dtype)
+        return (base[None, :] + steps[:, None] * stride[None, :]).astype(base.dtype).reshape(-1)
+
+    def _eval_Broadcast(self, e: ir.Broadcast) -> Value:  # noqa: N802
+        return np.tile(self.eval(e.value), e.lanes)
+
+    def _eval_Let(self, e: ir.Let) -> Value:  # noqa: N802
+        previous = self.env.bind(e.name, self.eval(e.value))
+        try:
+            return self.eval(e.body)
+        finally:
+            self.env.restore(e.name, previous)
+
+    def _eval_Shuffle(self, e: ir.Shuffle) -> Value:  # noqa: N802
+        joined = np.concatenate([self.eval(v) for v in e.vectors])
+        return joined[np.array(e.indices, dtype=np.int64)]
+
+    def _eval_VectorReduce(self, e: ir.VectorReduce) -> Value:  # noqa: N802
+        value = self.eval(e.value)
+        groups = value.reshape(e.type.lanes, -1)
+        dtype = dtype_of(e.type)
+        op = e.op
+        if op is ir.ReduceOp.ADD:
+            return _reduce_add(groups).astype(dtype)
+        if op is ir.ReduceOp.MUL:
+            out = groups[:, 0]
+            for j in range(1, groups.shape[1]):
+                out = _binary(ir.BinOp.MUL, out, groups[:, j])
+            return out
+        if op is ir.ReduceOp.MIN:
+            return groups.min(axis=1)
+        if op is ir.ReduceOp.MAX:
+            return groups.max(axis=1)
+        if op is ir.ReduceOp.AND:
+            return groups.all(axis=1)
+        if op is ir.ReduceOp.OR:
+            return groups.any(axis=1)
+        info = np.iinfo(dtype)
+        return np.clip(groups.astype(np.int64).sum(axis=1), info.min, info.max).astype(dtype)
+
+    def _eval_Call(self, e: ir.Call) -> Value:  # noqa: N802
+        handler = self.calls.get(e.name)
+        if handler is None:
+            raise _fail(f"the interpreter does not know the call '{e.name}'")
+        return handler(e, [self.eval(a) for a in e.args])
+
+    # ----------------------------------------------------------- memory
+    def _pointer(self, name: str) -> Pointer:
+        value = self.env.values.get(name, _MISSING)
+        if isinstance(value, Pointer):
+            return value
+        raise _fail(f"buffer '{name}' is not allocated or bound")
+
+    @staticmethod
+    def _check_bounds(pointer: Pointer, index: np.ndarray, name: str) -> None:
+        if index.size and (index.min() < 0 or index.max() >= pointer.array.size):
+            raise _fail(
+                f"access to '{name}' out of bounds: element {int(index.min())}..{int(index.max())} "
+                f"of {pointer.array.size}"
+            )
+
+
+def _array_type(array: np.ndarray, value: np.ndarray) -> ir.Type:
+    for (code, bits), dt in _DTYPES.items():
+        if np.dtype(dt) == array.dtype:
+            return ir.Type(code, bits)
+    raise _fail(f"cannot store {value.dtype} into {array.dtype}")
+
+
+def _reduce_add(groups: np.ndarray) -> np.ndarray:
+    """Lane-group sums in the element type, left to right (Halide's order)."""
+    if np.issubdtype(groups.dtype, np.integer):
+        return groups.astype(np.int64).sum(axis=1).astype(groups.dtype)
+    out = groups[:, 0].copy()
+    for j in range(1, groups.shape[1]):
+        out = (out + groups[:, j]).astype(groups.dtype)
+    return out
+
+
+def _binary(op: ir.BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    dtype = a.dtype
+    integer = np.issubdtype(dtype, np.integer)
+    with np.errstate(all="ignore"):
+        if op is ir.BinOp.ADD:
+            return (a + b).astype(dtype)
+        if op is ir.BinOp.SUB:
+            return (a - b).astype(dtype)
+        if op is ir.BinOp.MUL:
+            return (a * b).astype(dtype)
+        if op is ir.BinOp.DIV:
+            if integer:
+                return _euclid_div(a, b)
+            return (a / b).astype(dtype)
+        if op is ir.BinOp.MOD:
+            if integer:
+                return _euclid_mod(a, b)
+            return (a - b * np.floor((a / b).astype(np.float64)).astype(dtype)).astype(dtype)
+        if op is ir.BinOp.MIN:
+            return np.minimum(a, b)
+        if op is ir.BinOp.MAX:
+            return np.maximum(a, b)
+        if op is ir.BinOp.EQ:
+            return a == b
+        if op is ir.BinOp.NE:
+            return a != b
+        if op is ir.BinOp.LT:
+            return a < b
+        if op is ir.BinOp.LE:
+            return a <= b
+        if op is ir.BinOp.GT:
+            return a > b
+        if op is ir.BinOp.GE:
+            return a >= b
+        if op is ir.BinOp.AND:
+            return np.logical_and(a, b)
+        return np.logical_or(a, b)
+
+
+def _euclid_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Halide's integer division: the remainder is never negative
+    (a == q * b + r with 0 <= r < |b|); division by zero gives zero."""
+    wa, wb = a.astype(np.int64), b.astype(np.int64)
+    safe = np.where(wb == 0, 1, wb)
+    q = np.floor_divide(wa, np.abs(safe)) * np.sign(safe)
+    return np.where(wb == 0, 0, q).astype(a.dtype)
+
+
+def _euclid_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    wa, wb = a.astype(np.int64), b.astype(np.int64)
+    safe = np.where(wb == 0, 1, wb)
+    r = np.mod(wa, np.abs(safe))
+    return np.where(wb == 0, 0, r).astype(a.dtype)
+
+
+# --------------------------------------------------------------------------
+# Calls
+# --------------------------------------------------------------------------
+
+
+def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]], Value]]:
+    def buffer_of(value: Value) -> BufferT:
+        if isinstance(value, BufferT):
+            return value
+        raise _fail("expected a halide_buffer_t")
+
+    def i32(v: int) -> Value:
+        return np.array([v], dtype=np.int32)
+
+    def unary(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[ir.Call, list[Value]], Value]:
+        return lambda call, args: fn(args[0].astype(np.float64)).astype(dtype_of(call.type))
+
+    table: dict[str, Callable[[ir.Call, list[Value]], Value]] = {
+        "likely": lambda call, args: args[0],
+        "likely_if_innermost": lambda call, args: args[0],
+        "promise_clamped": lambda call, args: args[0],
+        "unsafe_promise_clamped": lambda call, args: args[0],
+        "_halide_buffer_get_host": lambda call, args: buffer_of(args[0]).host,
+        "_halide_buffer_get_type": lambda call, args: np.array(
+            [_packed_type(buffer_of(args[0]).type)], dtype=np.uint32),
+        "_halide_buffer_get_device_dirty": lambda call, args: np.array([False]),
+        "_halide_buffer_get_host_dirty": lambda call, args: np.array([False]),
+        "_halide_buffer_get_dimensions": lambda call, args: i32(len(buffer_of(args[0]).extents)),
+        "_halide_buffer_get_min": lambda call, args: i32(buffer_of(args[0]).mins[_as_int(args[1])]),
+        "_halide_buffer_get_extent": lambda call, args: i32(buffer_of(args[0]).extents[_as_int(args[1])]),
+        "_halide_buffer_get_stride": lambda call, args: i32(buffer_of(args[0]).strides[_as_int(args[1])]),
+        "_halide_buffer_is_bounds_query": lambda call, args: np.array([False]),
+        "_halide_buffer_set_host_dirty": lambda call, args: i32(0),
+        "_halide_buffer_set_device_dirty": lambda call, args: i32(0),
+        "abs": lambda call, args: np.abs(args[0].astype(np.float64 if np.issubdtype(args[0].dtype, np.floating)
+                                                   else np.int64)).astype(dtype_of(call.type)),
+        "sqrt_f32": unary(np.sqrt), "sqrt_f64": unary(np.sqrt),
+        "exp_f32": unary(np.exp), "log_f32": unary(np.log),
+        "floor_f32": unary(np.floor), "ceil_f32": unary(np.ceil),
+        "bitwise_not": lambda call, args: np.invert(args[0]),
+        "bitwise_and": lambda call, args: np.bitwise_and(args[0], args[1]),
+        "bitwise_or": lambda call, args: np.bitwise_or(args[0], args[1]),
+        "bitwise_xor": lambda call, args: np.bitwise_xor(args[0], args[1]),
+        "shift_left": lambda call, args: np.left_shift(args[0], args[1].astype(args[0].dtype)),
+        "shift_right": lambda call, args: np.right_shift(args[0], args[1].astype(args[0].dtype)),
+        "tile_zero": lambda call, args: np.zeros(call.type.lanes, dtype=dtype_of(call.type)),
+        "tile_load": _tile_load,
+        "tile_matmul": _tile_matmul,
+        "tile_store": _tile_store,
+    }
+    for name in ("halide_error_buffer_argument_is_null",):
+        table[name] = lambda call, args: i32(0)
+    return table
+
+
+def _packed_type(t: ir.Type) -> int:
+    code = {ir.TypeCode.INT: 0, ir.TypeCode.UINT: 1, ir.TypeCode.FLOAT: 2, ir.TypeCode.HANDLE: 3,
+            ir.TypeCode.BFLOAT: 4}[t.code]
+    return code | (t.bits << 8) | (1 << 16)
+
+
+# --------------------------------------------------------------------------
+# AMX tiles
+# --------------------------------------------------------------------------
+
+
+def _byte_view(pointer: Pointer) -> tuple[np.ndarray, int]:
+    data = pointer.array
+    if not data.flags["C_CONTIGUOUS"]:
+        raise _fail("tile memory must be contiguous")
+    return data.view(np.uint8), pointer.offset * data.itemsize
+
+
+def _tile_load(call: ir.Call, args: list[Value]) -> Value:
+    rows, colbytes = _as_int(args[0]), _as_int(args[1])
+    pointer = args[2]
+    if not isinstance(pointer, Pointer):
+        raise _fail("tile_load needs a buffer")
+    offset, stride = _as_int(args[3]), _as_int(args[4])
+    raw, base = _byte_view(pointer)
+    addresses = base + offset + np.arange(rows)[:, None] * stride + np.arange(colbytes)[None, :]
+    if addresses.min() < 0 or addresses.max() >= raw.size:
+        raise _fail(f"tile_load from '{pointer.name}' out of bounds")
+    tile_bytes = np.zeros(call.type.lanes * call.type.bytes, dtype=np.uint8)
+    tile_bytes[: rows * colbytes] = raw[addresses].reshape(-1)
+    return tile_bytes.view(dtype_of(call.type))
+
+
+def _tile_store(call: ir.Call, args: list[Value]) -> Value:
+    rows, colbytes = _as_int(args[0]), _as_int(args[1])
+    pointer = args[2]
+    if not isinstance(pointer, Pointer):
+        raise _fail("tile_store needs a buffer")
+    offset, stride = _as_int(args[3]), _as_int(args[4])
+    tile = np.ascontiguousarray(args[5]).view(np.uint8)
+    raw, base = _byte_view(pointer)
+    addresses = base + offset + np.arange(rows)[:, None] * stride + np.arange(colbytes)[None, :]
+    if addresses.min() < 0 or addresses.max() >= raw.size:
+        raise _fail(f"tile_store to '{pointer.name}' out of bounds")
+    raw[addresses.reshape(-1)] = tile[: rows * colbytes]
+    return np.array([0], dtype=np.int32)
+
+
+def _tile_matmul(call: ir.Call, args: list[Value]) -> Value:
+    """C += A . B for an M x K A tile and a VNNI-ordered B tile.
+
+    bf16: each K pair's two products are added to the float32 accumulator
+    one after the other, rounding to float32 each time; int8: four products
+    summed exactly into the wrapping int32 accumulator.
+    """
+    m, colbytes, k = (_as_int(a) for a in args[:3])
+    acc, a, b = args[3], args[4], args[5]
+    n = colbytes // 4
+    element_bytes = a.dtype.itemsize
+    kpack = 4 // element_bytes
+    a_rows = a[: m * k].reshape(m, k)
+    b_vnni = b[: (k // kpack) * n * kpack].reshape(k // kpack, n, kpack)
+    c = acc[: m * n].reshape(m, n).copy()
+    if np.issubdtype(c.dtype, np.floating):
+        return _finish_matmul(call, _bf16_dot(c, a_rows, b_vnni, k, kpack), m, n)
+    ai = a_rows.astype(np.int64)
+    bi = b_vnni.astype(np.int64)
+    total = c.astype(np.int64)
+    for q in range(k // kpack):
+        for p in range(kpack):
+            total = total + ai[:, q * kpack + p][:, None] * bi[q, :, p][None, :]
+    return _finish_matmul(call, total.astype(np.int32), m, n)
+
+
+def _bf16_dot(c: np.ndarray, a_rows: np.ndarray, b_vnni: np.ndarray, k: int, kpack: int) -> np.ndarray:
+    af = a_rows.astype(np.float32)
+    bf = b_vnni.astype(np.float32)
+    with np.errstate(all="ignore"):  # garbage inputs (a wrong rewrite) may overflow
+        for q in range(k // kpack):
+            for p in range(kpack):
+                c = (c + af[:, q * kpack + p][:, None] * bf[q, :, p][None, :]).astype(np.float32)
+    return c
+
+
+def _finish_matmul(call: ir.Call, c: np.ndarray, m: int, n: int) -> np.ndarray:
+    out = np.zeros(call.type.lanes, dtype=dtype_of(call.type))
+    out[: m * n] = c.reshape(-1)
+    return out
+
+
+__all__ = ["BufferT", "Interpreter", "InterpreterError", "Pointer", "cast_array", "dtype_of"]

@@ -1,0 +1,266 @@
+"""Translation validation: run the original and the rewritten IR on the same
+random inputs and compare every output buffer.
+
+Buffers are the pipeline's ``X.buffer`` arguments. Their element types,
+dimensions and the region the program touches come from the checks Halide
+put in the dump (type asserts, ``halide_error_access_out_of_bounds``,
+``halide_error_constraint_violated``); ``--param`` fixes any extent, min or
+stride the dump leaves symbolic. Inputs are seeded random data; the seed is
+reported so that a mismatch can be replayed.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import ir
+from .diagnostics import Diagnostic, ExitCode, HardboiledError
+from .interp import BufferT, Interpreter, InterpreterError, dtype_of
+
+DEFAULT_SEED = 0
+_BUFFER_FIELD_RE = re.compile(r"(.*)\.(min|extent|stride)\.(\d+)$")
+
+
+class VerificationMismatch(HardboiledError):
+    exit_code = ExitCode.VERIFICATION_MISMATCH
+
+
+@dataclass(frozen=True, slots=True)
+class BufferComparison:
+    name: str
+    elements: int
+    max_abs_error: float
+    max_rel_error: float
+    tolerance: float
+    first_mismatch: int | None
+    """Flat element index of the first value outside the tolerance."""
+    expected: float | None = None
+    actual: float | None = None
+    coordinates: tuple[int, ...] | None = None
+    """The first mismatch as buffer coordinates (x, y, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class VerificationResult:
+    seed: int
+    outputs: tuple[BufferComparison, ...]
+    error: str | None = None
+    """Why the rewritten program could not run to the end (it is wrong)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and all(c.first_mismatch is None for c in self.outputs)
+
+    def summary(self) -> str:
+        if self.error is not None:
+            return f"verify (seed {self.seed}): the rewritten program fails: {self.error}"
+        parts = []
+        for c in self.outputs:
+            where = c.coordinates if c.coordinates is not None else c.first_mismatch
+            status = "equal" if c.first_mismatch is None else f"MISMATCH at {c.name}{list(where) if isinstance(where, tuple) else where}"
+            parts.append(
+                f"{c.name}: {status} ({c.elements} elements, max abs error {c.max_abs_error:.3g}, "
+                f"max rel error {c.max_rel_error:.3g}, tolerance {c.tolerance:.3g})"
+            )
+        return f"verify (seed {self.seed}): " + "; ".join(parts)
+
+
+@dataclass
+class _BufferSpec:
+    name: str
+    output: bool = False
+    type: ir.Type | None = None
+    dimensions: int | None = None
+    required: dict[int, tuple[ir.Expr, ir.Expr]] = field(default_factory=dict)
+    fixed: dict[str, int] = field(default_factory=dict)
+
+
+def discover_buffers(stmt: ir.Stmt) -> dict[str, _BufferSpec]:
+    """The pipeline's buffers and what the dump's checks say about them."""
+    specs: dict[str, _BufferSpec] = {}
+    for node in ir.walk(stmt):
+        if isinstance(node, ir.Variable) and node.name.endswith(".buffer") and node.type.is_handle:
+            name = node.name[: -len(".buffer")]
+            specs.setdefault(name, _BufferSpec(name))
+    for node in ir.walk(stmt):
+        if not isinstance(node, ir.AssertStmt) or not isinstance(node.message, ir.Call):
+            continue
+        call, args = node.message, node.message.args
+        label = args[0].value if args and isinstance(args[0], ir.StringImm) else ""
+        target = label.split(" buffer ", 1)[-1] if " buffer " in label else label
+        spec = specs.get(target)
+        if call.name == "halide_error_bad_type" and spec is not None:
+            spec.output = label.startswith("Output")
+            packed = args[2]
+            if isinstance(packed, ir.UIntImm):
+                spec.type = ir.type_from_packed_halide_type(packed.value)
+        elif call.name == "halide_error_bad_dimensions" and spec is not None:
+            if isinstance(args[2], ir.IntImm):
+                spec.dimensions = args[2].value
+        elif call.name == "halide_error_access_out_of_bounds" and spec is not None:
+            dim = args[1]
+            if isinstance(dim, ir.IntImm):
+                spec.required[dim.value] = (args[2], args[3])
+        elif call.name == "halide_error_constraint_violated":
+            m = _BUFFER_FIELD_RE.match(label)
+            if m and m.group(1) in specs and isinstance(args[3], ir.IntImm):
+                specs[m.group(1)].fixed[f"{m.group(2)}.{m.group(3)}"] = args[3].value
+    return specs
+
+
+def _random_data(t: ir.Type, size: int, rng: np.random.Generator) -> np.ndarray:
+    dtype = dtype_of(t)
+    if t.is_float:
+        values = rng.standard_normal(size)
+        return values.astype(np.float64).astype(dtype)
+    if t.is_bool:
+        return rng.integers(0, 2, size).astype(np.bool_)
+    info = np.iinfo(dtype)
+    low, high = max(info.min, -100), min(info.max, 100)
+    return rng.integers(low, high + 1, size).astype(dtype)
+
+
+def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int) -> tuple[dict[str, BufferT], set[str]]:
+    """Random input and output buffers sized by the dump's bounds checks."""
+    specs = discover_buffers(stmt)
+    known: dict[str, int] = dict(params)
+    buffers: dict[str, BufferT] = {}
+    rng = np.random.default_rng(seed)
+    # Outputs first: the regions inputs must cover depend on them.
+    for spec in sorted(specs.values(), key=lambda s: (not s.output, s.name)):
+        if spec.type is None or spec.dimensions is None:
+            raise HardboiledError(Diagnostic(
+                "error", f"cannot tell the type and dimensions of buffer '{spec.name}' from the dump",
+                notes=("verification needs the pipeline's argument checks: use the vectorizing stage of an "
+                       "HL_DEBUG_CODEGEN log or a stmt that contains them",),
+            ))
+        mins, extents = [], []
+        for d in range(spec.dimensions):
+            lo = _param(known, spec, f"min.{d}")
+            ext = _param(known, spec, f"extent.{d}")
+            if (lo is None or ext is None) and d in spec.required:
+                lo_req = _evaluate(spec.required[d][0], known, spec.name)
+                hi_req = _evaluate(spec.required[d][1], known, spec.name)
+                lo = lo_req if lo is None else lo
+                ext = hi_req - lo + 1 if ext is None else ext
+            if lo is None or ext is None:
+                raise HardboiledError(Diagnostic(
+                    "error", f"the dump does not bound dimension {d} of buffer '{spec.name}'",
+                    notes=(f"pass --param {spec.name}.extent.{d}=N (and .min.{d}) to size it",),
+                ))
+            mins.append(lo)
+            extents.append(max(ext, 1))
+        strides, step = [], 1
+        for d in range(spec.dimensions):
+            stride = _param(known, spec, f"stride.{d}")
+            strides.append(step if stride is None else stride)
+            step = max(step, strides[-1] * extents[d])
+        size = 1 + sum((e - 1) * abs(s) for e, s in zip(extents, strides))
+        for d in range(spec.dimensions):
+            known[f"{spec.name}.min.{d}"], known[f"{spec.name}.extent.{d}"] = mins[d], extents[d]
+            known[f"{spec.name}.stride.{d}"] = strides[d]
+        buffers[spec.name] = BufferT(spec.name, spec.type, _random_data(spec.type, size, rng),
+                                     tuple(mins), tuple(extents), tuple(strides))
+    outputs = {s.name for s in specs.values() if s.output}
+    return buffers, outputs
+
+
+def _param(known: dict[str, int], spec: _BufferSpec, fieldname: str) -> int | None:
+    value = known.get(f"{spec.name}.{fieldname}")
+    return value if value is not None else spec.fixed.get(fieldname)
+
+
+def _evaluate(e: ir.Expr, known: dict[str, int], buffer: str) -> int:
+    interp = Interpreter({k: v for k, v in known.items()})
+    try:
+        return int(np.asarray(interp.eval(e)).reshape(-1)[0])
+    except InterpreterError as exc:
+        raise HardboiledError(Diagnostic(
+            "error", f"cannot size buffer '{buffer}': {exc.diagnostic.message}",
+        )) from None
+
+
+def run_program(stmt: ir.Stmt, buffers: dict[str, BufferT]) -> dict[str, BufferT]:
+    state = copy.deepcopy(buffers)
+    Interpreter(buffers=state).run(stmt)
+    return state
+
+
+def tolerance(t: ir.Type, reference: np.ndarray) -> float:
+    """How far a rewritten result may be from the original's.
+
+    Integers must match exactly. Floats are sums of products accumulated in
+    float32 (bf16/f16 inputs) or in the output type, in whatever order the
+    accelerator adds them: allow 1e-4 of the largest magnitude for float32
+    and wider, 1e-2 for 16-bit results.
+    """
+    if not t.is_float:
+        return 0.0
+    scale = float(np.max(np.abs(reference.astype(np.float64)))) if reference.size else 0.0
+    relative = 1e-2 if t.bits == 16 else 1e-4
+    return relative * max(scale, 1.0)
+
+
+def compare(name: str, t: ir.Type, expected: np.ndarray, actual: np.ndarray) -> BufferComparison:
+    e = expected.astype(np.float64)
+    a = actual.astype(np.float64)
+    diff = np.abs(e - a)
+    both_nan = np.isnan(e) & np.isnan(a)
+    diff = np.where(both_nan, 0.0, diff)
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    tol = tolerance(t, expected)
+    bad = np.nonzero(diff > tol)[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(np.abs(e) > 0, diff / np.abs(e), np.where(diff > 0, np.inf, 0.0))
+    first = int(bad[0]) if bad.size else None
+    return BufferComparison(
+        name, int(e.size), float(diff.max()) if diff.size else 0.0, float(rel.max()) if rel.size else 0.0,
+        tol, first,
+        float(e[first]) if first is not None else None, float(a[first]) if first is not None else None,
+    )
+
+
+def verify(original: ir.Stmt, rewritten: ir.Stmt, *, seed: int = DEFAULT_SEED,
+           params: dict[str, int] | None = None) -> VerificationResult:
+    buffers, outputs = make_buffers(original, params or {}, seed)
+    if not outputs:
+        raise HardboiledError(Diagnostic("error", "the original program has no output buffer to compare"))
+    expected = run_program(original, buffers)
+    try:
+        actual = run_program(rewritten, buffers)
+    except InterpreterError as exc:
+        return VerificationResult(seed, (), exc.diagnostic.message)
+    comparisons = []
+    for name in sorted(outputs):
+        c = compare(name, buffers[name].type, expected[name].data, actual[name].data)
+        if c.first_mismatch is not None:
+            c = dataclasses.replace(c, coordinates=_coordinates(buffers[name], c.first_mismatch))
+        comparisons.append(c)
+    return VerificationResult(seed, tuple(comparisons))
+
+
+def _coordinates(buf: BufferT, flat: int) -> tuple[int, ...] | None:
+    if any(s <= 0 for s in buf.strides):
+        return None
+    coords = [0] * len(buf.strides)
+    rest = flat
+    for d in sorted(range(len(buf.strides)), key=lambda d: -buf.strides[d]):
+        coords[d], rest = divmod(rest, buf.strides[d])
+    return tuple(m + c for m, c in zip(buf.mins, coords))
+
+
+def mismatch_error(result: VerificationResult) -> VerificationMismatch:
+    notes = [result.summary()]
+    for c in result.outputs:
+        if c.first_mismatch is not None:
+            where = list(c.coordinates) if c.coordinates is not None else f"element {c.first_mismatch}"
+            notes.append(f"{c.name}{where}: expected {c.expected!r}, got {c.actual!r}")
+    notes.append(f"replay with --seed {result.seed}")
+    return VerificationMismatch(Diagnostic(
+        "error", "the rewritten program computes different results from the original", notes=tuple(notes),
+    ))
