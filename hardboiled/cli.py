@@ -20,6 +20,7 @@ from .diagnostics import Diagnostic, ExitCode, HardboiledError
 from .fileio import STDIO, display_name, read_input_bytes, write_output
 
 F = TypeVar("F", bound=Callable[..., None])
+T = TypeVar("T")
 
 
 def _report(diagnostic: Diagnostic) -> None:
@@ -66,19 +67,32 @@ def handles_errors(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _key_values(values: tuple[str, ...], option: str, convert: Callable[[str], T]) -> dict[str, T]:
+    """Parse repeated NAME=VALUE options."""
+    result: dict[str, T] = {}
+    for value in values:
+        name, sep, text = value.partition("=")
+        if not sep or not name or not text:
+            raise click.BadParameter(f"'{value}' is not NAME=VALUE", param_hint=option)
+        try:
+            result[name] = convert(text)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint=option) from None
+    return result
+
+
 def _parse_buffer_types(values: tuple[str, ...]) -> dict[str, ir.Type]:
     from .parse import parse_type_option
 
-    result: dict[str, ir.Type] = {}
-    for value in values:
-        name, sep, type_text = value.partition("=")
-        if not sep or not name:
-            raise click.BadParameter(f"'{value}' is not NAME=TYPE", param_hint="--buffer-type")
-        try:
-            result[name] = parse_type_option(type_text)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--buffer-type") from None
-    return result
+    return _key_values(values, "--buffer-type", parse_type_option)
+
+
+def _read_program(path: str, stage: str | None, buffer_types: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    from .parse import decode_input, parse_input
+
+    name = display_name(path)
+    text = decode_input(read_input_bytes(path), name)
+    return parse_input(text, name, stage=stage, buffer_types=_parse_buffer_types(buffer_types))
 
 
 stage_option = click.option(
@@ -145,23 +159,9 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
     what was parsed reproduces Halide's own text byte for byte, so this is
     both a formatter and a round-trip check.
     """
-    from .parse import decode_input, parse_input
     from .printer import print_ir
 
-    name = display_name(input_path)
-    text = decode_input(read_input_bytes(input_path), name)
-    parsed = parse_input(text, name, stage=stage, buffer_types=_parse_buffer_types(buffer_types))
-    write_output(output_path, print_ir(parsed.ir))
-
-
-def _parse_store_in(values: tuple[str, ...]) -> dict[str, str]:
-    result: dict[str, str] = {}
-    for value in values:
-        name, sep, memory = value.partition("=")
-        if not sep or not name or not memory:
-            raise click.BadParameter(f"'{value}' is not NAME=MEMORY", param_hint="--store-in")
-        result[name] = memory
-    return result
+    write_output(output_path, print_ir(_read_program(input_path, stage, buffer_types).ir))
 
 
 @main.command("compile")
@@ -204,15 +204,13 @@ def compile_command(input_path: str, stage: str | None, buffer_types: tuple[str,
     operations; the rewritten IR is printed in Halide's format.
     """
     from .egglog_bridge import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
-    from .parse import decode_input, parse_input
     from .printer import print_ir
     from .select import SelectionOptions, select
 
-    name = display_name(input_path)
-    text = decode_input(read_input_bytes(input_path), name)
-    parsed = parse_input(text, name, stage=stage, buffer_types=_parse_buffer_types(buffer_types))
+    parsed = _read_program(input_path, stage, buffer_types)
+    name, text = parsed.filename, parsed.text
     options = SelectionOptions(
-        store_in=_parse_store_in(store_in),
+        store_in=_key_values(store_in, "--store-in", str),
         schedule_path=schedule_path,
         iterations=iterations,
         allow_fallback=allow_fallback,
@@ -246,7 +244,7 @@ def compile_command(input_path: str, stage: str | None, buffer_types: tuple[str,
         rewritten = run(parsed.ir, 0)
     if verify_result:
         # Before any output exists: a mismatch leaves nothing behind.
-        _verify_and_report(parsed.ir, rewritten, seed, _parse_params(params), quiet)
+        _verify_and_report(parsed.ir, rewritten, seed, _key_values(params, "--param", int), quiet)
     write_output(output_path, print_ir(rewritten))
     if not quiet:
         _summarize(results)
@@ -265,19 +263,6 @@ def _verify_and_report(original: ir.Stmt | ir.Module, rewritten: ir.Stmt | ir.Mo
         raise mismatch_error(result)
     if not quiet:
         sys.stderr.write("hardboiled: " + result.summary() + "\n")
-
-
-def _parse_params(values: tuple[str, ...]) -> dict[str, int]:
-    result: dict[str, int] = {}
-    for value in values:
-        name, sep, number = value.partition("=")
-        try:
-            result[name] = int(number)
-        except ValueError:
-            raise click.BadParameter(f"'{value}' is not NAME=INTEGER", param_hint="--param") from None
-        if not sep or not name:
-            raise click.BadParameter(f"'{value}' is not NAME=INTEGER", param_hint="--param")
-    return result
 
 
 @main.command("verify")
@@ -299,15 +284,9 @@ def verify_command(original_path: str, rewritten_path: str, stage: str | None, b
     applies to it); REWRITTEN is a stmt, such as `compile` prints. Exit
     status 5 on a mismatch.
     """
-    from .parse import decode_input, parse_input
-
-    types = _parse_buffer_types(buffer_types)
-    programs = []
-    for path, stage_name in ((original_path, stage), (rewritten_path, None)):
-        name = display_name(path)
-        text = decode_input(read_input_bytes(path), name)
-        programs.append(parse_input(text, name, stage=stage_name, buffer_types=types).ir)
-    _verify_and_report(programs[0], programs[1], seed, _parse_params(params), quiet)
+    original = _read_program(original_path, stage, buffer_types).ir
+    rewritten = _read_program(rewritten_path, None, buffer_types).ir
+    _verify_and_report(original, rewritten, seed, _key_values(params, "--param", int), quiet)
 
 
 def _egglog_program(program: ir.Stmt | ir.Module, options: object) -> str:

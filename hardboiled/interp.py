@@ -103,6 +103,7 @@ class _Env:
 
 
 _MISSING = object()
+_BODY_ONLY = (ir.ProducerConsumer, ir.Atomic, ir.Acquire, ir.HoistedStorage)
 
 
 def _lanes(value: Value) -> int:
@@ -148,6 +149,11 @@ class Interpreter:
 
     # ----------------------------------------------------------- statements
     def run(self, s: ir.Stmt) -> None:
+        if isinstance(s, _BODY_ONLY):
+            # Markers for other passes (produce/consume, atomic, semaphores,
+            # hoisted storage): a serial run just enters the body.
+            self.run(s.body)  # type: ignore[union-attr]
+            return
         method = getattr(self, "_run_" + type(s).__name__, None)
         if method is None:
             raise _fail(f"the interpreter does not run {type(s).__name__} statements")
@@ -172,9 +178,6 @@ class Interpreter:
             message = s.message
             text = message.name if isinstance(message, ir.Call) else str(message)
             raise _fail(f"assertion failed in the program: {text}")
-
-    def _run_ProducerConsumer(self, s: ir.ProducerConsumer) -> None:  # noqa: N802
-        self.run(s.body)
 
     def _run_For(self, s: ir.For) -> None:  # noqa: N802
         lo, extent = _as_int(self.eval(s.min)), _as_int(self.eval(s.extent))
@@ -215,18 +218,9 @@ class Interpreter:
     def _run_Evaluate(self, s: ir.Evaluate) -> None:  # noqa: N802
         self.eval(s.value)
 
-    def _run_Atomic(self, s: ir.Atomic) -> None:  # noqa: N802
-        self.run(s.body)
-
     def _run_Fork(self, s: ir.Fork) -> None:  # noqa: N802
         self.run(s.first)
         self.run(s.rest)
-
-    def _run_Acquire(self, s: ir.Acquire) -> None:  # noqa: N802
-        self.run(s.body)
-
-    def _run_HoistedStorage(self, s: ir.HoistedStorage) -> None:  # noqa: N802
-        self.run(s.body)
 
     def _run_Prefetch(self, s: ir.Prefetch) -> None:  # noqa: N802
         pass
