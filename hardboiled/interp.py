@@ -314,13 +314,10 @@ class Interpreter:
             mask = np.broadcast_to(self.eval(e.predicate), index.shape)
             out = np.zeros(index.shape, dtype=dtype)
             self._check_bounds(pointer, index[mask], e.name)
-            out[mask] = cast_array(pointer.array[index[mask]], e.type.element())
+            out[mask] = _as_loaded(pointer.array[index[mask]], dtype, e.name)
             return out
         self._check_bounds(pointer, index, e.name)
-        values = pointer.array[index]
-        if values.dtype != dtype and dtype != np.dtype(object):
-            values = values.view(dtype) if values.dtype.itemsize == dtype.itemsize else values.astype(dtype)
-        return values
+        return _as_loaded(pointer.array[index], dtype, e.name)
 
     def _eval_Ramp(self, e: ir.Ramp) -> Value:  # noqa: N802
         base, stride = self.eval(e.base), self.eval(e.stride)
@@ -386,6 +383,16 @@ class Interpreter:
             )
 
 
+def _as_loaded(values: np.ndarray, dtype: np.dtype, name: str) -> np.ndarray:
+    """Elements read from memory as the load's type: the same bits when the
+    sizes agree (Halide reinterprets), an error otherwise."""
+    if values.dtype == dtype or dtype == np.dtype(object):
+        return values
+    if values.dtype.itemsize != dtype.itemsize:
+        raise _fail(f"load of {dtype} from '{name}', which holds {values.dtype}")
+    return values.view(dtype)
+
+
 def _array_type(array: np.ndarray, value: np.ndarray) -> ir.Type:
     for (code, bits), dt in _DTYPES.items():
         if np.dtype(dt) == array.dtype:
@@ -445,6 +452,8 @@ def _binary(op: ir.BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _euclid_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Halide's integer division: the remainder is never negative
     (a == q * b + r with 0 <= r < |b|); division by zero gives zero."""
+    if np.issubdtype(a.dtype, np.unsignedinteger):
+        return np.where(b == 0, 0, a // np.where(b == 0, 1, b)).astype(a.dtype)
     wa, wb = a.astype(np.int64), b.astype(np.int64)
     safe = np.where(wb == 0, 1, wb)
     q = np.floor_divide(wa, np.abs(safe)) * np.sign(safe)
@@ -452,6 +461,8 @@ def _euclid_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _euclid_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if np.issubdtype(a.dtype, np.unsignedinteger):
+        return np.where(b == 0, 0, a % np.where(b == 0, 1, b)).astype(a.dtype)
     wa, wb = a.astype(np.int64), b.astype(np.int64)
     safe = np.where(wb == 0, 1, wb)
     r = np.mod(wa, np.abs(safe))
@@ -570,6 +581,12 @@ def _tile_matmul(call: ir.Call, args: list[Value]) -> Value:
     """
     m, colbytes, k = (_as_int(a) for a in args[:3])
     acc, a, b = args[3], args[4], args[5]
+    kinds = {a.dtype, b.dtype}
+    floating = np.issubdtype(acc.dtype, np.floating)
+    if (floating and kinds != {np.dtype(ml_dtypes.bfloat16)}) or (
+        not floating and not kinds <= {np.dtype(np.int8), np.dtype(np.uint8)}
+    ):
+        raise _fail(f"no AMX instruction multiplies {a.dtype} by {b.dtype} into {acc.dtype}")
     n = colbytes // 4
     element_bytes = a.dtype.itemsize
     kpack = 4 // element_bytes

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import ir
-from .diagnostics import Diagnostic, HardboiledError, InputError
+from .diagnostics import Diagnostic, ExitCode, HardboiledError, InputError
 from .extract import BINOP_BY_NAME, Encoding, bits_float, iter_stores
 from .hardware import AMX_TILE, AMXTile
+from .printer import print_ir
 
 # --------------------------------------------------------------------------
 # S-expressions
@@ -248,11 +249,7 @@ def map_stmt(stmt: ir.Stmt, fn: Callable[[ir.Stmt], ir.Stmt | None]) -> ir.Stmt:
 
 def reinsert(stmt: ir.Stmt, replacements: dict[int, ir.Stmt]) -> ir.Stmt:
     """Replace the stores at these pre-order positions."""
-    counter = iter(range(1 << 62))
-    positions: dict[int, int] = {}
-    for position, store in enumerate(iter_stores(stmt)):
-        positions[id(store)] = position
-    del counter
+    positions = {id(store): position for position, store in enumerate(iter_stores(stmt))}
 
     def replace(node: ir.Stmt) -> ir.Stmt | None:
         if isinstance(node, ir.Store):
@@ -296,14 +293,23 @@ def _uses(node: ir.Stmt, name: str) -> bool:
 def place_temporaries(stmt: ir.Stmt, temporaries: list[Temporary]) -> ir.Stmt:
     """Allocate and fill each temporary right before the outermost statement
     that contains all its uses, inside which nothing it reads is written,
-    and above which every variable it reads is bound."""
-    for temp in temporaries:
+    and above which every variable it reads is bound. Uses that no single
+    such statement covers (branches of an `if`, two loops) get a copy each."""
+    bound_anywhere = {name for node in ir.walk(stmt) if isinstance(node, ir.Stmt) for name in _binds(node)}
+    pending = list(temporaries)
+    while pending:
+        temp = pending.pop(0)
         path = _path_to_uses(stmt, temp.name)
         if path is None:
             continue
         free = {n.name for n in ir.walk(temp.value) if isinstance(n, ir.Variable)}
         reads = {n.name for n in ir.walk(temp.value) if isinstance(n, ir.Load)}
-        target = path[_choose_position(path, free, reads)]
+        position = _choose_position(path, free & bound_anywhere, reads)
+        if position is None:
+            stmt, copies = _split_uses(stmt, path[-1], temp)
+            pending[:0] = copies
+            continue
+        target = path[position]
         stmt = map_stmt(stmt, lambda n, t=target: _allocate(temp, n) if n is t else None)
     return stmt
 
@@ -320,10 +326,9 @@ def _path_to_uses(stmt: ir.Stmt, name: str) -> list[ir.Stmt] | None:
         path.append(holders[0])
 
 
-def _choose_position(path: list[ir.Stmt], free: set[str], reads: set[str]) -> int:
-    """Index in ``path`` of the statement to put the temporary before."""
-    all_bound = {name for node in path for name in _binds(node)}
-    needed = free & all_bound  # the rest are parameters of the whole program
+def _choose_position(path: list[ir.Stmt], needed: set[str], reads: set[str]) -> int | None:
+    """Index in ``path`` of the statement to put the temporary before, or
+    None if none qualifies (then each branch of the last one gets a copy)."""
     first = 0
     for i, node in enumerate(path):
         if isinstance(node, _BARRIERS):
@@ -333,7 +338,60 @@ def _choose_position(path: list[ir.Stmt], free: set[str], reads: set[str]) -> in
         if i >= first and needed <= bound_above and not (reads & _writes(node)):
             return i
         bound_above |= _binds(node)
-    return len(path) - 1
+    return None
+
+
+def _split_uses(stmt: ir.Stmt, holder: ir.Stmt, temp: Temporary) -> tuple[ir.Stmt, list[Temporary]]:
+    """Give each child of ``holder`` that uses ``temp`` its own copy."""
+    copies: list[Temporary] = []
+    renamed: dict[int, ir.Stmt] = {}
+    for child in ir.children(holder):
+        if isinstance(child, ir.Stmt) and _uses(child, temp.name):
+            copy = Temporary(f"{temp.name}.{len(copies)}", temp.value)
+            copies.append(copy)
+            renamed[id(child)] = _rename_variable(child, temp.name, copy.name)
+    if not copies:
+        raise LegalizationError(Diagnostic("error", f"cannot place temporary '{temp.name}'"))
+
+    def replace(node: ir.Stmt) -> ir.Stmt | None:
+        return renamed.get(id(node))
+
+    return map_stmt(stmt, replace), copies
+
+
+def _rename_variable(stmt: ir.Stmt, old: str, new: str) -> ir.Stmt:
+    import dataclasses
+
+    def expr(e: ir.Expr) -> ir.Expr:
+        if isinstance(e, ir.Variable) and e.name == old:
+            return ir.Variable(new, e.type)
+        changes = {}
+        for name in e.__dataclass_fields__:  # type: ignore[attr-defined]
+            value = getattr(e, name)
+            if isinstance(value, ir.Expr):
+                new_value = expr(value)
+                if new_value is not value:
+                    changes[name] = new_value
+            elif isinstance(value, tuple) and value and isinstance(value[0], ir.Expr):
+                items = tuple(expr(v) for v in value)
+                if any(a is not b for a, b in zip(items, value)):
+                    changes[name] = items
+        return dataclasses.replace(e, **changes) if changes else e  # type: ignore[type-var]
+
+    def statement(s: ir.Stmt) -> ir.Stmt | None:
+        changes = {}
+        for name in s.__dataclass_fields__:  # type: ignore[attr-defined]
+            value = getattr(s, name)
+            if isinstance(value, ir.Expr):
+                new_value = expr(value)
+                if new_value is not value:
+                    changes[name] = new_value
+        if not changes:
+            return None
+        rebuilt = dataclasses.replace(s, **changes)  # type: ignore[type-var]
+        return map_stmt(rebuilt, lambda n: statement(n) if n is not rebuilt else None)
+
+    return map_stmt(stmt, statement)
 
 
 def _allocate(temp: Temporary, before: ir.Stmt) -> ir.Stmt:
@@ -355,7 +413,9 @@ def _allocate(temp: Temporary, before: ir.Stmt) -> ir.Stmt:
 
 
 class LegalizationError(HardboiledError):
-    """Tensorized IR that the hardware cannot execute."""
+    """Tensorized IR that the hardware cannot execute: a selection miss."""
+
+    exit_code = ExitCode.SELECTION_MISS
 
 
 def check_amx(stmt: ir.Stmt, amx_buffers: dict[str, ir.Allocate], tile: AMXTile = AMX_TILE) -> None:
@@ -387,19 +447,20 @@ def check_amx(stmt: ir.Stmt, amx_buffers: dict[str, ir.Allocate], tile: AMXTile 
 
 
 def _check_tile_indexing(stmt: ir.Stmt, name: str, alloc: ir.Allocate, tile: AMXTile) -> None:
-    lanes = tile.tile_bytes // alloc.type.bytes
+    capacity = tile.tile_bytes // alloc.type.bytes
     for node in ir.walk(stmt):
         if isinstance(node, (ir.Load, ir.Store)) and node.name == name:
             index = node.index
+            lanes = index.type.lanes
             ok = (
-                isinstance(index, ir.Ramp) and index.lanes == lanes
+                isinstance(index, ir.Ramp) and lanes <= capacity
                 and isinstance(index.base, ir.IntImm) and index.base.value % lanes == 0
                 and isinstance(index.stride, ir.IntImm) and index.stride.value == 1
             )
             if not ok:
                 raise _legal_error(
-                    f"AMX buffer '{name}' is accessed at an index that is not a whole tile "
-                    f"(expected ramp(256*i, 1, {lanes}))"
+                    f"AMX buffer '{name}' is accessed at {print_ir(index)}, which is not a whole tile "
+                    f"(expected ramp(L*i, 1, L) with L <= {capacity})"
                 )
 
 

@@ -120,9 +120,11 @@ def _random_data(t: ir.Type, size: int, rng: np.random.Generator) -> np.ndarray:
         return values.astype(np.float64).astype(dtype)
     if t.is_bool:
         return rng.integers(0, 2, size).astype(np.bool_)
+    # Every value of 8- and 16-bit types (so signedness and wrap-around
+    # mistakes show); wider integers stay where index arithmetic is sane.
     info = np.iinfo(dtype)
-    low, high = max(info.min, -100), min(info.max, 100)
-    return rng.integers(low, high + 1, size).astype(dtype)
+    low, high = (info.min, info.max) if t.bits <= 16 else (max(info.min, -(1 << 20)), min(info.max, 1 << 20))
+    return rng.integers(low, high, size, endpoint=True, dtype=np.int64 if t.is_int else np.uint64).astype(dtype)
 
 
 def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int) -> tuple[dict[str, BufferT], set[str]]:
@@ -158,9 +160,13 @@ def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int) -> tuple[dict
         strides, step = [], 1
         for d in range(spec.dimensions):
             stride = _param(known, spec, f"stride.{d}")
+            if stride is not None and stride <= 0:
+                raise HardboiledError(Diagnostic(
+                    "error", f"{spec.name}.stride.{d} = {stride}: verification needs positive strides",
+                ))
             strides.append(step if stride is None else stride)
             step = max(step, strides[-1] * extents[d])
-        size = 1 + sum((e - 1) * abs(s) for e, s in zip(extents, strides))
+        size = 1 + sum((e - 1) * s for e, s in zip(extents, strides))
         for d in range(spec.dimensions):
             known[f"{spec.name}.min.{d}"], known[f"{spec.name}.extent.{d}"] = mins[d], extents[d]
             known[f"{spec.name}.stride.{d}"] = strides[d]

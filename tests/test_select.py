@@ -58,7 +58,8 @@ def test_every_amx_store_becomes_tile_operations(case: str) -> None:
     for mm in matmuls:
         rows, colbytes, k, _acc, a, b = mm.args
         assert _operand_type(a, amx) == a_type and _operand_type(b, amx) == b_type
-        assert (rows, colbytes) == (ir.IntImm(16), ir.IntImm(64))
+        expected_rows = 8 if case.endswith("_8x16") else 16
+        assert (rows, colbytes) == (ir.IntImm(expected_rows), ir.IntImm(64))
         assert k == ir.IntImm(32 if a_type.bits == 16 else 64)
 
 
@@ -100,6 +101,17 @@ def test_byte_offsets_and_strides_for_bf16_and_int8() -> None:
     a8, b8 = int8.args[4], int8.args[5]
     assert isinstance(a8, ir.Call) and a8.args[4] == ir.IntImm(128)  # int8: bytes == elements
     assert isinstance(b8, ir.Call) and b8.args[1] == ir.IntImm(64) and b8.args[0] == ir.IntImm(16)
+
+
+def test_temporaries_under_control_flow_get_a_copy_per_branch() -> None:
+    stmt = _select("amx_bf16_matmul_std_specialized").stmt
+    branch = next(n for n in ir.walk(stmt) if isinstance(n, ir.IfThenElse)
+                  and "A.stride.1" in {v.name for v in ir.walk(n.condition) if isinstance(v, ir.Variable)})
+    for side in (branch.then_case, branch.else_case):
+        assert side is not None
+        loop = next(n for n in ir.walk(side) if isinstance(n, ir.For) and n.name == "mm.s1.r$x.rro")
+        temps = [n for n in ir.walk(loop) if isinstance(n, ir.Allocate) and ".amx_vnni." in n.name]
+        assert len(temps) == 1  # inside the loop whose variable its index reads
 
 
 def test_multiple_accumulator_tiles_keep_their_tile_index() -> None:

@@ -33,7 +33,7 @@ def test_every_amx_rewrite_verifies(case: str) -> None:
     for seed in (0, 1):
         result = verify(original, rewritten, seed=seed)
         assert result.ok, result.summary()
-        assert result.outputs and all(c.elements >= 256 for c in result.outputs)
+        assert result.outputs and all(c.elements >= 128 for c in result.outputs)
 
 
 @pytest.mark.parametrize("case", [c for c in AMX_CASES if MANIFEST[c]["strides"] == "symbolic"

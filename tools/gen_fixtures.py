@@ -103,7 +103,7 @@ def hl_type(name):
 # ------------------------------------------------------------------ AMX matmuls
 
 def amx_matmul(a_t="bf16", b_t="bf16", vnni=False, M=16, N=16, K=32, tiled=True,
-               acc=(1, 1), k_outer=False, preload=None, const=False):
+               acc=(1, 1), k_outer=False, preload=None, const=False, specialize=False):
     """mm(y, x) += A(r, x) * B(y, r) (y = column, innermost; x = row) on AMX tiles.
 
     vnni: B is 3-D B(r % kp, y, r / kp) with kp = 4 / sizeof(elem). acc = (ny, nx)
@@ -133,9 +133,9 @@ def amx_matmul(a_t="bf16", b_t="bf16", vnni=False, M=16, N=16, K=32, tiled=True,
     mm.store_in(amx_tile())
     if not tiled:  # the paper's example: one tile, everything vectorized
         mm.compute_at(out, x)
-        mm.vectorize(x, 16).vectorize(y, 16)
-        mm.update().atomic().vectorize(x, 16).vectorize(y, 16).vectorize(r.x, rk)
-        out.vectorize(x, 16).vectorize(y, 16)
+        mm.vectorize(x, M).vectorize(y, N)
+        mm.update().atomic().vectorize(x, M).vectorize(y, N).vectorize(r.x, min(rk, K))
+        out.vectorize(x, M).vectorize(y, N)
         return out, [A, B]
     ny, nx = acc
     yo, xo, yi, xi, cy, cx = (hl.Var(n) for n in ("yo", "xo", "yi", "xi", "cy", "cx"))
@@ -143,6 +143,8 @@ def amx_matmul(a_t="bf16", b_t="bf16", vnni=False, M=16, N=16, K=32, tiled=True,
     out.tile(y, x, yo, xo, yi, xi, 16 * ny, 16 * nx)
     out.tile(yi, xi, cy, cx, yi, xi, 16, 16).reorder(yi, xi, cy, cx, yo, xo)
     out.vectorize(yi).vectorize(xi).unroll(cy).unroll(cx)
+    if specialize:  # a second copy of the loop nest under `if (A.stride.1 == K)`
+        out.specialize(A.dim(1).stride() == K)
     mm.compute_at(out, yo)
     mm.tile(y, x, cy, cx, yi, xi, 16, 16).reorder(yi, xi, cy, cx)
     mm.vectorize(yi).vectorize(xi).unroll(cy).unroll(cx)
@@ -209,6 +211,14 @@ AMX_CASES = [
     ("amx_int8_matmul_vnni_tiled_const", "i8*i8->i32", "vnni", "constant",
      dict(_BIG, const=True),
      _TILED.format(types="i8*i8->i32", layout="VNNI B(r%4,y,r/4)", rk=64, extra=_CONST)),
+    ("amx_bf16_matmul_std_8x16", "bf16*bf16->f32", "standard", "symbolic",
+     dict(tiled=False, M=8, N=16, K=32),
+     "A single 8-row tile (8x16 f32 output, K=32): AMX tiles smaller than 16 rows."),
+    ("amx_bf16_matmul_std_specialized", "bf16*bf16->f32", "standard", "symbolic",
+     dict(_BIG, specialize=True),
+     _TILED.format(types="bf16*bf16->f32", layout="standard B", rk=32,
+                   extra="; the output is specialized on A.stride.1 == 128, so the loop nest "
+                   "appears twice, in the two branches of an if")),
     ("amx_int8_matmul_std_tiled", "i8*i8->i32", "standard", "symbolic", _BIG,
      _TILED.format(types="i8*i8->i32", layout="standard B", rk=64, extra="")),
 ]
