@@ -192,9 +192,13 @@ class CGenerator:
         self.emit("/* " + text.replace("*/", "* /") + " */")
 
     # ------------------------------------------------------------ the function
+    def param(self, buffer: str) -> str:
+        """The C parameter holding a pipeline buffer's host pointer."""
+        return self.cname(f"{buffer}.host pointer")
+
     def generate(self) -> str:
         for arg in self.arguments:
-            self.cname(arg.buffer)
+            self.param(arg.buffer)
         self._plan_tiles()
         body_start = len(self.lines)
         if self.tiles.by_tile or self.tiles.operand_a is not None:
@@ -206,7 +210,7 @@ class CGenerator:
         body = self.lines[body_start:]
         params = []
         for arg in self.arguments:
-            name = self.cname(arg.buffer)
+            name = self.param(arg.buffer)
             params.append(f"{storage_type(arg.type)} *{name}")
             for d in range(arg.dimensions):
                 params.extend(f"int32_t {name}_{f}{d}" for f in ("min", "extent", "stride"))
@@ -292,6 +296,11 @@ class CGenerator:
         name = self.cname(s.name)
         if s.value.type.lanes > 1:
             self.emit(f"{c_type(s.value.type.element())} *{name} = {value};")
+        elif s.value.type.is_handle and s.name in self.element_types:
+            # A buffer's host pointer: typed, so that loads index elements.
+            ctype = storage_type(self.element_types[s.name])
+            self.emit(f"{ctype} *{name} = ({ctype} *){value};")
+            self.emit(f"(void){name};")
         else:
             self.emit(f"{c_type(s.value.type)} {name} = {value};")
             self.emit(f"(void){name};")
@@ -473,7 +482,7 @@ class CGenerator:
 
     def _e_Variable(self, e: ir.Variable) -> str:  # noqa: N802
         if e.name.endswith(".buffer") and e.name[:-7] in self.buffer_args:
-            return f"((void *){self.cname(e.name[:-7])})"
+            return f"((void *){self.param(e.name[:-7])})"
         return self.cname(e.name)
 
     def _e_Cast(self, e: ir.Cast) -> str:  # noqa: N802
@@ -622,6 +631,11 @@ class CGenerator:
                       "floor_f32": "floorf", "ceil_f32": "ceilf"}
         if name in math_calls and e.type.lanes == 1:
             return f"{math_calls[name]}({self.expr(args[0])})"
+        if name == "abs" and e.type.lanes == 1:
+            value = self.expr(args[0])
+            if args[0].type.is_float:
+                return f"(({c_type(e.type)})fabs({value}))"
+            return f"(({c_type(e.type)})({value} < 0 ? -(uint64_t)({value}) : (uint64_t)({value})))"
         raise _fail(f"the C generator does not know the call '{name}'")
 
     def _buffer_query(self, e: ir.Call) -> str:
@@ -632,7 +646,7 @@ class CGenerator:
         arg = self.buffer_args.get(buffer)
         if arg is None:
             raise _fail(f"'{buffer}' is not a pipeline buffer")
-        name = self.cname(buffer)
+        name = self.param(buffer)
         field_name = e.name[len("_halide_buffer_get_"):]
         if e.name == "_halide_buffer_get_host":
             return f"((void *){name})"

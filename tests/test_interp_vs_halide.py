@@ -49,6 +49,7 @@ from hypothesis import strategies as st
 from hardboiled import ir
 from hardboiled.interp import BufferT, Interpreter, dtype_of
 from hardboiled.parse import parse_input
+from hardboiled.verify import discover_buffers
 
 halide = pytest.importorskip("halide")
 
@@ -333,13 +334,20 @@ def _dense(name: str, tname: str, array: np.ndarray) -> BufferT:
 
 
 def _interpret(stmt: ir.Stmt, spec: dict, inputs: dict[str, np.ndarray]) -> np.ndarray:
-    buffers = {name: _dense(name, tname, inputs[name]) for name, tname in zip("AB", spec["inputs"])}
+    # Halide makes names unique within a process: the child's second Func
+    # "f" is "f$1". The dump's own checks say which buffer is which.
+    found = discover_buffers(stmt)
+    names = {spec_name: [n for n in found if n.split("$")[0] == spec_name] for spec_name in ("A", "B", "f")}
+    assert all(len(names[k]) == 1 for k in ["f", *"AB"[: len(spec["inputs"])]]), sorted(found)
+    buffers = {names[k][0]: _dense(names[k][0], tname, inputs[k]) for k, tname in zip("AB", spec["inputs"])}
+    out_name = names["f"][0]
+    assert found[out_name].output and str(found[out_name].type) == spec["out"]
     out_t = ir.parse_type_name(spec["out"])
     assert out_t is not None
     blank = np.zeros((spec["height"], spec["width"]), dtype=dtype_of(out_t))
-    buffers["f"] = _dense("f", spec["out"], blank)
+    buffers[out_name] = _dense(out_name, spec["out"], blank)
     Interpreter(buffers=buffers).run(stmt)
-    return buffers["f"].data.reshape(spec["height"], spec["width"])
+    return buffers[out_name].data.reshape(spec["height"], spec["width"])
 
 
 def _tolerance(tname: str, reference: np.ndarray) -> float:

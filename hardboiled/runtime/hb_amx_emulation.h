@@ -333,7 +333,7 @@ HB_AMX_EMU_FN void hb_amx_emu_dpbf16ps(int dst, int a, int b) {
                 const unsigned char *brow = hb_amx_emu_st.tmm[b][k];
                 /* volatile: each product is rounded to float32 and never
                    fused with the addition into an FMA. */
-                float p0 = hb_amx_emu_bf16(arow + 4 * k) * hb_amx_emu_bf16(brow + 4 * n);
+                volatile float p0 = hb_amx_emu_bf16(arow + 4 * k) * hb_amx_emu_bf16(brow + 4 * n);
                 c = c + p0;
                 {
                     volatile float p1 = hb_amx_emu_bf16(arow + 4 * k + 2) * hb_amx_emu_bf16(brow + 4 * n + 2);

@@ -1,0 +1,110 @@
+"""Compiling generated C, and running it.
+
+* The compiler is ``--cc``, else ``$CC``, else ``clang`` if it is on PATH,
+  else ``gcc``.
+* AMX: ``native`` compiles against <immintrin.h> with ``-mamx-tile
+  -mamx-bf16 -mamx-int8``; ``emulate`` compiles the portable emulation in
+  hardboiled/runtime/hb_amx_emulation.h; ``auto`` emulates unless
+  /proc/cpuinfo lists ``amx_tile``.
+* A compiler failure is a ``ToolchainError`` (exit status 3) carrying the
+  compiler's own message.
+* ``run_kernel`` loads a built shared library with ctypes and calls the
+  kernel on ``BufferT`` buffers (the ones the interpreter uses).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from .diagnostics import Diagnostic, ExitCode, HardboiledError
+from .interp import BufferT
+
+AMX_FLAGS = ("-mamx-tile", "-mamx-bf16", "-mamx-int8")
+BASE_FLAGS = ("-std=gnu11", "-O2", "-ffp-contract=off", "-fno-strict-aliasing")
+
+
+class ToolchainError(HardboiledError):
+    exit_code = ExitCode.TOOLCHAIN_FAILURE
+
+
+@dataclass(frozen=True, slots=True)
+class Compiler:
+    path: str
+    name: str
+
+
+def find_compiler(requested: str | None = None) -> Compiler:
+    choice = requested or os.environ.get("CC")
+    candidates = [choice] if choice else ["clang", "gcc"]
+    for candidate in candidates:
+        path = shutil.which(candidate)
+        if path:
+            return Compiler(path, Path(candidate).name)
+    raise ToolchainError(Diagnostic(
+        "error", f"no C compiler found (looked for {', '.join(candidates)})",
+        notes=("install clang or gcc, or name one with --cc or $CC",),
+    ))
+
+
+def cpu_has_amx() -> bool:
+    try:
+        return "amx_tile" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
+def resolve_amx_mode(mode: str) -> str:
+    if mode == "auto":
+        return "native" if cpu_has_amx() else "emulate"
+    return mode
+
+
+def runtime_dir() -> Path:
+    return Path(str(resources.files("hardboiled.runtime")))
+
+
+def compile_c(source: str, output: Path, *, shared: bool, amx: str = "auto",
+              compiler: Compiler | None = None, extra: tuple[str, ...] = ()) -> Compiler:
+    """Compile C ``source`` to an object file or a shared library."""
+    compiler = compiler or find_compiler()
+    mode = resolve_amx_mode(amx)
+    flags = list(BASE_FLAGS) + ["-I", str(runtime_dir())]
+    flags += list(AMX_FLAGS) if mode == "native" else ["-DHB_AMX_EMULATE"]
+    flags += ["-shared", "-fPIC"] if shared else ["-c", "-fPIC"]
+    with tempfile.TemporaryDirectory(prefix="hardboiled-cc-") as tmp:
+        src = Path(tmp) / "kernel.c"
+        src.write_text(source)
+        temporary_output = Path(tmp) / output.name
+        proc = subprocess.run(
+            [compiler.path, *flags, *extra, str(src), "-o", str(temporary_output), "-lm"],
+            capture_output=True, text=True, timeout=300,
+        )
+        if proc.returncode != 0:
+            message = proc.stderr.strip().splitlines()
+            raise ToolchainError(Diagnostic(
+                "error", f"{compiler.name} failed to compile the generated C (exit status {proc.returncode})",
+                notes=tuple(message[:20]) + ((f"... {len(message) - 20} more lines",) if len(message) > 20 else ()),
+            ))
+        os.replace(temporary_output, output)
+    return compiler
+
+
+def run_kernel(library: Path, function: str, arguments: list[tuple[str, int]], buffers: dict[str, BufferT]) -> int:
+    """Call the kernel on ``buffers`` (in ``arguments`` order: name, dims)."""
+    lib = ctypes.CDLL(str(library))
+    kernel = getattr(lib, function)
+    kernel.restype = ctypes.c_int
+    args: list[object] = []
+    for name, dimensions in arguments:
+        buf = buffers[name]
+        args.append(ctypes.c_void_p(buf.data.ctypes.data))
+        for d in range(dimensions):
+            args.extend(ctypes.c_int32(v) for v in (buf.mins[d], buf.extents[d], buf.strides[d]))
+    return int(kernel(*args))
