@@ -179,8 +179,21 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
               help="Rounds of the rule schedule (default 20).")
 @click.option("--allow-fallback", is_flag=True,
               help="Leave stores that cannot be lowered as they are (with a warning) instead of failing.")
-@click.option("--emit", type=click.Choice(["ir", "egg"]), default="ir", show_default=True,
-              help="ir: the rewritten IR; egg: the egglog program that selection runs.")
+@click.option("--emit", type=click.Choice(["ir", "c", "egg"]), default="ir", show_default=True,
+              help="ir: the rewritten IR; c: a C function with AMX intrinsics; egg: the egglog program "
+              "that selection runs.")
+@click.option("--build", "build_path", metavar="FILE", default=None,
+              help="Also compile the generated C to FILE: a shared library if it ends in .so, else an "
+              "object file.")
+@click.option("--run", "run_kernel", is_flag=True,
+              help="Build the generated C, run it on seeded random inputs and compare with the original "
+              "IR in the reference interpreter (exit 5 on a mismatch).")
+@click.option("--cc", "cc", metavar="COMPILER", default=None,
+              help="C compiler (default: $CC, else clang if installed, else gcc).")
+@click.option("--amx", "amx_mode", type=click.Choice(["native", "emulate", "auto"]), default="auto",
+              show_default=True,
+              help="Compile AMX intrinsics for the hardware, or against hardboiled's portable emulation; "
+              "auto emulates unless the CPU has AMX.")
 @click.option("--egglog-timeout", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
               help="Wall-clock limit for equality saturation (default 60).")
 @click.option("--egglog-memory", type=click.IntRange(min=64), default=None, metavar="MB",
@@ -194,9 +207,9 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
 @handles_errors
 def compile_command(input_path: str, stage: str | None, buffer_types: tuple[str, ...], output_path: str,
                     store_in: tuple[str, ...], schedule_path: str | None, iterations: int | None,
-                    allow_fallback: bool, emit: str, egglog_timeout: float | None,
-                    egglog_memory: int | None, verify_result: bool, seed: int, params: tuple[str, ...],
-                    quiet: bool) -> None:
+                    allow_fallback: bool, emit: str, build_path: str | None, run_kernel: bool, cc: str | None,
+                    amx_mode: str, egglog_timeout: float | None, egglog_memory: int | None,
+                    verify_result: bool, seed: int, params: tuple[str, ...], quiet: bool) -> None:
     """Select tensor instructions for the stores in accelerator memory.
 
     FILE is read as by `hardboiled parse`. Stores whose buffers live in
@@ -242,12 +255,50 @@ def compile_command(input_path: str, stage: str | None, buffer_types: tuple[str,
         rewritten: ir.Stmt | ir.Module = dataclasses.replace(parsed.ir, functions=tuple(functions))
     else:
         rewritten = run(parsed.ir, 0)
+    param_values = _key_values(params, "--param", int)
     if verify_result:
         # Before any output exists: a mismatch leaves nothing behind.
-        _verify_and_report(parsed.ir, rewritten, seed, _key_values(params, "--param", int), quiet)
-    write_output(output_path, print_ir(rewritten))
+        _verify_and_report(parsed.ir, rewritten, seed, param_values, quiet)
+    source = None
+    if emit == "c" or build_path or run_kernel:
+        source = _generate_c(rewritten)
+    if run_kernel:
+        _run_and_report(parsed.ir, rewritten, source, cc, amx_mode, seed, param_values, quiet)
+    if build_path:
+        from pathlib import Path
+
+        from .toolchain import compile_c, find_compiler
+
+        compiler = compile_c(source, Path(build_path), shared=build_path.endswith(".so"), amx=amx_mode,
+                             compiler=find_compiler(cc))
+        if not quiet:
+            sys.stderr.write(f"hardboiled: built {build_path} with {compiler.name}\n")
+    write_output(output_path, source if emit == "c" else print_ir(rewritten))
     if not quiet:
         _summarize(results)
+
+
+def _generate_c(program: ir.Stmt | ir.Module) -> str:
+    from .codegen_c import generate_c
+
+    if isinstance(program, ir.Module):
+        raise HardboiledError(Diagnostic(
+            "error", "C generation takes a single statement; use a debug log or a stmt file, not a module",
+        ))
+    return generate_c(program)
+
+
+def _run_and_report(original: ir.Stmt | ir.Module, rewritten: ir.Stmt | ir.Module, source: str, cc: str | None,
+                    amx_mode: str, seed: int, params: dict[str, int], quiet: bool) -> None:
+    from .verify import mismatch_error, run_generated_c
+
+    assert isinstance(original, ir.Stmt) and isinstance(rewritten, ir.Stmt)
+    result, compiler, mode = run_generated_c(original, rewritten, source, cc=cc, amx=amx_mode, seed=seed,
+                                             params=params)
+    if not result.ok:
+        raise mismatch_error(result)
+    if not quiet:
+        sys.stderr.write(f"hardboiled: ran the generated C ({compiler}, AMX {mode}): {result.summary()}\n")
 
 
 def _verify_and_report(original: ir.Stmt | ir.Module, rewritten: ir.Stmt | ir.Module, seed: int,

@@ -72,6 +72,7 @@ _PRELUDE = r"""#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <alloca.h>
 #include "hb_amx.h"
 
 /* Halide's integer division and modulo: the remainder is never negative. */
@@ -161,6 +162,8 @@ class CGenerator:
                             if isinstance(n, ir.Allocate) and n.memory_type == "AMXTile"}
         self.tiles = _TileRegisters()
         self.element_types: dict[str, ir.Type] = {a.buffer: a.type for a in self.arguments}
+        self.declared: list[set[str]] = [set()]
+        """C names declared in each open block (for lets)."""
 
     # ------------------------------------------------------------ naming
     def cname(self, name: str) -> str:
@@ -277,7 +280,9 @@ class CGenerator:
     def _block(self, s: ir.Stmt) -> None:
         self.emit("{")
         self.indent += 1
+        self.declared.append(set())
         self.stmt_(s)
+        self.declared.pop()
         self.indent -= 1
         self.emit("}")
 
@@ -289,11 +294,18 @@ class CGenerator:
         pass
 
     def _s_LetStmt(self, s: ir.LetStmt) -> None:  # noqa: N802
+        # A let covers the rest of its block, which is the rest of the C
+        # block: declare it in place (Halide names are unique by this stage;
+        # a repeated one gets a block of its own).
         self.comment(s)
         value = self.expr(s.value)
-        self.emit("{")
-        self.indent += 1
         name = self.cname(s.name)
+        nested = name in self.declared[-1]
+        if nested:
+            self.emit("{")
+            self.indent += 1
+            self.declared.append(set())
+        self.declared[-1].add(name)
         if s.value.type.lanes > 1:
             self.emit(f"{c_type(s.value.type.element())} *{name} = {value};")
         elif s.value.type.is_handle and s.name in self.element_types:
@@ -305,8 +317,10 @@ class CGenerator:
             self.emit(f"{c_type(s.value.type)} {name} = {value};")
             self.emit(f"(void){name};")
         self.stmt_(s.body)
-        self.indent -= 1
-        self.emit("}")
+        if nested:
+            self.declared.pop()
+            self.indent -= 1
+            self.emit("}")
 
     def _s_AssertStmt(self, s: ir.AssertStmt) -> None:  # noqa: N802
         self.asserts += 1
@@ -329,7 +343,9 @@ class CGenerator:
         self.emit(f"int32_t {name}_lo = {lo}, {name}_end = {name}_lo + {extent};")
         self.emit(f"for (int32_t {name} = {name}_lo; {name} < {name}_end; {name}++) {{")
         self.indent += 1
+        self.declared.append(set())
         self.stmt_(s.body)
+        self.declared.pop()
         self.indent -= 1
         self.emit("}")
         self.indent -= 1
@@ -366,7 +382,9 @@ class CGenerator:
         self.indent += 1
         self.emit(f"{storage_type(elem)} *{name} = ({storage_type(elem)} *)calloc((size_t)({size}), sizeof({storage_type(elem)}));")
         self.emit(f"if (!{name}) {{ {self._release()}return -200000; }}")
+        self.declared.append(set())
         self.stmt_(s.body)
+        self.declared.pop()
         self.emit(f"free({name});")
         self.indent -= 1
         self.emit("}")
@@ -389,6 +407,20 @@ class CGenerator:
 
     def _s_Atomic(self, s: ir.Atomic) -> None:  # noqa: N802
         self.stmt_(s.body)
+
+    def _s_Fork(self, s: ir.Fork) -> None:  # noqa: N802
+        self.emit("/* fork: run serially */")
+        self._block(s.first)
+        self._block(s.rest)
+
+    def _s_Acquire(self, s: ir.Acquire) -> None:  # noqa: N802
+        self.stmt_(s.body)
+
+    def _s_HoistedStorage(self, s: ir.HoistedStorage) -> None:  # noqa: N802
+        self.stmt_(s.body)
+
+    def _s_Prefetch(self, s: ir.Prefetch) -> None:  # noqa: N802
+        pass
 
     def _s_Store(self, s: ir.Store) -> None:  # noqa: N802
         self.comment(s)
@@ -627,10 +659,26 @@ class CGenerator:
             return self.expr(args[0])
         if name.startswith("_halide_buffer_"):
             return self._buffer_query(e)
-        math_calls = {"sqrt_f32": "sqrtf", "sqrt_f64": "sqrt", "exp_f32": "expf", "log_f32": "logf",
-                      "floor_f32": "floorf", "ceil_f32": "ceilf"}
-        if name in math_calls and e.type.lanes == 1:
-            return f"{math_calls[name]}({self.expr(args[0])})"
+        if name in _MATH_CALLS:
+            value = self.expr(args[0])
+            if e.type.lanes == 1:
+                return f"{_MATH_CALLS[name]}({value})"
+            out = self._vector(e.type)
+            self.emit(f"for (int i = 0; i < {e.type.lanes}; i++) {out}[i] = {_MATH_CALLS[name]}({value}[i]);")
+            return out
+        if name == "return_second":
+            self.emit(f"(void)({self.expr(args[0])});")
+            return self.expr(args[1])
+        if name == "if_then_else":
+            return self._e_Select(ir.Select(args[0], args[1], args[2]))
+        if name == "halide_print" and e.type.lanes > 1:
+            out = self._vector(e.type)
+            self.emit(f"memset({out}, 0, sizeof({out}));")
+            return out
+        if name.startswith("halide_semaphore_") or name in ("halide_print", "halide_msan_annotate_memory_is_initialized"):
+            return "0"
+        if name == "alloca":
+            return f"alloca({self.expr(args[0])})"
         if name == "abs" and e.type.lanes == 1:
             value = self.expr(args[0])
             if args[0].type.is_float:
@@ -662,6 +710,11 @@ class CGenerator:
         if e.name in constants:
             return constants[e.name]
         raise _fail(f"the C generator does not know the call '{e.name}'")
+
+
+_MATH_CALLS = {"sqrt_f32": "sqrtf", "sqrt_f64": "sqrt", "exp_f32": "expf", "exp_f64": "exp",
+               "log_f32": "logf", "log_f64": "log", "floor_f32": "floorf", "floor_f64": "floor",
+               "ceil_f32": "ceilf", "ceil_f64": "ceil", "round_f32": "nearbyintf", "trunc_f32": "truncf"}
 
 
 def _int(e: ir.Expr) -> int:

@@ -362,6 +362,8 @@ class Interpreter:
         return np.clip(groups.astype(np.int64).sum(axis=1), info.min, info.max).astype(dtype)
 
     def _eval_Call(self, e: ir.Call) -> Value:  # noqa: N802
+        if e.name == "halide_print":
+            return np.zeros(e.type.lanes, dtype=dtype_of(e.type))  # output is not part of the result
         handler = self.calls.get(e.name)
         if handler is None:
             raise _fail(f"the interpreter does not know the call '{e.name}'")
@@ -506,8 +508,12 @@ def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]
         "abs": lambda call, args: np.abs(args[0].astype(np.float64 if np.issubdtype(args[0].dtype, np.floating)
                                                    else np.int64)).astype(dtype_of(call.type)),
         "sqrt_f32": unary(np.sqrt), "sqrt_f64": unary(np.sqrt),
-        "exp_f32": unary(np.exp), "log_f32": unary(np.log),
-        "floor_f32": unary(np.floor), "ceil_f32": unary(np.ceil),
+        "exp_f32": unary(np.exp), "exp_f64": unary(np.exp), "log_f32": unary(np.log), "log_f64": unary(np.log),
+        "floor_f32": unary(np.floor), "floor_f64": unary(np.floor), "ceil_f32": unary(np.ceil),
+        "ceil_f64": unary(np.ceil), "round_f32": unary(np.rint), "trunc_f32": unary(np.trunc),
+        "return_second": lambda call, args: args[1],
+        "if_then_else": lambda call, args: np.where(args[0], args[1], args[2]).astype(dtype_of(call.type)),
+        "alloca": lambda call, args: Pointer(np.zeros(_as_int(args[0]), dtype=np.uint8), 0, "alloca"),
         "bitwise_not": lambda call, args: np.invert(args[0]),
         "bitwise_and": lambda call, args: np.bitwise_and(args[0], args[1]),
         "bitwise_or": lambda call, args: np.bitwise_or(args[0], args[1]),
@@ -519,7 +525,8 @@ def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]
         "tile_matmul": _tile_matmul,
         "tile_store": _tile_store,
     }
-    for name in ("halide_error_buffer_argument_is_null",):
+    for name in ("halide_error_buffer_argument_is_null", "halide_semaphore_init", "halide_semaphore_release",
+                 "halide_semaphore_try_acquire", "halide_print", "halide_msan_annotate_memory_is_initialized"):
         table[name] = lambda call, args: i32(0)
     return table
 

@@ -23,6 +23,9 @@ from .diagnostics import Diagnostic, ExitCode, HardboiledError
 from .interp import BufferT, Interpreter, InterpreterError, dtype_of
 
 DEFAULT_SEED = 0
+DEFAULT_OUTPUT_EXTENT = 19
+"""Extent of an output dimension that neither the dump nor --param bounds
+(odd, so that vector tails run)."""
 _BUFFER_FIELD_RE = re.compile(r"(.*)\.(min|extent|stride)\.(\d+)$")
 
 
@@ -131,6 +134,7 @@ def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int) -> tuple[dict
     """Random input and output buffers sized by the dump's bounds checks."""
     specs = discover_buffers(stmt)
     known: dict[str, int] = dict(params)
+    lets = {n.name: n.value for n in ir.walk(stmt) if isinstance(n, ir.LetStmt)}
     buffers: dict[str, BufferT] = {}
     rng = np.random.default_rng(seed)
     # Outputs first: the regions inputs must cover depend on them.
@@ -145,9 +149,12 @@ def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int) -> tuple[dict
         for d in range(spec.dimensions):
             lo = _param(known, spec, f"min.{d}")
             ext = _param(known, spec, f"extent.{d}")
+            if spec.output and _needs_own_size(spec, d, known):
+                lo = 0 if lo is None else lo
+                ext = DEFAULT_OUTPUT_EXTENT if ext is None else ext
             if (lo is None or ext is None) and d in spec.required:
-                lo_req = _evaluate(spec.required[d][0], known, spec.name)
-                hi_req = _evaluate(spec.required[d][1], known, spec.name)
+                lo_req = _evaluate(spec.required[d][0], known, spec.name, lets)
+                hi_req = _evaluate(spec.required[d][1], known, spec.name, lets)
                 lo = lo_req if lo is None else lo
                 ext = hi_req - lo + 1 if ext is None else ext
             if lo is None or ext is None:
@@ -176,19 +183,39 @@ def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int) -> tuple[dict
     return buffers, outputs
 
 
+def _needs_own_size(spec: _BufferSpec, d: int, known: dict[str, int]) -> bool:
+    """An output dimension whose required region is stated in terms of the
+    output's own (unknown) size, or not at all."""
+    if d not in spec.required:
+        return True
+    names = {n.name for e in spec.required[d] for n in ir.walk(e) if isinstance(n, ir.Variable)}
+    return any(name not in known and name.startswith(spec.name + ".") for name in names)
+
+
 def _param(known: dict[str, int], spec: _BufferSpec, fieldname: str) -> int | None:
     value = known.get(f"{spec.name}.{fieldname}")
     return value if value is not None else spec.fixed.get(fieldname)
 
 
-def _evaluate(e: ir.Expr, known: dict[str, int], buffer: str) -> int:
-    interp = Interpreter({k: v for k, v in known.items()})
+def _evaluate(e: ir.Expr, known: dict[str, int], buffer: str, lets: dict[str, ir.Expr] | None = None) -> int:
+    """Evaluate a bound, resolving the program's let-bound names it uses."""
+    env: dict[str, int] = dict(known)
+    for name in _needed_lets(e, lets or {}):
+        try:
+            env[name] = _evaluate(lets[name], env, buffer, lets)  # type: ignore[index]
+        except HardboiledError:
+            break
+    interp = Interpreter({k: v for k, v in env.items()})
     try:
         return int(np.asarray(interp.eval(e)).reshape(-1)[0])
     except InterpreterError as exc:
         raise HardboiledError(Diagnostic(
             "error", f"cannot size buffer '{buffer}': {exc.diagnostic.message}",
         )) from None
+
+
+def _needed_lets(e: ir.Expr, lets: dict[str, ir.Expr]) -> list[str]:
+    return [n.name for n in ir.walk(e) if isinstance(n, ir.Variable) and n.name in lets]
 
 
 def run_program(stmt: ir.Stmt, buffers: dict[str, BufferT]) -> dict[str, BufferT]:
@@ -270,3 +297,35 @@ def mismatch_error(result: VerificationResult) -> VerificationMismatch:
     return VerificationMismatch(Diagnostic(
         "error", "the rewritten program computes different results from the original", notes=tuple(notes),
     ))
+
+
+def run_generated_c(original: ir.Stmt, rewritten: ir.Stmt, source: str, *, cc: str | None = None,
+                    amx: str = "auto", seed: int = DEFAULT_SEED,
+                    params: dict[str, int] | None = None) -> tuple[VerificationResult, str, str]:
+    """Build the C generated for ``rewritten``, run it on the same random
+    inputs as the interpreter, and compare with the original IR's outputs.
+
+    Returns the comparison, the compiler's name and the AMX mode used.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from .codegen_c import kernel_signature
+    from .toolchain import compile_c, find_compiler, resolve_amx_mode, run_kernel
+
+    buffers, outputs = make_buffers(original, params or {}, seed)
+    expected = run_program(original, buffers)
+    actual = copy.deepcopy(buffers)
+    mode = resolve_amx_mode(amx)
+    with tempfile.TemporaryDirectory(prefix="hardboiled-run-") as tmp:
+        library = Path(tmp) / "kernel.so"
+        compiler = compile_c(source, library, shared=True, amx=mode, compiler=find_compiler(cc))
+        arguments = [(a.buffer, a.dimensions) for a in kernel_signature(rewritten)]
+        status = run_kernel(library, "hb_kernel", arguments, actual)
+    if status != 0:
+        return VerificationResult(seed, (), f"the generated kernel returned {status} (a failed check)"), \
+            compiler.name, mode
+    comparisons = tuple(
+        compare(name, buffers[name].type, expected[name].data, actual[name].data) for name in sorted(outputs)
+    )
+    return VerificationResult(seed, comparisons), compiler.name, mode

@@ -142,7 +142,7 @@ def run(spec, out):
         if kind == "load":
             return params[e[1]][index(e[2], e[3])]
         if kind == "prod":
-            return g[x + e[1], y]
+            return hl.Expr(g[x + e[1], y])
         if kind == "const":
             return hl.cast(HL[e[1]], e[2])
         if kind == "cast":
@@ -338,8 +338,9 @@ def _interpret(stmt: ir.Stmt, spec: dict, inputs: dict[str, np.ndarray]) -> np.n
     # "f" is "f$1". The dump's own checks say which buffer is which.
     found = discover_buffers(stmt)
     names = {spec_name: [n for n in found if n.split("$")[0] == spec_name] for spec_name in ("A", "B", "f")}
-    assert all(len(names[k]) == 1 for k in ["f", *"AB"[: len(spec["inputs"])]]), sorted(found)
-    buffers = {names[k][0]: _dense(names[k][0], tname, inputs[k]) for k, tname in zip("AB", spec["inputs"])}
+    assert len(names["f"]) == 1 and all(len(v) <= 1 for v in names.values()), sorted(found)
+    buffers = {names[k][0]: _dense(names[k][0], tname, inputs[k])
+               for k, tname in zip("AB", spec["inputs"]) if names[k]}  # an unused input is not in the IR
     out_name = names["f"][0]
     assert found[out_name].output and str(found[out_name].type) == spec["out"]
     out_t = ir.parse_type_name(spec["out"])
@@ -361,7 +362,9 @@ def _tolerance(tname: str, reference: np.ndarray) -> float:
     """
     if tname in INT_TYPES:
         return 0.0
-    scale = max(float(np.nanmax(np.abs(reference.astype(np.float64)), initial=0.0)), 1.0)
+    finite = np.abs(reference.astype(np.float64))
+    finite = finite[np.isfinite(finite)]
+    scale = max(float(finite.max(initial=0.0)), 1.0)
     return {"float64": 1e-9, "float32": 1e-5, "float16": 1e-2, "bfloat16": 2e-2}[tname] * scale
 
 
@@ -376,9 +379,12 @@ def _check(child: HalideChild, spec: dict, workdir: Path) -> ir.Stmt:
     if spec["out"] in INT_TYPES:
         bad = np.argwhere(actual != expected)
     else:
+        # Infinities and NaNs must match exactly, finite values within the tolerance.
         e, a = expected.astype(np.float64), actual.astype(np.float64)
-        diff = np.where(np.isnan(e) & np.isnan(a), 0.0, np.abs(e - a))
-        bad = np.argwhere(~(diff <= _tolerance(spec["out"], expected)))
+        same = (e == a) | (np.isnan(e) & np.isnan(a))
+        with np.errstate(invalid="ignore"):
+            close = np.isfinite(e) & np.isfinite(a) & (np.abs(e - a) <= _tolerance(spec["out"], expected))
+        bad = np.argwhere(~(same | close))
     if bad.size:
         yy, xx = (int(v) for v in bad[0])
         pytest.fail(
@@ -464,6 +470,8 @@ def _expr(draw, t: str, depth: int, inputs: list[str], producer: bool = False) -
         cmp = draw(st.sampled_from(["<", "<=", "==", "!=", ">"]))
         (a, ba), (b, bb) = draw(sub()), draw(sub())
         return ["select", ["bin", cmp, l1, l2], a, b], max(ba, bb)
+    if op == "%" and t in ("float16", "bfloat16"):
+        op = "/"  # see the xfail cases float16_modulo and bfloat16_modulo
     if op in ("/", "%") and _is_float(t):
         if op == "/":
             a, ba = draw(sub())
@@ -504,7 +512,7 @@ def _schedule(draw, width: int, height: int, update: bool) -> dict:
     tail = draw(st.sampled_from(["Auto", "GuardWithIf", "Predicate", "ShiftInwards", "RoundUp"]))
     if tail == "ShiftInwards" and update:
         tail = "Predicate"  # it would recompute (so add twice) some update's values: Halide refuses it
-    if tail == "RoundUp" and width % w:
+    if tail in (("RoundUp", "Auto") if update else ("RoundUp",)) and width % w:
         tail = "GuardWithIf"  # rounding up an output would write past its end
     if tail == "ShiftInwards" and width < w:
         tail = "GuardWithIf"
@@ -702,6 +710,19 @@ PINNED = {
          "producer": ["cast", "int32", ["bin", "*", _load(0, "stride2", 1), _load(0, "transpose")]], "width": 20},
         lambda s: bool(_nodes(s, ir.Allocate)),
     ),
+    # Float modulo of 16-bit floats: Halide (emulating (b)float16 on this
+    # target) computes a - b*floor(a/b) in float32 and rounds once; see
+    # MOD_16BIT_BUG.
+    "bfloat16_modulo": (
+        _pointwise(["int16"], "bfloat16",
+                   ["bin", "%", ["cast", "bfloat16", ["bin", "*", _load(0), _const("int16", 3)]], _const("bfloat16", 1.5)]),
+        lambda s: True,
+    ),
+    "float16_modulo": (
+        _pointwise(["int16"], "float16",
+                   ["bin", "%", ["cast", "float16", ["bin", "*", _load(0), _const("int16", 20)]], _const("float16", 1.5)]),
+        lambda s: True,
+    ),
     # Serial matmul with x vectorized, bf16 products accumulated in float32.
     "matmul_bf16_f32": (
         {"target": TARGET, "n": N, "width": 16, "height": 8, "seed": 5, "inputs": ["bfloat16", "bfloat16"],
@@ -711,7 +732,14 @@ PINNED = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(PINNED))
+MOD_16BIT_BUG = pytest.mark.xfail(strict=True, reason=(
+    "interpreter bug: float '%' on float16/bfloat16 rounds a/b, floor(a/b)*b and the difference to the "
+    "16-bit type one by one (interp._binary); Halide computes the whole a - b*floor(a/b) in float32 "
+    "and rounds once, e.g. bfloat16(167) % bfloat16(1.5) is 0.5 in Halide and 1 in the interpreter"))
+XFAIL = {"bfloat16_modulo": MOD_16BIT_BUG, "float16_modulo": MOD_16BIT_BUG}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=XFAIL.get(n, ())) for n in sorted(PINNED)])
 def test_pinned_pipeline_agrees_with_halide(name: str, tmp_path: Path, halide_child: HalideChild) -> None:
     spec, feature = PINNED[name]
     stmt = _check(halide_child, spec, tmp_path)
