@@ -24,6 +24,7 @@ bench: ## Run the benchmarks under bench/ and print their figures
 	$(BIN)/python bench/parse_speed.py
 	$(BIN)/python bench/select_speed.py
 	$(BIN)/python bench/verify_speed.py
+	$(BIN)/python bench/codegen_speed.py
 
 clean: ## Remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .hypothesis build dist *.egg-info bench/results
