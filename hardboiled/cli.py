@@ -8,9 +8,11 @@ in the GNU ``file:line:col: error:`` format. Exit statuses are the
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 import traceback
+from pathlib import Path
 from typing import Callable, TypeVar
 
 import click
@@ -23,8 +25,8 @@ F = TypeVar("F", bound=Callable[..., None])
 T = TypeVar("T")
 
 
-def _report(diagnostic: Diagnostic) -> None:
-    sys.stderr.write(diagnostic.render_text())
+def _report(diagnostic: Diagnostic, diagnostics_format: str = "text") -> None:
+    sys.stderr.write(diagnostic.render_json() if diagnostics_format == "json" else diagnostic.render_text())
     sys.stderr.flush()
 
 
@@ -40,8 +42,9 @@ def handles_errors(command: F) -> F:
         try:
             command(*args, **kwargs)
         except HardboiledError as exc:
+            fmt = kwargs.get("diagnostics_format", "text")
             for diagnostic in getattr(exc, "diagnostics", [exc.diagnostic]):
-                _report(diagnostic)
+                _report(diagnostic, fmt if isinstance(fmt, str) else "text")
             sys.exit(int(exc.exit_code))
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
@@ -129,6 +132,10 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
         ctx.exit(int(ExitCode.SUCCESS))
 
 
+diagnostics_format_option = click.option(
+    "--diagnostics-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    help="text: file:line:col: error: with the source line and a caret; json: one JSON object per line.",
+)
 seed_option = click.option("--seed", type=int, default=0, show_default=True,
                            help="Seed of the random input data used by verification.")
 param_option = click.option("--param", "params", metavar="NAME=VALUE", multiple=True,
@@ -165,11 +172,16 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
 
 
 @main.command("compile")
-@click.argument("input_path", metavar="FILE|-")
+@click.argument("input_paths", metavar="FILE...|-", nargs=-1, required=True)
 @stage_option
 @buffer_type_option
-@click.option("-o", "--output", "output_path", default=STDIO, metavar="FILE|-",
-              help="Where to write the result (default: standard output).")
+@click.option("-o", "--output", "output_path", default=None, metavar="FILE|DIR|-",
+              help="Where results go: standard output (default, one input and one --emit kind), a file, "
+              "or a directory (several inputs or kinds), with one FILE-STEM.EXT per input and kind.")
+@click.option("--emit", "emit", default="ir", show_default=True, metavar="KINDS",
+              help="Comma-separated: ir (rewritten IR, .stmt), c (C with AMX intrinsics, .c), "
+              "egg (the egglog program that runs, .egg), report (JSON report, .report.json), "
+              "cuda (.cu; not implemented yet).")
 @click.option("--store-in", "store_in", metavar="NAME=MEMORY", multiple=True,
               help="Treat buffer NAME as stored in MEMORY (e.g. mm=AMXTile), whatever the dump says.")
 @click.option("--schedule", "schedule_path", metavar="FILE", default=None,
@@ -179,126 +191,128 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
               help="Rounds of the rule schedule (default 20).")
 @click.option("--allow-fallback", is_flag=True,
               help="Leave stores that cannot be lowered as they are (with a warning) instead of failing.")
-@click.option("--emit", type=click.Choice(["ir", "c", "egg"]), default="ir", show_default=True,
-              help="ir: the rewritten IR; c: a C function with AMX intrinsics; egg: the egglog program "
-              "that selection runs.")
-@click.option("--build", "build_path", metavar="FILE", default=None,
-              help="Also compile the generated C to FILE: a shared library if it ends in .so, else an "
-              "object file.")
+@click.option("--verify", "verify_result", is_flag=True,
+              help="Run the original and the rewritten IR in the reference interpreter on random inputs "
+              "and compare their outputs (exit 5 on a mismatch).")
 @click.option("--run", "run_kernel", is_flag=True,
               help="Build the generated C, run it on seeded random inputs and compare with the original "
               "IR in the reference interpreter (exit 5 on a mismatch).")
+@click.option("--build", "build_path", metavar="FILE", default=None,
+              help="Also compile the generated C to FILE: a shared library if it ends in .so, else an "
+              "object file (one input only).")
 @click.option("--cc", "cc", metavar="COMPILER", default=None,
               help="C compiler (default: $CC, else clang if installed, else gcc).")
 @click.option("--amx", "amx_mode", type=click.Choice(["native", "emulate", "auto"]), default="auto",
               show_default=True,
               help="Compile AMX intrinsics for the hardware, or against hardboiled's portable emulation; "
               "auto emulates unless the CPU has AMX.")
+@seed_option
+@param_option
 @click.option("--egglog-timeout", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
               help="Wall-clock limit for equality saturation (default 60).")
 @click.option("--egglog-memory", type=click.IntRange(min=64), default=None, metavar="MB",
               help="Memory limit for equality saturation (default 4096).")
-@click.option("--verify", "verify_result", is_flag=True,
-              help="Run the original and the rewritten IR in the reference interpreter on random inputs "
-              "and compare their outputs (exit 5 on a mismatch).")
-@seed_option
-@param_option
-@click.option("-q", "--quiet", is_flag=True, help="No summary on standard error.")
+@click.option("--cache-dir", metavar="DIR", default=None,
+              help="Cache of selection results (default: $HARDBOILED_CACHE_DIR, else "
+              "$XDG_CACHE_HOME/hardboiled or ~/.cache/hardboiled).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Inputs compiled in parallel (0: one per CPU).")
+@click.option("--report", "report_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True,
+              help="The summary on standard error: text (a table on a terminal) or JSON (schema in "
+              "docs/cli.md).")
+@diagnostics_format_option
+@click.option("-q", "--quiet", is_flag=True, help="No summary or progress on standard error.")
 @handles_errors
-def compile_command(input_path: str, stage: str | None, buffer_types: tuple[str, ...], output_path: str,
-                    store_in: tuple[str, ...], schedule_path: str | None, iterations: int | None,
-                    allow_fallback: bool, emit: str, build_path: str | None, run_kernel: bool, cc: str | None,
-                    amx_mode: str, egglog_timeout: float | None, egglog_memory: int | None,
-                    verify_result: bool, seed: int, params: tuple[str, ...], quiet: bool) -> None:
+def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_types: tuple[str, ...],
+                    output_path: str | None, emit: str, store_in: tuple[str, ...], schedule_path: str | None,
+                    iterations: int | None, allow_fallback: bool, verify_result: bool, run_kernel: bool,
+                    build_path: str | None, cc: str | None, amx_mode: str, seed: int, params: tuple[str, ...],
+                    egglog_timeout: float | None, egglog_memory: int | None, cache_dir: str | None,
+                    no_cache: bool, jobs: int, report_format: str, diagnostics_format: str,
+                    quiet: bool) -> None:
     """Select tensor instructions for the stores in accelerator memory.
 
-    FILE is read as by `hardboiled parse`. Stores whose buffers live in
-    AMXTile memory (or are named by --store-in) become AMX tile
-    operations; the rewritten IR is printed in Halide's format.
+    Each FILE is read as by `hardboiled parse` (`-` is standard input).
+    Stores whose buffers live in AMXTile memory (or are named by
+    --store-in) become AMX tile operations; the rewritten IR is printed
+    in Halide's format, or C with --emit c.
     """
+    from .cache import default_cache_dir
+    from .driver import EMIT_SUFFIXES, CompileOptions, compile_batch, output_names
     from .egglog_bridge import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
-    from .printer import print_ir
-    from .select import SelectionOptions, select
+    from .select import SelectionOptions
 
-    parsed = _read_program(input_path, stage, buffer_types)
-    name, text = parsed.filename, parsed.text
-    options = SelectionOptions(
+    kinds = tuple(dict.fromkeys(k.strip() for k in emit.split(",") if k.strip()))
+    unknown = [k for k in kinds if k not in EMIT_SUFFIXES]
+    if unknown or not kinds:
+        raise click.BadParameter(f"unknown kind {unknown[0] if unknown else '(none)'}; choose from "
+                                 + ", ".join(EMIT_SUFFIXES), param_hint="--emit")
+    to_directory = output_path not in (None, STDIO) and (
+        len(input_paths) > 1 or len(kinds) > 1 or Path(output_path).is_dir())
+    if output_path in (None, STDIO) and (len(input_paths) > 1 or len(kinds) > 1):
+        raise click.UsageError("several inputs or --emit kinds need -o DIR")
+    if build_path and len(input_paths) > 1:
+        raise click.UsageError("--build takes one input")
+    if input_paths.count(STDIO) > 1:
+        raise click.UsageError("standard input can be read only once")
+    selection = SelectionOptions(
         store_in=_key_values(store_in, "--store-in", str),
         schedule_path=schedule_path,
         iterations=iterations,
         allow_fallback=allow_fallback,
         timeout_s=egglog_timeout or DEFAULT_TIMEOUT_S,
         memory_mb=egglog_memory or DEFAULT_MEMORY_MB,
+        cache_dir=None if no_cache else str(cache_dir or default_cache_dir()),
     )
-    if emit == "egg":
-        write_output(output_path, _egglog_program(parsed.ir, options))
-        return
-    results = []
-
-    def run(stmt: ir.Stmt, first_store: int) -> ir.Stmt:
-        result = select(stmt, options, filename=name, source=text,
-                        store_lines=parsed.store_lines[first_store:])
-        for warning in result.warnings:
-            _report(warning)
-        results.append(result)
-        return result.stmt
-
-    if isinstance(parsed.ir, ir.Module):
-        import dataclasses
-
-        from .extract import iter_stores
-
-        functions, offset = [], 0
-        for func in parsed.ir.functions:
-            functions.append(dataclasses.replace(func, body=run(func.body, offset)))
-            offset += sum(1 for _ in iter_stores(func.body))
-        rewritten: ir.Stmt | ir.Module = dataclasses.replace(parsed.ir, functions=tuple(functions))
-    else:
-        rewritten = run(parsed.ir, 0)
-    param_values = _key_values(params, "--param", int)
-    if verify_result:
-        # Before any output exists: a mismatch leaves nothing behind.
-        _verify_and_report(parsed.ir, rewritten, seed, param_values, quiet)
-    source = None
-    if emit == "c" or build_path or run_kernel:
-        source = _generate_c(rewritten)
-    if run_kernel:
-        _run_and_report(parsed.ir, rewritten, source, cc, amx_mode, seed, param_values, quiet)
-    if build_path:
-        from pathlib import Path
-
-        from .toolchain import compile_c, find_compiler
-
-        compiler = compile_c(source, Path(build_path), shared=build_path.endswith(".so"), amx=amx_mode,
-                             compiler=find_compiler(cc))
-        if not quiet:
-            sys.stderr.write(f"hardboiled: built {build_path} with {compiler.name}\n")
-    write_output(output_path, source if emit == "c" else print_ir(rewritten))
+    options = CompileOptions(
+        stage=stage, buffer_types=_parse_buffer_types(buffer_types), selection=selection, emit=kinds,
+        verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", int), cc=cc,
+        amx=amx_mode, build_path=build_path,
+    )
+    inputs = [_read_input(path) for path in input_paths]
+    results = _run_batch(inputs, options, jobs or (os.cpu_count() or 1), quiet)
+    stems = output_names([name for name, _, _ in inputs])
+    if to_directory:
+        Path(output_path).mkdir(parents=True, exist_ok=True)  # type: ignore[arg-type]
+    for result, stem in zip(results, stems):
+        for diagnostic in result.diagnostics:
+            _report(diagnostic, diagnostics_format)
+        for kind, text in result.outputs.items():
+            if kind not in kinds:
+                continue
+            if to_directory:
+                write_output(str(Path(output_path) / (stem + EMIT_SUFFIXES[kind])), text)  # type: ignore[arg-type]
+            else:
+                write_output(output_path or STDIO, text)
     if not quiet:
-        _summarize(results)
+        _summarize(results, report_format)
+    code = max(r.exit_code for r in results)
+    if code:
+        sys.exit(code)
 
 
-def _generate_c(program: ir.Stmt | ir.Module) -> str:
-    from .codegen_c import generate_c
-
-    if isinstance(program, ir.Module):
-        raise HardboiledError(Diagnostic(
-            "error", "C generation takes a single statement; use a debug log or a stmt file, not a module",
-        ))
-    return generate_c(program)
+def _read_input(path: str) -> tuple[str, bytes | None, Diagnostic | None]:
+    name = display_name(path)
+    try:
+        return name, read_input_bytes(path), None
+    except HardboiledError as exc:
+        return name, None, exc.diagnostic
 
 
-def _run_and_report(original: ir.Stmt | ir.Module, rewritten: ir.Stmt | ir.Module, source: str, cc: str | None,
-                    amx_mode: str, seed: int, params: dict[str, int], quiet: bool) -> None:
-    from .verify import mismatch_error, run_generated_c
+def _run_batch(inputs: list, options: object, jobs: int, quiet: bool) -> list:  # type: ignore[type-arg]
+    from .driver import compile_batch
 
-    assert isinstance(original, ir.Stmt) and isinstance(rewritten, ir.Stmt)
-    result, compiler, mode = run_generated_c(original, rewritten, source, cc=cc, amx=amx_mode, seed=seed,
-                                             params=params)
-    if not result.ok:
-        raise mismatch_error(result)
-    if not quiet:
-        sys.stderr.write(f"hardboiled: ran the generated C ({compiler}, AMX {mode}): {result.summary()}\n")
+    if quiet or len(inputs) < 2 or not sys.stderr.isatty():
+        return compile_batch(inputs, options, jobs)  # type: ignore[arg-type]
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("compiling", total=len(inputs))
+        return compile_batch(inputs, options, jobs,  # type: ignore[arg-type]
+                             progress=lambda _result: progress.advance(task))
 
 
 def _verify_and_report(original: ir.Stmt | ir.Module, rewritten: ir.Stmt | ir.Module, seed: int,
@@ -340,37 +354,46 @@ def verify_command(original_path: str, rewritten_path: str, stage: str | None, b
     _verify_and_report(original, rewritten, seed, _key_values(params, "--param", int), quiet)
 
 
-def _egglog_program(program: ir.Stmt | ir.Module, options: object) -> str:
-    from .eqsat import load_schedule, program_text
-    from .extract import accelerator_allocations, encode_stores, select_stores
-
-    bodies = [f.body for f in program.functions] if isinstance(program, ir.Module) else [program]
-    terms: list[str] = []
-    for body in bodies:
-        allocations = accelerator_allocations(body, options.store_in)  # type: ignore[attr-defined]
-        selected = [s for s in select_stores(body, allocations, options.store_in)  # type: ignore[attr-defined]
-                    if s.store.predicate is None]
-        terms.extend(encode_stores(selected, allocations).terms)
-    schedule = load_schedule(options.schedule_path, options.iterations)  # type: ignore[attr-defined]
-    return program_text(terms, schedule)
-
-
-def _summarize(results: list) -> None:  # type: ignore[type-arg]
-    reports = [r for result in results for r in result.reports]
-    if not reports:
-        sys.stderr.write("hardboiled: no store touches accelerator memory; the IR is unchanged\n")
+def _summarize(results: list, report_format: str) -> None:  # type: ignore[type-arg]
+    if report_format == "json":
+        sys.stderr.write(json.dumps([r.report for r in results if r.report], indent=2, sort_keys=True) + "\n")
         return
-    lowered = sum(1 for r in reports if r.lowered)
-    schedule = next((r.schedule for r in results if r.schedule is not None), None)
-    sizes = [r.egraph for r in results if r.egraph is not None]
-    seconds = sum(r.seconds for r in results)
-    parts = [f"hardboiled: lowered {lowered} of {len(reports)} accelerator stores"]
-    if schedule is not None:
-        parts.append(f"schedule {schedule.source} ({schedule.iterations} iterations)")
-    if sizes:
-        parts.append(f"e-graph {sum(s.nodes for s in sizes)} nodes, {sum(s.classes for s in sizes)} classes")
-    parts.append(f"{seconds:.2f} s")
-    sys.stderr.write("; ".join(parts) + "\n")
+    rows = []
+    for result in results:
+        report = result.report
+        for message in result.messages:
+            sys.stderr.write(f"hardboiled: {result.input}: {message}\n")
+        if not report:
+            continue
+        statements = report["statements"]
+        if not statements:
+            rows.append((result.input, "no store touches accelerator memory; the IR is unchanged", "", ""))
+            continue
+        sizes = {(s["egraph"]["nodes"], s["egraph"]["classes"]) for s in statements if s["egraph"]}
+        nodes = sum(n for n, _ in sizes)
+        classes = sum(c for _, c in sizes)
+        cached = all(s["cached"] for s in statements)
+        seconds = max(s["seconds"] for s in statements)
+        schedule = report["schedule"]
+        rows.append((
+            result.input,
+            f"lowered {report['lowered']} of {report['selected']} accelerator stores",
+            f"schedule {schedule['source']} ({schedule['iterations']} iterations)" if schedule else "",
+            f"e-graph {nodes} nodes, {classes} classes; " + ("cached" if cached else f"{seconds:.2f} s"),
+        ))
+    if not rows:
+        return
+    if sys.stderr.isatty() and not os.environ.get("NO_COLOR"):
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table("input", "selection", "schedule", "e-graph and time", title="hardboiled")
+        for row in rows:
+            table.add_row(*row)
+        Console(stderr=True).print(table)
+        return
+    for name, *parts in rows:
+        sys.stderr.write(f"hardboiled: {name}: " + "; ".join(p for p in parts if p) + "\n")
 
 
 if __name__ == "__main__":  # pragma: no cover

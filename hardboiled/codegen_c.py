@@ -768,7 +768,8 @@ def _binary(op: ir.BinOp, t: ir.Type, a: str, b: str) -> str:
              ("hb_div" if op is ir.BinOp.DIV else "hb_mod")
         return f"(({ct}){fn}({a}, {b}))"
     if op is ir.BinOp.MOD:
-        return _round(t, f"({a} - {b} * floor((double){a} / (double){b}))")
+        floor = "floor" if t.bits == 64 else "floorf"
+        return _round(t, f"({a} - {b} * {floor}({a} / {b}))")
     if op is ir.BinOp.MIN:
         return f"({a} < {b} ? {a} : {b})"
     if op is ir.BinOp.MAX:

@@ -70,6 +70,8 @@ class EqsatResult:
     seconds: float
     """Wall-clock time of the child, start-up included."""
     run_report: dict[str, Any] = field(default_factory=dict)
+    cached: bool = False
+    """Taken from the result cache: no egglog run happened."""
 
 
 def run_egglog(

@@ -13,7 +13,8 @@ from importlib import resources
 from pathlib import Path
 
 from .diagnostics import Diagnostic, InputError, Location
-from .egglog_bridge import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, EqsatResult, ProgramChunk, run_egglog
+from .cache import ResultCache, cache_key
+from .egglog_bridge import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, EgraphSize, EqsatResult, ProgramChunk, run_egglog
 from .hardware import amx_facts
 
 RULE_FILES = (
@@ -90,8 +91,21 @@ def saturate(
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     memory_mb: int = DEFAULT_MEMORY_MB,
+    cache: ResultCache | None = None,
 ) -> EqsatResult:
+    """Run the rules on the encoded stores; ``cache`` skips a run whose whole
+    program was seen before."""
     chunks = rule_chunks()
     chunks.append(ProgramChunk("<selected stores>", _inputs_text(terms)))
-    chunks.append(ProgramChunk(schedule.source, schedule.text))
-    return run_egglog(chunks, [f"$s{i}" for i in range(len(terms))], timeout_s=timeout_s, memory_mb=memory_mb)
+    chunks.append(ProgramChunk("<schedule>", schedule.text))
+    roots = [f"$s{i}" for i in range(len(terms))]
+    key = cache_key([(c.filename, c.text) for c in chunks], roots) if cache is not None else ""
+    if cache is not None and (entry := cache.get(key)) is not None:
+        size = entry.get("size")
+        return EqsatResult(tuple(entry["terms"]), tuple(entry["costs"]),
+                           EgraphSize(**size) if size else None, 0.0, {}, cached=True)
+    result = run_egglog(chunks, roots, timeout_s=timeout_s, memory_mb=memory_mb)
+    if cache is not None:
+        size = {"nodes": result.size.nodes, "classes": result.size.classes} if result.size else None
+        cache.put(key, {"terms": list(result.terms), "costs": list(result.costs), "size": size})
+    return result

@@ -429,7 +429,11 @@ def _binary(op: ir.BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if op is ir.BinOp.MOD:
             if integer:
                 return _euclid_mod(a, b)
-            return (a - b * np.floor((a / b).astype(np.float64)).astype(dtype)).astype(dtype)
+            # Halide computes a - b*floor(a/b) in float32 (or float64) and
+            # rounds once to a 16-bit type.
+            wide = np.float64 if dtype == np.float64 else np.float32
+            wa, wb = a.astype(wide), b.astype(wide)
+            return (wa - wb * np.floor(wa / wb)).astype(dtype)
         if op is ir.BinOp.MIN:
             return np.minimum(a, b)
         if op is ir.BinOp.MAX:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import ir
 from .diagnostics import Diagnostic, ExitCode, HardboiledError, Location
+from .cache import ResultCache
 from .egglog_bridge import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, EgraphSize
 from .eqsat import Schedule, load_schedule, saturate
 from .extract import (
@@ -39,6 +41,8 @@ class SelectionOptions:
     allow_fallback: bool = False
     timeout_s: float = DEFAULT_TIMEOUT_S
     memory_mb: int = DEFAULT_MEMORY_MB
+    cache_dir: str | None = None
+    """Where equality-saturation results are cached; None turns caching off."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +65,7 @@ class SelectionResult:
     """Wall-clock time of equality saturation, child process included."""
     warnings: tuple[Diagnostic, ...] = ()
     """Misses that --allow-fallback turned into warnings."""
+    cached: bool = False
 
 
 class SelectionMiss(HardboiledError):
@@ -93,7 +98,9 @@ def select(
     result = None
     start = time.perf_counter()
     if encoding.terms:
-        result = saturate(encoding.terms, schedule, timeout_s=options.timeout_s, memory_mb=options.memory_mb)
+        cache = ResultCache(Path(options.cache_dir)) if options.cache_dir else None
+        result = saturate(encoding.terms, schedule, timeout_s=options.timeout_s, memory_mb=options.memory_mb,
+                          cache=cache)
     seconds = time.perf_counter() - start
     decoder = Decoder(encoding)
     replacements: dict[int, ir.Stmt] = {}
@@ -136,7 +143,8 @@ def select(
     }
     check_amx(rewritten, lowered_buffers, AMX_TILE)
     return SelectionResult(
-        rewritten, tuple(reports), schedule, result.size if result else None, seconds, tuple(misses)
+        rewritten, tuple(reports), schedule, result.size if result else None, seconds, tuple(misses),
+        bool(result and result.cached),
     )
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,9 @@ LOG_FIXTURES = sorted(FIXTURES.glob("*/debug.log"))
 # The installed console script, next to the interpreter running the tests.
 HARDBOILED = Path(sys.executable).parent / "hardboiled"
 
+# The CLI caches selection results; tests get a cache of their own.
+CACHE_DIR = tempfile.mkdtemp(prefix="hardboiled-test-cache-")
+
 
 def fixture_id(path: Path) -> str:
     return f"{path.parent.name}/{path.name}"
@@ -29,6 +33,7 @@ def run_cli(*args: str, stdin: bytes | None = None, env: dict[str, str] | None =
     """Run the installed ``hardboiled`` script, as a user or build system would."""
     assert HARDBOILED.exists(), f"console script not installed at {HARDBOILED}"
     full_env = dict(os.environ)
+    full_env["HARDBOILED_CACHE_DIR"] = CACHE_DIR
     full_env.update(env or {})
     return subprocess.run(
         [str(HARDBOILED), *args], input=stdin if stdin is not None else b"",

@@ -1,0 +1,82 @@
+"""A content-addressed cache of equality-saturation results.
+
+The key hashes everything that can change what egglog extracts: the program
+it runs (rule files, hardware facts, the encoded statements, the schedule),
+the roots, and the versions of hardboiled and egglog. Entries are JSON files
+written atomically (a temporary file, then ``os.replace``), so concurrent
+runs sharing a cache directory never see a half-written entry; a corrupt or
+unreadable entry is a miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+
+CACHE_FORMAT = 1
+"""Bumped whenever the stored layout or its meaning changes."""
+
+
+def default_cache_dir() -> Path:
+    override = os.environ.get("HARDBOILED_CACHE_DIR")
+    if override:
+        return Path(override)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "hardboiled"
+
+
+def _egglog_version() -> str:
+    try:
+        return version("egglog")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def cache_key(chunks: list[tuple[str, str]], roots: list[str]) -> str:
+    digest = hashlib.sha256()
+    header = {"format": CACHE_FORMAT, "hardboiled": __version__, "egglog": _egglog_version(), "roots": roots}
+    digest.update(json.dumps(header, sort_keys=True).encode())
+    for filename, text in chunks:
+        digest.update(b"\0" + filename.encode() + b"\0" + text.encode())
+    return digest.hexdigest()
+
+
+class ResultCache:
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.hits = 0
+        self.misses = 0
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            entry = json.loads(self._path(key).read_text())
+        except (OSError, ValueError):
+            self.misses += 1
+            return None
+        if not isinstance(entry, dict) or entry.get("format") != CACHE_FORMAT:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return entry
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".entry-", suffix=".tmp", dir=path.parent)
+            with os.fdopen(fd, "w") as handle:
+                json.dump(dict(value, format=CACHE_FORMAT), handle, sort_keys=True)
+            os.replace(tmp, path)
+        except OSError:
+            # A cache that cannot be written is just a cache that misses.
+            pass
