@@ -39,12 +39,14 @@ def _egglog_version() -> str:
         return "unknown"
 
 
-def cache_key(chunks: list[tuple[str, str]], roots: list[str]) -> str:
+def cache_key(texts: list[str], roots: list[str]) -> str:
+    """Hash of the program texts (not their file names: a schedule read from
+    another path is the same schedule) and the versions."""
     digest = hashlib.sha256()
     header = {"format": CACHE_FORMAT, "hardboiled": __version__, "egglog": _egglog_version(), "roots": roots}
     digest.update(json.dumps(header, sort_keys=True).encode())
-    for filename, text in chunks:
-        digest.update(b"\0" + filename.encode() + b"\0" + text.encode())
+    for text in texts:
+        digest.update(b"\0" + str(len(text)).encode() + b"\0" + text.encode())
     return digest.hexdigest()
 
 

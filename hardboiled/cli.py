@@ -354,6 +354,20 @@ def verify_command(original_path: str, rewritten_path: str, stage: str | None, b
     _verify_and_report(original, rewritten, seed, _key_values(params, "--param", int), quiet)
 
 
+@main.command("rules")
+@handles_errors
+def rules_command() -> None:
+    """List the rule files, their rulesets and how many rules each has."""
+    from .eqsat import RULE_FILES, rule_text, rules_by_ruleset
+
+    for filename in (*RULE_FILES, "schedules/default.egg"):
+        counts = rules_by_ruleset(rule_text(filename))
+        total = sum(counts.values())
+        sys.stdout.write(f"rules/{filename}: {total} rule{'s' if total != 1 else ''}\n")
+        for ruleset, count in sorted(counts.items()):
+            sys.stdout.write(f"  {ruleset}: {count}\n")
+
+
 def _summarize(results: list, report_format: str) -> None:  # type: ignore[type-arg]
     if report_format == "json":
         sys.stderr.write(json.dumps([r.report for r in results if r.report], indent=2, sort_keys=True) + "\n")

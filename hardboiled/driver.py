@@ -274,8 +274,9 @@ def output_names(inputs: list[str]) -> list[str]:
             continue
         path = Path(name)
         stems.append(path.name[: -len("".join(path.suffixes))] if path.suffixes else path.name)
+    repeated = {stem for stem in stems if stems.count(stem) > 1}
     for i, stem in enumerate(stems):
-        if stems.count(stem) > 1 and inputs[i] != "<stdin>":
+        if stem in repeated and inputs[i] != "<stdin>":
             stems[i] = f"{Path(inputs[i]).parent.name}_{stem}"
     seen: dict[str, int] = {}
     unique = []

@@ -8,13 +8,23 @@ schedule; ``egglog_bridge`` runs it in a child process and extracts every
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from .diagnostics import Diagnostic, InputError, Location
 from .cache import ResultCache, cache_key
-from .egglog_bridge import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, EgraphSize, EqsatResult, ProgramChunk, run_egglog
+from .egglog_bridge import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_TIMEOUT_S,
+    EgglogError,
+    EgraphSize,
+    EqsatResult,
+    ProgramChunk,
+    run_egglog,
+)
 from .hardware import amx_facts
 
 RULE_FILES = (
@@ -39,6 +49,11 @@ class Schedule:
 
 
 def rule_text(name: str) -> str:
+    """A rule file's text. HARDBOILED_RULES_DIR points at a working copy of
+    the rules (for developing them) instead of the installed ones."""
+    override = os.environ.get("HARDBOILED_RULES_DIR")
+    if override:
+        return (Path(override) / name).read_text()
     return resources.files("hardboiled.rules").joinpath(name).read_text()
 
 
@@ -47,6 +62,30 @@ def rule_chunks() -> list[ProgramChunk]:
     chunks.append(ProgramChunk("<hardware facts>", amx_facts()))
     chunks.extend(ProgramChunk(f"rules/{name}", rule_text(name)) for name in RULE_FILES[2:])
     return chunks
+
+
+_RULE_RE = re.compile(r"^\((rule|rewrite|birewrite)\b")
+_RULESET_RE = re.compile(r":ruleset\s+([A-Za-z0-9_\-]+)")
+
+
+def rules_by_ruleset(text: str) -> dict[str, int]:
+    """How many rules a rule file puts in each ruleset (top-level forms)."""
+    counts: dict[str, int] = {}
+    depth, form = 0, []
+    for line in text.split("\n"):
+        code = line.split(";", 1)[0]
+        if depth == 0 and not code.strip():
+            continue
+        form.append(code)
+        depth += code.count("(") - code.count(")")
+        if depth <= 0:
+            joined = " ".join(form).strip()
+            form, depth = [], 0
+            if _RULE_RE.match(joined):
+                m = _RULESET_RE.search(joined)
+                name = m.group(1) if m else "(default)"
+                counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 def load_schedule(path: str | None, iterations: int | None) -> Schedule:
@@ -69,7 +108,27 @@ def load_schedule(path: str | None, iterations: int | None) -> Schedule:
                 Diagnostic("error", "a schedule file must contain a (run-schedule ...) or (run ...) command",
                            Location(path, 1, 1, template.split("\n", 1)[0]))
             )
+        _check_rulesets(template, path)
     return Schedule(template.replace(ITERATIONS_PLACEHOLDER, str(count)), source, count)
+
+
+_RUN_RE = re.compile(r"\(run\s+([A-Za-z_][A-Za-z0-9_\-]*)")
+_DECLARED_RE = re.compile(r"\(ruleset\s+([A-Za-z_][A-Za-z0-9_\-]*)\)")
+
+
+def _check_rulesets(schedule: str, path: str) -> None:
+    """A schedule may only run rulesets that exist (egglog would panic)."""
+    known = {m.group(1) for name in RULE_FILES for m in _DECLARED_RE.finditer(rule_text(name))}
+    known |= {m.group(1) for m in _DECLARED_RE.finditer(schedule)}
+    for m in _RUN_RE.finditer(schedule):
+        if m.group(1) not in known:
+            line = schedule.count("\n", 0, m.start(1)) + 1
+            column = m.start(1) - (schedule.rfind("\n", 0, m.start(1)) + 1) + 1
+            raise InputError(Diagnostic(
+                "error", f"the schedule runs an unknown ruleset '{m.group(1)}'",
+                Location(path, line, column, schedule.split("\n")[line - 1]),
+                notes=("rulesets: " + ", ".join(sorted(known)),),
+            ))
 
 
 def program_text(terms: list[str], schedule: Schedule) -> str:
@@ -97,14 +156,20 @@ def saturate(
     program was seen before."""
     chunks = rule_chunks()
     chunks.append(ProgramChunk("<selected stores>", _inputs_text(terms)))
-    chunks.append(ProgramChunk("<schedule>", schedule.text))
+    chunks.append(ProgramChunk(schedule.source, schedule.text))
     roots = [f"$s{i}" for i in range(len(terms))]
-    key = cache_key([(c.filename, c.text) for c in chunks], roots) if cache is not None else ""
+    key = cache_key([c.text for c in chunks], roots) if cache is not None else ""
     if cache is not None and (entry := cache.get(key)) is not None:
         size = entry.get("size")
         return EqsatResult(tuple(entry["terms"]), tuple(entry["costs"]),
                            EgraphSize(**size) if size else None, 0.0, {}, cached=True)
-    result = run_egglog(chunks, roots, timeout_s=timeout_s, memory_mb=memory_mb)
+    try:
+        result = run_egglog(chunks, roots, timeout_s=timeout_s, memory_mb=memory_mb)
+    except EgglogError as exc:
+        location = exc.diagnostic.location
+        if schedule.source != "default" and location is not None and location.filename == schedule.source:
+            raise InputError(exc.diagnostic) from None  # the user's schedule, not our rules
+        raise
     if cache is not None:
         size = {"nodes": result.size.nodes, "classes": result.size.classes} if result.size else None
         cache.put(key, {"terms": list(result.terms), "costs": list(result.costs), "size": size})

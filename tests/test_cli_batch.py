@@ -1,0 +1,180 @@
+"""The command line as build systems and CI use it: pipelines, batches,
+reports, JSON diagnostics, exit codes, caching, parallelism, determinism and
+safe output. Everything here drives the installed console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from hardboiled.diagnostics import ExitCode
+
+from .conftest import FIXTURES, HARDBOILED, run_cli
+
+SINGLE = FIXTURES / "amx_bf16_matmul_std_single"
+BATCH = [FIXTURES / c / "vectorizing.stmt" for c in
+         ("amx_bf16_matmul_std_single", "amx_int8_matmul_vnni_tiled", "amx_bf16_std_reorder", "cpu_prefetch")]
+
+
+def test_stdin_to_stdout_pipeline() -> None:
+    text = (SINGLE / "vectorizing.stmt").read_bytes()
+    compiled = run_cli("compile", "-", "-q", stdin=text)
+    assert compiled.returncode == 0 and compiled.stderr == b""
+    assert compiled.stdout == run_cli("compile", str(SINGLE / "vectorizing.stmt"), "-q").stdout
+    # ... and the output is Halide IR that hardboiled reads back unchanged.
+    again = run_cli("parse", "-", stdin=compiled.stdout)
+    assert again.returncode == 0 and again.stdout == compiled.stdout
+
+
+def test_several_inputs_into_a_directory(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run_cli("compile", *map(str, BATCH), "-o", str(out), "--emit", "ir,c,report", "--no-cache")
+    assert result.returncode == 0, result.stderr.decode()
+    names = sorted(p.name for p in out.iterdir())
+    stems = [f"{p.parent.name}_vectorizing" for p in BATCH]
+    assert names == sorted(f"{s}{ext}" for s in stems for ext in (".stmt", ".c", ".report.json"))
+    report = json.loads((out / f"{stems[0]}.report.json").read_text())
+    assert report["schema"] == "hardboiled-report" and report["schema_version"] == 1
+    assert report["lowered"] == report["selected"] == 3
+    statement = report["statements"][1]
+    assert set(statement) == {"buffer", "line", "target", "lowered", "pattern", "intrinsics", "explanation",
+                              "egraph", "seconds", "cached"}
+    assert statement["buffer"] == "mm" and statement["target"] == "amx" and statement["line"] > 0
+    assert statement["pattern"] == "tile product C + A*B" and "tile_matmul" in statement["intrinsics"]
+    assert statement["egraph"]["nodes"] > 0
+    # Plain text on a pipe: one summary line per input, no colour codes.
+    text = result.stderr.decode()
+    assert text.count("lowered") == 3 and "\x1b[" not in text
+
+
+def test_several_inputs_need_an_output_directory() -> None:
+    result = run_cli("compile", *map(str, BATCH[:2]))
+    assert result.returncode == 2 and b"need -o DIR" in result.stderr
+
+
+def test_json_report_on_stderr() -> None:
+    result = run_cli("compile", str(SINGLE / "debug.log"), "--report", "json", "-o", os.devnull)
+    assert result.returncode == 0
+    (report,) = json.loads(result.stderr)
+    assert report["stage"] == "vectorizing" and report["schedule"] == {"source": "default", "iterations": 20}
+
+
+def test_json_diagnostics() -> None:
+    result = run_cli("compile", "-", "--diagnostics-format", "json", stdin=b"for (x, 0, 10) {\n a[x] = 1 +\n}\n")
+    assert result.returncode == ExitCode.INPUT_ERROR
+    (line,) = result.stderr.decode().splitlines()
+    diagnostic = json.loads(line)
+    assert diagnostic == {"severity": "error", "message": "unexpected end of line", "file": "<stdin>",
+                          "line": 2, "column": 12, "notes": diagnostic["notes"]}
+    assert diagnostic["notes"][0].startswith("expected ")
+
+
+@pytest.mark.parametrize("args, code", [
+    (["compile", str(SINGLE / "vectorizing.stmt")], ExitCode.SUCCESS),
+    (["compile", str(FIXTURES / "wmma_f16_matmul" / "vectorizing.stmt"), "--store-in", "prod=AMXTile"],
+     ExitCode.SELECTION_MISS),
+    (["compile", "/no/such/file.stmt"], ExitCode.INPUT_ERROR),
+    (["verify", str(SINGLE / "debug.log"), str(SINGLE / "extracting_tile_operations.stmt")],
+     ExitCode.VERIFICATION_MISMATCH),
+], ids=["success", "miss", "input", "mismatch"])
+def test_exit_codes(args: list[str], code: int) -> None:
+    result = run_cli(*args)
+    assert result.returncode == code, result.stderr.decode()
+    assert b"Traceback" not in result.stderr
+
+
+def test_exit_code_for_a_broken_rule_file_is_internal(tmp_path: Path) -> None:
+    # HARDBOILED_RULES_DIR points at a working copy of the rules; a broken
+    # rule is hardboiled's bug (70), located in the rule file.
+    rules = tmp_path / "rules"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "rules", rules)
+    axioms = rules / "axioms.egg"
+    axioms.write_text(axioms.read_text() + "\n(rewrite (NoSuchConstructor x) x :ruleset axioms)\n")
+    result = run_cli("compile", str(SINGLE / "vectorizing.stmt"), "--no-cache",
+                     env={"HARDBOILED_RULES_DIR": str(rules)})
+    assert result.returncode == ExitCode.INTERNAL_ERROR == 70
+    assert b"rules/axioms.egg:" in result.stderr and b"NoSuchConstructor" in result.stderr
+
+
+def test_a_broken_schedule_file_is_an_input_error(tmp_path: Path) -> None:
+    schedule = tmp_path / "bad.egg"
+    schedule.write_text("(run-schedule (repeat 2 (run no-such-ruleset)))\n")
+    result = run_cli("compile", str(SINGLE / "vectorizing.stmt"), "--schedule", str(schedule), "--no-cache")
+    assert result.returncode == ExitCode.INPUT_ERROR
+    assert str(schedule).encode() + b":1:" in result.stderr
+
+
+def test_toolchain_and_resource_exit_codes_are_covered_elsewhere() -> None:
+    # 3: tests/test_codegen_c.py::test_a_compiler_failure_is_a_toolchain_error_with_its_message
+    # 4: tests/test_select.py::test_egglog_timeout_is_a_resource_limit and ..._memory_cap_...
+    assert ExitCode.TOOLCHAIN_FAILURE == 3 and ExitCode.RESOURCE_LIMIT == 4
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    for code in ExitCode:
+        assert f"| {int(code)} |" in doc
+
+
+def test_output_is_byte_identical_across_jobs_hash_seeds_and_cache(tmp_path: Path) -> None:
+    runs = []
+    cache = tmp_path / "cache"
+    for jobs, seed, cache_args in (("1", "0", ["--no-cache"]), ("2", "12345", ["--cache-dir", str(cache)]),
+                                   ("2", "999", ["--cache-dir", str(cache)])):
+        out = tmp_path / f"out-{jobs}-{seed}"
+        result = run_cli("compile", *map(str, BATCH), "-o", str(out), "--emit", "ir,c", "-j", jobs, *cache_args,
+                         env={"PYTHONHASHSEED": seed})
+        assert result.returncode == 0, result.stderr.decode()
+        runs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+    assert runs[0] == runs[1] == runs[2]
+    # The third run was served from the cache the second one filled.
+    assert any(cache.rglob("*.json"))
+
+
+def test_warm_cache_is_reported(tmp_path: Path) -> None:
+    args = ["compile", str(SINGLE / "vectorizing.stmt"), "--cache-dir", str(tmp_path), "--report", "json",
+            "-o", os.devnull]
+    cold = json.loads(run_cli(*args).stderr)[0]
+    warm = json.loads(run_cli(*args).stderr)[0]
+    assert not any(s["cached"] for s in cold["statements"])
+    assert all(s["cached"] for s in warm["statements"])
+
+
+def test_a_failed_input_writes_nothing_and_the_others_are_complete(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.stmt"
+    broken.write_text("let x = (1 +\n")
+    out = tmp_path / "out"
+    result = run_cli("compile", str(BATCH[0]), str(broken), "-o", str(out), "--no-cache")
+    assert result.returncode == ExitCode.INPUT_ERROR
+    assert sorted(p.name for p in out.iterdir()) == [f"{BATCH[0].stem}.stmt"]
+    assert (out / f"{BATCH[0].stem}.stmt").read_text().count("tile_matmul(") == 1
+
+
+def test_an_interrupted_run_leaves_no_output(tmp_path: Path) -> None:
+    schedule = tmp_path / "slow.egg"
+    schedule.write_text("(ruleset grow)\n(rule ((= e (IntImm t v))) ((let w (IntImm t (+ v 1)))) :ruleset grow)\n"
+                        "(run-schedule (repeat 100000000 (run grow)))\n")
+    out = tmp_path / "out.stmt"
+    env = dict(os.environ, HARDBOILED_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.Popen([str(HARDBOILED), "compile", str(SINGLE / "vectorizing.stmt"), "--schedule", str(schedule),
+                             "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr.decode()
+    assert b"interrupted" in stderr and b"Traceback" not in stderr
+    assert list(tmp_path.iterdir()) == [schedule] or not out.exists()
+    assert not out.exists()
+
+
+def test_rules_lists_rule_files_and_rulesets() -> None:
+    result = run_cli("rules")
+    assert result.returncode == 0
+    text = result.stdout.decode()
+    for needle in ("rules/axioms.egg:", "  axioms:", "rules/amx_layouts.egg:", "  amx-layouts:",
+                   "rules/amx_lowering.egg:", "  amx-lowering:", "rules/supporting.egg:"):
+        assert needle in text
