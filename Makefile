@@ -25,6 +25,7 @@ bench: ## Run the benchmarks under bench/ and print their figures
 	$(BIN)/python bench/select_speed.py
 	$(BIN)/python bench/verify_speed.py
 	$(BIN)/python bench/codegen_speed.py
+	$(BIN)/python bench/batch_speed.py
 
 clean: ## Remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .hypothesis build dist *.egg-info bench/results

@@ -69,6 +69,7 @@ class Diagnostic:
             "file": loc.filename if loc else None,
             "line": loc.line if loc else None,
             "column": loc.column if loc else None,
+            "source_line": loc.source_line if loc else None,
             "notes": list(self.notes),
         }
 

@@ -57,8 +57,13 @@ def compile_text(name: str, data: bytes | None, options: CompileOptions, read_er
         result.diagnostics.append(read_error)
         result.exit_code = int(ExitCode.INPUT_ERROR)
         return result
+    cache, key = _file_cache(name, data or b"", options)
+    if cache is not None and (entry := cache.get(key)) is not None:
+        return _from_cache(name, entry)
     try:
         _compile(name, data or b"", options, result)
+        if cache is not None:
+            cache.put(key, _to_cache(result))
     except HardboiledError as exc:
         result.diagnostics.extend(getattr(exc, "diagnostics", [exc.diagnostic]))
         result.exit_code = int(exc.exit_code)
@@ -73,6 +78,52 @@ def compile_text(name: str, data: bytes | None, options: CompileOptions, read_er
         result.exit_code = int(ExitCode.INTERNAL_ERROR)
         result.outputs.clear()
     return result
+
+
+def _file_cache(name: str, data: bytes, options: CompileOptions) -> tuple[Any, str]:
+    """The whole-file cache: a warm rebuild skips parsing too. Runs that
+    execute code (--verify, --run, --build) are never served from it."""
+    if options.selection.cache_dir is None or options.verify or options.run or options.build_path:
+        return None, ""
+    import hashlib
+
+    from .cache import ResultCache, cache_key
+    from .eqsat import RULE_FILES, load_schedule, rule_text
+    from .hardware import amx_facts
+
+    try:
+        schedule = load_schedule(options.selection.schedule_path, options.selection.iterations).text
+    except HardboiledError:
+        return None, ""
+    settings = repr((name, options.stage, sorted((k, str(v)) for k, v in options.buffer_types.items()),
+                     sorted(options.selection.store_in.items()), options.selection.allow_fallback,
+                     options.emit, options.selection.timeout_s, options.selection.memory_mb))
+    texts = ["file", settings, hashlib.sha256(data).hexdigest(), schedule, amx_facts()]
+    texts += [rule_text(f) for f in RULE_FILES]
+    return ResultCache(Path(options.selection.cache_dir)), cache_key(texts, [])
+
+
+def _to_cache(result: FileResult) -> dict[str, Any]:
+    return {
+        "outputs": result.outputs,
+        "report": result.report,
+        "messages": result.messages,
+        "diagnostics": [d.to_json() for d in result.diagnostics],
+        "exit_code": result.exit_code,
+    }
+
+
+def _from_cache(name: str, entry: dict[str, Any]) -> FileResult:
+    from .diagnostics import Location
+
+    diagnostics = []
+    for d in entry["diagnostics"]:
+        location = Location(d["file"], d["line"], d["column"], d.get("source_line")) if d["file"] else None
+        diagnostics.append(Diagnostic(d["severity"], d["message"], location, tuple(d["notes"])))
+    report = entry["report"]
+    for statement in report.get("statements", []):
+        statement["cached"] = True
+    return FileResult(name, entry["outputs"], report, diagnostics, entry["messages"], entry["exit_code"])
 
 
 def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult) -> None:

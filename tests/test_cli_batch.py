@@ -72,7 +72,7 @@ def test_json_diagnostics() -> None:
     (line,) = result.stderr.decode().splitlines()
     diagnostic = json.loads(line)
     assert diagnostic == {"severity": "error", "message": "unexpected end of line", "file": "<stdin>",
-                          "line": 2, "column": 12, "notes": diagnostic["notes"]}
+                          "line": 2, "column": 12, "source_line": " a[x] = 1 +", "notes": diagnostic["notes"]}
     assert diagnostic["notes"][0].startswith("expected ")
 
 
