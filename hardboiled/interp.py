@@ -553,33 +553,31 @@ def _byte_view(pointer: Pointer) -> tuple[np.ndarray, int]:
     return data.view(np.uint8), pointer.offset * data.itemsize
 
 
-def _tile_load(call: ir.Call, args: list[Value]) -> Value:
+def _tile_rows(op: str, args: list[Value]) -> tuple[np.ndarray, np.ndarray, int]:
+    """The memory bytes a tile_load/tile_store touches: (memory viewed as
+    bytes, the byte addresses rows x colbytes, the tile's byte count)."""
     rows, colbytes = _as_int(args[0]), _as_int(args[1])
     pointer = args[2]
     if not isinstance(pointer, Pointer):
-        raise _fail("tile_load needs a buffer")
+        raise _fail(f"{op} needs a buffer")
     offset, stride = _as_int(args[3]), _as_int(args[4])
     raw, base = _byte_view(pointer)
     addresses = base + offset + np.arange(rows)[:, None] * stride + np.arange(colbytes)[None, :]
     if addresses.min() < 0 or addresses.max() >= raw.size:
-        raise _fail(f"tile_load from '{pointer.name}' out of bounds")
+        raise _fail(f"{op} on '{pointer.name}' out of bounds")
+    return raw, addresses, rows * colbytes
+
+
+def _tile_load(call: ir.Call, args: list[Value]) -> Value:
+    raw, addresses, size = _tile_rows("tile_load", args)
     tile_bytes = np.zeros(call.type.lanes * call.type.bytes, dtype=np.uint8)
-    tile_bytes[: rows * colbytes] = raw[addresses].reshape(-1)
+    tile_bytes[:size] = raw[addresses].reshape(-1)
     return tile_bytes.view(dtype_of(call.type))
 
 
 def _tile_store(call: ir.Call, args: list[Value]) -> Value:
-    rows, colbytes = _as_int(args[0]), _as_int(args[1])
-    pointer = args[2]
-    if not isinstance(pointer, Pointer):
-        raise _fail("tile_store needs a buffer")
-    offset, stride = _as_int(args[3]), _as_int(args[4])
-    tile = np.ascontiguousarray(args[5]).view(np.uint8)
-    raw, base = _byte_view(pointer)
-    addresses = base + offset + np.arange(rows)[:, None] * stride + np.arange(colbytes)[None, :]
-    if addresses.min() < 0 or addresses.max() >= raw.size:
-        raise _fail(f"tile_store to '{pointer.name}' out of bounds")
-    raw[addresses.reshape(-1)] = tile[: rows * colbytes]
+    raw, addresses, size = _tile_rows("tile_store", args)
+    raw[addresses.reshape(-1)] = np.ascontiguousarray(args[5]).view(np.uint8)[:size]
     return np.array([0], dtype=np.int32)
 
 
