@@ -82,6 +82,7 @@ class HalideLexer(Lexer):
         keywords = self.keywords
         full_match, plain_match = self.full.match, self.plain.match
         newline_types = self.newline_types
+        new_str = str.__new__
         while pos < end:
             m = full_match(text, pos)
             kind = m.lastgroup if m is not None else None
@@ -106,7 +107,11 @@ class HalideLexer(Lexer):
                 if keyword is not None and keyword in accepts:
                     kind = keyword
             next_pos = m.end()
-            token = Token(kind, value, pos, line, pos - line_start + 1)
+            # Token(...) goes through a compatibility shim that costs more
+            # than the rest of this loop; fill the slots directly.
+            token = new_str(Token, value)
+            token.type, token.value, token.start_pos = kind, value, pos
+            token.line, token.column = line, pos - line_start + 1
             if kind in newline_types:
                 breaks = value.count("\n")
                 if breaks:
