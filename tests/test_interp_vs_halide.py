@@ -442,6 +442,8 @@ def _convert(node: list, src: str, dst: str, bound: float) -> tuple[list, float]
         lo, hi = max(INT_RANGE[dst][0], -100), min(INT_RANGE[dst][1], 100)
         scaled = ["bin", "*", node, ["const", src, 10]]
         return ["cast", dst, ["clamp", src, scaled, lo, hi]], float(max(-lo, hi))
+    if not _is_float(src) and INT_RANGE[dst][0] == 0:
+        _clamp_at_zero(node)
     if src == "float64" and dst == "float16":
         # Halide's JIT lacks __truncdfhf2 (LLVM's float64 -> float16 helper):
         # go through float32, and a clamp, or the simplifier folds the casts.
@@ -452,6 +454,18 @@ def _convert(node: list, src: str, dst: str, bound: float) -> tuple[list, float]
         # float64(uint8 vector) * constant for x86: the same detour.
         node = ["clamp", "float32", ["cast", "float32", node], -1e9, 1e9]
     return ["cast", dst, node], _wrap_bound(dst, bound)
+
+
+def _clamp_at_zero(node: list) -> None:
+    """Make a float -> int conversion under a chain of integer casts
+    non-negative, before an unsigned cast goes on top: Halide's simplifier
+    folds uint8(int8(f)) into uint8(f), undefined for a negative f (the JIT
+    gives 0, the interpreter wraps to 256 + trunc(f))."""
+    while node[0] == "cast" and not _is_float(node[1]):
+        if node[2][0] == "clamp" and _is_float(node[2][1]):
+            node[2][3] = max(node[2][3], 0)
+            return
+        node = node[2]
 
 
 @st.composite
