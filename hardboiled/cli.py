@@ -240,7 +240,7 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     in Halide's format, or C with --emit c.
     """
     from .cache import default_cache_dir
-    from .driver import EMIT_SUFFIXES, CompileOptions, compile_batch, output_names
+    from .driver import EMIT_SUFFIXES, CompileOptions, output_names
     from .egglog_bridge import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
     from .select import SelectionOptions
 

@@ -310,7 +310,7 @@ def place_temporaries(stmt: ir.Stmt, temporaries: list[Temporary]) -> ir.Stmt:
             pending[:0] = copies
             continue
         target = path[position]
-        stmt = map_stmt(stmt, lambda n, t=target: _allocate(temp, n) if n is t else None)
+        stmt = map_stmt(stmt, lambda n, t=target, tmp=temp: _allocate(tmp, n) if n is t else None)
     return stmt
 
 

@@ -10,7 +10,7 @@ import pytest
 from hardboiled import ir
 from hardboiled.diagnostics import ExitCode
 from hardboiled.parse import parse_input
-from hardboiled.select import SelectionMiss, SelectionOptions, select
+from hardboiled.select import SelectionOptions, select
 
 from .conftest import FIXTURES, MANIFEST, run_cli
 
