@@ -100,9 +100,35 @@ static inline float hb_bf16_to_f32(uint16_t h) {
   uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f;
 }
 static inline float hb_round_bf16(float f) { return hb_bf16_to_f32(hb_f32_to_bf16(f)); }
-static inline uint16_t hb_f32_to_f16(float f) { _Float16 h = (_Float16)f; uint16_t u; memcpy(&u, &h, 2); return u; }
-static inline float hb_f16_to_f32(uint16_t u) { _Float16 h; memcpy(&h, &u, 2); return (float)h; }
-static inline float hb_round_f16(float f) { return (float)(_Float16)f; }
+/* IEEE half precision in portable C (compilers differ on _Float16). */
+static inline float hb_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, u;
+  float f;
+  if (exp == 0) {
+    f = (float)mant * 5.9604644775390625e-08f; /* subnormal: mant * 2^-24 */
+    memcpy(&u, &f, 4);
+    u |= sign;
+  } else if (exp == 31) {
+    u = sign | 0x7f800000u | (mant << 13);
+  } else {
+    u = sign | ((exp + 112u) << 23) | (mant << 13);
+  }
+  memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint16_t hb_f32_to_f16(float f) {
+  uint32_t u; memcpy(&u, &f, 4);
+  uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);          /* NaN */
+  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);         /* rounds to infinity */
+  if (a < 0x38800000u) {                                           /* subnormal or zero */
+    float magnitude; memcpy(&magnitude, &a, 4);
+    return (uint16_t)(sign | (uint32_t)nearbyintf(magnitude * 16777216.0f));
+  }
+  a += 0xfffu + ((a >> 13) & 1u);                                  /* round to nearest even */
+  return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
+}
+static inline float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
 """
 
 

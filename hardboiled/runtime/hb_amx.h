@@ -41,7 +41,7 @@ static HB_AMX_UNUSED int hb_amx_enable(void) {
 
 #include <immintrin.h>
 
-#if defined(__GNUC__) && !defined(__AMX_TILE__)
+#if defined(__GNUC__) && !defined(__AMX_TILE__) && !defined(__AMXTILE__) /* gcc, clang */
 #error "hb_amx.h: compile with -mamx-tile -mamx-bf16 -mamx-int8, or define HB_AMX_EMULATE"
 #endif
 
