@@ -29,9 +29,12 @@ comparisons, float modulo and float to int casts of computed values (their
 operands are loads, exact on both sides). They also step around three
 things that are not the interpreter's business: Halide 21's JIT cannot
 cast float64 to float16 (no ``__truncdfhf2``), its x86 codegen fails an
-internal assertion on ``float64(uint8 vector) * constant``, and its IR
-printer writes float constants with six decimals (``x / 3.0`` becomes
-``x * 0.333333``), which only float64 results would notice.
+internal assertion on ``float64(uint8 vector) * constant`` (and, rarely,
+on integer data that reaches float64 otherwise: such an internal error
+rejects the random example), its simplifier folds ``uint8(int8(f))`` into
+``uint8(f)``, undefined for a negative ``f``, and its IR printer writes
+float constants with six decimals (``x / 3.0`` becomes ``x * 0.333333``),
+which only float64 results would notice.
 
 Found by these tests (and fixed): the interpreter's float ``%`` on float16
 and bfloat16 rounded each step of ``a - b*floor(a/b)`` to 16 bits, where
@@ -46,13 +49,13 @@ import queue
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from hardboiled import ir
@@ -317,10 +320,15 @@ def halide_child() -> Iterator[HalideChild]:
     child.close()
 
 
-def _run_halide(child: HalideChild, spec: dict, workdir: Path) -> tuple[str, dict[str, np.ndarray], np.ndarray]:
+def _run_halide(child: HalideChild, spec: dict, workdir: Path,
+                halide_bugs_reject: bool = False) -> tuple[str, dict[str, np.ndarray], np.ndarray]:
     """(the debug log of the lowering, the inputs, Halide's output), numpy [y, x]."""
     workdir.mkdir(parents=True, exist_ok=True)
     ok, text = child.request(spec, workdir)
+    if not ok and halide_bugs_reject and "Internal error at" in text:
+        # Halide's own compiler failed (an assertion of its codegen or JIT, not
+        # a user error): no evidence about the interpreter either way.
+        reject()
     if not ok:
         pytest.fail(f"Halide failed for {json.dumps(spec)}:\n{text[-3000:]}")
     log = text.split("\n@@MAIN@@\n", 1)[1].split("\n@@END@@\n", 1)[0]
@@ -382,8 +390,8 @@ def _tolerance(tname: str, reference: np.ndarray) -> float:
     return {"float64": 1e-9, "float32": 1e-5, "float16": 1e-2, "bfloat16": 2e-2}[tname] * scale
 
 
-def _check(child: HalideChild, spec: dict, workdir: Path) -> ir.Stmt:
-    log, inputs, expected = _run_halide(child, spec, workdir)
+def _check(child: HalideChild, spec: dict, workdir: Path, halide_bugs_reject: bool = False) -> ir.Stmt:
+    log, inputs, expected = _run_halide(child, spec, workdir, halide_bugs_reject)
     parsed = parse_input(log, "<halide child>")
     assert parsed.stage == "vectorizing"
     stmt = parsed.ir
@@ -442,7 +450,7 @@ def _convert(node: list, src: str, dst: str, bound: float) -> tuple[list, float]
         lo, hi = max(INT_RANGE[dst][0], -100), min(INT_RANGE[dst][1], 100)
         scaled = ["bin", "*", node, ["const", src, 10]]
         return ["cast", dst, ["clamp", src, scaled, lo, hi]], float(max(-lo, hi))
-    if not _is_float(src) and INT_RANGE[dst][0] == 0:
+    if not _is_float(src) and not _is_float(dst) and INT_RANGE[dst][0] == 0:
         _clamp_at_zero(node)
     if src == "float64" and dst == "float16":
         # Halide's JIT lacks __truncdfhf2 (LLVM's float64 -> float16 helper):
@@ -491,7 +499,7 @@ def _expr(draw, t: str, depth: int, inputs: list[str], producer: bool = False) -
     if depth == 0:
         return draw(_leaf(t, inputs, producer))
     op = draw(st.sampled_from(["+", "-", "*", "/", "%", "min", "max", "select", "cast", "leaf"]))
-    sub = lambda tt=t: _expr(tt, depth - 1, inputs, producer)  # noqa: E731
+    sub = lambda tt=t: _expr(tt, depth - 1, inputs, producer)
     if op == "leaf":
         return draw(_leaf(t, inputs, producer))
     if op == "cast":
@@ -618,7 +626,8 @@ def pipelines(draw, seed: int = 0) -> dict:
                                  HealthCheck.data_too_large])
 @given(spec=pipelines())
 def test_interpreter_agrees_with_halide(spec: dict, tmp_path: Path, halide_child: HalideChild) -> None:
-    _check(halide_child, spec, tmp_path / f"case{abs(hash(json.dumps(spec, sort_keys=True))) % 10**9}")
+    workdir = tmp_path / f"case{abs(hash(json.dumps(spec, sort_keys=True))) % 10**9}"
+    _check(halide_child, spec, workdir, halide_bugs_reject=True)
 
 
 def _load(i: int, shape: str = "shift", c: int = 0) -> list:
@@ -627,6 +636,14 @@ def _load(i: int, shape: str = "shift", c: int = 0) -> list:
 
 def _const(t: str, v: float) -> list:
     return ["const", t, v]
+
+
+def _bin(op: str, a: list, b: list) -> list:
+    return ["bin", op, a, b]
+
+
+def _cast(t: str, a: list) -> list:
+    return ["cast", t, a]
 
 
 def _pointwise(inputs: list[str], out: str, expr: list, **sched: object) -> dict:
@@ -689,11 +706,13 @@ PINNED = {
     # (zero included) of negative values, Euclidean in Halide.
     "int_div_mod": (
         _pointwise(["int16", "int8"], "int16",
-                   ["bin", "+",
-                    ["bin", "+", ["bin", "/", _load(0), _const("int16", -3)], ["bin", "%", _load(0, "shift", 1), _const("int16", -4)]],
-                    ["bin", "-", ["bin", "/", ["cast", "int16", _load(1)], _const("int16", 7)],
-                     ["bin", "*", ["bin", "%", ["cast", "int16", _load(1, "transpose")], _const("int16", 3)],
-                      ["bin", "/", _load(0, "half"), ["cast", "int16", ["bin", "%", _load(1, "down", 1), _const("int8", 3)]]]]]]),
+                   _bin("+",
+                        _bin("+", _bin("/", _load(0), _const("int16", -3)),
+                             _bin("%", _load(0, "shift", 1), _const("int16", -4))),
+                        _bin("-", _bin("/", _cast("int16", _load(1)), _const("int16", 7)),
+                             _bin("*", _bin("%", _cast("int16", _load(1, "transpose")), _const("int16", 3)),
+                                  _bin("/", _load(0, "half"),
+                                       _cast("int16", _bin("%", _load(1, "down", 1), _const("int8", 3)))))))),
         lambda s: True,
     ),
     "uint_div_mod": (
@@ -707,12 +726,13 @@ PINNED = {
     "int8_wrap": (
         _pointwise(["int8", "uint8"], "int8",
                    ["bin", "+",
-                    ["cast", "int8", ["bin", "+", ["bin", "*", ["cast", "int16", _load(0)], _const("int16", 3)], _const("int16", 100)]],
+                    _cast("int8", _bin("+", _bin("*", _cast("int16", _load(0)), _const("int16", 3)),
+                                       _const("int16", 100))),
                     ["cast", "int8", ["bin", "-", _load(1, "stride2"), _const("uint8", 150)]]]),
         lambda s: True,
     ),
     "int16_wrap": (
-        _pointwise(["int16"], "int16", ["bin", "*", ["bin", "*", _load(0), _load(0, "transpose")], _load(0, "down", 3)],
+        _pointwise(["int16"], "int16", _bin("*", _bin("*", _load(0), _load(0, "transpose")), _load(0, "down", 3)),
                    vec_x=16, tail="GuardWithIf"),
         lambda s: True,
     ),
@@ -720,7 +740,7 @@ PINNED = {
     "float16": (
         _pointwise(["float16", "float32"], "float16",
                    ["select", ["bin", "<", _load(0), ["cast", "float16", _load(1, "transpose")]],
-                    ["bin", "+", ["bin", "*", _load(0, "stride2", 1), _const("float16", 1.5)], ["cast", "float16", _load(1)]],
+                    _bin("+", _bin("*", _load(0, "stride2", 1), _const("float16", 1.5)), _cast("float16", _load(1))),
                     ["bin", "max", ["bin", "/", _load(0, "half"), _const("float16", 3.0)], _load(0, "mod3")]]),
         lambda s: True,
     ),
@@ -734,7 +754,8 @@ PINNED = {
     # 8 ... or the scalar loop), and predicated (masked loads and stores).
     "guard_with_if_tail": (
         {**_pointwise(["int32", "float32"], "float32",
-                      ["bin", "+", ["cast", "float32", _load(0, "stride2", 3)], ["bin", "*", _load(1), _load(1, "transpose", 1)]],
+                      _bin("+", _cast("float32", _load(0, "stride2", 3)),
+                           _bin("*", _load(1), _load(1, "transpose", 1))),
                       tail="GuardWithIf"), "width": 20},
         _has_guard,
     ),
@@ -748,22 +769,22 @@ PINNED = {
     # its own) and read at three shifted positions.
     "producer_compute_at": (
         {**_pointwise(["int16"], "int32",
-                      ["bin", "+", ["bin", "+", ["prod", 0], ["prod", 1]], ["bin", "*", ["prod", 2], _const("int32", -2)]],
+                      _bin("+", _bin("+", ["prod", 0], ["prod", 1]), _bin("*", ["prod", 2], _const("int32", -2))),
                       tail="GuardWithIf", producer_at="y", producer_vec=8, unroll_y=2),
          "producer": ["cast", "int32", ["bin", "*", _load(0, "stride2", 1), _load(0, "transpose")]], "width": 20},
         lambda s: bool(_nodes(s, ir.Allocate)),
     ),
     # Float modulo of 16-bit floats: Halide (emulating (b)float16 on this
-    # target) computes a - b*floor(a/b) in float32 and rounds once (a bug
-    # these cases found in the interpreter, now fixed).
+    # target) computes a - b*floor(a/b) in float32 and rounds once (the
+    # interpreter rounded every step: found by these tests, fixed).
     "bfloat16_modulo": (
         _pointwise(["int16"], "bfloat16",
-                   ["bin", "%", ["cast", "bfloat16", ["bin", "*", _load(0), _const("int16", 3)]], _const("bfloat16", 1.5)]),
+                   _bin("%", _cast("bfloat16", _bin("*", _load(0), _const("int16", 3))), _const("bfloat16", 1.5))),
         lambda s: True,
     ),
     "float16_modulo": (
         _pointwise(["int16"], "float16",
-                   ["bin", "%", ["cast", "float16", ["bin", "*", _load(0), _const("int16", 20)]], _const("float16", 1.5)]),
+                   _bin("%", _cast("float16", _bin("*", _load(0), _const("int16", 20))), _const("float16", 1.5))),
         lambda s: True,
     ),
     # Serial matmul with x vectorized, bf16 products accumulated in float32.
