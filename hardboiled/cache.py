@@ -76,9 +76,12 @@ class ResultCache:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".entry-", suffix=".tmp", dir=path.parent)
+        except OSError:
+            # A cache that cannot be written is just a cache that misses.
+            return
+        try:
             with os.fdopen(fd, "w") as handle:
                 json.dump(dict(value, format=CACHE_FORMAT), handle, sort_keys=True)
             os.replace(tmp, path)
         except OSError:
-            # A cache that cannot be written is just a cache that misses.
-            pass
+            Path(tmp).unlink(missing_ok=True)

@@ -135,6 +135,27 @@ def test_output_is_byte_identical_across_jobs_hash_seeds_and_cache(tmp_path: Pat
     assert any(cache.rglob("*.json"))
 
 
+def test_concurrent_runs_share_a_cache_safely(tmp_path: Path) -> None:
+    """Four processes fill one cold cache at the same time: every one of them
+    writes the same output, and the entries they leave are complete."""
+    cache = tmp_path / "cache"
+    reference = run_cli("compile", *map(str, BATCH), "-o", str(tmp_path / "reference"), "--no-cache")
+    assert reference.returncode == 0, reference.stderr.decode()
+    procs = [subprocess.Popen([str(HARDBOILED), "compile", *map(str, BATCH), "-o", str(tmp_path / f"out{i}"),
+                               "--cache-dir", str(cache), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for i in range(4)]
+    for proc in procs:
+        _, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 0, stderr.decode()
+    expected = {p.name: p.read_bytes() for p in sorted((tmp_path / "reference").iterdir())}
+    for i in range(4):
+        assert {p.name: p.read_bytes() for p in sorted((tmp_path / f"out{i}").iterdir())} == expected
+    entries = list(cache.rglob("*.json"))
+    assert entries and not list(cache.rglob("*.tmp"))
+    for entry in entries:
+        json.loads(entry.read_text())
+
+
 def test_warm_cache_is_reported(tmp_path: Path) -> None:
     args = ["compile", str(SINGLE / "vectorizing.stmt"), "--cache-dir", str(tmp_path), "--report", "json",
             "-o", os.devnull]
