@@ -40,16 +40,54 @@ def write_output(path: str, text: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    write_bytes_atomically(Path(path), text.encode("utf-8"))
+
+
+def _read_umask() -> int:
+    # os.umask can only be read by setting it; done once, before any thread.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
+def write_bytes_atomically(target: Path, data: bytes, mode: int = 0o666) -> None:
+    """A temporary file beside ``target``, then a rename: readers see the old
+    file or the whole new one (a rename from another directory could cross
+    file systems, where it is neither atomic nor allowed). ``mode`` is masked
+    by the umask, as ``open`` would do; mkstemp alone would leave 0600.
+
+    A symbolic link is written through (the link stays); a target that
+    exists but is not a regular file (/dev/null, a FIFO, /dev/stdout) is
+    written in place, since renaming over it would replace the device.
+    """
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        if target.exists() and not target.is_file():
+            with open(target, "wb") as handle:
+                handle.write(data)
+            return
+        target = Path(os.path.realpath(target))
+        directory = target.parent
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise _cannot_write(target, exc) from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            os.fchmod(handle.fileno(), mode & ~_UMASK)
         os.replace(tmp_name, target)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp_name)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise _cannot_write(target, exc) from None
         raise
+
+
+def _cannot_write(target: Path, exc: OSError) -> InputError:
+    reason = exc.strerror or str(exc)
+    return InputError(Diagnostic("error", f"cannot write '{target}': {reason}"))

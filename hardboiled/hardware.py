@@ -68,3 +68,54 @@ def amx_facts(tile: AMXTile = AMX_TILE) -> str:
         )
     lines.append(f"(amx-limits {tile.max_rows} {tile.max_colbytes})")
     return "\n".join(lines) + "\n"
+
+
+# --- NVIDIA Tensor Cores (WMMA) ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WMMAShape:
+    """One ``nvcuda::wmma`` fragment shape: C[m, n] += A[m, k] * B[k, n]."""
+
+    m: int
+    n: int
+    k: int
+
+    @property
+    def name(self) -> str:
+        return f"m{self.m}n{self.n}k{self.k}"
+
+
+@dataclass(frozen=True, slots=True)
+class WMMAElement:
+    """An operand element type, the accumulators it may feed, and the first
+    architecture whose Tensor Cores take it."""
+
+    type: ir.Type
+    cuda_type: str
+    accumulators: tuple[ir.Type, ...]
+    min_sm: int
+
+
+@dataclass(frozen=True, slots=True)
+class WMMATensorCore:
+    """The WMMA API as nvcc 13 accepts it (CUDA 13 dropped sm_70/sm_72)."""
+
+    shapes: tuple[WMMAShape, ...] = (WMMAShape(16, 16, 16), WMMAShape(32, 8, 16), WMMAShape(8, 32, 16))
+    elements: tuple[WMMAElement, ...] = (
+        WMMAElement(ir.Float(16), "__half", (ir.Float(32), ir.Float(16)), 75),
+        WMMAElement(ir.BFloat(16), "__nv_bfloat16", (ir.Float(32),), 80),
+    )
+    layouts: tuple[str, ...] = ("row_major", "col_major")
+    warp_size: int = 32
+    """Every WMMA operation is executed by a whole warp."""
+    pointer_alignment: int = 32
+    """load_matrix_sync/store_matrix_sync need 256-bit aligned addresses."""
+    min_sm: int = 75
+    default_sm: int = 80
+
+    def element(self, t: ir.Type) -> WMMAElement | None:
+        return next((e for e in self.elements if e.type == t), None)
+
+
+WMMA_TENSOR_CORE = WMMATensorCore()

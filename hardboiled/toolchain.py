@@ -8,6 +8,9 @@
   /proc/cpuinfo lists ``amx_tile``.
 * A compiler failure is a ``ToolchainError`` (exit status 3) carrying the
   compiler's own message.
+* CUDA: ``compile_cuda`` runs ``nvcc`` (``$NVCC`` or the one on PATH) to
+  PTX or a cubin for one ``sm_XX`` architecture, sm_75 or newer (CUDA 13
+  rejects Volta); its failures are ``ToolchainError`` too.
 * ``run_kernel`` loads a built shared library with ctypes and calls the
   kernel on ``BufferT`` buffers (the ones the interpreter uses).
 """
@@ -24,6 +27,8 @@ from importlib import resources
 from pathlib import Path
 
 from .diagnostics import Diagnostic, ExitCode, HardboiledError
+from .fileio import write_bytes_atomically
+from .hardware import WMMA_TENSOR_CORE
 from .interp import BufferT
 
 AMX_FLAGS = ("-mamx-tile", "-mamx-bf16", "-mamx-int8")
@@ -87,13 +92,72 @@ def compile_c(source: str, output: Path, *, shared: bool, amx: str = "auto",
             capture_output=True, text=True, timeout=300,
         )
         if proc.returncode != 0:
-            message = proc.stderr.strip().splitlines()
-            raise ToolchainError(Diagnostic(
-                "error", f"{compiler.name} failed to compile the generated C (exit status {proc.returncode})",
-                notes=tuple(message[:20]) + ((f"... {len(message) - 20} more lines",) if len(message) > 20 else ()),
-            ))
-        os.replace(temporary_output, output)
+            raise _compiler_failure(compiler.name, "C", proc)
+        write_bytes_atomically(output, temporary_output.read_bytes(), temporary_output.stat().st_mode & 0o777)
     return compiler
+
+
+def _compiler_failure(name: str, language: str, proc: subprocess.CompletedProcess[str]) -> ToolchainError:
+    """The compiler's own message, cut to its first 20 lines."""
+    message = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+    return ToolchainError(Diagnostic(
+        "error", f"{name} failed to compile the generated {language} (exit status {proc.returncode})",
+        notes=tuple(message[:20]) + ((f"... {len(message) - 20} more lines",) if len(message) > 20 else ()),
+    ))
+
+
+CUDA_OUTPUT_KINDS = ("ptx", "cubin")
+
+
+def parse_cuda_arch(text: str) -> int:
+    """``sm_80``, ``80`` or ``8.0`` to 80; anything older than the oldest
+    architecture nvcc 13 and the Tensor Core table accept is a usage error."""
+    spelled = text.strip().lower().removeprefix("sm_").replace(".", "")
+    if not spelled.isdigit():
+        raise HardboiledError(Diagnostic(
+            "error", f"{text!r} is not a CUDA architecture",
+            notes=("write it as sm_XX, for example sm_80",),
+        ))
+    sm = int(spelled)
+    if sm < WMMA_TENSOR_CORE.min_sm:
+        raise HardboiledError(Diagnostic(
+            "error", f"sm_{sm} is not supported: CUDA 13 and hardboiled need sm_{WMMA_TENSOR_CORE.min_sm} or newer",
+            notes=("Volta (sm_70, sm_72) was dropped by CUDA 13",),
+        ))
+    return sm
+
+
+def find_nvcc() -> str:
+    choice = os.environ.get("NVCC") or "nvcc"
+    path = shutil.which(choice)
+    if path is None:
+        raise ToolchainError(Diagnostic(
+            "error", f"no CUDA compiler found (looked for {choice})",
+            notes=("install the CUDA toolkit, or name nvcc with $NVCC",),
+        ))
+    return path
+
+
+def compile_cuda(source: str, output: Path, *, kind: str = "ptx", sm: int = WMMA_TENSOR_CORE.default_sm,
+                 extra: tuple[str, ...] = ()) -> Path:
+    """Compile CUDA ``source`` with nvcc to PTX or a cubin at ``output``,
+    written only once nvcc succeeded."""
+    if kind not in CUDA_OUTPUT_KINDS:
+        raise HardboiledError(Diagnostic("error", f"unknown CUDA output kind {kind!r}",
+                                         notes=(f"choose one of: {', '.join(CUDA_OUTPUT_KINDS)}",)))
+    nvcc = find_nvcc()
+    with tempfile.TemporaryDirectory(prefix="hardboiled-nvcc-") as tmp:
+        src = Path(tmp) / "kernel.cu"
+        src.write_text(source)
+        temporary_output = Path(tmp) / f"kernel.{kind}"
+        proc = subprocess.run(
+            [nvcc, f"-arch=sm_{sm}", f"-{kind}", "-std=c++17", *extra, str(src), "-o", str(temporary_output)],
+            capture_output=True, text=True, timeout=300,
+        )
+        if proc.returncode != 0:
+            raise _compiler_failure("nvcc", "CUDA", proc)
+        write_bytes_atomically(output, temporary_output.read_bytes(), temporary_output.stat().st_mode & 0o777)
+    return output
 
 
 def run_kernel(library: Path, function: str, arguments: list[tuple[str, int]], buffers: dict[str, BufferT]) -> int:

@@ -234,7 +234,12 @@ def tolerance(t: ir.Type, reference: np.ndarray) -> float:
     """
     if not t.is_float:
         return 0.0
-    scale = float(np.max(np.abs(reference.astype(np.float64)))) if reference.size else 0.0
+    # Infinities and NaNs in the reference must be matched exactly (compare
+    # does that); letting them into the scale would make the tolerance
+    # infinite or NaN and accept anything.
+    magnitudes = np.abs(reference.astype(np.float64))
+    magnitudes = magnitudes[np.isfinite(magnitudes)]
+    scale = float(magnitudes.max()) if magnitudes.size else 0.0
     relative = 1e-2 if t.bits == 16 else 1e-4
     return relative * max(scale, 1.0)
 
@@ -242,10 +247,10 @@ def tolerance(t: ir.Type, reference: np.ndarray) -> float:
 def compare(name: str, t: ir.Type, expected: np.ndarray, actual: np.ndarray) -> BufferComparison:
     e = expected.astype(np.float64)
     a = actual.astype(np.float64)
-    diff = np.abs(e - a)
-    both_nan = np.isnan(e) & np.isnan(a)
-    diff = np.where(both_nan, 0.0, diff)
-    diff = np.where(np.isnan(diff), np.inf, diff)
+    same = (e == a) | (np.isnan(e) & np.isnan(a))  # equal infinities too
+    with np.errstate(invalid="ignore"):
+        diff = np.where(same, 0.0, np.abs(e - a))
+    diff = np.where(np.isnan(diff), np.inf, diff)  # NaN against a number
     tol = tolerance(t, expected)
     bad = np.nonzero(diff > tol)[0]
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -175,6 +175,46 @@ def test_a_failed_input_writes_nothing_and_the_others_are_complete(tmp_path: Pat
     assert (out / f"{BATCH[0].stem}.stmt").read_text().count("tile_matmul(") == 1
 
 
+def test_outputs_get_ordinary_permissions(tmp_path: Path) -> None:
+    """Atomic writes go through a private temporary file (mode 0600); the
+    result must still be what the umask gives any new file, and a shared
+    library stays executable."""
+    out = tmp_path / "out"
+    library = tmp_path / "kernel.so"
+    result = run_cli("compile", str(SINGLE / "vectorizing.stmt"), "-o", str(out), "--emit", "ir,c", "-q",
+                     "--no-cache", "--build", str(library))
+    assert result.returncode == 0, result.stderr.decode()
+    umask = os.umask(0o022)
+    os.umask(umask)
+    for path in out.iterdir():
+        assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
+    assert library.stat().st_mode & 0o111
+
+
+def test_special_output_targets_are_written_through(tmp_path: Path) -> None:
+    """-o into a symbolic link keeps the link, into a FIFO (like /dev/null or
+    /dev/stdout) writes to it instead of renaming a file over it, and into a
+    missing directory is a clean input error."""
+    expected = run_cli("compile", str(SINGLE / "vectorizing.stmt"), "-q", "--no-cache").stdout
+    (tmp_path / "real.stmt").write_text("old")
+    link = tmp_path / "link.stmt"
+    link.symlink_to("real.stmt")
+    assert run_cli("compile", str(SINGLE / "vectorizing.stmt"), "-q", "--no-cache", "-o", str(link)).returncode == 0
+    assert link.is_symlink() and (tmp_path / "real.stmt").read_bytes() == expected
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    assert run_cli("compile", str(SINGLE / "vectorizing.stmt"), "-q", "--no-cache", "-o", str(fifo)).returncode == 0
+    assert reader.communicate(timeout=60)[0] == expected
+    assert not fifo.is_file()
+
+    missing = run_cli("compile", str(SINGLE / "vectorizing.stmt"), "-q", "--no-cache",
+                      "-o", str(tmp_path / "no" / "such" / "out.stmt"))
+    assert missing.returncode == ExitCode.INPUT_ERROR
+    assert missing.stderr.decode().startswith(f"hardboiled: error: cannot write '{tmp_path}/no/such/out.stmt'")
+
+
 def test_an_interrupted_run_leaves_no_output(tmp_path: Path) -> None:
     schedule = tmp_path / "slow.egg"
     schedule.write_text("(ruleset grow)\n(rule ((= e (IntImm t v))) ((let w (IntImm t (+ v 1)))) :ruleset grow)\n"

@@ -13,7 +13,7 @@ from hardboiled import eqsat, ir
 from hardboiled.interp import BufferT, Interpreter
 from hardboiled.parse import parse_input, parse_text
 from hardboiled.select import SelectionOptions, select
-from hardboiled.verify import verify
+from hardboiled.verify import compare, verify
 
 from .conftest import FIXTURES, MANIFEST, run_cli
 
@@ -194,3 +194,18 @@ def test_buffers_are_sized_from_the_dumps_checks() -> None:
     assert a.extents == (128, 64) and a.strides == (1, 128)
     b = buffers["B"]
     assert b.extents == (64, 128)
+
+
+@pytest.mark.parametrize("expected,actual,mismatch", [
+    # A NaN or an infinity in the original must not widen the tolerance to
+    # NaN or infinity (which accepted any difference at all).
+    ([np.nan, 1.0, 2.0], [np.nan, 1.0, 100.0], 2),
+    ([np.inf, 1.0, 2.0], [np.inf, 1.0, 100.0], 2),
+    ([np.inf, 1.0], [-np.inf, 1.0], 0),
+    ([np.nan, 1.0], [0.0, 1.0], 0),
+    ([-np.inf, np.nan, 3.0], [-np.inf, np.nan, 3.0], None),
+])
+def test_non_finite_values_are_matched_exactly(expected: list, actual: list, mismatch: int | None) -> None:
+    result = compare("out", ir.Float(32), np.array(expected, np.float32), np.array(actual, np.float32))
+    assert result.first_mismatch == mismatch
+    assert np.isfinite(result.tolerance)
