@@ -136,14 +136,49 @@ diagnostics_format_option = click.option(
     "--diagnostics-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
     help="text: file:line:col: error: with the source line and a caret; json: one JSON object per line.",
 )
-seed_option = click.option("--seed", type=int, default=0, show_default=True,
+seed_option = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                            help="Seed of the random input data used by verification.")
 param_option = click.option("--param", "params", metavar="NAME=VALUE", multiple=True,
                             help="Value of a buffer field the dump leaves symbolic, e.g. "
                             "B.stride.1=40 or out.extent.0=64 (repeatable).")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _DiagnosingGroup(click.Group):
+    """click reports bad options in its own "Usage: ... Error: ..." block;
+    hardboiled reports them like every other error (text or JSON, exit 2)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[no-untyped-def, override]
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            result = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.ClickException as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None:
+                # A bare command asks for help (click >= 8.2 raises this).
+                click.echo(exc.ctx.get_help(), err=True)
+                sys.exit(exc.exit_code)
+            notes: tuple[str, ...] = ()
+            if isinstance(exc, click.UsageError) and exc.ctx is not None:
+                notes = (f"see '{exc.ctx.command_path} --help'",)
+            _report(Diagnostic("error", exc.format_message(), notes=notes), _diagnostics_format_in(argv))
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            _report(Diagnostic("error", "interrupted"))
+            sys.exit(130)
+        if not standalone_mode:
+            return result
+        sys.exit(result if isinstance(result, int) else int(ExitCode.SUCCESS))
+
+
+def _diagnostics_format_in(argv: list[str]) -> str:
+    """--diagnostics-format as written on the command line, before click has
+    parsed it (the error may be that parsing failed)."""
+    for i, arg in enumerate(argv):
+        if arg == "--diagnostics-format=json" or (arg == "--diagnostics-format" and argv[i + 1:i + 2] == ["json"]):
+            return "json"
+    return "text"
+
+
+@click.group(cls=_DiagnosingGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Print the versions of hardboiled, egglog and lark, then exit.")
 def main() -> None:
@@ -251,12 +286,14 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
                                  + ", ".join(EMIT_SUFFIXES), param_hint="--emit")
     to_directory = output_path not in (None, STDIO) and (
         len(input_paths) > 1 or len(kinds) > 1 or Path(output_path).is_dir())
+    if input_paths.count(STDIO) > 1:
+        raise click.UsageError("standard input can be read only once")
     if output_path in (None, STDIO) and (len(input_paths) > 1 or len(kinds) > 1):
         raise click.UsageError("several inputs or --emit kinds need -o DIR")
     if build_path and len(input_paths) > 1:
         raise click.UsageError("--build takes one input")
-    if input_paths.count(STDIO) > 1:
-        raise click.UsageError("standard input can be read only once")
+    if params and not (verify_result or run_kernel):
+        raise click.UsageError("--param sizes buffers for --verify and --run; without them it does nothing")
     selection = SelectionOptions(
         store_in=_key_values(store_in, "--store-in", str),
         schedule_path=schedule_path,
@@ -349,6 +386,8 @@ def verify_command(original_path: str, rewritten_path: str, stage: str | None, b
     applies to it); REWRITTEN is a stmt, such as `compile` prints. Exit
     status 5 on a mismatch.
     """
+    if original_path == rewritten_path == STDIO:
+        raise click.UsageError("standard input can be read only once")
     original = _read_program(original_path, stage, buffer_types).ir
     rewritten = _read_program(rewritten_path, None, buffer_types).ir
     _verify_and_report(original, rewritten, seed, _key_values(params, "--param", int), quiet)
@@ -389,9 +428,12 @@ def _summarize(results: list, report_format: str) -> None:  # type: ignore[type-
         cached = all(s["cached"] for s in statements)
         seconds = max(s["seconds"] for s in statements)
         schedule = report["schedule"]
+        # A later step (verification, the C compiler) may have failed after
+        # selection succeeded: the line must not read like a success.
+        failed = f"failed (exit {result.exit_code}), nothing written; " if result.exit_code else ""
         rows.append((
             result.input,
-            f"lowered {report['lowered']} of {report['selected']} accelerator stores",
+            f"{failed}lowered {report['lowered']} of {report['selected']} accelerator stores",
             f"schedule {schedule['source']} ({schedule['iterations']} iterations)" if schedule else "",
             f"e-graph {nodes} nodes, {classes} classes; " + ("cached" if cached else f"{seconds:.2f} s"),
         ))

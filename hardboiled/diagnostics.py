@@ -56,8 +56,9 @@ class Diagnostic:
             head = f"{loc.filename}:{loc.line}:{loc.column}: {self.severity}: {self.message}"
         lines = [head]
         if loc is not None and loc.source_line is not None:
-            lines.append(_printable(loc.source_line))
-            lines.append(_caret_line(loc.source_line, loc.column))
+            shown, column = _window(loc.source_line, loc.column)
+            lines.append(_printable(shown))
+            lines.append(_caret_line(shown, column))
         lines.extend(f"note: {note}" for note in self.notes)
         return "\n".join(lines) + "\n"
 
@@ -75,6 +76,22 @@ class Diagnostic:
 
     def render_json(self) -> str:
         return json.dumps(self.to_json(), sort_keys=True) + "\n"
+
+
+SOURCE_LINE_WIDTH = 160
+"""Longer source lines (a minified dump, binary junk) are shown as a window
+around the column."""
+
+
+def _window(source_line: str, column: int) -> tuple[str, int]:
+    """The part of ``source_line`` to show, and the caret's column in it."""
+    if len(source_line) <= SOURCE_LINE_WIDTH:
+        return source_line, column
+    start = max(0, min(column - 1 - SOURCE_LINE_WIDTH // 2, len(source_line) - SOURCE_LINE_WIDTH))
+    end = start + SOURCE_LINE_WIDTH
+    head = "..." if start > 0 else ""
+    tail = "..." if end < len(source_line) else ""
+    return head + source_line[start:end] + tail, column - start + len(head)
 
 
 def _printable(text: str) -> str:

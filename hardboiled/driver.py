@@ -130,6 +130,11 @@ def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult
     from .parse import decode_input, parse_input
     from .printer import print_ir
 
+    if "cuda" in options.emit:
+        # Refused before any work, so no summary suggests that something ran.
+        raise HardboiledError(Diagnostic(
+            "error", "--emit cuda: NVIDIA WMMA selection and CUDA generation are not implemented yet",
+        ))
     text = decode_input(data, name)
     parsed = parse_input(text, name, stage=options.stage, buffer_types=options.buffer_types)
     if "egg" in options.emit:
@@ -163,10 +168,6 @@ def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult
         if not check.ok:
             raise mismatch_error(check)
         result.messages.append(check.summary())
-    if "cuda" in options.emit:
-        raise HardboiledError(Diagnostic(
-            "error", "--emit cuda: NVIDIA WMMA selection and CUDA generation are not implemented yet",
-        ))
     source = None
     if "c" in options.emit or options.build_path or options.run:
         from .codegen_c import generate_c

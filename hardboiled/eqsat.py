@@ -98,10 +98,14 @@ def load_schedule(path: str | None, iterations: int | None) -> Schedule:
         template, source = rule_text("schedules/default.egg"), "default"
     else:
         try:
-            template, source = Path(path).read_text(), path
+            template, source = Path(path).read_text(encoding="utf-8"), path
         except OSError as exc:
             raise InputError(
                 Diagnostic("error", f"cannot read schedule '{path}': {exc.strerror}", Location(path, 1, 1))
+            ) from None
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                Diagnostic("error", f"schedule '{path}' is not UTF-8 text (byte {exc.start})", Location(path, 1, 1))
             ) from None
         if "run-schedule" not in template and "(run " not in template:
             raise InputError(

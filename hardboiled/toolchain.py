@@ -93,6 +93,7 @@ def compile_c(source: str, output: Path, *, shared: bool, amx: str = "auto",
         )
         if proc.returncode != 0:
             raise _compiler_failure(compiler.name, "C", proc)
+        _require_output(compiler.name, temporary_output)
         write_bytes_atomically(output, temporary_output.read_bytes(), temporary_output.stat().st_mode & 0o777)
     return compiler
 
@@ -104,6 +105,14 @@ def _compiler_failure(name: str, language: str, proc: subprocess.CompletedProces
         "error", f"{name} failed to compile the generated {language} (exit status {proc.returncode})",
         notes=tuple(message[:20]) + ((f"... {len(message) - 20} more lines",) if len(message) > 20 else ()),
     ))
+
+
+def _require_output(name: str, output: Path) -> None:
+    if not output.is_file():
+        raise ToolchainError(Diagnostic(
+            "error", f"{name} reported success but wrote no {output.suffix} file",
+            notes=("is it really a compiler? choose one with --cc or $CC",),
+        ))
 
 
 CUDA_OUTPUT_KINDS = ("ptx", "cubin")
@@ -156,6 +165,7 @@ def compile_cuda(source: str, output: Path, *, kind: str = "ptx", sm: int = WMMA
         )
         if proc.returncode != 0:
             raise _compiler_failure("nvcc", "CUDA", proc)
+        _require_output("nvcc", temporary_output)
         write_bytes_atomically(output, temporary_output.read_bytes(), temporary_output.stat().st_mode & 0o777)
     return output
 

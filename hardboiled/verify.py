@@ -133,6 +133,7 @@ def _random_data(t: ir.Type, size: int, rng: np.random.Generator) -> np.ndarray:
 def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int) -> tuple[dict[str, BufferT], set[str]]:
     """Random input and output buffers sized by the dump's bounds checks."""
     specs = discover_buffers(stmt)
+    _check_params(params, specs)
     known: dict[str, int] = dict(params)
     lets = {n.name: n.value for n in ir.walk(stmt) if isinstance(n, ir.LetStmt)}
     buffers: dict[str, BufferT] = {}
@@ -174,6 +175,12 @@ def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int) -> tuple[dict
             strides.append(step if stride is None else stride)
             step = max(step, strides[-1] * extents[d])
         size = 1 + sum((e - 1) * s for e, s in zip(extents, strides))
+        if size > MAX_BUFFER_ELEMENTS:
+            raise HardboiledError(Diagnostic(
+                "error", f"buffer '{spec.name}' would hold {size} elements: too large for the reference interpreter",
+                notes=(f"extents {extents}, strides {strides}; the limit is {MAX_BUFFER_ELEMENTS}",
+                       "pass smaller --param extents"),
+            ))
         for d in range(spec.dimensions):
             known[f"{spec.name}.min.{d}"], known[f"{spec.name}.extent.{d}"] = mins[d], extents[d]
             known[f"{spec.name}.stride.{d}"] = strides[d]
@@ -181,6 +188,34 @@ def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int) -> tuple[dict
                                      tuple(mins), tuple(extents), tuple(strides))
     outputs = {s.name for s in specs.values() if s.output}
     return buffers, outputs
+
+
+PARAM_FIELDS = ("min", "extent", "stride")
+MAX_BUFFER_ELEMENTS = 1 << 26
+"""Interpreting Halide IR in numpy is for tiles, not for whole images."""
+INT32_RANGE = (-(1 << 31), (1 << 31) - 1)
+
+
+def _check_params(params: dict[str, int], specs: dict[str, _BufferSpec]) -> None:
+    """A --param that names no buffer field of this program is a typo: ignoring
+    it would verify something other than what the user asked for."""
+    for name, value in sorted(params.items()):
+        buffer, _, rest = name.rpartition(".")
+        buffer, _, fieldname = buffer.rpartition(".")
+        spec = specs.get(buffer)
+        fields = f"{buffer or 'NAME'}.min.D, .extent.D or .stride.D"
+        if spec is None or fieldname not in PARAM_FIELDS or not rest.isdigit():
+            known = ", ".join(sorted(specs)) or "none"
+            raise HardboiledError(Diagnostic(
+                "error", f"--param {name}: no such buffer field in this program",
+                notes=(f"write {fields}; buffers: {known}",),
+            ))
+        if spec.dimensions is not None and int(rest) >= spec.dimensions:
+            raise HardboiledError(Diagnostic(
+                "error", f"--param {name}: buffer '{buffer}' has {spec.dimensions} dimensions",
+            ))
+        if not INT32_RANGE[0] <= value <= INT32_RANGE[1]:
+            raise HardboiledError(Diagnostic("error", f"--param {name}={value}: Halide buffer fields are int32"))
 
 
 def _needs_own_size(spec: _BufferSpec, d: int, known: dict[str, int]) -> bool:
@@ -316,12 +351,19 @@ def run_generated_c(original: ir.Stmt, rewritten: ir.Stmt, source: str, *, cc: s
     from pathlib import Path
 
     from .codegen_c import kernel_signature
-    from .toolchain import compile_c, find_compiler, resolve_amx_mode, run_kernel
+    from .toolchain import compile_c, cpu_has_amx, find_compiler, resolve_amx_mode, run_kernel
 
+    mode = resolve_amx_mode(amx)
+    if mode == "native" and not cpu_has_amx():
+        # The kernel would only fail its own AMX permission request at run
+        # time, which reads like wrong code; say what is really wrong.
+        raise HardboiledError(Diagnostic(
+            "error", "--amx native cannot run here: this CPU has no AMX (no amx_tile in /proc/cpuinfo)",
+            notes=("use --amx emulate (or auto) to run, or --build alone to compile with native intrinsics",),
+        ))
     buffers, outputs = make_buffers(original, params or {}, seed)
     expected = run_program(original, buffers)
     actual = copy.deepcopy(buffers)
-    mode = resolve_amx_mode(amx)
     with tempfile.TemporaryDirectory(prefix="hardboiled-run-") as tmp:
         library = Path(tmp) / "kernel.so"
         compiler = compile_c(source, library, shared=True, amx=mode, compiler=find_compiler(cc))
