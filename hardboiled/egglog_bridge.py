@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .diagnostics import Diagnostic, ExitCode, HardboiledError, Location
@@ -159,17 +161,26 @@ def _child_failure(proc: subprocess.CompletedProcess[bytes], memory_mb: int) -> 
 def _egglog_diagnostic(error: dict[str, Any]) -> Diagnostic:
     message = error["message"]
     filename = error.get("filename")
-    # egglog reports "In L:C-C of FILE: ..." or "In L:C-C: ...".
-    import re
-
-    m = re.match(r"In (\d+):(\d+)-\S*?(?: of ([^:]+))?: (.*)", message, re.DOTALL)
-    if m is None or filename is None:
-        return Diagnostic("error", f"egglog: {message.strip()}")
-    line, column = int(m.group(1)), int(m.group(2))
     text = error.get("text", "")
     lines = text.split("\n")
+    if filename is None:
+        return Diagnostic("error", f"egglog: {message.strip()}")
+    # A message may cite several places ("In 1:1-16 of a.egg: ...\nIn 2:1-16
+    # of b.egg: ..."), the first of them in an earlier file: take the last one
+    # in the file that failed (egglog names it by its base name).
+    places = list(re.finditer(r"^In (\d+):(\d+)-\S*?(?: of ([^:\n]+))?: ", message, re.MULTILINE))
+    own = [m for m in places if m.group(3) is None or Path(filename).name == Path(m.group(3)).name]
+    if not own:
+        # No position (a panic): the file itself is the best location we have.
+        return Diagnostic("error", f"egglog: {message.strip()}", Location(filename, 1, 1, lines[0]))
+    m = own[-1]
+    line, column = int(m.group(1)), int(m.group(2))
     source = lines[line - 1] if 0 < line <= len(lines) else None
-    return Diagnostic("error", f"egglog: {m.group(4).strip()}", Location(filename, line, column, source))
+    # After the last place: its source snippet, then (on later lines) the
+    # message itself; older egglog put the message on the same line.
+    snippet, _, rest = message[places[-1].end():].partition("\n")
+    detail = rest.strip() or snippet.strip()
+    return Diagnostic("error", f"egglog: {detail}", Location(filename, line, column, source))
 
 
 # --------------------------------------------------------------------------
@@ -184,7 +195,6 @@ def _load_bindings() -> Any:
     bindings alone load in milliseconds, and they are all we use.
     """
     import importlib.util
-    from pathlib import Path
 
     try:
         spec = importlib.util.find_spec("egglog")
@@ -224,6 +234,11 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
             outputs = egraph.run_program(*commands)
         except b.EggSmolError as exc:
             return {"error": {"message": str(exc), "filename": chunk["filename"], "text": chunk["text"]}}
+        except BaseException as exc:  # noqa: BLE001 - a Rust panic (pyo3's PanicException is a BaseException)
+            if type(exc).__name__ != "PanicException":
+                raise
+            message = f"egglog panicked while running this file: {str(exc).splitlines()[0]}"
+            return {"error": {"message": message, "filename": chunk["filename"], "text": chunk["text"]}}
         for output in outputs:
             if isinstance(output, b.RunScheduleOutput):
                 report["updated"] = bool(output.report.updated)

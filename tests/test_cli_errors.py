@@ -97,3 +97,21 @@ def test_a_huge_junk_line_is_shown_as_a_window_around_the_error(tmp_path: Path) 
     assert len(shown) < 200 and shown.startswith("...")
     # The caret still sits under the offending character.
     assert shown[len(caret) - 1] == "="
+
+
+@pytest.mark.parametrize("text, line, message", [
+    # egglog panics on a nested (run (...)) it cannot schedule: the child
+    # survives it and the schedule file is blamed, not hardboiled.
+    ("(run-schedule (repeat 5 (run axioms) (run (unknownset))))\n", 1, "egglog panicked while running this file"),
+    # egglog cites the first definition (in our rule files) before the
+    # user's line: the location must be the user's.
+    ("(run axioms 3)\n(ruleset axioms)\n", 2, "Shadowing is not allowed, but found axioms"),
+])
+def test_schedule_errors_found_by_egglog_point_into_the_schedule(tmp_path: Path, text: str, line: int,
+                                                                 message: str) -> None:
+    schedule = tmp_path / "s.egg"
+    schedule.write_text(text)
+    result = run_cli("compile", STMT, "--schedule", str(schedule), "--no-cache")
+    stderr = result.stderr.decode()
+    assert result.returncode == ExitCode.INPUT_ERROR, stderr
+    assert stderr.startswith(f"{schedule}:{line}:1: error: egglog: {message}"), stderr
