@@ -78,8 +78,8 @@ class Diagnostic:
         return json.dumps(self.to_json(), sort_keys=True) + "\n"
 
 
-SOURCE_LINE_WIDTH = 160
-"""Longer source lines (a minified dump, binary junk) are shown as a window
+SOURCE_LINE_WIDTH = 1000
+"""Longer source lines (binary junk, a dump joined onto one line) are shown as a window
 around the column."""
 
 
