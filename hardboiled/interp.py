@@ -13,7 +13,10 @@ rewrote it into) on concrete buffers, following Halide's semantics:
 * the AMX tile intrinsics behave as the hardware does: tiles are read and
   written byte by byte at the given byte offsets and strides, B tiles are in
   VNNI order, bf16 products are summed in float32 and int8 dot products in
-  int32.
+  int32;
+* the WMMA intrinsics (``wmma.load.{a,b,c}``, ``wmma.mma``,
+  ``wmma.store.d``) act on whole fragments, as selection produces them
+  before the warp-lane post-processing: see ``_wmma_call``.
 
 Values are 1-D numpy arrays (a scalar has one lane); handles are
 ``Pointer`` objects.
@@ -21,13 +24,14 @@ Values are 1-D numpy arrays (a scalar has one lane); handles are
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import ml_dtypes
 import numpy as np
 
-from . import ir
+from . import hardware, ir
 from .diagnostics import Diagnostic, HardboiledError
 
 Value = Any
@@ -365,6 +369,8 @@ class Interpreter:
         if e.name == "halide_print":
             return np.zeros(e.type.lanes, dtype=dtype_of(e.type))  # output is not part of the result
         handler = self.calls.get(e.name)
+        if handler is None and e.name.startswith("wmma."):
+            handler = _wmma_call
         if handler is None:
             raise _fail(f"the interpreter does not know the call '{e.name}'")
         return handler(e, [self.eval(a) for a in e.args])
@@ -627,6 +633,95 @@ def _finish_matmul(call: ir.Call, c: np.ndarray, m: int, n: int) -> np.ndarray:
     out = np.zeros(call.type.lanes, dtype=dtype_of(call.type))
     out[: m * n] = c.reshape(-1)
     return out
+
+
+# --------------------------------------------------------------------------
+# WMMA fragments
+# --------------------------------------------------------------------------
+
+_WMMA_SHAPE = r"m(\d+)n(\d+)k(\d+)"
+_WMMA_LOAD = re.compile(rf"wmma\.load\.(a|b|c)\.sync\.aligned\.(row|col)\.{_WMMA_SHAPE}\.(f16|bf16|f32)")
+_WMMA_MMA = re.compile(rf"wmma\.mma\.sync\.aligned\.(row|col)\.(row|col)\.{_WMMA_SHAPE}\.(f16|f32)\.(f16|f32)")
+_WMMA_STORE = re.compile(rf"wmma\.store\.d\.sync\.aligned\.(row|col)\.{_WMMA_SHAPE}\.(f16|f32)")
+_WMMA_TYPES = {"f16": ir.Float(16), "bf16": ir.BFloat(16), "f32": ir.Float(32)}
+
+
+def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
+    """Whole-fragment WMMA semantics (a fragment value holds the logical
+    matrix, row-major, rows x columns lanes):
+
+    * ``wmma.load.{a,b,c}.sync.aligned.<layout>.<shape>.<type>(ptr, offset,
+      ldm)``: A is m x k, B is k x n, C is m x n; element (i, j) is at
+      ``offset + i*ldm + j`` (row) or ``offset + j*ldm + i`` (col), counted
+      in elements of ``type``, which must be the buffer's;
+    * ``wmma.mma.sync.aligned.<a layout>.<b layout>.<shape>.<d type>.<c
+      type>(A, B, C)``: D = A.B + C; 16-bit products are exact in float32,
+      the sum is rounded once to D's type (hardware adds in an unspecified
+      order: verification's tolerance covers the difference);
+    * ``wmma.store.d.sync.aligned.<layout>.<shape>.<type>(ptr, D, offset,
+      ldm)``: the inverse of load.c.
+
+    Shapes and types must be in hardware.WMMA_TENSOR_CORE, and every address
+    must meet load/store_matrix_sync's alignment (relative to the buffer's
+    start): a rewrite that breaks it would fail on the GPU, so it fails here.
+    """
+    if m := _WMMA_LOAD.fullmatch(call.name):
+        matrix, layout, t = m.group(1), m.group(2), _WMMA_TYPES[m.group(6)]
+        shape = _wmma_shape(m.group(3, 4, 5), call.name)
+        rows, cols = {"a": (shape.m, shape.k), "b": (shape.k, shape.n), "c": (shape.m, shape.n)}[matrix]
+        pointer, offset, ldm = args[0], _as_int(args[1]), _as_int(args[2])
+        addresses = _wmma_addresses(call.name, pointer, t, layout, rows, cols, offset, ldm)
+        return pointer.array[addresses].reshape(-1).astype(dtype_of(t))
+    if m := _WMMA_MMA.fullmatch(call.name):
+        shape = _wmma_shape(m.group(3, 4, 5), call.name)
+        d_type, c_type = _WMMA_TYPES[m.group(6)], _WMMA_TYPES[m.group(7)]
+        a, b, c = args
+        element = hardware.WMMA_TENSOR_CORE.element(_type_of_dtype(a.dtype))
+        if element is None or b.dtype != a.dtype or d_type not in element.accumulators \
+                or c.dtype != dtype_of(c_type):
+            raise _fail(f"{call.name}: no Tensor Core instruction multiplies {a.dtype} by {b.dtype} "
+                        f"with a {c.dtype} accumulator")
+        a_matrix = a.astype(np.float64).reshape(shape.m, shape.k)
+        b_matrix = b.astype(np.float64).reshape(shape.k, shape.n)
+        d = a_matrix @ b_matrix + c.astype(np.float64).reshape(shape.m, shape.n)
+        return d.reshape(-1).astype(dtype_of(d_type))
+    if m := _WMMA_STORE.fullmatch(call.name):
+        layout, t = m.group(1), _WMMA_TYPES[m.group(5)]
+        shape = _wmma_shape(m.group(2, 3, 4), call.name)
+        pointer, fragment, offset, ldm = args[0], args[1], _as_int(args[2]), _as_int(args[3])
+        addresses = _wmma_addresses(call.name, pointer, t, layout, shape.m, shape.n, offset, ldm)
+        pointer.array[addresses.reshape(-1)] = fragment.astype(pointer.array.dtype)
+        return np.array([0], dtype=np.int32)
+    raise _fail(f"the interpreter does not know the WMMA call '{call.name}'")
+
+
+def _wmma_shape(mnk: tuple[str, str, str], name: str) -> hardware.WMMAShape:
+    shape = hardware.WMMAShape(*(int(v) for v in mnk))
+    if shape not in hardware.WMMA_TENSOR_CORE.shapes:
+        raise _fail(f"{name}: {shape.name} is not a WMMA fragment shape")
+    return shape
+
+
+def _type_of_dtype(dtype: np.dtype) -> ir.Type | None:
+    return next((t for t in _WMMA_TYPES.values() if dtype_of(t) == dtype), None)
+
+
+def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: str, rows: int, cols: int,
+                    offset: int, ldm: int) -> np.ndarray:
+    """Element indices (rows x cols) of a fragment in ``pointer``'s array."""
+    if not isinstance(pointer, Pointer):
+        raise _fail(f"{name} needs a buffer")
+    if pointer.array.dtype != dtype_of(t):
+        raise _fail(f"{name} reads {t} elements from '{pointer.name}', which holds {pointer.array.dtype}")
+    alignment = hardware.WMMA_TENSOR_CORE.pointer_alignment
+    if ((pointer.offset + offset) * t.bytes) % alignment or (ldm * t.bytes) % 16:
+        raise _fail(f"{name} on '{pointer.name}': element offset {pointer.offset + offset} or leading "
+                    f"dimension {ldm} breaks the {alignment}-byte alignment load/store_matrix_sync need")
+    i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
+    addresses = pointer.offset + offset + (i * ldm + j if layout == "row" else j * ldm + i)
+    if addresses.min() < 0 or addresses.max() >= pointer.array.size:
+        raise _fail(f"{name} on '{pointer.name}' out of bounds")
+    return addresses
 
 
 __all__ = ["BufferT", "Interpreter", "InterpreterError", "Pointer", "cast_array", "dtype_of"]
