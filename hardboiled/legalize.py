@@ -218,6 +218,23 @@ def _bytes(elements: ir.Expr, element_bytes: int) -> ir.Expr:
 # --------------------------------------------------------------------------
 
 
+def _changed_fields(node: ir.Node, kind: type, fn: Callable[[Any], Any]) -> dict[str, Any]:
+    """``fn`` applied to every field of ``node`` that is a ``kind`` or a tuple
+    of them: the fields whose value changed (by identity), with new values."""
+    changes: dict[str, Any] = {}
+    for name in node.__dataclass_fields__:  # type: ignore[union-attr]
+        value = getattr(node, name)
+        if isinstance(value, kind):
+            new = fn(value)
+            if new is not value:
+                changes[name] = new
+        elif isinstance(value, tuple) and value and isinstance(value[0], kind):
+            new_items = tuple(fn(item) for item in value)
+            if any(a is not b for a, b in zip(new_items, value)):
+                changes[name] = new_items
+    return changes
+
+
 def map_stmt(stmt: ir.Stmt, fn: Callable[[ir.Stmt], ir.Stmt | None]) -> ir.Stmt:
     """Rebuild ``stmt`` bottom-up; ``fn`` may replace any statement.
 
@@ -227,17 +244,7 @@ def map_stmt(stmt: ir.Stmt, fn: Callable[[ir.Stmt], ir.Stmt | None]) -> ir.Stmt:
     replaced = fn(stmt)
     if replaced is not None:
         return replaced
-    changes: dict[str, Any] = {}
-    for name in stmt.__dataclass_fields__:  # type: ignore[attr-defined]
-        value = getattr(stmt, name)
-        if isinstance(value, ir.Stmt):
-            new = map_stmt(value, fn)
-            if new is not value:
-                changes[name] = new
-        elif isinstance(value, tuple) and value and isinstance(value[0], ir.Stmt):
-            new_items = tuple(map_stmt(item, fn) for item in value)
-            if any(a is not b for a, b in zip(new_items, value)):
-                changes[name] = new_items
+    changes = _changed_fields(stmt, ir.Stmt, lambda child: map_stmt(child, fn))
     if not changes:
         return stmt
     if isinstance(stmt, ir.Block):
@@ -365,27 +372,11 @@ def _rename_variable(stmt: ir.Stmt, old: str, new: str) -> ir.Stmt:
     def expr(e: ir.Expr) -> ir.Expr:
         if isinstance(e, ir.Variable) and e.name == old:
             return ir.Variable(new, e.type)
-        changes = {}
-        for name in e.__dataclass_fields__:  # type: ignore[attr-defined]
-            value = getattr(e, name)
-            if isinstance(value, ir.Expr):
-                new_value = expr(value)
-                if new_value is not value:
-                    changes[name] = new_value
-            elif isinstance(value, tuple) and value and isinstance(value[0], ir.Expr):
-                items = tuple(expr(v) for v in value)
-                if any(a is not b for a, b in zip(items, value)):
-                    changes[name] = items
+        changes = _changed_fields(e, ir.Expr, expr)
         return dataclasses.replace(e, **changes) if changes else e  # type: ignore[type-var]
 
     def statement(s: ir.Stmt) -> ir.Stmt | None:
-        changes = {}
-        for name in s.__dataclass_fields__:  # type: ignore[attr-defined]
-            value = getattr(s, name)
-            if isinstance(value, ir.Expr):
-                new_value = expr(value)
-                if new_value is not value:
-                    changes[name] = new_value
+        changes = _changed_fields(s, ir.Expr, expr)
         if not changes:
             return None
         rebuilt = dataclasses.replace(s, **changes)  # type: ignore[type-var]
