@@ -13,14 +13,14 @@ WMMA dumps (not lowered yet) do not stop the batch.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _common import FIXTURES, write_results
+
 HARDBOILED = Path(sys.executable).parent / "hardboiled"
 
 
@@ -35,7 +35,7 @@ def run(inputs: list[str], out: Path, *args: str) -> float:
 
 
 def main() -> int:
-    inputs = sorted(str(p) for p in (ROOT / "tests" / "fixtures" / "halide").glob("*/vectorizing.stmt"))
+    inputs = sorted(str(p) for p in FIXTURES.glob("*/vectorizing.stmt"))
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "cache"
         cold = run(inputs, Path(tmp) / "cold", "--cache-dir", str(cache))
@@ -46,8 +46,7 @@ def main() -> int:
     result = {"inputs": len(inputs), "cold_s": round(cold, 2), "warm_s": round(warm, 2),
               "warm_over_cold": round(warm / cold, 3), "j1_s": round(j1, 2), "j2_s": round(j2, 2),
               "j2_speedup": round(j1 / j2, 2), "j2_output_identical": same}
-    (ROOT / "bench" / "results").mkdir(parents=True, exist_ok=True)
-    (ROOT / "bench" / "results" / "batch_speed.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_results("batch_speed.json", result)
     print(f"{len(inputs)} inputs")
     print(f"cold cache {cold:.2f} s, warm cache {warm:.2f} s ({100 * warm / cold:.0f}% of cold; target <= 10%)")
     print(f"-j 1 {j1:.2f} s, -j 2 {j2:.2f} s (speed-up {j1 / j2:.2f}x; outputs identical: {same})")

@@ -12,32 +12,23 @@ Selection is not included (bench/select_speed.py measures it).
 
 from __future__ import annotations
 
-import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from _common import amx_cases, fixture_stmt, write_results
 
-from hardboiled import ir  # noqa: E402
-from hardboiled.codegen_c import generate_c  # noqa: E402
-from hardboiled.parse import parse_input  # noqa: E402
-from hardboiled.select import SelectionOptions, select  # noqa: E402
-from hardboiled.toolchain import compile_c, find_compiler  # noqa: E402
+from hardboiled.codegen_c import generate_c
+from hardboiled.select import SelectionOptions, select
+from hardboiled.toolchain import compile_c, find_compiler
 
 
 def main() -> int:
-    fixtures = ROOT / "tests" / "fixtures" / "halide"
-    manifest = json.loads((fixtures / "MANIFEST.json").read_text())
     compiler = find_compiler()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for case in sorted(c for c, m in manifest.items() if m["accelerator"] == "amx"):
-            stmt = parse_input((fixtures / case / "vectorizing.stmt").read_text()).ir
-            assert isinstance(stmt, ir.Stmt)
-            rewritten = select(stmt, SelectionOptions()).stmt
+        for case in amx_cases():
+            rewritten = select(fixture_stmt(case), SelectionOptions()).stmt
             start = time.perf_counter()
             source = generate_c(rewritten)
             generated = time.perf_counter()
@@ -50,9 +41,7 @@ def main() -> int:
                          "emulated_compile_s": round(emulated - native, 3),
                          "generate_plus_native_s": round(native - start, 3),
                          "source_lines": source.count("\n")})
-    (ROOT / "bench" / "results").mkdir(parents=True, exist_ok=True)
-    (ROOT / "bench" / "results" / "codegen_speed.json").write_text(json.dumps(
-        {"compiler": compiler.name, "kernels": rows}, indent=2) + "\n")
+    write_results("codegen_speed.json", {"compiler": compiler.name, "kernels": rows})
     print(f"compiler: {compiler.name}")
     print(f"{'case':36s} {'gen s':>6s} {'native cc s':>11s} {'emul cc s':>9s} {'lines':>6s}")
     for r in rows:

@@ -16,29 +16,21 @@ tile_matmul statements. Results go to bench/results/select_speed.json.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from _common import amx_cases, fixture_stmt, write_results
 
-from hardboiled import ir  # noqa: E402
-from hardboiled.parse import parse_input  # noqa: E402
-from hardboiled.select import SelectionMiss, SelectionOptions, select  # noqa: E402
+from hardboiled import ir
+from hardboiled.select import SelectionMiss, SelectionOptions, select
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    fixtures = ROOT / "tests" / "fixtures" / "halide"
-    manifest = json.loads((fixtures / "MANIFEST.json").read_text())
     rows = []
-    for case in sorted(c for c, m in manifest.items() if m["accelerator"] == "amx"):
-        stmt = parse_input((fixtures / case / "vectorizing.stmt").read_text()).ir
-        assert isinstance(stmt, ir.Stmt)
+    for case in amx_cases():
+        stmt = fixture_stmt(case)
         best, result = float("inf"), None
         try:
             for _ in range(args.repeat):
@@ -58,8 +50,7 @@ def main() -> int:
             "nodes_per_statement": round(result.egraph.nodes / statements, 1),
             "classes_per_statement": round(result.egraph.classes / statements, 1),
         })
-    (ROOT / "bench" / "results").mkdir(parents=True, exist_ok=True)
-    (ROOT / "bench" / "results" / "select_speed.json").write_text(json.dumps(rows, indent=2) + "\n")
+    write_results("select_speed.json", rows)
     print(f"{'case':36s} {'stmts':>5s} {'mm':>3s} {'s/run':>7s} {'s/matmul':>9s} {'nodes':>6s} {'classes':>7s} {'n/stmt':>7s}")
     for r in rows:
         if not r["lowered"]:

@@ -17,29 +17,19 @@ fixtures takes under 60 s.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from _common import amx_cases, fixture_stmt, write_results
 
-from hardboiled import ir  # noqa: E402
-from hardboiled.parse import parse_input  # noqa: E402
-from hardboiled.select import SelectionOptions, select  # noqa: E402
-from hardboiled.verify import verify  # noqa: E402
+from hardboiled.select import SelectionOptions, select
+from hardboiled.verify import verify
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    fixtures = ROOT / "tests" / "fixtures" / "halide"
-    manifest = json.loads((fixtures / "MANIFEST.json").read_text())
-
-    single = parse_input((fixtures / "amx_bf16_matmul_std_single" / "vectorizing.stmt").read_text()).ir
-    assert isinstance(single, ir.Stmt)
+    single = fixture_stmt("amx_bf16_matmul_std_single")
     rewritten = select(single, SelectionOptions()).stmt
     best = float("inf")
     for _ in range(args.repeat):
@@ -49,17 +39,15 @@ def main() -> int:
 
     start = time.perf_counter()
     verified = 0
-    cases = sorted(c for c, m in manifest.items() if m["accelerator"] == "amx")
+    cases = amx_cases()
     for case in cases:
-        stmt = parse_input((fixtures / case / "vectorizing.stmt").read_text()).ir
-        assert isinstance(stmt, ir.Stmt)
+        stmt = fixture_stmt(case)
         verified += verify(stmt, select(stmt, SelectionOptions()).stmt).ok
     total = time.perf_counter() - start
 
     result = {"single_16x16x32_seconds": round(best, 4), "all_fixtures_seconds": round(total, 2),
               "fixtures": len(cases), "verified": verified}
-    (ROOT / "bench" / "results").mkdir(parents=True, exist_ok=True)
-    (ROOT / "bench" / "results" / "verify_speed.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_results("verify_speed.json", result)
     print(f"16x16x32 tile-matmul statement verifies in {best:.3f} s (target < 1 s)")
     print(f"all {len(cases)} AMX fixtures selected and verified in {total:.1f} s "
           f"({verified} verified; target < 60 s)")
