@@ -1,5 +1,5 @@
 """What the benchmarks share: where the checkout, its fixtures and the
-results live, the AMX fixtures' vectorizing statements, and writing a
+results live, the AMX and WMMA fixtures' vectorizing statements, and writing a
 result file. Importing it puts the checkout first on sys.path, so a
 benchmark measures this tree's hardboiled."""
 
@@ -25,9 +25,14 @@ def fixture_stmt(case: str) -> ir.Stmt:
     return stmt
 
 
-def amx_cases() -> list[str]:
+def accelerator_cases(accelerator: str) -> dict[str, dict[str, Any]]:
+    """The fixtures for one accelerator ("amx" or "wmma"), with their manifest entries."""
     manifest = json.loads((FIXTURES / "MANIFEST.json").read_text())
-    return sorted(case for case, meta in manifest.items() if meta["accelerator"] == "amx")
+    return {case: meta for case, meta in sorted(manifest.items()) if meta["accelerator"] == accelerator}
+
+
+def amx_cases() -> list[str]:
+    return list(accelerator_cases("amx"))
 
 
 def write_results(name: str, data: Any) -> Path:

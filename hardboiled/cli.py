@@ -20,6 +20,7 @@ import click
 from . import __version__, ir
 from .diagnostics import Diagnostic, ExitCode, HardboiledError
 from .fileio import STDIO, display_name, read_input_bytes, write_output
+from .hardware import WMMA_TENSOR_CORE
 
 F = TypeVar("F", bound=Callable[..., None])
 T = TypeVar("T")
@@ -216,9 +217,10 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
 @click.option("--emit", "emit", default="ir", show_default=True, metavar="KINDS",
               help="Comma-separated: ir (rewritten IR, .stmt), c (C with AMX intrinsics, .c), "
               "egg (the egglog program that runs, .egg), report (JSON report, .report.json), "
-              "cuda (.cu; not implemented yet).")
+              "cuda (CUDA C++ with nvcuda::wmma kernels and a host launch wrapper, .cu).")
 @click.option("--store-in", "store_in", metavar="NAME=MEMORY", multiple=True,
-              help="Treat buffer NAME as stored in MEMORY (e.g. mm=AMXTile), whatever the dump says.")
+              help="Treat buffer NAME as stored in MEMORY (mm=AMXTile or prod=WMMAAccumulator), "
+              "whatever the dump says.")
 @click.option("--schedule", "schedule_path", metavar="FILE", default=None,
               help="egglog rule schedule to run instead of the default; @ITERATIONS@ in it is "
               "replaced by --iterations.")
@@ -233,8 +235,11 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
               help="Build the generated C, run it on seeded random inputs and compare with the original "
               "IR in the reference interpreter (exit 5 on a mismatch).")
 @click.option("--build", "build_path", metavar="FILE", default=None,
-              help="Also compile the generated C to FILE: a shared library if it ends in .so, else an "
-              "object file (one input only).")
+              help="Also compile the generated code to FILE (one input only): the CUDA with nvcc if FILE "
+              "ends in .ptx or .cubin, else the C, to a shared library (.so) or an object file.")
+@click.option("--cuda-arch", "cuda_arch", metavar="sm_XX", default=f"sm_{WMMA_TENSOR_CORE.default_sm}",
+              show_default=True,
+              help=f"GPU architecture for --build FILE.ptx/.cubin; sm_{WMMA_TENSOR_CORE.min_sm} or newer.")
 @click.option("--cc", "cc", metavar="COMPILER", default=None,
               help="C compiler (default: $CC, else clang if installed, else gcc).")
 @click.option("--amx", "amx_mode", type=click.Choice(["native", "emulate", "auto"]), default="auto",
@@ -263,21 +268,24 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
 def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_types: tuple[str, ...],
                     output_path: str | None, emit: str, store_in: tuple[str, ...], schedule_path: str | None,
                     iterations: int | None, allow_fallback: bool, verify_result: bool, run_kernel: bool,
-                    build_path: str | None, cc: str | None, amx_mode: str, seed: int, params: tuple[str, ...],
+                    build_path: str | None, cuda_arch: str, cc: str | None, amx_mode: str, seed: int,
+                    params: tuple[str, ...],
                     egglog_timeout: float | None, egglog_memory: int | None, cache_dir: str | None,
                     no_cache: bool, jobs: int, report_format: str, diagnostics_format: str,
                     quiet: bool) -> None:
     """Select tensor instructions for the stores in accelerator memory.
 
     Each FILE is read as by `hardboiled parse` (`-` is standard input).
-    Stores whose buffers live in AMXTile memory (or are named by
-    --store-in) become AMX tile operations; the rewritten IR is printed
-    in Halide's format, or C with --emit c.
+    Stores whose buffers live in AMXTile or WMMAAccumulator memory (or are
+    named by --store-in) become AMX tile or Tensor Core (WMMA) fragment
+    operations; the rewritten IR is printed in Halide's format, C with
+    --emit c, or CUDA with --emit cuda.
     """
     from .cache import default_cache_dir
     from .driver import EMIT_SUFFIXES, CompileOptions, output_names
     from .egglog_bridge import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
     from .select import SelectionOptions
+    from .toolchain import parse_cuda_arch
 
     kinds = tuple(dict.fromkeys(k.strip() for k in emit.split(",") if k.strip()))
     unknown = [k for k in kinds if k not in EMIT_SUFFIXES]
@@ -306,7 +314,7 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     options = CompileOptions(
         stage=stage, buffer_types=_parse_buffer_types(buffer_types), selection=selection, emit=kinds,
         verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", int), cc=cc,
-        amx=amx_mode, build_path=build_path,
+        amx=amx_mode, build_path=build_path, cuda_arch=parse_cuda_arch(cuda_arch),
     )
     inputs = [_read_input(path) for path in input_paths]
     results = _run_batch(inputs, options, jobs or (os.cpu_count() or 1), quiet)

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from . import __version__, ir
 from .diagnostics import Diagnostic, ExitCode, HardboiledError
+from .hardware import WMMA_TENSOR_CORE
 from .select import SelectionOptions, SelectionResult, StoreReport, select
 
 REPORT_SCHEMA_VERSION = 1
@@ -38,6 +39,13 @@ class CompileOptions:
     cc: str | None = None
     amx: str = "auto"
     build_path: str | None = None
+    cuda_arch: int = WMMA_TENSOR_CORE.default_sm
+
+
+CUDA_BUILD_SUFFIXES = {".ptx": "ptx", ".cubin": "cubin"}
+"""--build FILE with these suffixes compiles the generated CUDA with nvcc."""
+GENERATED_CUDA_FLAGS = ("-diag-suppress=177",)
+"""The shared prelude defines helpers that a kernel may not use."""
 
 
 @dataclass
@@ -130,11 +138,6 @@ def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult
     from .parse import decode_input, parse_input
     from .printer import print_ir
 
-    if "cuda" in options.emit:
-        # Refused before any work, so no summary suggests that something ran.
-        raise HardboiledError(Diagnostic(
-            "error", "--emit cuda: NVIDIA WMMA selection and CUDA generation are not implemented yet",
-        ))
     text = decode_input(data, name)
     parsed = parse_input(text, name, stage=options.stage, buffer_types=options.buffer_types)
     if "egg" in options.emit:
@@ -168,8 +171,22 @@ def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult
         if not check.ok:
             raise mismatch_error(check)
         result.messages.append(check.summary())
+    cuda_build = options.build_path is not None and Path(options.build_path).suffix in CUDA_BUILD_SUFFIXES
+    cuda_source = None
+    if "cuda" in options.emit or cuda_build:
+        from .codegen_cuda import generate_cuda
+
+        cuda_source = generate_cuda(_single(rewritten, "CUDA generation"))
+    if cuda_build:
+        from .toolchain import compile_cuda
+
+        assert cuda_source is not None and options.build_path is not None
+        kind = CUDA_BUILD_SUFFIXES[Path(options.build_path).suffix]
+        compile_cuda(cuda_source, Path(options.build_path), kind=kind, sm=options.cuda_arch,
+                     extra=GENERATED_CUDA_FLAGS)
+        result.messages.append(f"built {options.build_path} with nvcc (sm_{options.cuda_arch}, {kind})")
     source = None
-    if "c" in options.emit or options.build_path or options.run:
+    if "c" in options.emit or (options.build_path and not cuda_build) or options.run:
         from .codegen_c import generate_c
 
         source = generate_c(_single(rewritten, "C generation"))
@@ -184,7 +201,7 @@ def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult
         if not check.ok:
             raise mismatch_error(check)
         result.messages.append(f"ran the generated C ({compiler}, AMX {mode}): {check.summary()}")
-    if options.build_path:
+    if options.build_path and not cuda_build:
         from .toolchain import compile_c, find_compiler
 
         assert source is not None
@@ -195,6 +212,8 @@ def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult
         result.outputs["ir"] = print_ir(rewritten)
     if source is not None and "c" in options.emit:
         result.outputs["c"] = source
+    if cuda_source is not None and "cuda" in options.emit:
+        result.outputs["cuda"] = cuda_source
     if "report" in options.emit:
         import json
 
@@ -218,7 +237,7 @@ def _egglog_program(program: ir.Stmt | ir.Module, options: SelectionOptions) -> 
     for body in bodies:
         allocations = accelerator_allocations(body, options.store_in)
         selected = [s for s in select_stores(body, allocations, options.store_in) if s.store.predicate is None]
-        terms.extend(encode_stores(selected, allocations).terms)
+        terms.extend(encode_stores(selected, allocations, options.store_in).terms)
     return program_text(terms, load_schedule(options.schedule_path, options.iterations))
 
 

@@ -25,14 +25,16 @@ from .egglog_bridge import (
     ProgramChunk,
     run_egglog,
 )
-from .hardware import amx_facts
+from .hardware import amx_facts, wmma_facts
 
 RULE_FILES = (
     "definition.egg",    # sorts and constructors
     "supporting.egg",    # supporting: shapes and hardware facts
     "axioms.egg",        # axiomatic: vector-index and arithmetic identities
-    "amx_layouts.egg",   # application-specific: operand layouts
-    "amx_lowering.egg",  # lowering: tile instructions
+    "amx_layouts.egg",   # application-specific: AMX operand layouts
+    "wmma_layouts.egg",  # application-specific: WMMA operand layouts
+    "amx_lowering.egg",  # lowering: AMX tile instructions
+    "wmma_lowering.egg",  # lowering: WMMA fragment operations
 )
 DEFAULT_ITERATIONS = 20
 ITERATIONS_PLACEHOLDER = "@ITERATIONS@"
@@ -59,7 +61,7 @@ def rule_text(name: str) -> str:
 
 def rule_chunks() -> list[ProgramChunk]:
     chunks = [ProgramChunk(f"rules/{name}", rule_text(name)) for name in RULE_FILES[:2]]
-    chunks.append(ProgramChunk("<hardware facts>", amx_facts()))
+    chunks.append(ProgramChunk("<hardware facts>", amx_facts() + wmma_facts()))
     chunks.extend(ProgramChunk(f"rules/{name}", rule_text(name)) for name in RULE_FILES[2:])
     return chunks
 

@@ -2,13 +2,15 @@
 encode them as egglog terms (paper, Sec. 5).
 
 * An allocation lives in accelerator memory when Halide printed
-  ``allocate NAME[...] in AMXTile``, or when the user says so with
-  ``--store-in NAME=AMXTile`` (stock Halide may have printed another memory
-  type).
+  ``allocate NAME[...] in AMXTile`` (or ``WMMAAccumulator``), or when the
+  user says so with ``--store-in NAME=AMXTile`` or
+  ``--store-in NAME=WMMAAccumulator`` (stock Halide has no WMMA memory type
+  and prints Register or Stack).
 * Only the stores that write such a buffer, or read one, are selected; the
   rest of the program is never sent to egglog.
 * Data movement becomes explicit: a store into accelerator memory gets
-  ``(Mem2AMX value)``, and a load from it is wrapped in ``(AMX2Mem ...)``.
+  ``(Mem2AMX value)``, and a load from it is wrapped in ``(AMX2Mem ...)``
+  (``Mem2WMMA``/``WMMA2Mem`` for Tensor Core buffers).
 * The encoding is lossless: 64-bit integers, float bit patterns, types with
   lanes; a subexpression the rules never inspect becomes ``(Opaque T id)``
   and is restored from ``Encoding.opaque``.
@@ -23,8 +25,12 @@ from typing import Callable, Iterator
 from . import ir
 from .hardware import egglog_type_code
 
-ACCELERATOR_MEMORY = {"AMXTile": "AMX"}
+ACCELERATOR_MEMORY = {"AMXTile": "AMX", "WMMAAccumulator": "WMMA"}
 """Memory types the selector targets, and the accelerator each one means."""
+
+DATA_MOVEMENT = {"AMX": ("Mem2AMX", "AMX2Mem"), "WMMA": ("Mem2WMMA", "WMMA2Mem")}
+"""Per accelerator: the egglog markers for moving a value in and out."""
+MARKERS = frozenset(m for pair in DATA_MOVEMENT.values() for m in pair)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +54,8 @@ class Encoding:
     """Side table for (Opaque T id)."""
     accelerator_buffers: dict[str, str] = field(default_factory=dict)
     """Buffer name -> its element type, for the buffers in accelerator memory."""
+    accelerators: dict[str, str] = field(default_factory=dict)
+    """Buffer name -> the accelerator it belongs to ("AMX" or "WMMA")."""
 
 
 def accelerator_allocations(stmt: ir.Stmt, overrides: dict[str, str]) -> dict[str, ir.Allocate]:
@@ -72,9 +80,20 @@ def loads_of(e: ir.Expr) -> set[str]:
     return {n.name for n in ir.walk(e) if isinstance(n, ir.Load)}
 
 
+ACCELERATOR_INTRINSICS = ("tile_", "wmma.")
+"""Name prefixes of the calls that selection produces."""
+
+
+def is_lowered(store: ir.Store) -> bool:
+    """Already a tile or fragment operation: tensorized output fed back in."""
+    return any(isinstance(n, ir.Call) and n.name.startswith(ACCELERATOR_INTRINSICS) for n in ir.walk(store))
+
+
 def select_stores(stmt: ir.Stmt, allocations: dict[str, ir.Allocate], overrides: dict[str, str]) -> list[SelectedStore]:
     selected = []
     for position, store in enumerate(iter_stores(stmt)):
+        if is_lowered(store):
+            continue
         touched = ({store.name} | loads_of(store.value) | loads_of(store.index)) & allocations.keys()
         if not touched:
             continue
@@ -121,9 +140,10 @@ BINOP_BY_NAME = {name: op for op, name in _BINOP_NAMES.items()}
 
 
 class _Encoder:
-    def __init__(self, encoding: Encoding, accelerator_buffers: set[str]):
+    def __init__(self, encoding: Encoding, accelerators: dict[str, str]):
         self.encoding = encoding
-        self.accelerator_buffers = accelerator_buffers
+        self.accelerators = accelerators
+        """Buffer in accelerator memory -> its accelerator."""
         self._table: dict[type, Callable[[ir.Expr], str | None]] = {
             ir.IntImm: lambda e: f"(IntImm {encode_type(e.type)} {_int64(e.value)})",
             ir.UIntImm: lambda e: f"(IntImm {encode_type(e.type)} {_int64(e.value)})",
@@ -150,7 +170,8 @@ class _Encoder:
         if e.predicate is not None:
             return None
         text = f"(Load {encode_type(e.type)} {_string(e.name)} {self.expr(e.index)})"
-        return f"(AMX2Mem {text})" if e.name in self.accelerator_buffers else text
+        accelerator = self.accelerators.get(e.name)
+        return f"({DATA_MOVEMENT[accelerator][1]} {text})" if accelerator else text
 
     def _vector_reduce(self, e: ir.VectorReduce) -> str | None:
         if e.op is not ir.ReduceOp.ADD:
@@ -159,13 +180,17 @@ class _Encoder:
 
     def store(self, s: ir.Store) -> str:
         value = self.expr(s.value)
-        if s.name in self.accelerator_buffers:
-            value = f"(Mem2AMX {value})"
+        accelerator = self.accelerators.get(s.name)
+        if accelerator:
+            value = f"({DATA_MOVEMENT[accelerator][0]} {value})"
         return f"(Store {_string(s.name)} {value} {self.expr(s.index)})"
 
 
-def encode_stores(selected: list[SelectedStore], allocations: dict[str, ir.Allocate]) -> Encoding:
-    encoding = Encoding(accelerator_buffers={name: str(a.type) for name, a in allocations.items()})
-    encoder = _Encoder(encoding, set(allocations))
+def encode_stores(selected: list[SelectedStore], allocations: dict[str, ir.Allocate],
+                  overrides: dict[str, str]) -> Encoding:
+    accelerators = {name: ACCELERATOR_MEMORY[overrides.get(name, a.memory_type)] for name, a in allocations.items()}
+    encoding = Encoding(accelerator_buffers={name: str(a.type) for name, a in allocations.items()},
+                        accelerators=accelerators)
+    encoder = _Encoder(encoding, accelerators)
     encoding.terms = [encoder.store(s.store) for s in selected]
     return encoding

@@ -1,7 +1,8 @@
 """Hardware facts as data: tile shapes, element packing and register limits.
 
 Every number about an accelerator lives here; rules receive them as egglog
-facts (``amx_facts``) and the legalizer checks against the same tables.
+facts (``amx_facts``, ``wmma_facts``) and the legalizer and code generators
+check against the same tables.
 """
 
 from __future__ import annotations
@@ -119,3 +120,22 @@ class WMMATensorCore:
 
 
 WMMA_TENSOR_CORE = WMMATensorCore()
+
+
+def wmma_facts(core: WMMATensorCore = WMMA_TENSOR_CORE) -> str:
+    """The facts the WMMA rules query (declared in rules/supporting.egg)."""
+    lines = [";; generated from hardboiled/hardware.py"]
+    for shape in core.shapes:
+        lines.append(f"(wmma-shape {shape.m} {shape.n} {shape.k})")
+    for element in core.elements:
+        t = element.type
+        for acc in element.accumulators:
+            lines.append(
+                f"(wmma-element ({egglog_type_code(t.code)}) {t.bits} ({egglog_type_code(acc.code)}) {acc.bits})"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def wmma_type_suffix(t: ir.Type) -> str:
+    """The PTX-style name of a fragment element type: f16, bf16 or f32."""
+    return {ir.Float(16): "f16", ir.BFloat(16): "bf16", ir.Float(32): "f32"}[t.element()]

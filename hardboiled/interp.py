@@ -184,6 +184,11 @@ class Interpreter:
             raise _fail(f"assertion failed in the program: {text}")
 
     def _run_For(self, s: ir.For) -> None:  # noqa: N802
+        if s.kind is ir.ForKind.GPU_LANE and _is_warp_collective(s):
+            # The lanes of a warp execute a WMMA operation together, once:
+            # run a body that no lane tells apart from another one time.
+            self.run(s.body)
+            return
         lo, extent = _as_int(self.eval(s.min)), _as_int(self.eval(s.extent))
         previous = self.env.values.get(s.name, _MISSING)
         try:
@@ -538,6 +543,11 @@ def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]
     for name in ("halide_error_buffer_argument_is_null", "halide_semaphore_init", "halide_semaphore_release",
                  "halide_semaphore_try_acquire", "halide_print", "halide_msan_annotate_memory_is_initialized"):
         table[name] = lambda call, args: i32(0)
+    # GPU pipelines: the interpreter has one memory, so a buffer is always
+    # "on the device" and every copy between host and device succeeds.
+    for name in ("halide_copy_to_device", "halide_copy_to_host", "halide_device_malloc",
+                 "halide_cuda_device_interface", "halide_device_free"):
+        table[name] = lambda call, args: i32(0)
     return table
 
 
@@ -643,6 +653,7 @@ _WMMA_SHAPE = r"m(\d+)n(\d+)k(\d+)"
 _WMMA_LOAD = re.compile(rf"wmma\.load\.(a|b|c)\.sync\.aligned\.(row|col)\.{_WMMA_SHAPE}\.(f16|bf16|f32)")
 _WMMA_MMA = re.compile(rf"wmma\.mma\.sync\.aligned\.(row|col)\.(row|col)\.{_WMMA_SHAPE}\.(f16|f32)\.(f16|f32)")
 _WMMA_STORE = re.compile(rf"wmma\.store\.d\.sync\.aligned\.(row|col)\.{_WMMA_SHAPE}\.(f16|f32)")
+_WMMA_FILL = re.compile(rf"wmma\.fill\.{_WMMA_SHAPE}\.(f16|f32)")
 _WMMA_TYPES = {"f16": ir.Float(16), "bf16": ir.BFloat(16), "f32": ir.Float(32)}
 
 
@@ -659,7 +670,9 @@ def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
       the sum is rounded once to D's type (hardware adds in an unspecified
       order: verification's tolerance covers the difference);
     * ``wmma.store.d.sync.aligned.<layout>.<shape>.<type>(ptr, D, offset,
-      ldm)``: the inverse of load.c.
+      ldm)``: the inverse of load.c;
+    * ``wmma.fill.<shape>.<type>(value)``: an accumulator fragment holding
+      ``value`` everywhere (fill_fragment).
 
     Shapes and types must be in hardware.WMMA_TENSOR_CORE, and every address
     must meet load/store_matrix_sync's alignment (relative to the buffer's
@@ -685,6 +698,9 @@ def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
         b_matrix = b.astype(np.float64).reshape(shape.k, shape.n)
         d = a_matrix @ b_matrix + c.astype(np.float64).reshape(shape.m, shape.n)
         return d.reshape(-1).astype(dtype_of(d_type))
+    if m := _WMMA_FILL.fullmatch(call.name):
+        shape, t = _wmma_shape(m.group(1, 2, 3), call.name), _WMMA_TYPES[m.group(4)]
+        return np.full(shape.m * shape.n, args[0].reshape(-1)[0], dtype=dtype_of(t))
     if m := _WMMA_STORE.fullmatch(call.name):
         layout, t = m.group(1), _WMMA_TYPES[m.group(5)]
         shape = _wmma_shape(m.group(2, 3, 4), call.name)
@@ -693,6 +709,14 @@ def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
         pointer.array[addresses.reshape(-1)] = fragment.astype(pointer.array.dtype)
         return np.array([0], dtype=np.int32)
     raise _fail(f"the interpreter does not know the WMMA call '{call.name}'")
+
+
+def _is_warp_collective(loop: ir.For) -> bool:
+    """A lane loop whose body performs WMMA operations and never reads the
+    lane index: every lane does the same thing, as one warp-wide step."""
+    nodes = list(ir.walk(loop.body))
+    return (any(isinstance(n, ir.Call) and n.name.startswith("wmma.") for n in nodes)
+            and not any(isinstance(n, ir.Variable) and n.name == loop.name for n in nodes))
 
 
 def _wmma_shape(mnk: tuple[str, str, str], name: str) -> hardware.WMMAShape:

@@ -16,14 +16,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import ir
 from .diagnostics import Diagnostic, ExitCode, HardboiledError, InputError
-from .extract import BINOP_BY_NAME, Encoding, bits_float, iter_stores
-from .hardware import AMX_TILE, AMXTile
+from .extract import BINOP_BY_NAME, MARKERS, Encoding, bits_float, iter_stores
+from .hardware import AMX_TILE, WMMA_TENSOR_CORE, AMXTile, WMMAShape, WMMATensorCore, wmma_type_suffix
 from .printer import print_ir
 
 # --------------------------------------------------------------------------
@@ -106,7 +108,7 @@ class Decoder:
         head = node[0]
         method: Callable[[list[Any]], ir.Expr] | None = getattr(self, "_" + head, None)
         if method is None:
-            raise MarkerLeft(head) if head in ("Mem2AMX", "AMX2Mem") else ValueError(head)
+            raise MarkerLeft(head) if head in MARKERS else ValueError(head)
         return method(node)
 
     # ----------------------------------------------------------- IR nodes
@@ -188,6 +190,38 @@ class Decoder:
         )
         return ir.Shuffle((value,), indices)
 
+    # ----------------------------------------------------------- WMMA fragments
+    # Whole-fragment calls named after the PTX instructions (interp.py gives
+    # them their meaning); enforce_wmma_lanes later makes them warp-wide.
+    def _FragFill(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        _, t, m, n, k, value = node
+        fragment_type = self.type(t)
+        return ir.Call(f"wmma.fill.{WMMAShape(m, n, k).name}.{wmma_type_suffix(fragment_type)}",
+                       (self.expr(value),), fragment_type)
+
+    def _FragLoad(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        _, (use,), (layout,), t, m, n, k, buf, offset, ldm = node
+        fragment_type = self.type(t)
+        matrix = {"MatrixA": "a", "MatrixB": "b", "Accumulator": "c"}[use]
+        name = (f"wmma.load.{matrix}.sync.aligned.{_MAJOR[layout]}.{WMMAShape(m, n, k).name}."
+                f"{wmma_type_suffix(fragment_type)}")
+        return ir.Call(name, (self.buffer(buf), self.expr(offset), self.expr(ldm)), fragment_type)
+
+    def _FragMma(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        _, (a_layout,), (b_layout,), t, m, n, k, a, b, c = node
+        d_type = self.type(t)
+        c_value = self.expr(c)
+        name = (f"wmma.mma.sync.aligned.{_MAJOR[a_layout]}.{_MAJOR[b_layout]}.{WMMAShape(m, n, k).name}."
+                f"{wmma_type_suffix(d_type)}.{wmma_type_suffix(c_value.type)}")
+        return ir.Call(name, (self.expr(a), self.expr(b), c_value), d_type)
+
+    def _FragStore(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        _, (layout,), m, n, k, out, offset, ldm, fragment = node
+        value = self.expr(fragment)
+        name = f"wmma.store.d.sync.aligned.{_MAJOR[layout]}.{WMMAShape(m, n, k).name}.{wmma_type_suffix(value.type)}"
+        return ir.Call(name, (ir.Variable(str(out), ir.handle_type()), value, self.expr(offset), self.expr(ldm)),
+                       ir.INT32)
+
     def buffer(self, node: list[Any]) -> ir.Expr:
         if node[0] == "Named":
             return ir.Variable(str(node[1]), ir.handle_type())
@@ -198,6 +232,9 @@ class Decoder:
             temp = Temporary(f"{source}.amx_vnni.{len(self.temporaries)}", value)
             self.temporaries[value] = temp
         return ir.Variable(temp.name, ir.handle_type())
+
+
+_MAJOR = {"Row": "row", "Col": "col"}
 
 
 def _i32(value: int) -> ir.Expr:
@@ -249,7 +286,6 @@ def map_stmt(stmt: ir.Stmt, fn: Callable[[ir.Stmt], ir.Stmt | None]) -> ir.Stmt:
         return stmt
     if isinstance(stmt, ir.Block):
         return ir.make_block(list(changes["stmts"]))
-    import dataclasses
 
     return dataclasses.replace(stmt, **changes)  # type: ignore[type-var]
 
@@ -321,13 +357,19 @@ def place_temporaries(stmt: ir.Stmt, temporaries: list[Temporary]) -> ir.Stmt:
     return stmt
 
 
-def _path_to_uses(stmt: ir.Stmt, name: str) -> list[ir.Stmt] | None:
+def _accesses(node: ir.Node, name: str) -> bool:
+    """Whether ``node`` reads or writes buffer ``name`` (or names it)."""
+    return any(isinstance(n, (ir.Load, ir.Store, ir.Variable)) and n.name == name for n in ir.walk(node))
+
+
+def _path_to_uses(stmt: ir.Stmt, name: str,
+                  uses: Callable[[ir.Stmt, str], bool] = _uses) -> list[ir.Stmt] | None:
     """Statements from the root down to the smallest one holding every use."""
-    if not _uses(stmt, name):
+    if not uses(stmt, name):
         return None
     path = [stmt]
     while True:
-        holders = [c for c in ir.children(path[-1]) if isinstance(c, ir.Stmt) and _uses(c, name)]
+        holders = [c for c in ir.children(path[-1]) if isinstance(c, ir.Stmt) and uses(c, name)]
         if len(holders) != 1:
             return path
         path.append(holders[0])
@@ -367,8 +409,6 @@ def _split_uses(stmt: ir.Stmt, holder: ir.Stmt, temp: Temporary) -> tuple[ir.Stm
 
 
 def _rename_variable(stmt: ir.Stmt, old: str, new: str) -> ir.Stmt:
-    import dataclasses
-
     def expr(e: ir.Expr) -> ir.Expr:
         if isinstance(e, ir.Variable) and e.name == old:
             return ir.Variable(new, e.type)
@@ -453,6 +493,174 @@ def _check_tile_indexing(stmt: ir.Stmt, name: str, alloc: ir.Allocate, tile: AMX
                     f"AMX buffer '{name}' is accessed at {print_ir(index)}, which is not a whole tile "
                     f"(expected ramp(L*i, 1, L) with L <= {capacity})"
                 )
+
+
+# --------------------------------------------------------------------------
+# WMMA post-processing (paper, Sec. 5): alignment, warp lanes, fragments
+# --------------------------------------------------------------------------
+
+WMMA_LANE = "wmma.lane"
+"""The warp-lane loop that every WMMA operation runs in."""
+WMMA_STAGE = ".wmma_stage."
+"""Infix of the shared-memory buffers that stage unaligned operands."""
+
+
+def is_wmma_call(e: ir.Node) -> bool:
+    return isinstance(e, ir.Call) and e.name.startswith("wmma.")
+
+
+def known_multiple(e: ir.Expr) -> int:
+    """A number that ``e`` is provably a multiple of (0: ``e`` is zero).
+
+    Enough to see that ``(ko*64 + bx)*16`` is a multiple of 16 and that a
+    symbolic row stride proves nothing."""
+    if isinstance(e, (ir.IntImm, ir.UIntImm)):
+        return abs(e.value)
+    if isinstance(e, ir.Cast) and not e.type.is_float and not e.value.type.is_float:
+        return known_multiple(e.value)
+    if isinstance(e, ir.Binary) and e.op in (ir.BinOp.ADD, ir.BinOp.SUB):
+        return math.gcd(known_multiple(e.a), known_multiple(e.b))
+    if isinstance(e, ir.Binary) and e.op is ir.BinOp.MUL:
+        return known_multiple(e.a) * known_multiple(e.b)
+    return 1
+
+
+def _aligned(elements: ir.Expr, element_bytes: int, alignment: int) -> bool:
+    multiple = known_multiple(elements)
+    return multiple == 0 or (multiple * element_bytes) % alignment == 0
+
+
+_LDM_ALIGNMENT = 16
+"""Bytes: load/store_matrix_sync's leading dimension must be a multiple of
+8 16-bit or 4 32-bit elements."""
+
+
+def _fragment_extent(call: ir.Call) -> tuple[int, int, str]:
+    """Rows, columns and layout of the matrix a wmma.load/store.d moves."""
+    parts = call.name.split(".")
+    matrix, layout, shape = parts[2] if parts[1] == "load" else "d", parts[5], parts[6]
+    m, n, k = (int(v) for v in re.fullmatch(r"m(\d+)n(\d+)k(\d+)", shape).groups())  # type: ignore[union-attr]
+    rows, cols = {"a": (m, k), "b": (k, n), "c": (m, n), "d": (m, n)}[matrix]
+    return rows, cols, layout
+
+
+def _matrix_index(offset: ir.Expr, ldm: ir.Expr, rows: int, cols: int, layout: str) -> ir.Expr:
+    """The vector index of a rows x cols matrix at offset/ldm, in the order
+    its layout keeps it (so that a dense copy has leading dimension
+    ``cols`` for row-major and ``rows`` for column-major)."""
+    inner, outer = (cols, rows) if layout == "row" else (rows, cols)
+    return ir.Ramp(ir.Ramp(offset, ir.IntImm(1), inner), ir.Broadcast(ldm, inner), outer)
+
+
+def stage_unaligned_operands(stmt: ir.Stmt, element_types: dict[str, ir.Type],
+                             core: WMMATensorCore = WMMA_TENSOR_CORE) -> ir.Stmt:
+    """Route every WMMA load or store whose address or leading dimension is
+    not provably aligned through a dense buffer in shared memory.
+
+    load_matrix_sync and store_matrix_sync fault on a misaligned address.
+    An offset such as ``x + r`` (a convolution window) or a symbolic row
+    stride proves nothing, so the matrix is copied to (or from) a
+    ``GPUShared`` buffer that is aligned by construction."""
+    counter = [0]
+
+    def visit(node: ir.Stmt) -> ir.Stmt | None:
+        if not isinstance(node, (ir.Store, ir.Evaluate)):
+            return None
+        calls = [c for c in ir.walk(node) if is_wmma_call(c) and (".load." in c.name or ".store." in c.name)]
+        staged: list[tuple[str, ir.Type, int]] = []
+        before: list[ir.Stmt] = []
+        after: list[ir.Stmt] = []
+        replacements: dict[int, ir.Expr] = {}
+        for call in calls:
+            store = ".store." in call.name
+            pointer, offset, ldm = (call.args[0], call.args[2], call.args[3]) if store else call.args
+            assert isinstance(pointer, ir.Variable)
+            element = (call.args[1].type if store else call.type).element()
+            if _aligned(offset, element.bytes, core.pointer_alignment) and _aligned(ldm, element.bytes, _LDM_ALIGNMENT):
+                continue
+            rows, cols, layout = _fragment_extent(call)
+            stage = f"{pointer.name}{WMMA_STAGE}{counter[0]}"
+            counter[0] += 1
+            lanes = rows * cols
+            staged.append((stage, element, lanes))
+            dense = ir.Ramp(ir.IntImm(0), ir.IntImm(1), lanes)
+            source = _matrix_index(offset, ldm, rows, cols, layout)
+            dense_ldm = ir.IntImm(cols if layout == "row" else rows)
+            stage_pointer = ir.Variable(stage, ir.handle_type())
+            memory_type = element_types.get(pointer.name, element).with_lanes(lanes)
+            if store:
+                after.append(ir.Store(pointer.name, ir.Load(stage, dense, memory_type), source))
+                replacements[id(call)] = ir.Call(call.name, (stage_pointer, call.args[1], ir.IntImm(0), dense_ldm),
+                                                 call.type)
+            else:
+                before.append(ir.Store(stage, ir.Load(pointer.name, source, memory_type), dense))
+                replacements[id(call)] = ir.Call(call.name, (stage_pointer, ir.IntImm(0), dense_ldm), call.type)
+        if not staged:
+            return None
+        rewritten: ir.Stmt = _replace_exprs(node, replacements)
+        result = ir.make_block([*before, rewritten, *after])
+        for stage, element, lanes in reversed(staged):
+            result = ir.Allocate(stage, element, "GPUShared", (ir.IntImm(lanes),), result)
+        return result
+
+    return map_stmt(stmt, visit)
+
+
+def _replace_exprs(stmt: ir.Stmt, replacements: dict[int, ir.Expr]) -> ir.Stmt:
+    def expr(e: ir.Expr) -> ir.Expr:
+        if id(e) in replacements:
+            return replacements[id(e)]
+        changes = _changed_fields(e, ir.Expr, expr)
+        return dataclasses.replace(e, **changes) if changes else e  # type: ignore[type-var]
+
+    changes = _changed_fields(stmt, ir.Expr, expr)
+    return dataclasses.replace(stmt, **changes) if changes else stmt  # type: ignore[type-var]
+
+
+def enforce_wmma_lanes(stmt: ir.Stmt, core: WMMATensorCore = WMMA_TENSOR_CORE) -> ir.Stmt:
+    """Wrap every statement that performs a WMMA operation (with the copies
+    that stage its operands) in a warp-lane loop: a WMMA operation is
+    executed by all the lanes of a warp together."""
+
+    def holds_wmma(node: ir.Stmt) -> bool:
+        return any(is_wmma_call(n) for n in ir.walk(node))
+
+    def wrap(node: ir.Stmt) -> ir.Stmt:
+        return ir.For(WMMA_LANE, ir.IntImm(0), ir.IntImm(core.warp_size), ir.ForKind.GPU_LANE, "CUDA", node)
+
+    def visit(node: ir.Stmt) -> ir.Stmt | None:
+        if isinstance(node, ir.For) and node.kind is ir.ForKind.GPU_LANE:
+            return node  # already warp-wide
+        if isinstance(node, ir.Allocate) and WMMA_STAGE in node.name:
+            # A staging buffer is shared by the warp: it stays outside the lanes.
+            inner = node.body
+            staged = isinstance(inner, ir.Allocate) and WMMA_STAGE in inner.name
+            return dataclasses.replace(node, body=visit(inner) if staged else wrap(inner))
+        if isinstance(node, (ir.Store, ir.Evaluate)) and holds_wmma(node):
+            return wrap(node)
+        return None
+
+    return map_stmt(stmt, visit)
+
+
+def push_fragment_allocations(stmt: ir.Stmt, memory_types: frozenset[str] = frozenset({"WMMAAccumulator"})) -> ir.Stmt:
+    """Make fragment allocations per-thread: move each one into the innermost
+    GPU thread loop that holds all its uses (outside the thread loops, Halide
+    would place it in shared memory). Without thread loops the kernel runs
+    one warp per block and the fragment is already a per-thread variable."""
+
+    def visit(node: ir.Stmt) -> ir.Stmt | None:
+        if not (isinstance(node, ir.Allocate) and node.memory_type in memory_types):
+            return None
+        path = _path_to_uses(node.body, node.name, _accesses)
+        threads = [n for n in (path or []) if isinstance(n, ir.For) and n.kind is ir.ForKind.GPU_THREAD]
+        if not threads:
+            return dataclasses.replace(node, body=map_stmt(node.body, visit))
+        target = threads[-1]
+        moved = dataclasses.replace(node, body=target.body)
+        return map_stmt(node.body, lambda n: dataclasses.replace(n, body=moved) if n is target else None)
+
+    return map_stmt(stmt, visit)
 
 
 def _legal_error(message: str) -> LegalizationError:

@@ -20,15 +20,27 @@ from .cache import ResultCache
 from .egglog_bridge import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, EgraphSize
 from .eqsat import Schedule, load_schedule, saturate
 from .extract import (
+    ACCELERATOR_INTRINSICS,
     ACCELERATOR_MEMORY,
+    MARKERS,
     Encoding,
     SelectedStore,
     accelerator_allocations,
     encode_stores,
     select_stores,
 )
-from .hardware import AMX_TILE
-from .legalize import Decoder, MarkerLeft, check_amx, parse_sexpr, place_temporaries, reinsert
+from .hardware import AMX_TILE, WMMA_TENSOR_CORE
+from .legalize import (
+    Decoder,
+    MarkerLeft,
+    check_amx,
+    enforce_wmma_lanes,
+    parse_sexpr,
+    place_temporaries,
+    push_fragment_allocations,
+    reinsert,
+    stage_unaligned_operands,
+)
 from .printer import print_ir
 
 
@@ -94,7 +106,7 @@ def select(
     schedule = load_schedule(options.schedule_path, options.iterations)
     selected = select_stores(stmt, allocations, options.store_in)
     lowerable = [s for s in selected if s.store.predicate is None]
-    encoding = encode_stores(lowerable, allocations)
+    encoding = encode_stores(lowerable, allocations, options.store_in)
     result = None
     start = time.perf_counter()
     if encoding.terms:
@@ -120,7 +132,7 @@ def select(
                 explanation = explain_miss(sel, term, encoding)
         if explanation is None:
             intrinsics = tuple(sorted({n.name for n in ir.walk(replacements[sel.position])
-                                       if isinstance(n, ir.Call) and n.name.startswith("tile_")}))
+                                       if isinstance(n, ir.Call) and n.name.startswith(ACCELERATOR_INTRINSICS)}))
             reports.append(StoreReport(sel.store.name, line, sel.accelerator, True, intrinsics))
             continue
         reports.append(StoreReport(sel.store.name, line, sel.accelerator, False, (), explanation))
@@ -138,14 +150,28 @@ def select(
     temporaries = [t for t in decoder.temporaries.values() if t.name in used]
     rewritten = place_temporaries(rewritten, temporaries)
     rewritten = _apply_memory_overrides(rewritten, memory)
-    lowered_buffers = {
-        name: alloc for name, alloc in accelerator_allocations(rewritten, {}).items()
-    }
-    check_amx(rewritten, lowered_buffers, AMX_TILE)
+    lowered_buffers = accelerator_allocations(rewritten, {})
+    check_amx(rewritten, {name: alloc for name, alloc in lowered_buffers.items()
+                          if ACCELERATOR_MEMORY[alloc.memory_type] == "AMX"}, AMX_TILE)
+    if any(ACCELERATOR_MEMORY[alloc.memory_type] == "WMMA" for alloc in lowered_buffers.values()):
+        rewritten = postprocess_wmma(rewritten)
     return SelectionResult(
         rewritten, tuple(reports), schedule, result.size if result else None, seconds, tuple(misses),
         bool(result and result.cached),
     )
+
+
+def postprocess_wmma(stmt: ir.Stmt) -> ir.Stmt:
+    """The paper's WMMA post-processing: operands that load_matrix_sync
+    could not read in place are staged through shared memory, every WMMA
+    operation becomes warp-wide, and fragments become per-thread."""
+    from .verify import discover_buffers
+
+    element_types = {name: spec.type for name, spec in discover_buffers(stmt).items() if spec.type is not None}
+    element_types.update({n.name: n.type.element() for n in ir.walk(stmt) if isinstance(n, ir.Allocate)})
+    stmt = stage_unaligned_operands(stmt, element_types)
+    stmt = enforce_wmma_lanes(stmt)
+    return push_fragment_allocations(stmt)
 
 
 def _fall_back(selected: list[SelectedStore], replacements: dict[int, ir.Stmt]) -> set[str]:
@@ -214,7 +240,8 @@ def _miss_diagnostic(sel: SelectedStore, explanation: str, filename: str, source
         notes.append("--allow-fallback: the store is left as it was")
     return Diagnostic(
         severity,
-        f"store to '{sel.store.name}' cannot be lowered to {accelerator} tile operations",
+        f"store to '{sel.store.name}' cannot be lowered to {accelerator} "
+        f"{'fragment' if accelerator == 'WMMA' else 'tile'} operations",
         location,
         tuple(notes),
     )
@@ -234,40 +261,90 @@ def explain_miss(sel: SelectedStore, term: str, encoding: Encoding) -> str:
     """
     value = _lenient_decode(parse_sexpr(term), encoding)
     store = sel.store
-    amx_buffers = set(encoding.accelerator_buffers)
-    if store.name in amx_buffers:
+    wmma = sel.accelerator == "WMMA"
+    unit = "WMMA fragment" if wmma else "AMX tile"
+    accelerator_buffers = set(encoding.accelerator_buffers)
+    if store.name in accelerator_buffers:
         reduce = next((n for n in ir.walk(value) if isinstance(n, ir.VectorReduce)), None)
         if reduce is not None:
-            return _explain_matmul(reduce)
-        if isinstance(value, ir.Broadcast):
-            return ("zero-initialization of an AMX tile whose shape nothing fixes: no matmul "
-                    "writes this tile and no tile_store reads it")
-        return (f"the value stored into AMX buffer '{store.name}' is neither zero, a tile product "
-                f"C + sum(A * B), nor a 2-D tile load: {print_ir(value)}")
-    loads = [n for n in ir.walk(value) if isinstance(n, ir.Load) and n.name in amx_buffers]
+            return _explain_wmma_matmul(reduce) if wmma else _explain_matmul(reduce)
+        if isinstance(value, ir.Broadcast) and isinstance(value.value, (ir.FloatImm, ir.IntImm)):
+            return (f"filling a {unit} whose shape nothing fixes: no "
+                    f"{'mma' if wmma else 'matmul'} writes it")
+        allowed = ("a constant fill or a fragment product C + sum(A * B)" if wmma
+                   else "zero, a tile product C + sum(A * B), nor a 2-D tile load")
+        return (f"the value stored into {sel.accelerator} buffer '{store.name}' is neither {allowed}: "
+                f"{print_ir(value)}")
+    loads = [n for n in ir.walk(value) if isinstance(n, ir.Load) and n.name in accelerator_buffers]
     if loads and isinstance(value, ir.Load):
+        if wmma:
+            return ("store_matrix_sync needs a row-major ramp(ramp(base, 1, N), xN(ldm), M), a column-major "
+                    "ramp(ramp(base, ldm, N), xN(1), M) or a dense ramp(base, 1, M*N) destination; "
+                    f"the store index is {print_ir(store.index)}")
         return ("tile_store needs a row-major destination of at most "
                 f"{AMX_TILE.max_rows} rows: ramp(ramp(base, 1, N), xN(stride), M); "
                 f"the store index is {print_ir(store.index)}")
-    return (f"AMX buffer '{loads[0].name if loads else '?'}' is read inside arithmetic; "
-            "only tile_store and tile_matmul can read an AMX tile")
+    only = "store_matrix_sync and mma_sync" if wmma else "tile_store and tile_matmul"
+    return (f"{sel.accelerator} buffer '{loads[0].name if loads else '?'}' is read inside arithmetic; "
+            f"only {only} can read a {unit}")
 
 
-def _explain_matmul(reduce: ir.VectorReduce) -> str:
+def _product_operands(reduce: ir.VectorReduce) -> tuple[ir.Load, ir.Load] | str:
+    """The loads of A and B in sum(A * B), or why there are none."""
     product = reduce.value
     if not (isinstance(product, ir.Binary) and product.op is ir.BinOp.MUL):
         return f"the reduction is not a sum of products: {print_ir(reduce)}"
-    kinds = {t.type.code for t in AMX_TILE.elements}
+    loads = []
     for label, operand in (("A", product.a), ("B", product.b)):
         inner = operand.value if isinstance(operand, ir.Cast) else operand
         load = next((n for n in ir.walk(inner) if isinstance(n, ir.Load)), None)
         if load is None:
             return f"operand {label} of the product is not a load: {print_ir(operand)}"
+        loads.append(load)
+    return loads[0], loads[1]
+
+
+def _explain_wmma_matmul(reduce: ir.VectorReduce) -> str:
+    operands = _product_operands(reduce)
+    if isinstance(operands, str):
+        return operands
+    core = WMMA_TENSOR_CORE
+    for label, load in zip("AB", operands):
+        element = core.element(load.type.element())
+        if element is None:
+            names = ", ".join(str(e.type) for e in core.elements)
+            return f"operand {label} (a load of '{load.name}') has type {load.type.element()}; Tensor Cores multiply {names}"
+        if reduce.type.element() not in element.accumulators:
+            names = ", ".join(str(t) for t in element.accumulators)
+            return (f"{element.type} operands accumulate into {names} on Tensor Cores, "
+                    f"not {reduce.type.element()}")
+    m_n = reduce.type.lanes
+    k = reduce.value.type.lanes // m_n if m_n else 0
+    shapes = ", ".join(s.name for s in core.shapes)
+    if not any(s.m * s.n == m_n and s.k == k for s in core.shapes):
+        return (f"the product is {m_n} outputs with a reduction of {k}; no WMMA fragment shape "
+                f"({shapes}) has that size")
+    a, b = operands
+    return (
+        "no WMMA operand layout matched. After normalization, operand A (a load of "
+        f"'{a.name}') has index {print_ir(a.index)}; A must be M x K, row-major "
+        "ramp(xN(ramp(base, 1, K)), x(N*K)(ldm), M) or column-major ramp(xN(ramp(base, ldm, K)), "
+        f"x(N*K)(1), M). Operand B (a load of '{b.name}') has index {print_ir(b.index)}; B must be "
+        "K x N, row-major xM(ramp(ramp(base, ldm, K), xK(1), N)) or column-major "
+        f"xM(ramp(ramp(base, 1, K), xK(ldm), N)). Fragment shapes: {shapes}"
+    )
+
+
+def _explain_matmul(reduce: ir.VectorReduce) -> str:
+    operands = _product_operands(reduce)
+    if isinstance(operands, str):
+        return operands
+    kinds = {t.type.code for t in AMX_TILE.elements}
+    for label, load in zip("AB", operands):
         if load.type.code not in kinds or load.type.bits not in {t.type.bits for t in AMX_TILE.elements}:
             names = ", ".join(str(t.type) for t in AMX_TILE.elements)
             return f"operand {label} (a load of '{load.name}') has type {load.type.element()}; AMX multiplies {names}"
-    a_load = next(n for n in ir.walk(product.a) if isinstance(n, ir.Load))
-    b_load = next(n for n in ir.walk(product.b) if isinstance(n, ir.Load))
+    a_load, b_load = operands
     return (
         "no AMX operand layout matched. After normalization, operand A (a load of "
         f"'{a_load.name}') has index {print_ir(a_load.index)}; A must be an M x K row-major tile, "
@@ -283,7 +360,7 @@ def _lenient_decode(node: list, encoding: Encoding) -> ir.Expr:  # type: ignore[
 
     def strip(n):  # type: ignore[no-untyped-def]
         if isinstance(n, list):
-            if n and n[0] in ("Mem2AMX", "AMX2Mem"):
+            if n and n[0] in MARKERS:
                 return strip(n[1])
             return [strip(c) for c in n]
         return n

@@ -437,6 +437,77 @@ def wmma_f16_matmul():
     return out, [A, B]
 
 
+def _wmma_matmul(in_t="f16", acc_t="f32", M=16, N=16, K=16, b_colmajor=False,
+                 symbolic=False):
+    """wmma_f16_matmul generalized: out tiles of M rows (y) x N columns (x), K chunk.
+
+    acc_t "f16": prod is float16 and the products are not cast. b_colmajor: prod(x,y) +=
+    A(k,y)*B(k,x), B's unit-stride dimension is k. symbolic: A and B only get stride 1 in
+    dim 0 and constant bounds, so their row stride stays A.stride.1 / B.stride.1.
+    """
+    hl = _hl()
+    n = 64
+    A, B = hl.ImageParam(hl_type(in_t), 2, "A"), hl.ImageParam(hl_type(in_t), 2, "B")
+    x, y, xo, yo, xi, yi = (hl.Var(s) for s in ("x", "y", "xo", "yo", "xi", "yi"))
+    k = hl.RDom([(0, n)], "k")
+    ko, ki = hl.RVar("ko"), hl.RVar("ki")
+    prod = hl.Func("prod")
+    b = B[k.x, x] if b_colmajor else B[x, k.x]
+    if acc_t == "f16":
+        prod[x, y] = hl.cast(hl.Float(16), 0)
+        prod[x, y] += A[k.x, y] * b
+    else:
+        prod[x, y] = hl.f32(0)
+        prod[x, y] += hl.f32(A[k.x, y]) * hl.f32(b)
+    out = prod.in_()
+    out.bound(x, 0, n).bound(y, 0, n)
+    for p in (A, B):
+        if symbolic:
+            p.dim(0).set_bounds(0, n).set_stride(1)
+            p.dim(1).set_bounds(0, n)
+        else:
+            dense(p, n, n)
+    dense(out.output_buffer(), n, n)
+    out.tile(x, y, xo, yo, xi, yi, N, M).vectorize(xi).vectorize(yi).gpu_blocks(xo, yo)
+    wmma_acc(prod).compute_at(out, xo).vectorize(x, N).vectorize(y, M)
+    prod.update().split(k.x, ko, ki, K).reorder(ki, x, y, ko).atomic() \
+        .vectorize(ki).vectorize(x, N).vectorize(y, M)
+    return out, [A, B]
+
+
+_MATMUL = ("64x64x64 matmul prod(x,y) += {expr}; output = prod.in() tiled {M}x{N} "
+           "(rows y x columns x) on gpu_blocks, prod in Register computed per tile, update "
+           "splits k into a serial ko loop and vectorized ki={K}, atomic, vectorized "
+           "{N}x{M}x{K}{extra}.")
+_F32_EXPR = "f32(A(k,y))*f32(B(x,k))"
+case("wmma_bf16_matmul", "wmma", "prod", "bf16*bf16->f32", "standard", "constant",
+     _MATMUL.format(expr=_F32_EXPR, M=16, N=16, K=16,
+                    extra="; A and B are bfloat16"))(
+    lambda: _wmma_matmul(in_t="bf16"))
+case("wmma_f16acc_matmul", "wmma", "prod", "f16*f16->f16", "standard", "constant",
+     _MATMUL.format(expr="A(k,y)*B(x,k)", M=16, N=16, K=16,
+                    extra="; the accumulator prod is float16 (no casts)"))(
+    lambda: _wmma_matmul(acc_t="f16"))
+case("wmma_matmul_m32n8k16", "wmma", "prod", "f16*f16->f32", "standard", "constant",
+     _MATMUL.format(expr=_F32_EXPR, M=32, N=8, K=16,
+                    extra="; the m32n8k16 WMMA shape"))(
+    lambda: _wmma_matmul(M=32, N=8))
+case("wmma_matmul_m8n32k16", "wmma", "prod", "f16*f16->f32", "standard", "constant",
+     _MATMUL.format(expr=_F32_EXPR, M=8, N=32, K=16,
+                    extra="; the m8n32k16 WMMA shape"))(
+    lambda: _wmma_matmul(M=8, N=32))
+case("wmma_matmul_colmajor_b", "wmma", "prod", "f16*f16->f32", "colmajor", "constant",
+     _MATMUL.format(expr="f32(A(k,y))*f32(B(k,x))", M=16, N=16, K=16,
+                    extra="; B is read column-major (unit stride along k, not along the "
+                    "output column x), no transpose in the schedule"))(
+    lambda: _wmma_matmul(b_colmajor=True))
+case("wmma_f16_matmul_symbolic", "wmma", "prod", "f16*f16->f32", "standard", "symbolic",
+     _MATMUL.format(expr=_F32_EXPR, M=16, N=16, K=16,
+                    extra="; A and B only have stride 1 in dim 0 and constant bounds, so "
+                    "their row strides stay symbolic (A.stride.1, B.stride.1)"))(
+    lambda: _wmma_matmul(symbolic=True))
+
+
 @case("wmma_conv1d", "wmma", "conv", "f16*f16->f32", "n/a", "symbolic",
       "The paper's 1-D convolution conv(x) += f32(K(rx))*f32(I(x+rx)), kernel size 16, "
       "2048 outputs: output split 256 (vectorized, gpu_blocks), conv in Register at the "

@@ -1,0 +1,450 @@
+"""CUDA code generation for tensorized Halide IR (``--emit cuda``).
+
+The output is one CUDA C++ translation unit:
+
+* a ``__global__`` kernel per ``gpu_block`` loop nest, whose block loops
+  become ``blockIdx`` and whose thread loops become ``threadIdx``;
+* a host wrapper with the C generator's signature,
+
+      extern "C" int hb_kernel(T0 *X, int32_t X_min0, ..., ...);
+
+  taking *device* pointers (the buffers are already on the GPU, so
+  ``halide_copy_to_device`` is a no-op). It runs the pipeline's host code
+  (its checks return a negative number, as in the C output) and launches
+  each kernel.
+
+WMMA, after legalize.py's post-processing:
+
+* a warp-lane loop (``gpu_lane``, extent 32) is ``threadIdx.x``; the GPU
+  thread loops of the dump move to ``threadIdx.y`` and ``.z``, so each warp
+  is one Halide thread;
+* a ``WMMAAccumulator`` allocation is an array of ``nvcuda::wmma::fragment``
+  accumulators, a per-thread local of the kernel (each thread holds its
+  share of the tile);
+* ``wmma.load``/``mma``/``store.d``/``fill`` calls become
+  ``load_matrix_sync``/``mma_sync``/``store_matrix_sync``/``fill_fragment``;
+  operand fragments are declared where they are loaded;
+* a ``GPUShared`` staging buffer (an operand whose alignment could not be
+  proven) is a 32-byte aligned ``__shared__`` array per warp, filled or
+  drained by the warp's 32 lanes together between ``__syncwarp()``\\ s.
+
+The wrapper checks at run time that every buffer a fragment is loaded from
+or stored to directly starts on a 32-byte boundary (cudaMalloc's are).
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import ir
+from .codegen_c import _PRELUDE, CGenerator, _fail, c_type, storage_type
+from .hardware import WMMA_TENSOR_CORE
+from .legalize import WMMA_STAGE, is_wmma_call
+
+_CUDA_ELEMENT = {(ir.TypeCode.FLOAT, 16): "__half", (ir.TypeCode.BFLOAT, 16): "__nv_bfloat16",
+                 (ir.TypeCode.FLOAT, 32): "float"}
+_DIMS = "xyz"
+_FRAGMENT_MEMORY = "WMMAAccumulator"
+_SHAPE_RE = re.compile(r"\.m(\d+)n(\d+)k(\d+)\.")
+
+_CUDA_PRELUDE = (
+    "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <mma.h>\n"
+    "#include <stdint.h>\n"
+    + _PRELUDE.replace('#include "hb_amx.h"\n', "").replace("static inline", "static inline __host__ __device__")
+    + "using namespace nvcuda;\n"
+)
+
+
+def _cuda_element(t: ir.Type) -> str:
+    name = _CUDA_ELEMENT.get((t.code, t.bits))
+    if name is None:
+        raise _fail(f"no WMMA fragment holds {t.element()} elements")
+    return name
+
+
+def _shape(call: ir.Call) -> tuple[int, int, int]:
+    m = _SHAPE_RE.search(call.name + ".")
+    if m is None:
+        raise _fail(f"cannot read the fragment shape of {call.name}")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def _layout(call: ir.Call, position: int) -> str:
+    return {"row": "row_major", "col": "col_major"}[call.name.split(".")[position]]
+
+
+def _block_dimension(loop: ir.For, order: int) -> int:
+    for i, axis in enumerate(_DIMS):
+        if loop.name.endswith(f"block_id_{axis}"):
+            return i
+    return order
+
+
+class CudaGenerator(CGenerator):
+    """The host wrapper; each gpu_block loop nest becomes a kernel launch."""
+
+    def __init__(self, stmt: ir.Stmt, function: str = "hb_kernel"):
+        super().__init__(stmt, function)
+        self.kernels: list[list[str]] = []
+
+    def generate(self) -> str:
+        source = super().generate()
+        head, _, body = source.partition(_PRELUDE)
+        assert body, "the C generator's prelude moved"
+        return "".join([head, _CUDA_PRELUDE, *("\n".join(k) + "\n\n" for k in self.kernels),
+                        body.replace(f"int {self.function}(", f'extern "C" int {self.function}(', 1)])
+
+    def _s_For(self, s: ir.For) -> None:  # noqa: N802
+        if s.kind is ir.ForKind.GPU_BLOCK:
+            self._launch(s)
+        elif s.kind in (ir.ForKind.GPU_THREAD, ir.ForKind.GPU_LANE):
+            raise _fail(f"GPU thread loop '{s.name}' outside any gpu_block loop")
+        else:
+            super()._s_For(s)
+
+    def _s_Evaluate(self, s: ir.Evaluate) -> None:  # noqa: N802
+        if isinstance(s.value, ir.Call) and s.value.name.startswith("_halide_buffer_set_"):
+            return  # dirty bits: the wrapper has no halide_buffer_t
+        super()._s_Evaluate(s)
+
+    def _e_Call(self, e: ir.Call) -> str:  # noqa: N802
+        if e.name in ("halide_copy_to_device", "halide_copy_to_host", "halide_cuda_device_interface"):
+            return "0"  # the wrapper is given device pointers
+        return super()._e_Call(e)
+
+    def _launch(self, nest: ir.For) -> None:
+        self.comment(nest)
+        blocks: list[ir.For] = []
+        body: ir.Stmt = nest
+        while isinstance(body, ir.For) and body.kind is ir.ForKind.GPU_BLOCK:
+            blocks.append(body)
+            body = body.body
+        if len(blocks) > 3:
+            raise _fail(f"{len(blocks)} nested gpu_block loops; CUDA grids have 3 dimensions")
+        kernel = KernelGenerator(self, body, f"{self.function}_k{len(self.kernels)}")
+        grid = ["1", "1", "1"]
+        for order, loop in enumerate(reversed(blocks)):
+            axis = _block_dimension(loop, order)
+            lo = self.cname(f"{loop.name}.lo")
+            self.emit(f"int32_t {lo} = {self.expr(loop.min)};")
+            grid[axis] = self.expr(loop.extent)
+            kernel.bind_block(loop.name, lo, axis)
+        kernel.generate_body()
+        self.kernels.append(kernel.definition())
+        args = ", ".join(host for host, _ in kernel.parameters)
+        self.emit("{")
+        self.indent += 1
+        for pointer in sorted(kernel.fragment_pointers):
+            self.emit(f"if ((uintptr_t)({self.cname(pointer)}) % {WMMA_TENSOR_CORE.pointer_alignment} != 0) "
+                      f"return -300002;  /* load/store_matrix_sync need 32-byte aligned buffers */")
+        self.emit(f"dim3 hb_grid({', '.join(grid)}), hb_block({', '.join(str(d) for d in kernel.block_dims)});")
+        self.emit(f"{kernel.name}<<<hb_grid, hb_block>>>({args});")
+        self.emit("if (cudaGetLastError() != cudaSuccess) return -300000;")
+        self.emit("if (cudaDeviceSynchronize() != cudaSuccess) return -300001;")
+        self.indent -= 1
+        self.emit("}")
+
+
+class KernelGenerator(CGenerator):
+    """The body of one ``__global__`` kernel."""
+
+    def __init__(self, host: CudaGenerator, body: ir.Stmt, name: str):
+        self.host = host
+        self.body = body
+        self.name = name
+        self.lines = []
+        self.indent = 1
+        self.names = dict(host.names)
+        self.used = set(host.used)
+        self.temps = 0
+        self.asserts = 0
+        self.arguments = []
+        self.buffer_args = host.buffer_args
+        self.amx_buffers = {}
+        self.element_types = dict(host.element_types)
+        self.declared = [set()]
+        self.tiles = host.tiles
+        self.block_vars: dict[str, tuple[str, int]] = {}
+        self.fragments: dict[str, tuple[ir.Type, tuple[int, int, int]]] = {}
+        self.fragment_pointers: set[str] = set()
+        self.lane_depth = 0
+        self.parameters: list[tuple[str, str]] = []
+        """(host expression, kernel parameter declaration)."""
+        lanes = any(isinstance(n, ir.For) and n.kind is ir.ForKind.GPU_LANE for n in ir.walk(body))
+        self.thread_loops = self._thread_extents(body)
+        self.block_dims = [WMMA_TENSOR_CORE.warp_size if lanes else 1, 1, 1]
+        first = 1 if lanes else 0
+        if first + len(self.thread_loops) > 3:
+            raise _fail("too many GPU thread dimensions for one CUDA block")
+        self.thread_axis = {}
+        for i, (loop_name, extent) in enumerate(self.thread_loops):
+            self.thread_axis[loop_name] = first + i
+            self.block_dims[first + i] = extent
+        self.warps = self.block_dims[1] * self.block_dims[2]
+
+    @staticmethod
+    def _thread_extents(body: ir.Stmt) -> list[tuple[str, int]]:
+        """Each distinct GPU thread loop and its (constant) extent, outermost first."""
+        found: dict[str, int] = {}
+        for node in ir.walk(body):
+            if isinstance(node, ir.For) and node.kind is ir.ForKind.GPU_THREAD:
+                if not isinstance(node.extent, ir.IntImm):
+                    raise _fail(f"GPU thread loop '{node.name}' has a symbolic extent")
+                found[node.name] = max(found.get(node.name, 0), node.extent.value)
+        return list(found.items())
+
+    def bind_block(self, loop_name: str, host_lo: str, axis: int) -> None:
+        self.block_vars[loop_name] = (host_lo, axis)
+
+    # ------------------------------------------------------------ the kernel
+    def generate_body(self) -> None:
+        for loop_name, (host_lo, axis) in self.block_vars.items():
+            var = self.cname(loop_name)
+            self.emit(f"const int32_t {var} = {host_lo} + (int32_t)blockIdx.{_DIMS[axis]};")
+        self.emit("const int hb_warp = (int)(threadIdx.y + blockDim.y * threadIdx.z);")
+        self.emit("(void)hb_warp;")
+        self.stmt_(self.body)
+        self._collect_parameters()
+
+    def _collect_parameters(self) -> None:
+        bound = set(self.block_vars) | {n.name for n in ir.walk(self.body)
+                                        if isinstance(n, (ir.For, ir.LetStmt, ir.Let, ir.Allocate))}
+        buffers = sorted({n.name for n in ir.walk(self.body) if isinstance(n, (ir.Load, ir.Store))} - bound)
+        scalars: dict[str, ir.Type] = {}
+        for n in ir.walk(self.body):
+            if isinstance(n, ir.Variable) and n.name not in bound and n.name not in buffers:
+                if n.type.is_handle:
+                    if n.name in self.element_types:
+                        buffers = sorted({*buffers, n.name})
+                        continue
+                    raise _fail(f"the kernel uses the handle '{n.name}', which is not a buffer")
+                scalars[n.name] = n.type
+        for name in buffers:
+            if name not in self.element_types:
+                raise _fail(f"the kernel reads '{name}', which is neither a pipeline buffer nor allocated")
+            c_name = self.host.cname(name)
+            self.parameters.append((c_name, f"{storage_type(self.element_types[name])} *__restrict__ {c_name}"))
+        for name, t in sorted(scalars.items()):
+            c_name = self.host.cname(name)
+            self.parameters.append((c_name, f"{c_type(t)} {c_name}"))
+        for loop_name, (host_lo, _) in sorted(self.block_vars.items()):
+            self.parameters.append((host_lo, f"int32_t {host_lo}"))
+
+    def definition(self) -> list[str]:
+        params = ", ".join(p for _, p in self.parameters)
+        block = ", ".join(str(d) for d in self.block_dims)
+        return [f"/* launched as <<<grid, dim3({block})>>> */",
+                f"static __global__ void {self.name}({params}) {{", *self.lines, "}"]
+
+    def _release(self) -> str:
+        return ""
+
+    # ------------------------------------------------------------ statements
+    def _s_AssertStmt(self, s: ir.AssertStmt) -> None:  # noqa: N802
+        self.comment(s)
+        self.emit(f"if (!({self.expr(s.condition)})) __trap();")
+
+    def _s_For(self, s: ir.For) -> None:  # noqa: N802
+        if s.kind is ir.ForKind.GPU_LANE:
+            self.comment(s)
+            self.emit("{")
+            self.indent += 1
+            self.emit(f"const int32_t {self.cname(s.name)} = (int32_t)threadIdx.x;")
+            self.emit(f"(void){self.cname(s.name)};")
+            self.lane_depth += 1
+            self.stmt_(s.body)
+            self.lane_depth -= 1
+            self.indent -= 1
+            self.emit("}")
+        elif s.kind is ir.ForKind.GPU_THREAD:
+            self.comment(s)
+            axis = _DIMS[self.thread_axis[s.name]]
+            var = self.cname(s.name)
+            self.emit(f"if ((int32_t)threadIdx.{axis} < {self.expr(s.extent)}) {{")
+            self.indent += 1
+            self.emit(f"const int32_t {var} = {self.expr(s.min)} + (int32_t)threadIdx.{axis};")
+            self.stmt_(s.body)
+            self.indent -= 1
+            self.emit("}")
+        elif s.kind is ir.ForKind.GPU_BLOCK:
+            raise _fail(f"gpu_block loop '{s.name}' inside another kernel's loops")
+        else:
+            super()._s_For(s)
+
+    def _s_Allocate(self, s: ir.Allocate) -> None:  # noqa: N802
+        self.comment(s)
+        size = s.type.lanes
+        for extent in s.extents:
+            if not isinstance(extent, ir.IntImm):
+                raise _fail(f"allocation '{s.name}' inside a kernel has a symbolic size")
+            size *= extent.value
+        name = self.cname(s.name)
+        elem = s.type.element()
+        self.emit("{")
+        self.indent += 1
+        if s.memory_type == _FRAGMENT_MEMORY:
+            shape = self._fragment_shape(s)
+            m, n, k = shape
+            self.fragments[s.name] = (elem, shape)
+            count = size // (m * n)
+            self.emit(f"wmma::fragment<wmma::accumulator, {m}, {n}, {k}, {_cuda_element(elem)}> {name}[{count}];")
+        elif s.memory_type == "GPUShared":
+            self.element_types[s.name] = elem
+            storage = storage_type(elem)
+            self.emit(f"__shared__ __align__({WMMA_TENSOR_CORE.pointer_alignment}) {storage} "
+                      f"{name}_warps[{self.warps}][{size}];")
+            self.emit(f"{storage} *{name} = {name}_warps[hb_warp];")
+        else:
+            self.element_types[s.name] = elem
+            self.emit(f"{storage_type(elem)} {name}[{size}];")
+        self.declared.append(set())
+        self.stmt_(s.body)
+        self.declared.pop()
+        self.indent -= 1
+        self.emit("}")
+
+    def _fragment_shape(self, s: ir.Allocate) -> tuple[int, int, int]:
+        shapes = {_shape(n.value) for n in ir.walk(s.body)
+                  if isinstance(n, ir.Store) and n.name == s.name and isinstance(n.value, ir.Call)}
+        if len(shapes) != 1:
+            raise _fail(f"WMMA buffer '{s.name}' is written with {len(shapes)} fragment shapes; expected one")
+        return shapes.pop()
+
+    def _fragment_slot(self, name: str, index: ir.Expr) -> str:
+        elem, (m, n, _) = self.fragments[name]
+        lanes = m * n
+        if not (isinstance(index, ir.Ramp) and isinstance(index.base, ir.IntImm)
+                and index.base.value % lanes == 0 and index.lanes == lanes):
+            raise _fail(f"WMMA buffer '{name}' is accessed at an index that is not a whole fragment")
+        return f"{self.cname(name)}[{index.base.value // lanes}]"
+
+    def _s_Store(self, s: ir.Store) -> None:  # noqa: N802
+        if s.name in self.fragments:
+            self.comment(s)
+            self._store_fragment(self._fragment_slot(s.name, s.index), s.value)
+            return
+        if self.lane_depth and self._is_stage_copy(s):
+            self.comment(s)
+            self._cooperative_copy(s)
+            return
+        if self.lane_depth:
+            raise _fail("a warp-lane loop may only hold WMMA operations and their staging copies")
+        self._once_per_block(lambda: super(KernelGenerator, self)._s_Store(s))
+
+    def _once_per_block(self, emit_store) -> None:  # type: ignore[no-untyped-def]
+        """Code outside the thread loops runs once per block, as in Halide."""
+        if self.block_dims == [1, 1, 1]:
+            emit_store()
+            return
+        self.emit("if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {")
+        self.indent += 1
+        emit_store()
+        self.indent -= 1
+        self.emit("}")
+        self.emit("__syncthreads();")
+
+    def _s_Evaluate(self, s: ir.Evaluate) -> None:  # noqa: N802
+        value = s.value
+        if isinstance(value, ir.Call) and value.name.startswith("wmma.store.d."):
+            self.comment(s)
+            pointer, fragment, offset, ldm = value.args
+            assert isinstance(pointer, ir.Variable)
+            self._note_pointer(pointer.name)
+            elem = _cuda_element(fragment.type)
+            self.emit(f"wmma::store_matrix_sync(({elem} *){self.cname(pointer.name)} + ({self.expr(offset)}), "
+                      f"{self._fragment(fragment)}, {self.expr(ldm)}, wmma::mem_{_layout(value, 5)});")
+            return
+        super()._s_Evaluate(s)
+
+    # ------------------------------------------------------------ WMMA
+    def _note_pointer(self, name: str) -> None:
+        if WMMA_STAGE not in name:
+            self.fragment_pointers.add(name)
+
+    def _store_fragment(self, slot: str, value: ir.Expr) -> None:
+        if isinstance(value, ir.Call) and value.name.startswith("wmma.fill."):
+            self.emit(f"wmma::fill_fragment({slot}, {self._fill_value(value)});")
+        elif isinstance(value, ir.Call) and value.name.startswith("wmma.mma."):
+            a, b, c = (self._fragment(arg) for arg in value.args)
+            self.emit(f"wmma::mma_sync({slot}, {a}, {b}, {c});")
+        elif isinstance(value, ir.Call) and value.name.startswith("wmma.load.c."):
+            self._load_matrix(slot, value)
+        else:
+            self.emit(f"{slot} = {self._fragment(value)};")
+
+    def _fill_value(self, call: ir.Call) -> str:
+        value = self.expr(call.args[0])
+        return f"__float2half({value})" if call.type.bits == 16 else value
+
+    def _fragment(self, e: ir.Expr) -> str:
+        """The C name of a fragment holding ``e``."""
+        if isinstance(e, ir.Load) and e.name in self.fragments:
+            return self._fragment_slot(e.name, e.index)
+        if not is_wmma_call(e):
+            raise _fail(f"a WMMA operand is neither a fragment nor a WMMA operation: {type(e).__name__}")
+        assert isinstance(e, ir.Call)
+        m, n, k = _shape(e)
+        name = self.temp()
+        elem = _cuda_element(e.type)
+        if e.name.startswith("wmma.load."):
+            use = {"a": "matrix_a", "b": "matrix_b", "c": "accumulator"}[e.name.split(".")[2]]
+            layout = f", wmma::{_layout(e, 5)}" if use != "accumulator" else ""
+            self.emit(f"wmma::fragment<wmma::{use}, {m}, {n}, {k}, {elem}{layout}> {name};")
+            self._load_matrix(name, e)
+            return name
+        self.emit(f"wmma::fragment<wmma::accumulator, {m}, {n}, {k}, {elem}> {name};")
+        self._store_fragment(name, e)
+        return name
+
+    def _load_matrix(self, target: str, call: ir.Call) -> None:
+        pointer, offset, ldm = call.args
+        assert isinstance(pointer, ir.Variable)
+        self._note_pointer(pointer.name)
+        elem = _cuda_element(call.type)
+        address = f"(const {elem} *){self.cname(pointer.name)} + ({self.expr(offset)})"
+        layout = f", wmma::mem_{_layout(call, 5)}" if call.name.split(".")[2] == "c" else ""
+        self.emit(f"wmma::load_matrix_sync({target}, {address}, {self.expr(ldm)}{layout});")
+
+    # ------------------------------------------------------------ staging
+    def _is_stage_copy(self, s: ir.Store) -> bool:
+        return (s.predicate is None and isinstance(s.value, ir.Load) and s.value.predicate is None
+                and (WMMA_STAGE in s.name or WMMA_STAGE in s.value.name))
+
+    def _cooperative_copy(self, s: ir.Store) -> None:
+        """The warp's lanes copy a matrix between memory and a staging buffer."""
+        assert isinstance(s.value, ir.Load)
+        lanes = s.value.type.lanes
+        i = "hb_i"
+        dst, src = self.cname(s.name), self.cname(s.value.name)
+        self.emit("__syncwarp();")
+        self.emit(f"for (int {i} = (int)threadIdx.x; {i} < {lanes}; {i} += {WMMA_TENSOR_CORE.warp_size}) {{")
+        self.indent += 1
+        self.emit(f"{dst}[{self._element(s.index, i)}] = {src}[{self._element(s.value.index, i)}];")
+        self.indent -= 1
+        self.emit("}")
+        self.emit("__syncwarp();")
+
+    def _element(self, e: ir.Expr, i: str) -> str:
+        """Scalar C for lane ``i`` of the integer vector ``e``."""
+        lanes = e.type.lanes
+        if lanes == 1:
+            return f"({self.expr(e)})"
+        if isinstance(e, ir.Ramp):
+            inner = e.base.type.lanes
+            lane = f"({i} % {inner})" if inner > 1 else "0"
+            step = f"({i} / {inner})" if inner > 1 else i
+            return f"({self._element(e.base, lane)} + {step} * {self._element(e.stride, lane)})"
+        if isinstance(e, ir.Broadcast):
+            inner = e.value.type.lanes
+            return self._element(e.value, f"({i} % {inner})" if inner > 1 else "0")
+        if isinstance(e, ir.Binary) and e.op in (ir.BinOp.ADD, ir.BinOp.SUB, ir.BinOp.MUL):
+            symbol = {ir.BinOp.ADD: "+", ir.BinOp.SUB: "-", ir.BinOp.MUL: "*"}[e.op]
+            return f"({self._element(e.a, i)} {symbol} {self._element(e.b, i)})"
+        raise _fail(f"cannot index a staging copy with {type(e).__name__}")
+
+
+def generate_cuda(stmt: ir.Stmt, function: str = "hb_kernel") -> str:
+    return CudaGenerator(stmt, function).generate()
+
+
+__all__ = ["CudaGenerator", "generate_cuda"]

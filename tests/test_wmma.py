@@ -1,0 +1,313 @@
+"""NVIDIA Tensor Core (WMMA) selection, post-processing and CUDA generation,
+on the WMMA fixtures that real Halide printed (tools/gen_fixtures.py).
+
+Stock Halide has no WMMA memory type, so the dumps keep the accumulator in
+Register and the tests mark it with --store-in, as a user would. Every
+rewrite is verified in the reference interpreter; the generated CUDA is
+compiled with nvcc, and run only where a GPU exists.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hardboiled import ir
+from hardboiled.codegen_cuda import generate_cuda
+from hardboiled.driver import GENERATED_CUDA_FLAGS
+from hardboiled.hardware import WMMA_TENSOR_CORE
+from hardboiled.legalize import WMMA_LANE, WMMA_STAGE, known_multiple, push_fragment_allocations
+from hardboiled.parse import parse_input
+from hardboiled.printer import print_ir
+from hardboiled.select import SelectionMiss, SelectionOptions, select
+from hardboiled.toolchain import compile_cuda
+from hardboiled.verify import make_buffers, verify
+
+from .conftest import FIXTURES, run_cli
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed on this machine")
+
+# fixture -> (accumulator, expected mma instruction in the rewritten IR)
+TENSORIZED = {
+    "wmma_f16_matmul": ("prod", "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32"),
+    "wmma_bf16_matmul": ("prod", "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32"),
+    "wmma_f16acc_matmul": ("prod", "wmma.mma.sync.aligned.row.row.m16n16k16.f16.f16"),
+    "wmma_matmul_m32n8k16": ("prod", "wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32"),
+    "wmma_matmul_m8n32k16": ("prod", "wmma.mma.sync.aligned.row.row.m8n32k16.f32.f32"),
+    "wmma_matmul_colmajor_b": ("prod", "wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32"),
+    "wmma_f16_matmul_symbolic": ("prod", "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32"),
+    "wmma_dct16": ("dct", "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32"),
+    "wmma_dct16_colmajor": ("dct", "wmma.mma.sync.aligned.col.row.m16n16k16.f32.f32"),
+}
+
+
+def _load(case: str) -> ir.Stmt:
+    path = FIXTURES / case / "vectorizing.stmt"
+    return parse_input(path.read_text(), str(path)).ir
+
+
+def _tensorize(case: str) -> tuple[ir.Stmt, ir.Stmt]:
+    original = _load(case)
+    accumulator = TENSORIZED[case][0]
+    result = select(original, SelectionOptions(store_in={accumulator: "WMMAAccumulator"}))
+    assert all(r.lowered for r in result.reports) and len(result.reports) == 3
+    return original, result.stmt
+
+
+def _calls(stmt: ir.Stmt) -> list[ir.Call]:
+    return [n for n in ir.walk(stmt) if isinstance(n, ir.Call) and n.name.startswith("wmma.")]
+
+
+@pytest.fixture(scope="module")
+def tensorized() -> dict[str, tuple[ir.Stmt, ir.Stmt]]:
+    return {case: _tensorize(case) for case in TENSORIZED}
+
+
+@pytest.mark.parametrize("case", TENSORIZED)
+def test_fixture_is_tensorized_and_verifies(case: str, tensorized: dict[str, tuple[ir.Stmt, ir.Stmt]]) -> None:
+    original, rewritten = tensorized[case]
+    names = {c.name for c in _calls(rewritten)}
+    assert TENSORIZED[case][1] in names
+    assert any(n.startswith("wmma.fill.") for n in names) and any(n.startswith("wmma.store.d.") for n in names)
+    # no ordinary arithmetic is left on the accumulator
+    assert not any(isinstance(n, ir.VectorReduce) for n in ir.walk(rewritten))
+    for seed in (0, 1):
+        check = verify(original, rewritten, seed=seed)
+        assert check.ok, check.summary()
+
+
+def test_column_major_dct_coefficients_are_loaded_in_place(tensorized: dict[str, tuple[ir.Stmt, ir.Stmt]]) -> None:
+    """The coefficient matrix is read D(yi, r): unit stride along the output
+    row, i.e. column-major A. The schedule has no transpose, and neither
+    has the result: the fragment is loaded column-major, straight from D."""
+    original, rewritten = tensorized["wmma_dct16_colmajor"]
+    source = print_ir(original)
+    assert "D[ramp(x256(0), x256(1), 16) + x256(ramp(0, 16, 16))]" in source
+    loads = [c for c in _calls(rewritten) if c.name.startswith("wmma.load.a.")]
+    assert [c.name for c in loads] == ["wmma.load.a.sync.aligned.col.m16n16k16.f16"]
+    pointer, offset, ldm = loads[0].args
+    assert isinstance(pointer, ir.Variable) and pointer.name == "D"
+    assert (offset, ldm) == (ir.IntImm(0), ir.IntImm(16))
+    # no copy, shuffle or staging buffer stands in for a transpose
+    assert not any(isinstance(n, ir.Shuffle) for n in ir.walk(rewritten))
+    allocations = [n for n in ir.walk(rewritten) if isinstance(n, ir.Allocate)]
+    assert [(a.name, a.memory_type) for a in allocations] == [("dct", "WMMAAccumulator")]
+    assert WMMA_STAGE not in print_ir(rewritten)
+
+
+def test_every_wmma_operation_runs_in_a_warp_lane_loop(tensorized: dict[str, tuple[ir.Stmt, ir.Stmt]]) -> None:
+    _, rewritten = tensorized["wmma_f16_matmul"]
+    lanes = [n for n in ir.walk(rewritten) if isinstance(n, ir.For) and n.kind is ir.ForKind.GPU_LANE]
+    assert len(lanes) == 3
+    assert all(loop.name == WMMA_LANE and loop.extent == ir.IntImm(WMMA_TENSOR_CORE.warp_size)
+               and loop.device_api == "CUDA" for loop in lanes)
+    inside = {id(c) for loop in lanes for c in _calls(loop.body)}
+    assert inside == {id(c) for c in _calls(rewritten)}
+    # the lanes sit inside the gpu_block loops the dump already had
+    blocks = [n for n in ir.walk(rewritten) if isinstance(n, ir.For) and n.kind is ir.ForKind.GPU_BLOCK]
+    assert len(blocks) == 2 and all(any(n is loop for n in ir.walk(blocks[-1])) for loop in lanes)
+
+
+def test_unprovable_alignment_is_staged_through_shared_memory(tensorized: dict[str, tuple[ir.Stmt, ir.Stmt]]) -> None:
+    """With symbolic row strides, neither the address nor the leading
+    dimension of A and B is provably aligned: both are copied to 32-byte
+    aligned shared memory. The result verifies for strides that misalign
+    every row, where a direct load_matrix_sync would fault."""
+    original, rewritten = tensorized["wmma_f16_matmul_symbolic"]
+    stages = [n for n in ir.walk(rewritten) if isinstance(n, ir.Allocate) and WMMA_STAGE in n.name]
+    assert sorted(s.name.split(".")[0] for s in stages) == ["A", "B"]
+    assert all(s.memory_type == "GPUShared" for s in stages)
+    for stride in (65, 72, 100):
+        params = {"A.stride.1": stride, "B.stride.1": stride}
+        check = verify(original, rewritten, seed=0, params=params)
+        assert check.ok, check.summary()
+    # the constant-stride matmul needs no staging: its offsets are multiples of 16
+    _, aligned = tensorized["wmma_f16_matmul"]
+    assert WMMA_STAGE not in print_ir(aligned)
+
+
+def test_a_misaligned_fragment_load_fails_verification() -> None:
+    """The interpreter enforces load_matrix_sync's alignment, so skipping
+    the staging would be caught: with a row stride of 65 the unstaged
+    rewrite is a mismatch."""
+    original = _load("wmma_f16_matmul_symbolic")
+    text = print_ir(select(original, SelectionOptions(store_in={"prod": "WMMAAccumulator"})).stmt)
+    unstaged = re.sub(r"\(float16x256\)wmma\.load\.a\.sync\.aligned\.row\.m16n16k16\.f16\(A\.wmma_stage\.0, 0, 16\)",
+                      "(float16x256)wmma.load.a.sync.aligned.row.m16n16k16.f16(A, "
+                      "((A.stride.1*prod_global_wrapper$0.s0.y.yo.block_id_y)*16) + (prod.s1.k$x.ko*16), A.stride.1)",
+                      text)
+    assert unstaged != text
+    check = verify(original, parse_input(unstaged, "unstaged").ir, seed=0, params={"A.stride.1": 65, "B.stride.1": 64})
+    assert not check.ok and "alignment" in check.summary()
+
+
+def test_known_multiple_proves_what_alignment_needs() -> None:
+    v = ir.Variable("v")
+    assert known_multiple(ir.Binary(ir.BinOp.MUL, ir.Binary(ir.BinOp.ADD, ir.Binary(ir.BinOp.MUL, v, ir.IntImm(64)), v),
+                                    ir.IntImm(16))) == 16
+    assert known_multiple(ir.Binary(ir.BinOp.ADD, v, ir.IntImm(8))) == 1
+    assert known_multiple(ir.IntImm(0)) == 0
+
+
+def test_fragments_move_into_the_gpu_thread_loop() -> None:
+    """Outside the thread loops an allocation would be shared by the block:
+    a fragment is per-thread, so it moves inside."""
+    text = (
+        "gpu_block<CUDA> (f.s0.b.block_id_x, 0, 4) {\n"
+        " allocate acc[float32 * 256] in WMMAAccumulator\n"
+        " gpu_thread<CUDA> (f.s0.t.thread_id_x, 0, 2) {\n"
+        "  gpu_lane<CUDA> (wmma.lane, 0, 32) {\n"
+        "   acc[ramp(0, 1, 256)] = (float32x256)wmma.fill.m16n16k16.f32(0.000000f)\n"
+        "  }\n"
+        " }\n"
+        "}\n"
+    )
+    stmt = parse_input(text, "threads.stmt").ir
+    pushed = push_fragment_allocations(stmt)
+    thread = next(n for n in ir.walk(pushed) if isinstance(n, ir.For) and n.kind is ir.ForKind.GPU_THREAD)
+    assert isinstance(thread.body, ir.Allocate) and thread.body.name == "acc"
+    assert sum(isinstance(n, ir.Allocate) for n in ir.walk(pushed)) == 1
+
+
+def test_a_toeplitz_convolution_is_an_explained_miss() -> None:
+    """The 1-D convolution's input is a sliding window (Toeplitz form), which
+    no WMMA operand layout describes: a miss that says which operand."""
+    stmt = _load("wmma_conv1d")
+    with pytest.raises(SelectionMiss) as info:
+        select(stmt, SelectionOptions(store_in={"conv": "WMMAAccumulator"}))
+    messages = [d.message + " " + " ".join(d.notes) for d in info.value.diagnostics]
+    assert any("cannot be lowered to WMMA fragment operations" in m for m in messages)
+    assert any("no WMMA fragment shape" in m or "no WMMA operand layout matched" in m for m in messages)
+
+
+# --------------------------------------------------------------------------
+# CUDA generation and nvcc
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cuda_sources(tensorized: dict[str, tuple[ir.Stmt, ir.Stmt]]) -> dict[str, str]:
+    return {case: generate_cuda(rewritten) for case, (_, rewritten) in tensorized.items()}
+
+
+def test_generated_cuda_is_deterministic(tensorized: dict[str, tuple[ir.Stmt, ir.Stmt]],
+                                         cuda_sources: dict[str, str]) -> None:
+    _, rewritten = tensorized["wmma_dct16_colmajor"]
+    assert generate_cuda(rewritten) == cuda_sources["wmma_dct16_colmajor"]
+    source = cuda_sources["wmma_dct16_colmajor"]
+    assert source.count("__global__ void") == 1 and 'extern "C" int hb_kernel(' in source
+    assert "hb_kernel_k0<<<hb_grid, hb_block>>>" in source
+    assert "wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::col_major>" in source
+
+
+@needs_nvcc
+@pytest.mark.parametrize("case", TENSORIZED)
+def test_nvcc_compiles_generated_cuda_to_tensor_core_ptx(case: str, cuda_sources: dict[str, str],
+                                                         tmp_path: Path) -> None:
+    ptx = compile_cuda(cuda_sources[case], tmp_path / "kernel.ptx", kind="ptx", extra=GENERATED_CUDA_FLAGS).read_text()
+    # PTX spells it wmma.mma.sync.aligned.<a>.<b>.<shape>.<d>[.<a type>.<b type>].<c>: bf16
+    # operands are named, f16 ones are implied
+    mma = ".".join(TENSORIZED[case][1].split(".")[:8]) + "."
+    assert mma in ptx, f"no {mma} in the PTX"
+    assert "wmma.load.a.sync.aligned" in ptx and "wmma.store.d.sync.aligned" in ptx
+    if case == "wmma_f16_matmul_symbolic":
+        assert re.search(r"wmma\.load\.a\.sync\.aligned\.row\.m16n16k16\.shared\.f16", ptx)
+
+
+@needs_nvcc
+def test_compile_emits_cuda_and_builds_a_cubin(tmp_path: Path) -> None:
+    path = FIXTURES / "wmma_f16_matmul" / "vectorizing.stmt"
+    cubin = tmp_path / "k.cubin"
+    result = run_cli("compile", str(path), "--store-in", "prod=WMMAAccumulator", "--emit", "cuda",
+                     "--build", str(cubin), "--cuda-arch", "sm_75", "-o", str(tmp_path / "k.cu"))
+    assert result.returncode == 0, result.stderr.decode()
+    assert cubin.read_bytes()[:4] == b"\x7fELF"
+    assert "built" in result.stderr.decode() and "sm_75" in result.stderr.decode()
+    assert (tmp_path / "k.cu").read_text().startswith("/* Generated by hardboiled")
+
+
+def test_cuda_arch_older_than_turing_is_refused(tmp_path: Path) -> None:
+    path = FIXTURES / "wmma_f16_matmul" / "vectorizing.stmt"
+    result = run_cli("compile", str(path), "--store-in", "prod=WMMAAccumulator", "--emit", "cuda",
+                     "--cuda-arch", "sm_70", "-o", str(tmp_path / "k.cu"))
+    assert result.returncode == 2
+    assert "sm_70 is not supported" in result.stderr.decode()
+    assert not (tmp_path / "k.cu").exists()
+
+
+# --------------------------------------------------------------------------
+# Execution on a GPU
+# --------------------------------------------------------------------------
+
+
+def _cuda_runtime() -> ctypes.CDLL | None:
+    name = ctypes.util.find_library("cudart")
+    for candidate in filter(None, (name, "libcudart.so", "libcudart.so.13", "libcudart.so.12")):
+        try:
+            return ctypes.CDLL(candidate)
+        except OSError:
+            continue
+    return None
+
+
+def _gpu_count() -> int:
+    runtime = _cuda_runtime()
+    if runtime is None:
+        return 0
+    count = ctypes.c_int(0)
+    if runtime.cudaGetDeviceCount(ctypes.byref(count)) != 0:
+        return 0
+    return count.value
+
+
+@needs_nvcc
+@pytest.mark.parametrize("case", ["wmma_f16_matmul", "wmma_dct16_colmajor", "wmma_f16_matmul_symbolic"])
+def test_generated_cuda_runs_on_the_gpu(case: str, tensorized: dict[str, tuple[ir.Stmt, ir.Stmt]],
+                                        cuda_sources: dict[str, str], tmp_path: Path) -> None:
+    """Build the kernel as a shared library (this part runs everywhere),
+    then, where a GPU exists, run it on the interpreter's inputs."""
+    library = tmp_path / "kernel.so"
+    source = tmp_path / "kernel.cu"
+    source.write_text(cuda_sources[case])
+    proc = subprocess.run(["nvcc", f"-arch=sm_{WMMA_TENSOR_CORE.default_sm}", "-shared", "-Xcompiler", "-fPIC",
+                           *GENERATED_CUDA_FLAGS, str(source), "-o", str(library)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    if _gpu_count() == 0:
+        pytest.skip("no CUDA device on this machine: the kernel was built but cannot run")
+    runtime = _cuda_runtime()
+    assert runtime is not None
+    original, rewritten = tensorized[case]
+    from hardboiled.codegen_c import kernel_signature
+    from hardboiled.verify import compare, run_program
+
+    buffers, outputs = make_buffers(original, {}, 0)
+    expected = run_program(original, buffers)
+    kernel = getattr(ctypes.CDLL(str(library)), "hb_kernel")
+    kernel.restype = ctypes.c_int
+    args: list[object] = []
+    device: dict[str, ctypes.c_void_p] = {}
+    for arg in kernel_signature(rewritten):
+        buf = buffers[arg.buffer]
+        host = np.ascontiguousarray(buf.data)
+        pointer = ctypes.c_void_p()
+        assert runtime.cudaMalloc(ctypes.byref(pointer), ctypes.c_size_t(host.nbytes)) == 0
+        assert runtime.cudaMemcpy(pointer, host.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(host.nbytes), 1) == 0
+        device[arg.buffer] = pointer
+        args.append(pointer)
+        for d in range(arg.dimensions):
+            args.extend(ctypes.c_int32(v) for v in (buf.mins[d], buf.extents[d], buf.strides[d]))
+    assert kernel(*args) == 0
+    for name in sorted(outputs):
+        host = np.empty_like(buffers[name].data)
+        assert runtime.cudaMemcpy(host.ctypes.data_as(ctypes.c_void_p), device[name], ctypes.c_size_t(host.nbytes), 2) == 0
+        comparison = compare(name, buffers[name].type, expected[name].data, host)
+        assert comparison.first_mismatch is None, comparison
+    for pointer in device.values():
+        runtime.cudaFree(pointer)
