@@ -11,9 +11,9 @@ For every WMMA fixture that tensorizes (its accumulator marked with
 * CUDA generation from the rewritten IR;
 * nvcc -arch=sm_80 -ptx, and the PTX is checked for wmma.mma.sync.
 
-The convolution fixtures are selection misses (their input windows are in
-Toeplitz form; conv_layer starts from a bias and applies a ReLU to the
-fragment); they are listed with the time the explained miss took.
+The sliding-window convolutions (conv1d, conv2d, downsample2, upsample2)
+read their input in Toeplitz form, which no rule covers yet: they are
+listed with the time the explained miss took.
 
     .venv/bin/python bench/wmma_speed.py [--repeat N]
 """

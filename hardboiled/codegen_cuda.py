@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 
 from . import ir
-from .codegen_c import _PRELUDE, CGenerator, _fail, c_type, storage_type
+from .codegen_c import _PRELUDE, CGenerator, _binary, _fail, c_type, storage_type
 from .hardware import WMMA_TENSOR_CORE
 from .legalize import WMMA_STAGE, is_wmma_call
 
@@ -380,6 +380,8 @@ class KernelGenerator(CGenerator):
         """The C name of a fragment holding ``e``."""
         if isinstance(e, ir.Load) and e.name in self.fragments:
             return self._fragment_slot(e.name, e.index)
+        if isinstance(e, ir.Binary) and isinstance(e.b, ir.Broadcast) and e.b.value.type.lanes == 1:
+            return self._elementwise(e)
         if not is_wmma_call(e):
             raise _fail(f"a WMMA operand is neither a fragment nor a WMMA operation: {type(e).__name__}")
         assert isinstance(e, ir.Call)
@@ -394,6 +396,33 @@ class KernelGenerator(CGenerator):
             return name
         self.emit(f"wmma::fragment<wmma::accumulator, {m}, {n}, {k}, {elem}> {name};")
         self._store_fragment(name, e)
+        return name
+
+    def _fragment_shape_of(self, e: ir.Expr) -> tuple[int, int, int]:
+        if isinstance(e, ir.Load) and e.name in self.fragments:
+            return self.fragments[e.name][1]
+        if isinstance(e, ir.Binary):
+            return self._fragment_shape_of(e.a)
+        assert isinstance(e, ir.Call)
+        return _shape(e)
+
+    def _elementwise(self, e: ir.Binary) -> str:
+        """An operator with a scalar applied to every element of an
+        accumulator fragment (an epilogue): each thread updates the elements
+        it holds, whatever the fragment's layout."""
+        m, n, k = self._fragment_shape_of(e.a)
+        source = self._fragment(e.a)
+        elem_type = e.type.element()
+        scalar = self.expr(e.b.value)
+        name = self.temp()
+        self.emit(f"wmma::fragment<wmma::accumulator, {m}, {n}, {k}, {_cuda_element(elem_type)}> {name} = {source};")
+        element = f"{name}.x[hb_e]"
+        if elem_type.bits == 16:
+            value = _binary(e.op, ir.Float(32), f"__half2float({element})", scalar)
+            value = f"__float2half({value})"
+        else:
+            value = _binary(e.op, elem_type, element, scalar)
+        self.emit(f"for (int hb_e = 0; hb_e < {name}.num_elements; hb_e++) {element} = {value};")
         return name
 
     def _load_matrix(self, target: str, call: ir.Call) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from . import ir
-from .hardware import egglog_type_code
+from .hardware import egglog_binop, egglog_type_code
 
 ACCELERATOR_MEMORY = {"AMXTile": "AMX", "WMMAAccumulator": "WMMA"}
 """Memory types the selector targets, and the accelerator each one means."""
@@ -130,12 +130,7 @@ def bits_float(bits: int) -> float:
     return struct.unpack("<d", struct.pack("<q", bits))[0]
 
 
-_BINOP_NAMES = {
-    ir.BinOp.ADD: "Add", ir.BinOp.SUB: "Sub", ir.BinOp.MUL: "Mul", ir.BinOp.DIV: "Div",
-    ir.BinOp.MOD: "Mod", ir.BinOp.MIN: "Min", ir.BinOp.MAX: "Max", ir.BinOp.EQ: "EQ",
-    ir.BinOp.NE: "NE", ir.BinOp.LT: "LT", ir.BinOp.LE: "LE", ir.BinOp.GT: "GT",
-    ir.BinOp.GE: "GE", ir.BinOp.AND: "And", ir.BinOp.OR: "Or",
-}
+_BINOP_NAMES = {op: egglog_binop(op) for op in ir.BinOp}
 BINOP_BY_NAME = {name: op for op, name in _BINOP_NAMES.items()}
 
 

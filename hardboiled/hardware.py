@@ -58,6 +58,14 @@ def egglog_type_code(code: ir.TypeCode) -> str:
     return _TYPE_CODES[code]
 
 
+def egglog_binop(op: ir.BinOp) -> str:
+    """The BinOp constructor of rules/definition.egg for ``op``."""
+    return {ir.BinOp.ADD: "Add", ir.BinOp.SUB: "Sub", ir.BinOp.MUL: "Mul", ir.BinOp.DIV: "Div",
+            ir.BinOp.MOD: "Mod", ir.BinOp.MIN: "Min", ir.BinOp.MAX: "Max", ir.BinOp.EQ: "EQ",
+            ir.BinOp.NE: "NE", ir.BinOp.LT: "LT", ir.BinOp.LE: "LE", ir.BinOp.GT: "GT",
+            ir.BinOp.GE: "GE", ir.BinOp.AND: "And", ir.BinOp.OR: "Or"}[op]
+
+
 def amx_facts(tile: AMXTile = AMX_TILE) -> str:
     """The facts the AMX rules query (declared in rules/supporting.egg)."""
     lines = [";; generated from hardboiled/hardware.py"]
@@ -114,6 +122,10 @@ class WMMATensorCore:
     """load_matrix_sync/store_matrix_sync need 256-bit aligned addresses."""
     min_sm: int = 75
     default_sm: int = 80
+    elementwise: tuple[ir.BinOp, ...] = (ir.BinOp.ADD, ir.BinOp.SUB, ir.BinOp.MUL, ir.BinOp.MIN, ir.BinOp.MAX)
+    """Operators applied to each element of an accumulator fragment (an
+    epilogue such as a ReLU): the same for every element, whatever lane holds
+    it, so the unspecified fragment layout does not matter."""
 
     def element(self, t: ir.Type) -> WMMAElement | None:
         return next((e for e in self.elements if e.type == t), None)
@@ -133,6 +145,8 @@ def wmma_facts(core: WMMATensorCore = WMMA_TENSOR_CORE) -> str:
             lines.append(
                 f"(wmma-element ({egglog_type_code(t.code)}) {t.bits} ({egglog_type_code(acc.code)}) {acc.bits})"
             )
+    for op in core.elementwise:
+        lines.append(f"(wmma-elementwise ({egglog_binop(op)}))")
     return "\n".join(lines) + "\n"
 
 

@@ -525,14 +525,22 @@ def known_multiple(e: ir.Expr) -> int:
     return 1
 
 
+_LDM_ALIGNMENT = 16
+"""Bytes: load/store_matrix_sync's leading dimension must be a multiple of
+8 16-bit or 4 32-bit elements."""
+
+
 def _aligned(elements: ir.Expr, element_bytes: int, alignment: int) -> bool:
     multiple = known_multiple(elements)
     return multiple == 0 or (multiple * element_bytes) % alignment == 0
 
 
-_LDM_ALIGNMENT = 16
-"""Bytes: load/store_matrix_sync's leading dimension must be a multiple of
-8 16-bit or 4 32-bit elements."""
+def _leading_dimension_ok(ldm: ir.Expr, element_bytes: int) -> bool:
+    """A provable multiple of 16 bytes, and not zero: a row repeated with
+    leading dimension 0 (a bias) is nothing load_matrix_sync promises to
+    read, so it is staged as a dense matrix."""
+    multiple = known_multiple(ldm)
+    return multiple != 0 and (multiple * element_bytes) % _LDM_ALIGNMENT == 0
 
 
 def _fragment_extent(call: ir.Call) -> tuple[int, int, str]:
@@ -576,7 +584,7 @@ def stage_unaligned_operands(stmt: ir.Stmt, element_types: dict[str, ir.Type],
             pointer, offset, ldm = (call.args[0], call.args[2], call.args[3]) if store else call.args
             assert isinstance(pointer, ir.Variable)
             element = (call.args[1].type if store else call.type).element()
-            if _aligned(offset, element.bytes, core.pointer_alignment) and _aligned(ldm, element.bytes, _LDM_ALIGNMENT):
+            if _aligned(offset, element.bytes, core.pointer_alignment) and _leading_dimension_ok(ldm, element.bytes):
                 continue
             rows, cols, layout = _fragment_extent(call)
             stage = f"{pointer.name}{WMMA_STAGE}{counter[0]}"

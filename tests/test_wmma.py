@@ -45,6 +45,8 @@ TENSORIZED = {
     "wmma_f16_matmul_symbolic": ("prod", "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32"),
     "wmma_dct16": ("dct", "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32"),
     "wmma_dct16_colmajor": ("dct", "wmma.mma.sync.aligned.col.row.m16n16k16.f32.f32"),
+    # a convolution layer with a bias and a ReLU (the paper's CUDA conv layer)
+    "wmma_conv_layer": ("conv", "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32"),
 }
 
 
@@ -75,7 +77,8 @@ def test_fixture_is_tensorized_and_verifies(case: str, tensorized: dict[str, tup
     original, rewritten = tensorized[case]
     names = {c.name for c in _calls(rewritten)}
     assert TENSORIZED[case][1] in names
-    assert any(n.startswith("wmma.fill.") for n in names) and any(n.startswith("wmma.store.d.") for n in names)
+    initialization = "wmma.load.c." if case == "wmma_conv_layer" else "wmma.fill."
+    assert any(n.startswith(initialization) for n in names) and any(n.startswith("wmma.store.d.") for n in names)
     # no ordinary arithmetic is left on the accumulator
     assert not any(isinstance(n, ir.VectorReduce) for n in ir.walk(rewritten))
     for seed in (0, 1):
@@ -146,6 +149,22 @@ def test_a_misaligned_fragment_load_fails_verification() -> None:
     assert unstaged != text
     check = verify(original, parse_input(unstaged, "unstaged").ir, seed=0, params={"A.stride.1": 65, "B.stride.1": 64})
     assert not check.ok and "alignment" in check.summary()
+
+
+def test_conv_layer_bias_and_relu_stay_on_the_fragment(tensorized: dict[str, tuple[ir.Stmt, ir.Stmt]]) -> None:
+    """The accumulator starts from the bias (one row repeated down the tile:
+    staged, since load_matrix_sync takes no zero leading dimension), and the
+    ReLU max(conv, 0) is applied to the fragment before store_matrix_sync."""
+    _, rewritten = tensorized["wmma_conv_layer"]
+    text = print_ir(rewritten)
+    assert "wmma.load.c.sync.aligned.row.m16n16k16.f32(bias.wmma_stage.0, 0, 16)" in text
+    assert "bias.wmma_stage.0[ramp(0, 1, 256)] = bias[ramp(ramp(output.s0.c.co.block_id_x*16, 1, 16), x16(0), 16)]" in text
+    store = next(c for c in _calls(rewritten) if c.name.startswith("wmma.store.d."))
+    relu = store.args[1]
+    assert isinstance(relu, ir.Binary) and relu.op is ir.BinOp.MAX
+    assert isinstance(relu.a, ir.Load) and relu.a.name == "conv"
+    source = generate_cuda(rewritten)
+    assert "t3.x[hb_e] = (t3.x[hb_e] > 0.0f ? t3.x[hb_e] : 0.0f)" in source
 
 
 def test_known_multiple_proves_what_alignment_needs() -> None:
@@ -268,7 +287,8 @@ def _gpu_count() -> int:
 
 
 @needs_nvcc
-@pytest.mark.parametrize("case", ["wmma_f16_matmul", "wmma_dct16_colmajor", "wmma_f16_matmul_symbolic"])
+@pytest.mark.parametrize("case", ["wmma_f16_matmul", "wmma_dct16_colmajor", "wmma_f16_matmul_symbolic",
+                                  "wmma_conv_layer"])
 def test_generated_cuda_runs_on_the_gpu(case: str, tensorized: dict[str, tuple[ir.Stmt, ir.Stmt]],
                                         cuda_sources: dict[str, str], tmp_path: Path) -> None:
     """Build the kernel as a shared library (this part runs everywhere),
