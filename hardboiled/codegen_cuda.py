@@ -30,6 +30,11 @@ WMMA, after legalize.py's post-processing:
 
 The wrapper checks at run time that every buffer a fragment is loaded from
 or stored to directly starts on a 32-byte boundary (cudaMalloc's are).
+Statements outside the warp lanes keep Halide's GPU meaning: outside the
+thread loops they run once per block (thread 0, between ``__syncthreads``)
+and their buffers are ``__shared__``; inside, once per Halide thread, which
+is a warp when there are lanes. Host code may not touch buffer contents
+(the wrapper has only device pointers): such a pipeline is refused.
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from __future__ import annotations
 import re
 
 from . import ir
-from .codegen_c import _PRELUDE, CGenerator, _binary, _fail, c_type, storage_type
+from .codegen_c import _PRELUDE, CGenerator, CodegenError, _binary, _fail, c_type, storage_type
+from .diagnostics import Diagnostic
 from .hardware import WMMA_TENSOR_CORE
 from .legalize import WMMA_STAGE, is_wmma_call
 
@@ -71,6 +77,26 @@ def _shape(call: ir.Call) -> tuple[int, int, int]:
 
 def _layout(call: ir.Call, position: int) -> str:
     return {"row": "row_major", "col": "col_major"}[call.name.split(".")[position]]
+
+
+def _host_memory(what: str) -> CodegenError:
+    return CodegenError(Diagnostic(
+        "error", f"--emit cuda: {what} outside every gpu_block loop",
+        notes=("the generated wrapper takes device pointers and runs only kernels on buffer contents; "
+               "schedule that stage on the GPU too",),
+    ))
+
+
+def required_sm(stmt: ir.Stmt) -> int:
+    """The oldest architecture whose Tensor Cores run every WMMA operation
+    in ``stmt`` (bf16 needs sm_80)."""
+    sm = WMMA_TENSOR_CORE.min_sm
+    for node in ir.walk(stmt):
+        if isinstance(node, ir.Call) and node.name.startswith("wmma.load."):
+            element = WMMA_TENSOR_CORE.element(node.type.element())
+            if element is not None:
+                sm = max(sm, element.min_sm)
+    return sm
 
 
 def _block_dimension(loop: ir.For, order: int) -> int:
@@ -112,6 +138,18 @@ class CudaGenerator(CGenerator):
             return "0"  # the wrapper is given device pointers
         return super()._e_Call(e)
 
+    # The wrapper's pointers are device memory: host code that touched
+    # buffer contents would read the GPU's memory on the CPU, and a host
+    # allocation could not be passed to a kernel. Such pipelines are refused.
+    def _s_Store(self, s: ir.Store) -> None:  # noqa: N802
+        raise _host_memory(f"host code writes buffer '{s.name}'")
+
+    def _e_Load(self, e: ir.Load) -> str:  # noqa: N802
+        raise _host_memory(f"host code reads buffer '{e.name}'")
+
+    def _s_Allocate(self, s: ir.Allocate) -> None:  # noqa: N802
+        raise _host_memory(f"host code allocates '{s.name}'")
+
     def _launch(self, nest: ir.For) -> None:
         self.comment(nest)
         blocks: list[ir.For] = []
@@ -134,7 +172,8 @@ class CudaGenerator(CGenerator):
         args = ", ".join(host for host, _ in kernel.parameters)
         self.emit("{")
         self.indent += 1
-        for pointer in sorted(kernel.fragment_pointers):
+        parameters = {host for host, _ in kernel.parameters}
+        for pointer in sorted(p for p in kernel.fragment_pointers if self.cname(p) in parameters):
             self.emit(f"if ((uintptr_t)({self.cname(pointer)}) % {WMMA_TENSOR_CORE.pointer_alignment} != 0) "
                       f"return -300002;  /* load/store_matrix_sync need 32-byte aligned buffers */")
         self.emit(f"dim3 hb_grid({', '.join(grid)}), hb_block({', '.join(str(d) for d in kernel.block_dims)});")
@@ -170,28 +209,37 @@ class KernelGenerator(CGenerator):
         self.lane_depth = 0
         self.parameters: list[tuple[str, str]] = []
         """(host expression, kernel parameter declaration)."""
-        lanes = any(isinstance(n, ir.For) and n.kind is ir.ForKind.GPU_LANE for n in ir.walk(body))
-        self.thread_loops = self._thread_extents(body)
-        self.block_dims = [WMMA_TENSOR_CORE.warp_size if lanes else 1, 1, 1]
-        first = 1 if lanes else 0
-        if first + len(self.thread_loops) > 3:
-            raise _fail("too many GPU thread dimensions for one CUDA block")
-        self.thread_axis = {}
-        for i, (loop_name, extent) in enumerate(self.thread_loops):
-            self.thread_axis[loop_name] = first + i
-            self.block_dims[first + i] = extent
-        self.warps = self.block_dims[1] * self.block_dims[2]
+        self.lanes = any(isinstance(n, ir.For) and n.kind is ir.ForKind.GPU_LANE for n in ir.walk(body))
+        self.thread_depth = 0
+        # A lane loop is threadIdx.x; the dump's thread loops keep their own
+        # axis (thread_id_x/y/z), shifted up by one when lanes take x, so that
+        # each Halide thread is one warp.
+        shift = 1 if self.lanes else 0
+        self.block_dims = [WMMA_TENSOR_CORE.warp_size if self.lanes else 1, 1, 1]
+        self.thread_axis: dict[str, int] = {}
+        for loop_name, (axis, extent) in self._thread_extents(body).items():
+            if axis + shift > 2:
+                raise _fail(f"GPU thread loop '{loop_name}' needs a fourth thread dimension once the "
+                            "warp lanes take threadIdx.x")
+            self.thread_axis[loop_name] = axis + shift
+            self.block_dims[axis + shift] = max(self.block_dims[axis + shift], extent)
+        self.warps = self.block_dims[1] * self.block_dims[2] if self.lanes else 1
 
     @staticmethod
-    def _thread_extents(body: ir.Stmt) -> list[tuple[str, int]]:
-        """Each distinct GPU thread loop and its (constant) extent, outermost first."""
-        found: dict[str, int] = {}
+    def _thread_extents(body: ir.Stmt) -> dict[str, tuple[int, int]]:
+        """Each GPU thread loop: its axis (from Halide's ``thread_id_x/y/z``
+        suffix) and its constant extent."""
+        found: dict[str, tuple[int, int]] = {}
         for node in ir.walk(body):
             if isinstance(node, ir.For) and node.kind is ir.ForKind.GPU_THREAD:
                 if not isinstance(node.extent, ir.IntImm):
                     raise _fail(f"GPU thread loop '{node.name}' has a symbolic extent")
-                found[node.name] = max(found.get(node.name, 0), node.extent.value)
-        return list(found.items())
+                axis = next((i for i, a in enumerate(_DIMS) if node.name.endswith(f"thread_id_{a}")), None)
+                if axis is None:
+                    raise _fail(f"GPU thread loop '{node.name}' does not say its axis (thread_id_x/y/z)")
+                previous = found.get(node.name, (axis, 0))[1]
+                found[node.name] = (axis, max(previous, node.extent.value))
+        return found
 
     def bind_block(self, loop_name: str, host_lo: str, axis: int) -> None:
         self.block_vars[loop_name] = (host_lo, axis)
@@ -201,8 +249,10 @@ class KernelGenerator(CGenerator):
         for loop_name, (host_lo, axis) in self.block_vars.items():
             var = self.cname(loop_name)
             self.emit(f"const int32_t {var} = {host_lo} + (int32_t)blockIdx.{_DIMS[axis]};")
-        self.emit("const int hb_warp = (int)(threadIdx.y + blockDim.y * threadIdx.z);")
-        self.emit("(void)hb_warp;")
+        if self.lanes:
+            self.emit("/* a Halide thread is a warp: its index, for per-warp shared buffers */")
+            self.emit("const int hb_warp = (int)(threadIdx.y + blockDim.y * threadIdx.z);")
+            self.emit("(void)hb_warp;")
         self.stmt_(self.body)
         self._collect_parameters()
 
@@ -263,7 +313,9 @@ class KernelGenerator(CGenerator):
             self.emit(f"if ((int32_t)threadIdx.{axis} < {self.expr(s.extent)}) {{")
             self.indent += 1
             self.emit(f"const int32_t {var} = {self.expr(s.min)} + (int32_t)threadIdx.{axis};")
+            self.thread_depth += 1
             self.stmt_(s.body)
+            self.thread_depth -= 1
             self.indent -= 1
             self.emit("}")
         elif s.kind is ir.ForKind.GPU_BLOCK:
@@ -288,20 +340,31 @@ class KernelGenerator(CGenerator):
             self.fragments[s.name] = (elem, shape)
             count = size // (m * n)
             self.emit(f"wmma::fragment<wmma::accumulator, {m}, {n}, {k}, {_cuda_element(elem)}> {name}[{count}];")
-        elif s.memory_type == "GPUShared":
-            self.element_types[s.name] = elem
-            storage = storage_type(elem)
-            self.emit(f"__shared__ __align__({WMMA_TENSOR_CORE.pointer_alignment}) {storage} "
-                      f"{name}_warps[{self.warps}][{size}];")
-            self.emit(f"{storage} *{name} = {name}_warps[hb_warp];")
         else:
             self.element_types[s.name] = elem
-            self.emit(f"{storage_type(elem)} {name}[{size}];")
+            self._declare_memory(s.name, storage_type(elem), size,
+                                 per_warp=WMMA_STAGE in s.name or (self.lanes and self.thread_depth > 0))
         self.declared.append(set())
         self.stmt_(s.body)
         self.declared.pop()
         self.indent -= 1
         self.emit("}")
+
+    def _declare_memory(self, buffer: str, storage: str, size: int, per_warp: bool) -> None:
+        """Kernel memory follows Halide's GPU rules: outside the thread loops
+        a buffer is shared by the block; inside them it belongs to one Halide
+        thread, which is a whole warp when there are warp lanes (so that all
+        32 lanes see it: shared memory, one slice per warp). Either way it is
+        32-byte aligned, as load_matrix_sync needs."""
+        name = self.cname(buffer)
+        align = f"__align__({WMMA_TENSOR_CORE.pointer_alignment})"
+        if per_warp:
+            self.emit(f"__shared__ {align} {storage} {name}_warps[{self.warps}][{size}];")
+            self.emit(f"{storage} *{name} = {name}_warps[{'hb_warp' if self.lanes else '0'}];")
+        elif self.thread_depth == 0 and self.block_dims != [1, 1, 1]:
+            self.emit(f"__shared__ {align} {storage} {name}[{size}];")
+        else:
+            self.emit(f"{align} {storage} {name}[{size}];")
 
     def _fragment_shape(self, s: ir.Allocate) -> tuple[int, int, int]:
         shapes = {_shape(n.value) for n in ir.walk(s.body)
@@ -329,19 +392,27 @@ class KernelGenerator(CGenerator):
             return
         if self.lane_depth:
             raise _fail("a warp-lane loop may only hold WMMA operations and their staging copies")
-        self._once_per_block(lambda: super(KernelGenerator, self)._s_Store(s))
+        self._by_one_thread(lambda: super(KernelGenerator, self)._s_Store(s))
 
-    def _once_per_block(self, emit_store) -> None:  # type: ignore[no-untyped-def]
-        """Code outside the thread loops runs once per block, as in Halide."""
-        if self.block_dims == [1, 1, 1]:
-            emit_store()
+    def _by_one_thread(self, emit) -> None:  # type: ignore[no-untyped-def]
+        """Memory side effects outside the warp lanes happen once per Halide
+        thread, as in Halide: outside the thread loops once per block
+        (thread 0, between block barriers, which every thread reaches since
+        the enclosing control flow is the same for the whole block), inside
+        them once per warp (lane 0, between warp barriers)."""
+        if self.block_dims == [1, 1, 1] or (self.thread_depth > 0 and not self.lanes):
+            emit()
             return
-        self.emit("if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {")
+        block_level = self.thread_depth == 0
+        barrier = "__syncthreads();" if block_level else "__syncwarp();"
+        first = "threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0" if block_level else "threadIdx.x == 0"
+        self.emit(barrier)
+        self.emit(f"if ({first}) {{")
         self.indent += 1
-        emit_store()
+        emit()
         self.indent -= 1
         self.emit("}")
-        self.emit("__syncthreads();")
+        self.emit(barrier)
 
     def _s_Evaluate(self, s: ir.Evaluate) -> None:  # noqa: N802
         value = s.value
@@ -354,7 +425,7 @@ class KernelGenerator(CGenerator):
             self.emit(f"wmma::store_matrix_sync(({elem} *){self.cname(pointer.name)} + ({self.expr(offset)}), "
                       f"{self._fragment(fragment)}, {self.expr(ldm)}, wmma::mem_{_layout(value, 5)});")
             return
-        super()._s_Evaluate(s)
+        self._by_one_thread(lambda: super(KernelGenerator, self)._s_Evaluate(s))
 
     # ------------------------------------------------------------ WMMA
     def _note_pointer(self, name: str) -> None:
@@ -476,4 +547,4 @@ def generate_cuda(stmt: ir.Stmt, function: str = "hb_kernel") -> str:
     return CudaGenerator(stmt, function).generate()
 
 
-__all__ = ["CudaGenerator", "generate_cuda"]
+__all__ = ["CudaGenerator", "generate_cuda", "required_sm"]

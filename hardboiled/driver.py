@@ -178,9 +178,16 @@ def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult
 
         cuda_source = generate_cuda(_single(rewritten, "CUDA generation"))
     if cuda_build:
+        from .codegen_cuda import required_sm
         from .toolchain import compile_cuda
 
         assert cuda_source is not None and options.build_path is not None
+        needed = required_sm(_single(rewritten, "CUDA generation"))
+        if options.cuda_arch < needed:
+            raise HardboiledError(Diagnostic(
+                "error", f"--cuda-arch sm_{options.cuda_arch}: these Tensor Core operations need sm_{needed} or newer",
+                notes=("bfloat16 fragments need sm_80",),
+            ))
         kind = CUDA_BUILD_SUFFIXES[Path(options.build_path).suffix]
         compile_cuda(cuda_source, Path(options.build_path), kind=kind, sm=options.cuda_arch,
                      extra=GENERATED_CUDA_FLAGS)

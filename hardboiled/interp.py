@@ -712,11 +712,30 @@ def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
 
 
 def _is_warp_collective(loop: ir.For) -> bool:
-    """A lane loop whose body performs WMMA operations and never reads the
-    lane index: every lane does the same thing, as one warp-wide step."""
+    """A lane loop as legalization builds it: WMMA operations and the copies
+    that stage their operands, never reading the lane index. Every lane does
+    the same thing, as one warp-wide step, so the body runs once. Any other
+    lane loop runs as the loop it is."""
     nodes = list(ir.walk(loop.body))
-    return (any(isinstance(n, ir.Call) and n.name.startswith("wmma.") for n in nodes)
-            and not any(isinstance(n, ir.Variable) and n.name == loop.name for n in nodes))
+    if any(isinstance(n, ir.Variable) and n.name == loop.name for n in nodes):
+        return False
+    if not any(_is_wmma(n) for n in nodes):
+        return False
+    for node in nodes:
+        if isinstance(node, ir.Store):
+            staging = ir.WMMA_STAGE in node.name or (
+                isinstance(node.value, ir.Load) and ir.WMMA_STAGE in node.value.name)
+            if not (staging or _is_wmma(node.value)):
+                return False
+        elif isinstance(node, ir.Evaluate) and not _is_wmma(node.value):
+            return False
+        elif isinstance(node, (ir.For, ir.IfThenElse, ir.Allocate, ir.LetStmt)):
+            return False
+    return True
+
+
+def _is_wmma(node: ir.Node) -> bool:
+    return isinstance(node, ir.Call) and node.name.startswith("wmma.")
 
 
 def _wmma_shape(mnk: tuple[str, str, str], name: str) -> hardware.WMMAShape:
@@ -738,9 +757,10 @@ def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: str, rows: in
     if pointer.array.dtype != dtype_of(t):
         raise _fail(f"{name} reads {t} elements from '{pointer.name}', which holds {pointer.array.dtype}")
     alignment = hardware.WMMA_TENSOR_CORE.pointer_alignment
-    if ((pointer.offset + offset) * t.bytes) % alignment or (ldm * t.bytes) % 16:
+    if ((pointer.offset + offset) * t.bytes) % alignment or (ldm * t.bytes) % 16 or ldm <= 0:
         raise _fail(f"{name} on '{pointer.name}': element offset {pointer.offset + offset} or leading "
-                    f"dimension {ldm} breaks the {alignment}-byte alignment load/store_matrix_sync need")
+                    f"dimension {ldm} breaks the {alignment}-byte alignment load/store_matrix_sync need "
+                    "(the leading dimension is unsigned: it must be positive)")
     i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
     addresses = pointer.offset + offset + (i * ldm + j if layout == "row" else j * ldm + i)
     if addresses.min() < 0 or addresses.max() >= pointer.array.size:

@@ -247,6 +247,11 @@ MEMORY_TYPES = (
     "WMMAB",
 )
 
+WMMA_STAGE = ".wmma_stage."
+"""Infix of the buffers that legalization adds to stage a WMMA operand
+through shared memory (``A.wmma_stage.0``); the interpreter and the CUDA
+generator recognize the copies into and out of them."""
+
 
 # --------------------------------------------------------------------------
 # Expressions

@@ -501,8 +501,7 @@ def _check_tile_indexing(stmt: ir.Stmt, name: str, alloc: ir.Allocate, tile: AMX
 
 WMMA_LANE = "wmma.lane"
 """The warp-lane loop that every WMMA operation runs in."""
-WMMA_STAGE = ".wmma_stage."
-"""Infix of the shared-memory buffers that stage unaligned operands."""
+WMMA_STAGE = ir.WMMA_STAGE
 
 
 def is_wmma_call(e: ir.Node) -> bool:
@@ -516,7 +515,7 @@ def known_multiple(e: ir.Expr) -> int:
     symbolic row stride proves nothing."""
     if isinstance(e, (ir.IntImm, ir.UIntImm)):
         return abs(e.value)
-    if isinstance(e, ir.Cast) and not e.type.is_float and not e.value.type.is_float:
+    if isinstance(e, ir.Cast) and not e.type.is_float and not e.value.type.is_float and e.type.bits > 1:
         return known_multiple(e.value)
     if isinstance(e, ir.Binary) and e.op in (ir.BinOp.ADD, ir.BinOp.SUB):
         return math.gcd(known_multiple(e.a), known_multiple(e.b))
@@ -536,11 +535,11 @@ def _aligned(elements: ir.Expr, element_bytes: int, alignment: int) -> bool:
 
 
 def _leading_dimension_ok(ldm: ir.Expr, element_bytes: int) -> bool:
-    """A provable multiple of 16 bytes, and not zero: a row repeated with
-    leading dimension 0 (a bias) is nothing load_matrix_sync promises to
-    read, so it is staged as a dense matrix."""
-    multiple = known_multiple(ldm)
-    return multiple != 0 and (multiple * element_bytes) % _LDM_ALIGNMENT == 0
+    """A positive constant multiple of 16 bytes. load_matrix_sync takes an
+    unsigned leading dimension, so a symbolic one (whose sign nothing
+    proves), a negative one (rows read backwards) and zero (a bias row
+    repeated down the tile) are staged as a dense matrix instead."""
+    return isinstance(ldm, ir.IntImm) and ldm.value > 0 and (ldm.value * element_bytes) % _LDM_ALIGNMENT == 0
 
 
 def _fragment_extent(call: ir.Call) -> tuple[int, int, str]:

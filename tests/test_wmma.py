@@ -14,6 +14,7 @@ import ctypes.util
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -331,3 +332,115 @@ def test_generated_cuda_runs_on_the_gpu(case: str, tensorized: dict[str, tuple[i
         assert comparison.first_mismatch is None, comparison
     for pointer in device.values():
         runtime.cudaFree(pointer)
+
+
+# --------------------------------------------------------------------------
+# Review findings: corner cases of legalization and CUDA generation
+# --------------------------------------------------------------------------
+
+
+def test_rows_read_backwards_are_staged_not_loaded_with_a_negative_leading_dimension() -> None:
+    """load_matrix_sync's leading dimension is unsigned: A read with its rows
+    in reverse order (ldm -64) must go through shared memory."""
+    path = FIXTURES / "wmma_f16_matmul" / "vectorizing.stmt"
+    text = path.read_text()
+    forward = "A[ramp(x256(prod_global_wrapper$0.s0.y.yo.block_id_y*1024), x256(64), 16)"
+    assert forward in text
+    flipped = text.replace(forward, "A[ramp(x256((prod_global_wrapper$0.s0.y.yo.block_id_y*1024) + 960), x256(-64), 16)")
+    original = parse_input(flipped, "flipped.stmt").ir
+    rewritten = select(original, SelectionOptions(store_in={"prod": "WMMAAccumulator"})).stmt
+    loads = [c for c in _calls(rewritten) if c.name.startswith("wmma.load.a.")]
+    assert loads and all(isinstance(c.args[0], ir.Variable) and WMMA_STAGE in c.args[0].name for c in loads)
+    assert all(c.args[2] == ir.IntImm(16) for c in loads)
+    assert verify(original, rewritten, seed=0).ok
+    assert "-64)" not in generate_cuda(rewritten).split("load_matrix_sync", 1)[1].split(";", 1)[0]
+
+
+def test_the_interpreter_runs_other_lane_loops_lane_by_lane() -> None:
+    """Only a loop of WMMA operations and staging copies is one warp-wide
+    step; a lane loop that accumulates runs 32 times."""
+    from hardboiled.interp import BufferT, Interpreter
+
+    text = (
+        "gpu_lane<CUDA> (wmma.lane, 0, 32) {\n"
+        " f[0] = f[0] + 1\n"
+        " acc[ramp(0, 1, 256)] = (float32x256)wmma.fill.m16n16k16.f32(0.000000f)\n"
+        "}\n"
+    )
+    stmt = parse_input(text, "lanes.stmt", buffer_types={"f": ir.Int(32), "acc": ir.Float(32)}).ir
+    f = BufferT("f", ir.Int(32), np.zeros(1, dtype=np.int32), (0,), (1,), (1,))
+    acc = BufferT("acc", ir.Float(32), np.ones(256, dtype=np.float32), (0,), (256,), (1,))
+    interpreter = Interpreter(buffers={"f": f, "acc": acc})
+    interpreter.run(ir.LetStmt("f", ir.Call("_halide_buffer_get_host", (ir.Variable("f.buffer", ir.handle_type()),),
+                                            ir.handle_type()),
+                               ir.LetStmt("acc", ir.Call("_halide_buffer_get_host",
+                                                         (ir.Variable("acc.buffer", ir.handle_type()),),
+                                                         ir.handle_type()), stmt)))
+    assert f.data[0] == 32
+
+
+_THREADS_KERNEL = """\
+gpu_block<CUDA> (out.s0.b.block_id_x, 0, 4) {
+ allocate tmp[float32 * 64] in Auto
+ tmp[ramp(0, 1, 64)] = x64(1.000000f)
+ gpu_thread<CUDA> (out.s0.t.thread_id_x, 0, 2) {
+  allocate acc[float32 * 256] in WMMAAccumulator
+  gpu_lane<CUDA> (wmma.lane, 0, 32) {
+   acc[ramp(0, 1, 256)] = (float32x256)wmma.fill.m16n16k16.f32(0.000000f)
+  }
+  out[out.s0.b.block_id_x*2 + out.s0.t.thread_id_x] = tmp[out.s0.t.thread_id_x]
+  gpu_lane<CUDA> (wmma.lane, 0, 32) {
+   wmma.store.d.sync.aligned.row.m16n16k16.f32(res, acc[ramp(0, 1, 256)], (out.s0.b.block_id_x*2 + out.s0.t.thread_id_x)*256, 16)
+  }
+ }
+}
+"""
+
+
+def test_kernels_keep_halides_gpu_thread_and_memory_rules() -> None:
+    """The dump's thread loop moves to threadIdx.y (the lanes take x); a
+    block-level buffer is __shared__ and written by one thread between
+    block barriers; a store inside the thread loop is done once per warp."""
+    stmt = parse_input(_THREADS_KERNEL, "threads.stmt",
+                       buffer_types={"out": ir.Float(32), "tmp": ir.Float(32), "res": ir.Float(32)}).ir
+    from hardboiled.codegen_cuda import _CUDA_PRELUDE, CudaGenerator, KernelGenerator
+
+    # A bare host context (the IR has no pipeline around the kernel): the
+    # kernel only takes the host's names and buffer element types.
+    host = CudaGenerator.__new__(CudaGenerator)
+    host.names, host.used, host.buffer_args, host.tiles = {}, set(), {}, None
+    host.element_types = {"out": ir.Float(32), "res": ir.Float(32)}
+    assert isinstance(stmt, ir.For)
+    kernel = KernelGenerator(host, stmt.body, "k")
+    kernel.bind_block(stmt.name, "lo", 0)
+    kernel.generate_body()
+    body = "\n".join(kernel.lines)
+    assert kernel.block_dims == [32, 2, 1]
+    assert "if ((int32_t)threadIdx.y < ((int32_t)2)) {" in body
+    assert "__shared__ __align__(32) float tmp[64];" in body
+    assert body.count("__syncthreads();") == 2 and "if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {" in body
+    assert body.count("__syncwarp();") == 2 and "if (threadIdx.x == 0) {" in body
+    if shutil.which("nvcc"):
+        source = "\n".join([_CUDA_PRELUDE, *kernel.definition()])
+        with tempfile.TemporaryDirectory() as tmp:
+            compile_cuda(source, Path(tmp) / "k.ptx", extra=GENERATED_CUDA_FLAGS)
+
+
+def test_host_code_that_touches_buffers_is_refused() -> None:
+    from hardboiled.codegen_c import CodegenError
+
+    text = "out[0] = 1.000000f\n" + _THREADS_KERNEL
+    stmt = parse_input(text, "host.stmt", buffer_types={"out": ir.Float(32), "tmp": ir.Float(32),
+                                                         "res": ir.Float(32)}).ir
+    with pytest.raises(CodegenError) as info:
+        generate_cuda(stmt)
+    assert "host code writes buffer 'out' outside every gpu_block loop" in info.value.diagnostic.message
+
+
+def test_bf16_fragments_need_sm_80(tmp_path: Path) -> None:
+    path = FIXTURES / "wmma_bf16_matmul" / "vectorizing.stmt"
+    result = run_cli("compile", str(path), "--store-in", "prod=WMMAAccumulator", "--emit", "cuda",
+                     "--build", str(tmp_path / "k.ptx"), "--cuda-arch", "sm_75", "-o", str(tmp_path / "k.cu"))
+    assert result.returncode == 2
+    assert "need sm_80 or newer" in result.stderr.decode()
+    assert not (tmp_path / "k.ptx").exists() and not (tmp_path / "k.cu").exists()
