@@ -11,9 +11,9 @@ For every WMMA fixture that tensorizes (its accumulator marked with
 * CUDA generation from the rewritten IR;
 * nvcc -arch=sm_80 -ptx, and the PTX is checked for wmma.mma.sync.
 
-The sliding-window convolutions (conv1d, conv2d, downsample2, upsample2)
-read their input in Toeplitz form, which no rule covers yet: they are
-listed with the time the explained miss took.
+The polyphase upsampling (upsample2) interleaves its phases into the
+output, which no fragment store covers: it is listed with the time the
+explained miss took.
 
     .venv/bin/python bench/wmma_speed.py [--repeat N]
 """

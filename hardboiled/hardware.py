@@ -127,6 +127,12 @@ class WMMATensorCore:
     epilogue such as a ReLU): the same for every element, whatever lane holds
     it, so the unspecified fragment layout does not matter."""
 
+    @property
+    def window_shape(self) -> WMMAShape:
+        """The shape a convolution's sliding window is laid out on: its
+        outputs x = N * i + j fill an M x N fragment row by row."""
+        return self.shapes[0]
+
     def element(self, t: ir.Type) -> WMMAElement | None:
         return next((e for e in self.elements if e.type == t), None)
 
@@ -145,6 +151,8 @@ def wmma_facts(core: WMMATensorCore = WMMA_TENSOR_CORE) -> str:
             lines.append(
                 f"(wmma-element ({egglog_type_code(t.code)}) {t.bits} ({egglog_type_code(acc.code)}) {acc.bits})"
             )
+    window = core.window_shape
+    lines.append(f"(wmma-window-shape {window.m} {window.n} {window.k})")
     for op in core.elementwise:
         lines.append(f"(wmma-elementwise ({egglog_binop(op)}))")
     return "\n".join(lines) + "\n"

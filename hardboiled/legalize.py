@@ -190,6 +190,24 @@ class Decoder:
         )
         return ir.Shuffle((value,), indices)
 
+    def _WindowMatrix(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+        # Desugared right away: the kernel's taps followed by a zero, picked
+        # into the rows x cols Toeplitz block (with u = shift + t, element
+        # (t, j) is tap u - stride * j when u is in [lo, hi), else the zero).
+        _, t, kernel, kbase, taps, stride, rows, cols, shift, lo, hi = node
+        block_type = self.type(t)
+        index_type = self.expr(kbase).type
+        taps_value = ir.Load(str(kernel), ir.Ramp(self.expr(kbase), ir.IntImm(1, index_type), taps),
+                             block_type.with_lanes(taps))
+        zero = ir.FloatImm(0.0, block_type.element()) if block_type.is_float else ir.IntImm(0, block_type.element())
+        indices = []
+        for row in range(rows):
+            for col in range(cols):
+                u = shift + row
+                tap = u - stride * col
+                indices.append(tap if lo <= u < hi and 0 <= tap < taps else taps)
+        return ir.Shuffle((taps_value, zero), tuple(indices))
+
     # ----------------------------------------------------------- WMMA fragments
     # Whole-fragment calls named after the PTX instructions (interp.py gives
     # them their meaning); enforce_wmma_lanes later makes them warp-wide.
@@ -229,12 +247,16 @@ class Decoder:
         temp = self.temporaries.get(value)
         if temp is None:
             source = next((n.name for n in ir.walk(value) if isinstance(n, ir.Load)), "value")
-            temp = Temporary(f"{source}.amx_vnni.{len(self.temporaries)}", value)
+            kind = _TEMPORARY_KINDS.get(node[1][0], "amx_vnni")
+            temp = Temporary(f"{source}.{kind}.{len(self.temporaries)}", value)
             self.temporaries[value] = temp
         return ir.Variable(temp.name, ir.handle_type())
 
 
 _MAJOR = {"Row": "row", "Col": "col"}
+_TEMPORARY_KINDS = {"WindowMatrix": "toeplitz"}
+"""How a temporary is named after the constructor of its value; the AMX
+operand copies (VNNI interleaves and gathers) are "amx_vnni"."""
 
 
 def _i32(value: int) -> ir.Expr:
@@ -312,6 +334,12 @@ def reinsert(stmt: ir.Stmt, replacements: dict[int, ir.Stmt]) -> ir.Stmt:
 _BARRIERS = (ir.IfThenElse, ir.Fork, ir.Atomic, ir.Acquire)
 
 
+def _is_kernel_loop(node: ir.Stmt) -> bool:
+    """A gpu_block loop: a temporary used on the GPU stays inside it, in
+    the kernel's memory, rather than being hoisted into host code."""
+    return isinstance(node, ir.For) and node.kind is ir.ForKind.GPU_BLOCK
+
+
 def _binds(node: ir.Stmt) -> set[str]:
     if isinstance(node, (ir.For, ir.LetStmt, ir.Allocate)):
         return {node.name}
@@ -380,7 +408,7 @@ def _choose_position(path: list[ir.Stmt], needed: set[str], reads: set[str]) -> 
     None if none qualifies (then each branch of the last one gets a copy)."""
     first = 0
     for i, node in enumerate(path):
-        if isinstance(node, _BARRIERS):
+        if isinstance(node, _BARRIERS) or _is_kernel_loop(node):
             first = i + 1
     bound_above: set[str] = set()
     for i, node in enumerate(path):
