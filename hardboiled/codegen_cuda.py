@@ -295,33 +295,30 @@ class KernelGenerator(CGenerator):
         self.emit(f"if (!({self.expr(s.condition)})) __trap();")
 
     def _s_For(self, s: ir.For) -> None:  # noqa: N802
+        var = self.cname(s.name)
         if s.kind is ir.ForKind.GPU_LANE:
-            self.comment(s)
-            self.emit("{")
-            self.indent += 1
-            self.emit(f"const int32_t {self.cname(s.name)} = (int32_t)threadIdx.x;")
-            self.emit(f"(void){self.cname(s.name)};")
-            self.lane_depth += 1
-            self.stmt_(s.body)
-            self.lane_depth -= 1
-            self.indent -= 1
-            self.emit("}")
+            self._gpu_loop(s, "{", f"const int32_t {var} = (int32_t)threadIdx.x; (void){var};", "lane_depth")
         elif s.kind is ir.ForKind.GPU_THREAD:
-            self.comment(s)
             axis = _DIMS[self.thread_axis[s.name]]
-            var = self.cname(s.name)
-            self.emit(f"if ((int32_t)threadIdx.{axis} < {self.expr(s.extent)}) {{")
-            self.indent += 1
-            self.emit(f"const int32_t {var} = {self.expr(s.min)} + (int32_t)threadIdx.{axis};")
-            self.thread_depth += 1
-            self.stmt_(s.body)
-            self.thread_depth -= 1
-            self.indent -= 1
-            self.emit("}")
+            self._gpu_loop(s, f"if ((int32_t)threadIdx.{axis} < {self.expr(s.extent)}) {{",
+                           f"const int32_t {var} = {self.expr(s.min)} + (int32_t)threadIdx.{axis};", "thread_depth")
         elif s.kind is ir.ForKind.GPU_BLOCK:
             raise _fail(f"gpu_block loop '{s.name}' inside another kernel's loops")
         else:
             super()._s_For(s)
+
+    def _gpu_loop(self, s: ir.For, opening: str, binding: str, depth: str) -> None:
+        """A lane or thread loop is not a loop on the GPU: every thread runs
+        the body once, with the loop variable bound to its thread index."""
+        self.comment(s)
+        self.emit(opening)
+        self.indent += 1
+        self.emit(binding)
+        setattr(self, depth, getattr(self, depth) + 1)
+        self.stmt_(s.body)
+        setattr(self, depth, getattr(self, depth) - 1)
+        self.indent -= 1
+        self.emit("}")
 
     def _s_Allocate(self, s: ir.Allocate) -> None:  # noqa: N802
         self.comment(s)
