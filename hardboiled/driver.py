@@ -257,6 +257,15 @@ def _pattern(report: StoreReport) -> str | None:
     if not report.lowered:
         return None
     names = set(report.intrinsics)
+    if report.accelerator == "WMMA":
+        kinds = {name.split(".")[1] for name in names}
+        if "mma" in kinds:
+            return "fragment product C + A*B"
+        if "fill" in kinds:
+            return "filled accumulator fragment"
+        if "store" in kinds:
+            return "accumulator fragment stored to memory"
+        return "accumulator fragment loaded from memory"
     if "tile_matmul" in names:
         return "tile product C + A*B"
     if "tile_zero" in names:

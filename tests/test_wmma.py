@@ -488,3 +488,16 @@ def test_a_temporary_used_by_a_kernel_stays_inside_its_gpu_block_loop() -> None:
     assert not any(t is n for t in temporaries for n in ir.walk(loop))  # hoisted out of the serial loop
     assert verify(original, rewritten, seed=0).ok
     assert "__shared__ __align__(32) uint16_t K_toeplitz_" in generate_cuda(rewritten)
+
+
+def test_the_json_report_names_fragment_patterns(tmp_path: Path) -> None:
+    path = FIXTURES / "wmma_conv_layer" / "vectorizing.stmt"
+    result = run_cli("compile", str(path), "--store-in", "conv=WMMAAccumulator", "--emit", "report", "--no-cache")
+    assert result.returncode == 0, result.stderr.decode()
+    import json
+
+    statements = json.loads(result.stdout)["statements"]
+    assert [s["pattern"] for s in statements] == ["accumulator fragment loaded from memory",
+                                                  "fragment product C + A*B",
+                                                  "accumulator fragment stored to memory"]
+    assert {s["target"] for s in statements} == {"wmma"}
