@@ -176,7 +176,7 @@ def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult
     if "cuda" in options.emit or cuda_build:
         from .codegen_cuda import generate_cuda
 
-        cuda_source = generate_cuda(_single(rewritten, "CUDA generation"))
+        cuda_source = generate_cuda(_checked_for(_single(rewritten, "CUDA generation"), "cuda"))
     if cuda_build:
         from .codegen_cuda import required_sm
         from .toolchain import compile_cuda
@@ -196,7 +196,7 @@ def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult
     if "c" in options.emit or (options.build_path and not cuda_build) or options.run:
         from .codegen_c import generate_c
 
-        source = generate_c(_single(rewritten, "C generation"))
+        source = generate_c(_checked_for(_single(rewritten, "C generation"), "c"))
     if options.run:
         from .verify import mismatch_error, run_generated_c
 
@@ -225,6 +225,24 @@ def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult
         import json
 
         result.outputs["report"] = json.dumps(result.report, indent=2, sort_keys=True) + "\n"
+
+
+def _checked_for(stmt: ir.Stmt, language: str) -> ir.Stmt:
+    """C runs on the CPU (AMX), CUDA on the GPU (Tensor Cores): say so
+    plainly when a program is sent to the other one."""
+    gpu = any(isinstance(n, ir.For) and n.kind in (ir.ForKind.GPU_BLOCK, ir.ForKind.GPU_THREAD, ir.ForKind.GPU_LANE)
+              for n in ir.walk(stmt))
+    if language == "c" and gpu:
+        raise HardboiledError(Diagnostic(
+            "error", "this program has GPU loops: the C output (--emit c, --run, --build FILE.o/.so) runs on the CPU",
+            notes=("use --emit cuda (and --build FILE.ptx or FILE.cubin); --verify checks it on the CPU",),
+        ))
+    if language == "cuda" and not gpu:
+        raise HardboiledError(Diagnostic(
+            "error", "this program has no gpu_block loop: there is no kernel for --emit cuda",
+            notes=("schedule the pipeline on the GPU (gpu_blocks), or use --emit c for a CPU (AMX) program",),
+        ))
+    return stmt
 
 
 def _single(program: ir.Stmt | ir.Module, what: str) -> ir.Stmt:

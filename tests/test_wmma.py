@@ -501,3 +501,16 @@ def test_the_json_report_names_fragment_patterns(tmp_path: Path) -> None:
                                                   "fragment product C + A*B",
                                                   "accumulator fragment stored to memory"]
     assert {s["target"] for s in statements} == {"wmma"}
+
+
+@pytest.mark.parametrize(("case", "args", "message"), [
+    ("wmma_dct16/vectorizing.stmt", ("--store-in", "dct=WMMAAccumulator", "--run"), "this program has GPU loops"),
+    ("wmma_dct16/vectorizing.stmt", ("--store-in", "dct=WMMAAccumulator", "--emit", "c"), "runs on the CPU"),
+    ("amx_bf16_matmul_std_single/vectorizing.stmt", ("--emit", "cuda"), "no gpu_block loop"),
+])
+def test_each_program_goes_to_its_own_language(case: str, args: tuple[str, ...], message: str,
+                                               tmp_path: Path) -> None:
+    result = run_cli("compile", str(FIXTURES / case), *args, "--no-cache", "-o", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert message in result.stderr.decode()
+    assert not (tmp_path / "out").exists()
