@@ -33,7 +33,9 @@ or stored to directly starts on a 32-byte boundary (cudaMalloc's are).
 Statements outside the warp lanes keep Halide's GPU meaning: outside the
 thread loops they run once per block (thread 0, between ``__syncthreads``)
 and their buffers are ``__shared__``; inside, once per Halide thread, which
-is a warp when there are lanes. Host code may not touch buffer contents
+is a warp when there are lanes. A thread or lane loop runs only on index 0
+of the thread axes it does not bind, and one at block level ends with a
+block barrier (Halide's barrier between GPU stages). Host code may not touch buffer contents
 (the wrapper has only device pointers): such a pipeline is refused.
 """
 
@@ -50,6 +52,8 @@ from .legalize import WMMA_STAGE, is_wmma_call
 _CUDA_ELEMENT = {(ir.TypeCode.FLOAT, 16): "__half", (ir.TypeCode.BFLOAT, 16): "__nv_bfloat16",
                  (ir.TypeCode.FLOAT, 32): "float"}
 _DIMS = "xyz"
+_MAX_BLOCK_THREADS = 1024
+_MAX_BLOCK_Z = 64
 _FRAGMENT_MEMORY = "WMMAAccumulator"
 _SHAPE_RE = re.compile(r"\.m(\d+)n(\d+)k(\d+)\.")
 
@@ -224,6 +228,11 @@ class KernelGenerator(CGenerator):
             self.thread_axis[loop_name] = axis + shift
             self.block_dims[axis + shift] = max(self.block_dims[axis + shift], extent)
         self.warps = self.block_dims[1] * self.block_dims[2] if self.lanes else 1
+        self.bound_axes: set[int] = set()
+        threads = self.block_dims[0] * self.block_dims[1] * self.block_dims[2]
+        if threads > _MAX_BLOCK_THREADS or self.block_dims[2] > _MAX_BLOCK_Z:
+            raise _fail(f"a block of {' x '.join(map(str, self.block_dims))} threads: CUDA allows "
+                        f"{_MAX_BLOCK_THREADS} per block and {_MAX_BLOCK_Z} along z")
 
     @staticmethod
     def _thread_extents(body: ir.Stmt) -> dict[str, tuple[int, int]]:
@@ -297,28 +306,51 @@ class KernelGenerator(CGenerator):
     def _s_For(self, s: ir.For) -> None:  # noqa: N802
         var = self.cname(s.name)
         if s.kind is ir.ForKind.GPU_LANE:
-            self._gpu_loop(s, "{", f"const int32_t {var} = (int32_t)threadIdx.x; (void){var};", "lane_depth")
+            guard = self._idle_threads_skip(bound=set())
+            self._gpu_loop(s, f"if ({guard}) {{" if guard else "{",
+                           f"const int32_t {var} = (int32_t)threadIdx.x; (void){var};", "lane_depth", axis=None)
         elif s.kind is ir.ForKind.GPU_THREAD:
-            axis = _DIMS[self.thread_axis[s.name]]
-            self._gpu_loop(s, f"if ((int32_t)threadIdx.{axis} < {self.expr(s.extent)}) {{",
-                           f"const int32_t {var} = {self.expr(s.min)} + (int32_t)threadIdx.{axis};", "thread_depth")
+            axis = self.thread_axis[s.name]
+            guard = " && ".join(filter(None, [f"(int32_t)threadIdx.{_DIMS[axis]} < {self.expr(s.extent)}",
+                                              self._idle_threads_skip(bound={axis})]))
+            self._gpu_loop(s, f"if ({guard}) {{",
+                           f"const int32_t {var} = {self.expr(s.min)} + (int32_t)threadIdx.{_DIMS[axis]};",
+                           "thread_depth", axis=axis)
         elif s.kind is ir.ForKind.GPU_BLOCK:
             raise _fail(f"gpu_block loop '{s.name}' inside another kernel's loops")
         else:
             super()._s_For(s)
 
-    def _gpu_loop(self, s: ir.For, opening: str, binding: str, depth: str) -> None:
+    def _gpu_loop(self, s: ir.For, opening: str, binding: str, depth: str, axis: int | None) -> None:
         """A lane or thread loop is not a loop on the GPU: every thread runs
-        the body once, with the loop variable bound to its thread index."""
+        the body once, with the loop variable bound to its thread index. One
+        at block level ends with a block barrier, so that what it wrote is
+        seen by the statements after it (as between Halide's GPU stages)."""
+        at_block_level = self.thread_depth == 0 and self.lane_depth == 0
         self.comment(s)
         self.emit(opening)
         self.indent += 1
         self.emit(binding)
         setattr(self, depth, getattr(self, depth) + 1)
+        if axis is not None:
+            self.bound_axes.add(axis)
         self.stmt_(s.body)
+        if axis is not None:
+            self.bound_axes.discard(axis)
         setattr(self, depth, getattr(self, depth) - 1)
         self.indent -= 1
         self.emit("}")
+        if at_block_level and self.block_dims[1] * self.block_dims[2] > 1:
+            self.emit("__syncthreads();")
+
+    def _idle_threads_skip(self, bound: set[int]) -> str:
+        """The condition that keeps threads off a loop that does not use their
+        index on some axis: as in Halide, only index 0 of every axis no
+        enclosing thread loop binds runs it (the lanes' x axis aside)."""
+        first = 1 if self.lanes else 0
+        idle = [a for a in range(first, 3)
+                if self.block_dims[a] > 1 and a not in bound and a not in self.bound_axes]
+        return " && ".join(f"threadIdx.{_DIMS[a]} == 0" for a in idle)
 
     def _s_Allocate(self, s: ir.Allocate) -> None:  # noqa: N802
         self.comment(s)

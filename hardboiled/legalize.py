@@ -410,6 +410,8 @@ def _choose_position(path: list[ir.Stmt], needed: set[str], reads: set[str]) -> 
     for i, node in enumerate(path):
         if isinstance(node, _BARRIERS) or _is_kernel_loop(node):
             first = i + 1
+    if not any(_is_kernel_loop(n) for n in path) and any(_is_kernel_loop(n) for n in ir.walk(path[-1])):
+        return None  # used by kernels, but no single kernel holds every use: one copy per kernel
     bound_above: set[str] = set()
     for i, node in enumerate(path):
         if i >= first and needed <= bound_above and not (reads & _writes(node)):

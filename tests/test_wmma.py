@@ -423,33 +423,66 @@ gpu_block<CUDA> (out.s0.b.block_id_x, 0, 4) {
 """
 
 
-def test_kernels_keep_halides_gpu_thread_and_memory_rules() -> None:
-    """The dump's thread loop moves to threadIdx.y (the lanes take x); a
-    block-level buffer is __shared__ and written by one thread between
-    block barriers; a store inside the thread loop is done once per warp."""
-    stmt = parse_input(_THREADS_KERNEL, "threads.stmt",
-                       buffer_types={"out": ir.Float(32), "tmp": ir.Float(32), "res": ir.Float(32)}).ir
-    from hardboiled.codegen_cuda import _CUDA_PRELUDE, CudaGenerator, KernelGenerator
+def _kernel(text: str, types: dict[str, ir.Type]) -> tuple[list[int], str, list[str]]:
+    """Block dims, body and definition of the kernel for one gpu_block loop
+    of hand-written IR (no pipeline around it)."""
+    from hardboiled.codegen_cuda import CudaGenerator, KernelGenerator
 
-    # A bare host context (the IR has no pipeline around the kernel): the
-    # kernel only takes the host's names and buffer element types.
+    stmt = parse_input(text, "kernel.stmt", buffer_types=types).ir
+    assert isinstance(stmt, ir.For)
+    # A bare host context: the kernel only takes the host's names and types.
     host = CudaGenerator.__new__(CudaGenerator)
     host.names, host.used, host.buffer_args, host.tiles = {}, set(), {}, None
-    host.element_types = {"out": ir.Float(32), "res": ir.Float(32)}
-    assert isinstance(stmt, ir.For)
+    host.element_types = dict(types)
     kernel = KernelGenerator(host, stmt.body, "k")
     kernel.bind_block(stmt.name, "lo", 0)
     kernel.generate_body()
-    body = "\n".join(kernel.lines)
-    assert kernel.block_dims == [32, 2, 1]
+    return kernel.block_dims, "\n".join(kernel.lines), kernel.definition()
+
+
+def _compiles(definition: list[str]) -> None:
+    from hardboiled.codegen_cuda import _CUDA_PRELUDE
+
+    if shutil.which("nvcc"):
+        with tempfile.TemporaryDirectory() as tmp:
+            compile_cuda("\n".join([_CUDA_PRELUDE, *definition]), Path(tmp) / "k.ptx", extra=GENERATED_CUDA_FLAGS)
+
+
+def test_kernels_keep_halides_gpu_thread_and_memory_rules() -> None:
+    """The dump's thread loop moves to threadIdx.y (the lanes take x); a
+    block-level buffer is __shared__ and written by one thread between
+    block barriers; a store inside the thread loop is done once per warp;
+    the thread loop ends with a block barrier."""
+    types = {"out": ir.Float(32), "tmp": ir.Float(32), "res": ir.Float(32)}
+    dims, body, definition = _kernel(_THREADS_KERNEL, types)
+    assert dims == [32, 2, 1]
     assert "if ((int32_t)threadIdx.y < ((int32_t)2)) {" in body
     assert "__shared__ __align__(32) float tmp[64];" in body
-    assert body.count("__syncthreads();") == 2 and "if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {" in body
+    assert body.count("__syncthreads();") == 3 and "if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {" in body
+    assert body.rindex("__syncthreads();") > body.rindex("wmma::store_matrix_sync")  # after the thread loop
     assert body.count("__syncwarp();") == 2 and "if (threadIdx.x == 0) {" in body
-    if shutil.which("nvcc"):
-        source = "\n".join([_CUDA_PRELUDE, *kernel.definition()])
-        with tempfile.TemporaryDirectory() as tmp:
-            compile_cuda(source, Path(tmp) / "k.ptx", extra=GENERATED_CUDA_FLAGS)
+    _compiles(definition)
+
+
+def test_a_loop_runs_only_on_index_zero_of_the_axes_it_does_not_bind() -> None:
+    """Two thread loops on different axes: each runs on index 0 of the
+    other's axis, as in Halide, instead of once per thread of that axis."""
+    text = (
+        "gpu_block<CUDA> (f.s0.b.block_id_x, 0, 4) {\n"
+        " gpu_thread<CUDA> (f.s0.x.thread_id_x, 0, 8) {\n"
+        "  f[f.s0.x.thread_id_x] = f[f.s0.x.thread_id_x] + 1.000000f\n"
+        " }\n"
+        " gpu_thread<CUDA> (g.s0.y.thread_id_y, 0, 4) {\n"
+        "  g[g.s0.y.thread_id_y] = 2.000000f\n"
+        " }\n"
+        "}\n"
+    )
+    dims, body, definition = _kernel(text, {"f": ir.Float(32), "g": ir.Float(32)})
+    assert dims == [8, 4, 1]
+    assert "if ((int32_t)threadIdx.x < ((int32_t)8) && threadIdx.y == 0) {" in body
+    assert "if ((int32_t)threadIdx.y < ((int32_t)4) && threadIdx.x == 0) {" in body
+    assert body.count("__syncthreads();") == 2
+    _compiles(definition)
 
 
 def test_host_code_that_touches_buffers_is_refused() -> None:
@@ -514,3 +547,20 @@ def test_each_program_goes_to_its_own_language(case: str, args: tuple[str, ...],
     assert result.returncode == 2
     assert message in result.stderr.decode()
     assert not (tmp_path / "out").exists()
+
+
+def test_a_temporary_two_kernels_share_is_copied_into_each() -> None:
+    """The same Toeplitz block used by two gpu_block nests (two passes with
+    the same taps) gets a copy in each kernel, never one in host code."""
+    from hardboiled.legalize import Temporary, place_temporaries
+
+    handle = ir.handle_type()
+    use = ir.Evaluate(ir.Call("wmma.load.b.sync.aligned.row.m16n16k16.f16",
+                              (ir.Variable("T", handle), ir.IntImm(0), ir.IntImm(16)), ir.Float(16, 256)))
+    kernels = [ir.For(f"{name}.block_id_x", ir.IntImm(0), ir.IntImm(4), ir.ForKind.GPU_BLOCK, "CUDA", use)
+               for name in ("a", "b")]
+    taps = ir.Load("K", ir.Ramp(ir.IntImm(0), ir.IntImm(1), 8), ir.Float(16, 8))
+    placed = place_temporaries(ir.make_block(kernels), [Temporary("T", taps)])
+    assert isinstance(placed, ir.Block) and all(isinstance(s, ir.For) for s in placed.stmts)
+    for kernel in placed.stmts:
+        assert isinstance(kernel.body, ir.Allocate) and kernel.body.name.startswith("T.")
