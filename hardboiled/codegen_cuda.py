@@ -192,6 +192,9 @@ class KernelGenerator(CGenerator):
     """The body of one ``__global__`` kernel."""
 
     def __init__(self, host: CudaGenerator, body: ir.Stmt, name: str):
+        # CGenerator.__init__ is not called: it would make a signature of the
+        # pipeline's buffers, while a kernel's parameters are the free names
+        # of its body. The kernel starts from the host's names and types.
         self.host = host
         self.body = body
         self.name = name

@@ -1,17 +1,23 @@
 """Reinsertion and legalization: extracted egglog terms back into the IR.
 
-1. ``decode_stmt`` turns an extracted term into IR. AMX tile operations
+1. ``Decoder`` turns an extracted term into IR. AMX tile operations
    become the calls that Halide's own AMX backend uses (``tile_zero``,
    ``tile_load``, ``tile_matmul``, ``tile_store``) with offsets and strides
-   converted from elements to bytes.
+   converted from elements to bytes; WMMA fragment operations become
+   whole-fragment ``wmma.*`` calls named after the PTX instructions.
 2. ``reinsert`` puts the decoded statements where the selected stores were.
-3. Temporaries (operands copied into VNNI order) become allocations, placed
-   at the outermost scope where everything they read is defined and not
-   written again, with duplicates merged (``place_temporaries``).
-   Control flow (if, fork, atomic) is never crossed.
+3. Temporaries (operands copied into VNNI order, Toeplitz blocks of a
+   convolution kernel) become allocations, placed at the outermost scope
+   where everything they read is defined and not written again, with
+   duplicates merged (``place_temporaries``). Control flow (if, fork,
+   atomic) is never crossed, nor a gpu_block loop.
 4. Shuffle intrinsics are desugared to plain ``Shuffle`` nodes on decoding.
 5. ``check_amx`` checks tile shapes, tile-register pressure and how AMX
    buffers are indexed against hardboiled/hardware.py.
+6. WMMA post-processing (``stage_unaligned_operands``,
+   ``enforce_wmma_lanes``, ``push_fragment_allocations``): operands not
+   provably aligned go through shared memory, every WMMA operation runs in
+   a 32-lane warp loop, fragments become per-thread.
 """
 
 from __future__ import annotations
