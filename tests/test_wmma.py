@@ -294,8 +294,12 @@ def test_cuda_arch_older_than_turing_is_refused(tmp_path: Path) -> None:
 
 
 def _cuda_runtime() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("cudart")
-    for candidate in filter(None, (name, "libcudart.so", "libcudart.so.13", "libcudart.so.12")):
+    """libcudart: from the loader's path, or next to nvcc."""
+    candidates = [ctypes.util.find_library("cudart"), "libcudart.so", "libcudart.so.13", "libcudart.so.12"]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        candidates.append(str(Path(nvcc).resolve().parent.parent / "lib64" / "libcudart.so"))
+    for candidate in filter(None, candidates):
         try:
             return ctypes.CDLL(candidate)
         except OSError:
@@ -303,14 +307,14 @@ def _cuda_runtime() -> ctypes.CDLL | None:
     return None
 
 
-def _gpu_count() -> int:
+def _no_gpu_reason() -> str | None:
     runtime = _cuda_runtime()
     if runtime is None:
-        return 0
+        return "the CUDA runtime library (libcudart) is not installed: the kernel was built but cannot run"
     count = ctypes.c_int(0)
-    if runtime.cudaGetDeviceCount(ctypes.byref(count)) != 0:
-        return 0
-    return count.value
+    if runtime.cudaGetDeviceCount(ctypes.byref(count)) != 0 or count.value == 0:
+        return "no CUDA device on this machine: the kernel was built but cannot run"
+    return None
 
 
 @needs_nvcc
@@ -326,8 +330,9 @@ def test_generated_cuda_runs_on_the_gpu(case: str, tensorized: dict[str, tuple[i
     proc = subprocess.run(["nvcc", f"-arch=sm_{WMMA_TENSOR_CORE.default_sm}", "-shared", "-Xcompiler", "-fPIC",
                            *GENERATED_CUDA_FLAGS, str(source), "-o", str(library)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    if _gpu_count() == 0:
-        pytest.skip("no CUDA device on this machine: the kernel was built but cannot run")
+    reason = _no_gpu_reason()
+    if reason is not None:
+        pytest.skip(reason)
     runtime = _cuda_runtime()
     assert runtime is not None
     original, rewritten = tensorized[case]
