@@ -165,8 +165,10 @@ class CudaGenerator(CGenerator):
             raise _fail(f"{len(blocks)} nested gpu_block loops; CUDA grids have 3 dimensions")
         kernel = KernelGenerator(self, body, f"{self.function}_k{len(self.kernels)}")
         grid = ["1", "1", "1"]
-        for order, loop in enumerate(reversed(blocks)):
-            axis = _block_dimension(loop, order)
+        axes = [_block_dimension(loop, order) for order, loop in enumerate(reversed(blocks))]
+        if len(set(axes)) != len(axes):
+            raise _fail("two gpu_block loops of one nest map to the same block axis")
+        for axis, loop in zip(axes, reversed(blocks)):
             lo = self.cname(f"{loop.name}.lo")
             self.emit(f"int32_t {lo} = {self.expr(loop.min)};")
             grid[axis] = self.expr(loop.extent)
@@ -281,14 +283,14 @@ class KernelGenerator(CGenerator):
                         continue
                     raise _fail(f"the kernel uses the handle '{n.name}', which is not a buffer")
                 scalars[n.name] = n.type
+        # The body uses the kernel's C names, the launch passes the host's.
         for name in buffers:
             if name not in self.element_types:
                 raise _fail(f"the kernel reads '{name}', which is neither a pipeline buffer nor allocated")
-            c_name = self.host.cname(name)
-            self.parameters.append((c_name, f"{storage_type(self.element_types[name])} *__restrict__ {c_name}"))
+            storage = storage_type(self.element_types[name])
+            self.parameters.append((self.host.cname(name), f"{storage} *__restrict__ {self.cname(name)}"))
         for name, t in sorted(scalars.items()):
-            c_name = self.host.cname(name)
-            self.parameters.append((c_name, f"{c_type(t)} {c_name}"))
+            self.parameters.append((self.host.cname(name), f"{c_type(t)} {self.cname(name)}"))
         for loop_name, (host_lo, _) in sorted(self.block_vars.items()):
             self.parameters.append((host_lo, f"int32_t {host_lo}"))
 
