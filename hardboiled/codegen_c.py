@@ -173,7 +173,10 @@ def kernel_signature(stmt: ir.Stmt) -> list[KernelArgument]:
 class CGenerator:
     """Emits C for one statement (the body of the generated kernel)."""
 
-    def __init__(self, stmt: ir.Stmt, function: str = "hb_kernel"):
+    def __init__(self, stmt: ir.Stmt, function: str = "hb_kernel",
+                 arguments: list[KernelArgument] | None = None):
+        """``arguments``: the function's buffer parameters (default: every
+        pipeline buffer of ``stmt``, in ``kernel_signature`` order)."""
         self.stmt = stmt
         self.function = function
         self.lines: list[str] = []
@@ -182,7 +185,7 @@ class CGenerator:
         self.used: set[str] = set()
         self.temps = 0
         self.asserts = 0
-        self.arguments = kernel_signature(stmt)
+        self.arguments = kernel_signature(stmt) if arguments is None else arguments
         self.buffer_args = {a.buffer: a for a in self.arguments}
         self.amx_buffers = {n.name: n for n in ir.walk(stmt)
                             if isinstance(n, ir.Allocate) and n.memory_type == "AMXTile"}

@@ -47,10 +47,8 @@ from . import ir
 from .codegen_c import _PRELUDE, CGenerator, CodegenError, _binary, _fail, c_type, storage_type
 from .diagnostics import Diagnostic
 from .hardware import WMMA_TENSOR_CORE
-from .legalize import WMMA_STAGE, is_wmma_call
+from .legalize import WMMA_STAGE
 
-_CUDA_ELEMENT = {(ir.TypeCode.FLOAT, 16): "__half", (ir.TypeCode.BFLOAT, 16): "__nv_bfloat16",
-                 (ir.TypeCode.FLOAT, 32): "float"}
 _DIMS = "xyz"
 _MAX_BLOCK_THREADS = 1024
 _MAX_BLOCK_Z = 64
@@ -66,10 +64,14 @@ _CUDA_PRELUDE = (
 
 
 def _cuda_element(t: ir.Type) -> str:
-    name = _CUDA_ELEMENT.get((t.code, t.bits))
-    if name is None:
-        raise _fail(f"no WMMA fragment holds {t.element()} elements")
-    return name
+    """The CUDA type of a fragment's elements: an operand type of the Tensor
+    Core table, or a float32 accumulator."""
+    element = WMMA_TENSOR_CORE.element(t.element())
+    if element is not None:
+        return element.cuda_type
+    if t.element() == ir.Float(32):
+        return c_type(t.element())
+    raise _fail(f"no WMMA fragment holds {t.element()} elements")
 
 
 def _shape(call: ir.Call) -> tuple[int, int, int]:
@@ -103,11 +105,10 @@ def required_sm(stmt: ir.Stmt) -> int:
     return sm
 
 
-def _block_dimension(loop: ir.For, order: int) -> int:
-    for i, axis in enumerate(_DIMS):
-        if loop.name.endswith(f"block_id_{axis}"):
-            return i
-    return order
+def _named_axis(loop: ir.For, kind: str) -> int | None:
+    """The axis Halide named a GPU loop for: ``...block_id_y`` is block axis
+    1, ``...thread_id_x`` thread axis 0 (``kind`` is block or thread)."""
+    return next((i for i, axis in enumerate(_DIMS) if loop.name.endswith(f"{kind}_id_{axis}")), None)
 
 
 class CudaGenerator(CGenerator):
@@ -131,11 +132,6 @@ class CudaGenerator(CGenerator):
             raise _fail(f"GPU thread loop '{s.name}' outside any gpu_block loop")
         else:
             super()._s_For(s)
-
-    def _s_Evaluate(self, s: ir.Evaluate) -> None:  # noqa: N802
-        if isinstance(s.value, ir.Call) and s.value.name.startswith("_halide_buffer_set_"):
-            return  # dirty bits: the wrapper has no halide_buffer_t
-        super()._s_Evaluate(s)
 
     def _e_Call(self, e: ir.Call) -> str:  # noqa: N802
         if e.name in ("halide_copy_to_device", "halide_copy_to_host", "halide_cuda_device_interface"):
@@ -165,7 +161,8 @@ class CudaGenerator(CGenerator):
             raise _fail(f"{len(blocks)} nested gpu_block loops; CUDA grids have 3 dimensions")
         kernel = KernelGenerator(self, body, f"{self.function}_k{len(self.kernels)}")
         grid = ["1", "1", "1"]
-        axes = [_block_dimension(loop, order) for order, loop in enumerate(reversed(blocks))]
+        axes = [_named_axis(loop, "block") for loop in reversed(blocks)]
+        axes = [order if axis is None else axis for order, axis in enumerate(axes)]
         if len(set(axes)) != len(axes):
             raise _fail("two gpu_block loops of one nest map to the same block axis")
         for axis, loop in zip(axes, reversed(blocks)):
@@ -183,7 +180,7 @@ class CudaGenerator(CGenerator):
             self.emit(f"if ((uintptr_t)({self.cname(pointer)}) % {WMMA_TENSOR_CORE.pointer_alignment} != 0) "
                       f"return -300002;  /* load/store_matrix_sync need 32-byte aligned buffers */")
         self.emit(f"dim3 hb_grid({', '.join(grid)}), hb_block({', '.join(str(d) for d in kernel.block_dims)});")
-        self.emit(f"{kernel.name}<<<hb_grid, hb_block>>>({args});")
+        self.emit(f"{kernel.function}<<<hb_grid, hb_block>>>({args});")
         self.emit("if (cudaGetLastError() != cudaSuccess) return -300000;")
         self.emit("if (cudaDeviceSynchronize() != cudaSuccess) return -300001;")
         self.indent -= 1
@@ -194,24 +191,14 @@ class KernelGenerator(CGenerator):
     """The body of one ``__global__`` kernel."""
 
     def __init__(self, host: CudaGenerator, body: ir.Stmt, name: str):
-        # CGenerator.__init__ is not called: it would make a signature of the
-        # pipeline's buffers, while a kernel's parameters are the free names
-        # of its body. The kernel starts from the host's names and types.
+        # No buffer parameters of its own: a kernel's parameters are the free
+        # names of its body. It starts from the host's names and types.
+        super().__init__(body, name, arguments=[])
         self.host = host
-        self.body = body
-        self.name = name
-        self.lines = []
-        self.indent = 1
         self.names = dict(host.names)
         self.used = set(host.used)
-        self.temps = 0
-        self.asserts = 0
-        self.arguments = []
         self.buffer_args = host.buffer_args
-        self.amx_buffers = {}
         self.element_types = dict(host.element_types)
-        self.declared = [set()]
-        self.tiles = host.tiles
         self.block_vars: dict[str, tuple[str, int]] = {}
         self.fragments: dict[str, tuple[ir.Type, tuple[int, int, int]]] = {}
         self.fragment_pointers: set[str] = set()
@@ -248,7 +235,7 @@ class KernelGenerator(CGenerator):
             if isinstance(node, ir.For) and node.kind is ir.ForKind.GPU_THREAD:
                 if not isinstance(node.extent, ir.IntImm):
                     raise _fail(f"GPU thread loop '{node.name}' has a symbolic extent")
-                axis = next((i for i, a in enumerate(_DIMS) if node.name.endswith(f"thread_id_{a}")), None)
+                axis = _named_axis(node, "thread")
                 if axis is None:
                     raise _fail(f"GPU thread loop '{node.name}' does not say its axis (thread_id_x/y/z)")
                 previous = found.get(node.name, (axis, 0))[1]
@@ -267,15 +254,15 @@ class KernelGenerator(CGenerator):
             self.emit("/* a Halide thread is a warp: its index, for per-warp shared buffers */")
             self.emit("const int hb_warp = (int)(threadIdx.y + blockDim.y * threadIdx.z);")
             self.emit("(void)hb_warp;")
-        self.stmt_(self.body)
+        self.stmt_(self.stmt)
         self._collect_parameters()
 
     def _collect_parameters(self) -> None:
-        bound = set(self.block_vars) | {n.name for n in ir.walk(self.body)
+        bound = set(self.block_vars) | {n.name for n in ir.walk(self.stmt)
                                         if isinstance(n, (ir.For, ir.LetStmt, ir.Let, ir.Allocate))}
-        buffers = sorted({n.name for n in ir.walk(self.body) if isinstance(n, (ir.Load, ir.Store))} - bound)
+        buffers = sorted({n.name for n in ir.walk(self.stmt) if isinstance(n, (ir.Load, ir.Store))} - bound)
         scalars: dict[str, ir.Type] = {}
-        for n in ir.walk(self.body):
+        for n in ir.walk(self.stmt):
             if isinstance(n, ir.Variable) and n.name not in bound and n.name not in buffers:
                 if n.type.is_handle:
                     if n.name in self.element_types:
@@ -298,7 +285,7 @@ class KernelGenerator(CGenerator):
         params = ", ".join(p for _, p in self.parameters)
         block = ", ".join(str(d) for d in self.block_dims)
         return [f"/* launched as <<<grid, dim3({block})>>> */",
-                f"static __global__ void {self.name}({params}) {{", *self.lines, "}"]
+                f"static __global__ void {self.function}({params}) {{", *self.lines, "}"]
 
     def _release(self) -> str:
         return ""
@@ -487,7 +474,7 @@ class KernelGenerator(CGenerator):
             return self._fragment_slot(e.name, e.index)
         if isinstance(e, ir.Binary) and isinstance(e.b, ir.Broadcast) and e.b.value.type.lanes == 1:
             return self._elementwise(e)
-        if not is_wmma_call(e):
+        if not ir.is_wmma_call(e):
             raise _fail(f"a WMMA operand is neither a fragment nor a WMMA operation: {type(e).__name__}")
         assert isinstance(e, ir.Call)
         m, n, k = _shape(e)

@@ -174,15 +174,15 @@ def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult
     cuda_build = options.build_path is not None and Path(options.build_path).suffix in CUDA_BUILD_SUFFIXES
     cuda_source = None
     if "cuda" in options.emit or cuda_build:
-        from .codegen_cuda import generate_cuda
+        from .codegen_cuda import generate_cuda, required_sm
 
-        cuda_source = generate_cuda(_checked_for(_single(rewritten, "CUDA generation"), "cuda"))
+        gpu_program = _checked_for(_single(rewritten, "CUDA generation"), "cuda")
+        cuda_source = generate_cuda(gpu_program)
     if cuda_build:
-        from .codegen_cuda import required_sm
         from .toolchain import compile_cuda
 
         assert cuda_source is not None and options.build_path is not None
-        needed = required_sm(_single(rewritten, "CUDA generation"))
+        needed = required_sm(gpu_program)
         if options.cuda_arch < needed:
             raise HardboiledError(Diagnostic(
                 "error", f"--cuda-arch sm_{options.cuda_arch}: these Tensor Core operations need sm_{needed} or newer",

@@ -158,6 +158,10 @@ def wmma_facts(core: WMMATensorCore = WMMA_TENSOR_CORE) -> str:
     return "\n".join(lines) + "\n"
 
 
+WMMA_TYPE_NAMES = {"f16": ir.Float(16), "bf16": ir.BFloat(16), "f32": ir.Float(32)}
+"""Fragment element types by their PTX-style name, as the wmma.* calls spell them."""
+
+
 def wmma_type_suffix(t: ir.Type) -> str:
     """The PTX-style name of a fragment element type: f16, bf16 or f32."""
-    return {ir.Float(16): "f16", ir.BFloat(16): "bf16", ir.Float(32): "f32"}[t.element()]
+    return next(name for name, named in WMMA_TYPE_NAMES.items() if named == t.element())

@@ -374,7 +374,7 @@ class Interpreter:
         if e.name == "halide_print":
             return np.zeros(e.type.lanes, dtype=dtype_of(e.type))  # output is not part of the result
         handler = self.calls.get(e.name)
-        if handler is None and e.name.startswith("wmma."):
+        if handler is None and ir.is_wmma_call(e):
             handler = _wmma_call
         if handler is None:
             raise _fail(f"the interpreter does not know the call '{e.name}'")
@@ -654,7 +654,6 @@ _WMMA_LOAD = re.compile(rf"wmma\.load\.(a|b|c)\.sync\.aligned\.(row|col)\.{_WMMA
 _WMMA_MMA = re.compile(rf"wmma\.mma\.sync\.aligned\.(row|col)\.(row|col)\.{_WMMA_SHAPE}\.(f16|f32)\.(f16|f32)")
 _WMMA_STORE = re.compile(rf"wmma\.store\.d\.sync\.aligned\.(row|col)\.{_WMMA_SHAPE}\.(f16|f32)")
 _WMMA_FILL = re.compile(rf"wmma\.fill\.{_WMMA_SHAPE}\.(f16|f32)")
-_WMMA_TYPES = {"f16": ir.Float(16), "bf16": ir.BFloat(16), "f32": ir.Float(32)}
 
 
 def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
@@ -679,7 +678,7 @@ def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
     start): a rewrite that breaks it would fail on the GPU, so it fails here.
     """
     if m := _WMMA_LOAD.fullmatch(call.name):
-        matrix, layout, t = m.group(1), m.group(2), _WMMA_TYPES[m.group(6)]
+        matrix, layout, t = m.group(1), m.group(2), hardware.WMMA_TYPE_NAMES[m.group(6)]
         shape = _wmma_shape(m.group(3, 4, 5), call.name)
         rows, cols = {"a": (shape.m, shape.k), "b": (shape.k, shape.n), "c": (shape.m, shape.n)}[matrix]
         pointer, offset, ldm = args[0], _as_int(args[1]), _as_int(args[2])
@@ -687,7 +686,7 @@ def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
         return pointer.array[addresses].reshape(-1).astype(dtype_of(t))
     if m := _WMMA_MMA.fullmatch(call.name):
         shape = _wmma_shape(m.group(3, 4, 5), call.name)
-        d_type, c_type = _WMMA_TYPES[m.group(6)], _WMMA_TYPES[m.group(7)]
+        d_type, c_type = hardware.WMMA_TYPE_NAMES[m.group(6)], hardware.WMMA_TYPE_NAMES[m.group(7)]
         a, b, c = args
         element = hardware.WMMA_TENSOR_CORE.element(_type_of_dtype(a.dtype))
         if element is None or b.dtype != a.dtype or d_type not in element.accumulators \
@@ -699,10 +698,10 @@ def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
         d = a_matrix @ b_matrix + c.astype(np.float64).reshape(shape.m, shape.n)
         return d.reshape(-1).astype(dtype_of(d_type))
     if m := _WMMA_FILL.fullmatch(call.name):
-        shape, t = _wmma_shape(m.group(1, 2, 3), call.name), _WMMA_TYPES[m.group(4)]
+        shape, t = _wmma_shape(m.group(1, 2, 3), call.name), hardware.WMMA_TYPE_NAMES[m.group(4)]
         return np.full(shape.m * shape.n, args[0].reshape(-1)[0], dtype=dtype_of(t))
     if m := _WMMA_STORE.fullmatch(call.name):
-        layout, t = m.group(1), _WMMA_TYPES[m.group(5)]
+        layout, t = m.group(1), hardware.WMMA_TYPE_NAMES[m.group(5)]
         shape = _wmma_shape(m.group(2, 3, 4), call.name)
         pointer, fragment, offset, ldm = args[0], args[1], _as_int(args[2]), _as_int(args[3])
         addresses = _wmma_addresses(call.name, pointer, t, layout, shape.m, shape.n, offset, ldm)
@@ -719,23 +718,19 @@ def _is_warp_collective(loop: ir.For) -> bool:
     nodes = list(ir.walk(loop.body))
     if any(isinstance(n, ir.Variable) and n.name == loop.name for n in nodes):
         return False
-    if not any(_is_wmma(n) for n in nodes):
+    if not any(ir.is_wmma_call(n) for n in nodes):
         return False
     for node in nodes:
         if isinstance(node, ir.Store):
             staging = ir.WMMA_STAGE in node.name or (
                 isinstance(node.value, ir.Load) and ir.WMMA_STAGE in node.value.name)
-            if not (staging or _is_wmma(node.value)):
+            if not (staging or ir.is_wmma_call(node.value)):
                 return False
-        elif isinstance(node, ir.Evaluate) and not _is_wmma(node.value):
+        elif isinstance(node, ir.Evaluate) and not ir.is_wmma_call(node.value):
             return False
         elif isinstance(node, (ir.For, ir.IfThenElse, ir.Allocate, ir.LetStmt)):
             return False
     return True
-
-
-def _is_wmma(node: ir.Node) -> bool:
-    return isinstance(node, ir.Call) and node.name.startswith("wmma.")
 
 
 def _wmma_shape(mnk: tuple[str, str, str], name: str) -> hardware.WMMAShape:
@@ -746,7 +741,7 @@ def _wmma_shape(mnk: tuple[str, str, str], name: str) -> hardware.WMMAShape:
 
 
 def _type_of_dtype(dtype: np.dtype) -> ir.Type | None:
-    return next((t for t in _WMMA_TYPES.values() if dtype_of(t) == dtype), None)
+    return next((t for t in hardware.WMMA_TYPE_NAMES.values() if dtype_of(t) == dtype), None)
 
 
 def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: str, rows: int, cols: int,

@@ -691,3 +691,9 @@ def walk(node: Node) -> Iterator[Node]:
         current = stack.pop()
         yield current
         stack.extend(reversed(list(children(current))))
+
+
+def is_wmma_call(node: Node) -> bool:
+    """A Tensor Core fragment operation (``wmma.load...``, ``wmma.mma...``,
+    ``wmma.store.d...``, ``wmma.fill...``), as selection emits them."""
+    return isinstance(node, Call) and node.name.startswith("wmma.")

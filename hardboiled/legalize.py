@@ -318,6 +318,23 @@ def map_stmt(stmt: ir.Stmt, fn: Callable[[ir.Stmt], ir.Stmt | None]) -> ir.Stmt:
     return dataclasses.replace(stmt, **changes)  # type: ignore[type-var]
 
 
+def map_expr(e: ir.Expr, fn: Callable[[ir.Expr], ir.Expr | None]) -> ir.Expr:
+    """Rebuild ``e``; ``fn`` may replace any subexpression (a replaced one
+    is not looked into)."""
+    replaced = fn(e)
+    if replaced is not None:
+        return replaced
+    changes = _changed_fields(e, ir.Expr, lambda child: map_expr(child, fn))
+    return dataclasses.replace(e, **changes) if changes else e  # type: ignore[type-var]
+
+
+def _with_exprs(stmt: ir.Stmt, fn: Callable[[ir.Expr], ir.Expr | None]) -> ir.Stmt:
+    """``stmt`` with ``map_expr`` applied to its own expressions (not to
+    those of the statements inside it); ``stmt`` itself if none changed."""
+    changes = _changed_fields(stmt, ir.Expr, lambda e: map_expr(e, fn))
+    return dataclasses.replace(stmt, **changes) if changes else stmt  # type: ignore[type-var]
+
+
 def reinsert(stmt: ir.Stmt, replacements: dict[int, ir.Stmt]) -> ir.Stmt:
     """Replace the stores at these pre-order positions."""
     positions = {id(store): position for position, store in enumerate(iter_stores(stmt))}
@@ -445,17 +462,13 @@ def _split_uses(stmt: ir.Stmt, holder: ir.Stmt, temp: Temporary) -> tuple[ir.Stm
 
 
 def _rename_variable(stmt: ir.Stmt, old: str, new: str) -> ir.Stmt:
-    def expr(e: ir.Expr) -> ir.Expr:
-        if isinstance(e, ir.Variable) and e.name == old:
-            return ir.Variable(new, e.type)
-        changes = _changed_fields(e, ir.Expr, expr)
-        return dataclasses.replace(e, **changes) if changes else e  # type: ignore[type-var]
+    def rename(e: ir.Expr) -> ir.Expr | None:
+        return ir.Variable(new, e.type) if isinstance(e, ir.Variable) and e.name == old else None
 
     def statement(s: ir.Stmt) -> ir.Stmt | None:
-        changes = _changed_fields(s, ir.Expr, expr)
-        if not changes:
+        rebuilt = _with_exprs(s, rename)
+        if rebuilt is s:
             return None
-        rebuilt = dataclasses.replace(s, **changes)  # type: ignore[type-var]
         return map_stmt(rebuilt, lambda n: statement(n) if n is not rebuilt else None)
 
     return map_stmt(stmt, statement)
@@ -540,10 +553,6 @@ WMMA_LANE = "wmma.lane"
 WMMA_STAGE = ir.WMMA_STAGE
 
 
-def is_wmma_call(e: ir.Node) -> bool:
-    return isinstance(e, ir.Call) and e.name.startswith("wmma.")
-
-
 def known_multiple(e: ir.Expr) -> int:
     """A number that ``e`` is provably a multiple of (0: ``e`` is zero).
 
@@ -609,7 +618,7 @@ def stage_unaligned_operands(stmt: ir.Stmt, element_types: dict[str, ir.Type],
     def visit(node: ir.Stmt) -> ir.Stmt | None:
         if not isinstance(node, (ir.Store, ir.Evaluate)):
             return None
-        calls = [c for c in ir.walk(node) if is_wmma_call(c) and (".load." in c.name or ".store." in c.name)]
+        calls = [c for c in ir.walk(node) if ir.is_wmma_call(c) and (".load." in c.name or ".store." in c.name)]
         staged: list[tuple[str, ir.Type, int]] = []
         before: list[ir.Stmt] = []
         after: list[ir.Stmt] = []
@@ -640,7 +649,7 @@ def stage_unaligned_operands(stmt: ir.Stmt, element_types: dict[str, ir.Type],
                 replacements[id(call)] = ir.Call(call.name, (stage_pointer, ir.IntImm(0), dense_ldm), call.type)
         if not staged:
             return None
-        rewritten: ir.Stmt = _replace_exprs(node, replacements)
+        rewritten = _with_exprs(node, lambda e: replacements.get(id(e)))
         result = ir.make_block([*before, rewritten, *after])
         for stage, element, lanes in reversed(staged):
             result = ir.Allocate(stage, element, "GPUShared", (ir.IntImm(lanes),), result)
@@ -649,24 +658,13 @@ def stage_unaligned_operands(stmt: ir.Stmt, element_types: dict[str, ir.Type],
     return map_stmt(stmt, visit)
 
 
-def _replace_exprs(stmt: ir.Stmt, replacements: dict[int, ir.Expr]) -> ir.Stmt:
-    def expr(e: ir.Expr) -> ir.Expr:
-        if id(e) in replacements:
-            return replacements[id(e)]
-        changes = _changed_fields(e, ir.Expr, expr)
-        return dataclasses.replace(e, **changes) if changes else e  # type: ignore[type-var]
-
-    changes = _changed_fields(stmt, ir.Expr, expr)
-    return dataclasses.replace(stmt, **changes) if changes else stmt  # type: ignore[type-var]
-
-
 def enforce_wmma_lanes(stmt: ir.Stmt, core: WMMATensorCore = WMMA_TENSOR_CORE) -> ir.Stmt:
     """Wrap every statement that performs a WMMA operation (with the copies
     that stage its operands) in a warp-lane loop: a WMMA operation is
     executed by all the lanes of a warp together."""
 
     def holds_wmma(node: ir.Stmt) -> bool:
-        return any(is_wmma_call(n) for n in ir.walk(node))
+        return any(ir.is_wmma_call(n) for n in ir.walk(node))
 
     def wrap(node: ir.Stmt) -> ir.Stmt:
         return ir.For(WMMA_LANE, ir.IntImm(0), ir.IntImm(core.warp_size), ir.ForKind.GPU_LANE, "CUDA", node)
