@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: help install test fixtures bench clean
+.PHONY: help install test fixtures goldens bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -19,6 +19,9 @@ test: ## Run the test suite (fails if no test ran)
 
 fixtures: ## Regenerate tests/fixtures/halide with the halide package
 	$(BIN)/python tools/gen_fixtures.py
+
+goldens: ## Regenerate tests/goldens (expected outputs of every fixture) after an intended change
+	$(BIN)/python -m tests.goldens
 
 bench: ## Run the benchmarks under bench/ and print their figures
 	$(BIN)/python bench/parse_speed.py

@@ -1,0 +1,112 @@
+"""Golden outputs: what `hardboiled compile` produces for every fixture.
+
+For each real Halide dump in tests/fixtures/halide, the expected rewritten
+IR, JSON report, and C (CPU and AMX programs) or CUDA (Tensor Core
+programs) are committed under tests/goldens/<fixture>/. A run that fails
+is recorded too, as its exit code and diagnostics, so that a changed
+explanation of a miss shows up as well.
+
+Regenerate after an intended change of behaviour with ``make goldens``
+(``python -m tests.goldens``); tests/test_goldens.py compares byte for byte.
+Timings are the only part of a report that varies from run to run, so they
+are left out.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "halide"
+GOLDENS = ROOT / "tests" / "goldens"
+
+VARYING_REPORT_FIELDS = ("seconds", "cached")
+"""Statement fields of the JSON report that change from run to run."""
+
+
+def cases() -> list[str]:
+    manifest = json.loads((FIXTURES / "MANIFEST.json").read_text())
+    return sorted(manifest)
+
+
+def _options(case: str, emit: tuple[str, ...], cache_dir: str):  # type: ignore[no-untyped-def]
+    from hardboiled.driver import CompileOptions
+    from hardboiled.select import SelectionOptions
+
+    entry = json.loads((FIXTURES / "MANIFEST.json").read_text())[case]
+    store_in = {}
+    if entry["accelerator"] == "wmma":
+        store_in = {entry["accumulator"]: "WMMAAccumulator"}
+    selection = SelectionOptions(store_in=store_in, cache_dir=cache_dir)
+    return CompileOptions(selection=selection, emit=emit)
+
+
+def _normalized_report(text: str) -> str:
+    report = json.loads(text)
+    for statement in report.get("statements", []):
+        for name in VARYING_REPORT_FIELDS:
+            statement.pop(name, None)
+    return json.dumps(report, indent=2, sort_keys=True) + "\n"
+
+
+def _failure_text(result) -> str:  # type: ignore[no-untyped-def]
+    lines = [f"exit {result.exit_code}\n"]
+    lines.extend(d.render_text() for d in result.diagnostics)
+    return "".join(lines)
+
+
+def compute(case: str, cache_dir: str) -> dict[str, str]:
+    """The golden files of one fixture: file name -> expected text."""
+    from hardboiled.driver import compile_text
+
+    entry = json.loads((FIXTURES / "MANIFEST.json").read_text())[case]
+    code_kind = "cuda" if entry["accelerator"] == "wmma" else "c"
+    path = FIXTURES / case / "vectorizing.stmt"
+    name = f"{case}/vectorizing.stmt"
+    data = path.read_bytes()
+    files: dict[str, str] = {}
+    # Each kind on its own, so that a failure of one (C generation, say)
+    # does not hide the others.
+    for kind, filename in (("ir", "out.stmt"), ("report", "report.json"), (code_kind, f"out.{'cu' if code_kind == 'cuda' else 'c'}")):
+        result = compile_text(name, data, _options(case, (kind,), cache_dir))
+        if result.exit_code != 0:
+            files[f"{filename}.failed"] = _failure_text(result)
+            continue
+        text = result.outputs[kind]
+        files[filename] = _normalized_report(text) if kind == "report" else text
+    lowered = FIXTURES / case / "lowered.stmt"
+    if lowered.exists():
+        # compile_to_lowered_stmt output: a module, rewritten function by function.
+        options = _options(case, ("ir",), cache_dir)
+        result = compile_text(f"{case}/lowered.stmt", lowered.read_bytes(), replace(options))
+        if result.exit_code != 0:
+            files["lowered.out.stmt.failed"] = _failure_text(result)
+        else:
+            files["lowered.out.stmt"] = result.outputs["ir"]
+    return files
+
+
+def main(argv: list[str]) -> int:
+    only = set(argv)
+    with tempfile.TemporaryDirectory(prefix="hardboiled-goldens-") as cache_dir:
+        for case in cases():
+            if only and case not in only:
+                continue
+            directory = GOLDENS / case
+            directory.mkdir(parents=True, exist_ok=True)
+            expected = compute(case, cache_dir)
+            for stale in directory.iterdir():
+                if stale.name not in expected:
+                    stale.unlink()
+            for filename, text in expected.items():
+                (directory / filename).write_text(text)
+            print(f"{case}: {', '.join(sorted(expected))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
