@@ -16,7 +16,7 @@ RESULTS = ROOT / "bench" / "results"
 sys.path.insert(0, str(ROOT))
 
 from hardboiled import ir  # noqa: E402
-from hardboiled.parse import parse_input  # noqa: E402
+from hardboiled.frontend.parse import parse_input  # noqa: E402
 
 
 def fixture_stmt(case: str) -> ir.Stmt:

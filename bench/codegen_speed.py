@@ -18,9 +18,9 @@ from pathlib import Path
 
 from _common import amx_cases, fixture_stmt, write_results
 
-from hardboiled.codegen_c import generate_c
-from hardboiled.select import SelectionOptions, select
-from hardboiled.toolchain import compile_c, find_compiler
+from hardboiled.codegen.c import generate_c
+from hardboiled.select.selector import SelectionOptions, select
+from hardboiled.codegen.toolchain import compile_c, find_compiler
 
 
 def main() -> int:

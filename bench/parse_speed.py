@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 sys.path.insert(0, str(ROOT / "tools"))
 
-from hardboiled.parse import _parser, parse_input, parse_text, split_log  # noqa: E402
+from hardboiled.frontend.parse import _parser, parse_input, parse_text, split_log  # noqa: E402
 
 
 def real_debug_log(case: str) -> Path:

@@ -21,7 +21,7 @@ import time
 from _common import amx_cases, fixture_stmt, write_results
 
 from hardboiled import ir
-from hardboiled.select import SelectionMiss, SelectionOptions, select
+from hardboiled.select.selector import SelectionMiss, SelectionOptions, select
 
 
 def main() -> int:

@@ -21,8 +21,8 @@ import time
 
 from _common import amx_cases, fixture_stmt, write_results
 
-from hardboiled.select import SelectionOptions, select
-from hardboiled.verify import verify
+from hardboiled.select.selector import SelectionOptions, select
+from hardboiled.verify.compare import verify
 
 
 def main() -> int:

@@ -28,10 +28,10 @@ from pathlib import Path
 
 from _common import accelerator_cases, fixture_stmt, write_results
 
-from hardboiled.codegen_cuda import generate_cuda
-from hardboiled.driver import GENERATED_CUDA_FLAGS
-from hardboiled.select import SelectionMiss, SelectionOptions, select
-from hardboiled.toolchain import compile_cuda
+from hardboiled.codegen.cuda import generate_cuda
+from hardboiled.cli.driver import GENERATED_CUDA_FLAGS
+from hardboiled.select.selector import SelectionMiss, SelectionOptions, select
+from hardboiled.codegen.toolchain import compile_cuda
 
 
 def measure(case: str, accumulator: str, tmp: Path) -> dict[str, object]:

@@ -1,5 +1,5 @@
 """``python -m hardboiled`` runs the command line."""
 
-from .cli import main
+from hardboiled.cli.main import main
 
 main()

@@ -34,8 +34,8 @@ def cases() -> list[str]:
 
 
 def _options(case: str, emit: tuple[str, ...], cache_dir: str):  # type: ignore[no-untyped-def]
-    from hardboiled.driver import CompileOptions
-    from hardboiled.select import SelectionOptions
+    from hardboiled.cli.driver import CompileOptions
+    from hardboiled.select.selector import SelectionOptions
 
     entry = json.loads((FIXTURES / "MANIFEST.json").read_text())[case]
     store_in = {}
@@ -61,7 +61,7 @@ def _failure_text(result) -> str:  # type: ignore[no-untyped-def]
 
 def compute(case: str, cache_dir: str) -> dict[str, str]:
     """The golden files of one fixture: file name -> expected text."""
-    from hardboiled.driver import compile_text
+    from hardboiled.cli.driver import compile_text
 
     entry = json.loads((FIXTURES / "MANIFEST.json").read_text())[case]
     code_kind = "cuda" if entry["accelerator"] == "wmma" else "c"

@@ -1,9 +1,9 @@
-"""The portable AMX emulation (hardboiled/runtime/hb_amx_emulation.h).
+"""The portable AMX emulation (hardboiled/codegen/runtime/hb_amx_emulation.h).
 
 Small C programs are written to tmp_path, compiled with the C compiler
 ($CC, else clang if on PATH, else gcc) with the flags generated code uses
 under emulation, run, and their output checked against hand-computed values
-and against the reference interpreter's tile semantics (hardboiled.interp),
+and against the reference interpreter's tile semantics (hardboiled.verify.interp),
 bit for bit.  One program is only compiled, against the native path
 (<immintrin.h>), to prove that the intrinsic names and argument orders are
 Intel's.
@@ -23,10 +23,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from hardboiled import interp, ir
+from hardboiled import ir
+from hardboiled.verify import interp
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNTIME = ROOT / "hardboiled" / "runtime"
+RUNTIME = ROOT / "hardboiled" / "codegen" / "runtime"
 
 EMU_FLAGS = ["-std=c99", "-O2", "-ffp-contract=off", "-DHB_AMX_EMULATE", "-I", str(RUNTIME)]
 NATIVE_FLAGS = ["-std=c99", "-O2", "-ffp-contract=off", "-mamx-tile", "-mamx-bf16", "-mamx-int8",

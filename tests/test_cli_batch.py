@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hardboiled.diagnostics import ExitCode
+from hardboiled.support.diagnostics import ExitCode
 
 from .conftest import FIXTURES, HARDBOILED, run_cli
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from lark import Lark
 
-from hardboiled.parse import _parser
+from hardboiled.frontend.parse import _parser
 
 from .conftest import ROOT, STMT_FIXTURES, fixture_id
 
@@ -17,7 +17,7 @@ GRAMMAR = (ROOT / "grammars" / "halide_ir.lark").read_text()
 
 @lru_cache(maxsize=1)
 def _reference_parser() -> Lark:
-    # Lark's own contextual lexer: the behaviour hardboiled.lexer reproduces.
+    # Lark's own contextual lexer: the behaviour hardboiled.frontend.lexer reproduces.
     return Lark(GRAMMAR, parser="lalr", lexer="contextual", maybe_placeholders=True)
 
 

@@ -59,9 +59,9 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from hardboiled import ir
-from hardboiled.interp import BufferT, Interpreter, dtype_of
-from hardboiled.parse import parse_input
-from hardboiled.verify import discover_buffers
+from hardboiled.verify.interp import BufferT, Interpreter, dtype_of
+from hardboiled.frontend.parse import parse_input
+from hardboiled.ir.buffers import discover_buffers
 
 halide = pytest.importorskip("halide")
 

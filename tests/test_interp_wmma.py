@@ -9,11 +9,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from hardboiled import hardware, ir
-from hardboiled.interp import Interpreter, InterpreterError, Pointer
-from hardboiled.parse import parse_text
+from hardboiled import ir
+from hardboiled.targets import wmma
+from hardboiled.verify.interp import Interpreter, InterpreterError, Pointer
+from hardboiled.frontend.parse import parse_text
 
-TC = hardware.WMMA_TENSOR_CORE
+TC = wmma.WMMA_TENSOR_CORE
 SUFFIX = {np.dtype(np.float16): "f16", np.dtype(ml_dtypes.bfloat16): "bf16", np.dtype(np.float32): "f32"}
 IR_TYPE = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
 
@@ -43,7 +44,7 @@ CASES = [(shape, element, acc, a_layout, b_layout)
 
 @pytest.mark.parametrize("shape, element, acc, a_layout, b_layout", CASES,
                          ids=[f"{s.name}-{e.cuda_type}-{c}-{la}.{lb}" for s, e, c, la, lb in CASES])
-def test_load_mma_store_computes_a_times_b_plus_c(shape: hardware.WMMAShape, element: hardware.WMMAElement,
+def test_load_mma_store_computes_a_times_b_plus_c(shape: wmma.WMMAShape, element: wmma.WMMAElement,
                                                    acc: ir.Type, a_layout: str, b_layout: str) -> None:
     rng = np.random.default_rng(shape.m * 100 + shape.n)
     in_dtype = np.dtype(ml_dtypes.bfloat16) if element.type == ir.BFloat(16) else np.dtype(np.float16)

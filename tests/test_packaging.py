@@ -34,7 +34,7 @@ def test_wheel_ships_grammar_and_rules_and_parses(tmp_path: Path) -> None:
     zipfile.ZipFile(wheel).extractall(site)
     probe = (
         "import hardboiled, sys; from pathlib import Path;"
-        "from hardboiled.parse import parse_input; from hardboiled.printer import print_ir;"
+        "from hardboiled.frontend.parse import parse_input; from hardboiled.ir.printer import print_ir;"
         f"text = Path({str(FIXTURES / 'amx_bf16_matmul_std_single' / 'vectorizing.stmt')!r}).read_text();"
         "assert print_ir(parse_input(text).ir) == text;"
         "print(hardboiled.__file__)"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hardboiled.diagnostics import ExitCode
+from hardboiled.support.diagnostics import ExitCode
 
 from .conftest import FIXTURES, LOG_FIXTURES, run_cli
 

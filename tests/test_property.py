@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hardboiled import ir
-from hardboiled.parse import parse_text
-from hardboiled.printer import Printer, print_ir
+from hardboiled.frontend.parse import parse_text
+from hardboiled.ir.printer import Printer, print_ir
 
 from . import ir_strategies as irs
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hardboiled.egglog_bridge import EgglogError, ProgramChunk, run_egglog
-from hardboiled.eqsat import RULE_FILES, rule_chunks
+from hardboiled.select.eqsat import EgglogError, ProgramChunk, run_egglog
+from hardboiled.select.rules import RULE_FILES, rule_chunks
 
 from .conftest import ROOT
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from hardboiled import ir
-from hardboiled.diagnostics import ExitCode
-from hardboiled.parse import parse_input
-from hardboiled.select import SelectionOptions, select
+from hardboiled.support.diagnostics import ExitCode
+from hardboiled.frontend.parse import parse_input
+from hardboiled.select.selector import SelectionOptions, select
 
 from .conftest import FIXTURES, MANIFEST, run_cli
 

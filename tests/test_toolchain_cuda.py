@@ -3,7 +3,7 @@ failures as clean diagnostics.
 
 These machines have nvcc but no GPU, so everything here is compile-only. The
 kernels are written by the test from the Tensor Core table in
-hardboiled/hardware.py (every fragment shape, element type and A/B layout
+hardboiled/targets/wmma.py (every fragment shape, element type and A/B layout
 the table lists), so the table itself is checked against what nvcc accepts.
 """
 
@@ -14,16 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from hardboiled import hardware, ir
-from hardboiled.diagnostics import ExitCode, HardboiledError
-from hardboiled.toolchain import ToolchainError, compile_cuda, parse_cuda_arch
+from hardboiled import ir
+from hardboiled.targets import wmma
+from hardboiled.support.diagnostics import ExitCode, HardboiledError
+from hardboiled.codegen.toolchain import ToolchainError, compile_cuda, parse_cuda_arch
 
-TC = hardware.WMMA_TENSOR_CORE
+TC = wmma.WMMA_TENSOR_CORE
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed on this machine")
 
 
-def _wmma_kernel(element: hardware.WMMAElement, accumulator: ir.Type, shape: hardware.WMMAShape,
+def _wmma_kernel(element: wmma.WMMAElement, accumulator: ir.Type, shape: wmma.WMMAShape,
                  a_layout: str, b_layout: str) -> str:
     """One warp: C = A * B for a single fragment, with the given layouts."""
     acc = "float" if accumulator == ir.Float(32) else "__half"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from hardboiled import ir
-from hardboiled.parse import parse_input, parse_text
-from hardboiled.printer import print_ir
+from hardboiled.frontend.parse import parse_input, parse_text
+from hardboiled.ir.printer import print_ir
 
 from .conftest import FIXTURES
 

@@ -9,11 +9,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from hardboiled import eqsat, ir
-from hardboiled.interp import BufferT, Interpreter
-from hardboiled.parse import parse_input, parse_text
-from hardboiled.select import SelectionOptions, select
-from hardboiled.verify import compare, verify
+from hardboiled import ir
+from hardboiled.select import rules as eqsat
+from hardboiled.verify.interp import BufferT, Interpreter
+from hardboiled.frontend.parse import parse_input, parse_text
+from hardboiled.select.selector import SelectionOptions, select
+from hardboiled.verify.compare import compare, verify
 
 from .conftest import FIXTURES, MANIFEST, run_cli
 
@@ -76,7 +77,7 @@ def test_a_broken_index_is_caught() -> None:
     # Mutation: the A tile's row stride doubled.
     original = _stmt("amx_bf16_matmul_std_tiled")
     rewritten = select(original, SelectionOptions()).stmt
-    from hardboiled.printer import print_ir
+    from hardboiled.ir.printer import print_ir
 
     text = print_ir(rewritten)
     assert "A.stride.1*2)" in text
@@ -176,7 +177,7 @@ def test_tile_ops_on_hand_computed_values() -> None:
         "tile_store(2, 8, out, 0, 8, c[ramp(0, 1, 256)])\n"
     )
     interp = Interpreter()
-    from hardboiled.interp import Pointer
+    from hardboiled.verify.interp import Pointer
 
     interp.env.values.update(A=Pointer(a_buf), B=Pointer(b_buf), out=Pointer(out))
     assert isinstance(program, ir.Stmt)
@@ -185,7 +186,7 @@ def test_tile_ops_on_hand_computed_values() -> None:
 
 
 def test_buffers_are_sized_from_the_dumps_checks() -> None:
-    from hardboiled.verify import make_buffers
+    from hardboiled.verify.compare import make_buffers
 
     buffers, outputs = make_buffers(_stmt("amx_bf16_matmul_std_tiled_const"), {}, 0)
     assert outputs == {"mm_global_wrapper$0"}

@@ -21,15 +21,17 @@ import numpy as np
 import pytest
 
 from hardboiled import ir
-from hardboiled.codegen_cuda import generate_cuda
-from hardboiled.driver import GENERATED_CUDA_FLAGS
-from hardboiled.hardware import WMMA_TENSOR_CORE
-from hardboiled.legalize import WMMA_LANE, WMMA_STAGE, known_multiple, push_fragment_allocations
-from hardboiled.parse import parse_input
-from hardboiled.printer import print_ir
-from hardboiled.select import SelectionMiss, SelectionOptions, select
-from hardboiled.toolchain import compile_cuda
-from hardboiled.verify import make_buffers, verify
+from hardboiled.codegen.cuda import generate_cuda
+from hardboiled.cli.driver import GENERATED_CUDA_FLAGS
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE
+from hardboiled.legalize.wmma_fragments import push_fragment_allocations
+from hardboiled.legalize.wmma_lanes import WMMA_LANE
+from hardboiled.legalize.wmma_staging import known_multiple
+from hardboiled.frontend.parse import parse_input
+from hardboiled.ir.printer import print_ir
+from hardboiled.select.selector import SelectionMiss, SelectionOptions, select
+from hardboiled.codegen.toolchain import compile_cuda
+from hardboiled.verify.compare import make_buffers, verify
 
 from .conftest import FIXTURES, run_cli
 
@@ -107,7 +109,7 @@ def test_column_major_dct_coefficients_are_loaded_in_place(tensorized: dict[str,
     assert not any(isinstance(n, ir.Shuffle) for n in ir.walk(rewritten))
     allocations = [n for n in ir.walk(rewritten) if isinstance(n, ir.Allocate)]
     assert [(a.name, a.memory_type) for a in allocations] == [("dct", "WMMAAccumulator")]
-    assert WMMA_STAGE not in print_ir(rewritten)
+    assert ir.WMMA_STAGE not in print_ir(rewritten)
 
 
 def test_every_wmma_operation_runs_in_a_warp_lane_loop(tensorized: dict[str, tuple[ir.Stmt, ir.Stmt]]) -> None:
@@ -129,7 +131,7 @@ def test_unprovable_alignment_is_staged_through_shared_memory(tensorized: dict[s
     aligned shared memory. The result verifies for strides that misalign
     every row, where a direct load_matrix_sync would fault."""
     original, rewritten = tensorized["wmma_f16_matmul_symbolic"]
-    stages = [n for n in ir.walk(rewritten) if isinstance(n, ir.Allocate) and WMMA_STAGE in n.name]
+    stages = [n for n in ir.walk(rewritten) if isinstance(n, ir.Allocate) and ir.WMMA_STAGE in n.name]
     assert sorted(s.name.split(".")[0] for s in stages) == ["A", "B"]
     assert all(s.memory_type == "GPUShared" for s in stages)
     for stride in (65, 72, 100):
@@ -138,7 +140,7 @@ def test_unprovable_alignment_is_staged_through_shared_memory(tensorized: dict[s
         assert check.ok, check.summary()
     # the constant-stride matmul needs no staging: its offsets are multiples of 16
     _, aligned = tensorized["wmma_f16_matmul"]
-    assert WMMA_STAGE not in print_ir(aligned)
+    assert ir.WMMA_STAGE not in print_ir(aligned)
 
 
 def test_a_misaligned_fragment_load_fails_verification() -> None:
@@ -336,8 +338,8 @@ def test_generated_cuda_runs_on_the_gpu(case: str, tensorized: dict[str, tuple[i
     runtime = _cuda_runtime()
     assert runtime is not None
     original, rewritten = tensorized[case]
-    from hardboiled.codegen_c import kernel_signature
-    from hardboiled.verify import compare, run_program
+    from hardboiled.codegen.abi import kernel_signature
+    from hardboiled.verify.compare import compare, run_program
 
     buffers, outputs = make_buffers(original, {}, 0)
     expected = run_program(original, buffers)
@@ -381,7 +383,7 @@ def test_rows_read_backwards_are_staged_not_loaded_with_a_negative_leading_dimen
     original = parse_input(flipped, "flipped.stmt").ir
     rewritten = select(original, SelectionOptions(store_in={"prod": "WMMAAccumulator"})).stmt
     loads = [c for c in _calls(rewritten) if c.name.startswith("wmma.load.a.")]
-    assert loads and all(isinstance(c.args[0], ir.Variable) and WMMA_STAGE in c.args[0].name for c in loads)
+    assert loads and all(isinstance(c.args[0], ir.Variable) and ir.WMMA_STAGE in c.args[0].name for c in loads)
     assert all(c.args[2] == ir.IntImm(16) for c in loads)
     assert verify(original, rewritten, seed=0).ok
     assert "-64)" not in generate_cuda(rewritten).split("load_matrix_sync", 1)[1].split(";", 1)[0]
@@ -390,7 +392,7 @@ def test_rows_read_backwards_are_staged_not_loaded_with_a_negative_leading_dimen
 def test_the_interpreter_runs_other_lane_loops_lane_by_lane() -> None:
     """Only a loop of WMMA operations and staging copies is one warp-wide
     step; a lane loop that accumulates runs 32 times."""
-    from hardboiled.interp import BufferT, Interpreter
+    from hardboiled.verify.interp import BufferT, Interpreter
 
     text = (
         "gpu_lane<CUDA> (wmma.lane, 0, 32) {\n"
@@ -431,7 +433,7 @@ gpu_block<CUDA> (out.s0.b.block_id_x, 0, 4) {
 def _kernel(text: str, types: dict[str, ir.Type]) -> tuple[list[int], str, list[str]]:
     """Block dims, body and definition of the kernel for one gpu_block loop
     of hand-written IR (no pipeline around it)."""
-    from hardboiled.codegen_cuda import CudaGenerator, KernelGenerator
+    from hardboiled.codegen.cuda import CudaGenerator, KernelGenerator
 
     stmt = parse_input(text, "kernel.stmt", buffer_types=types).ir
     assert isinstance(stmt, ir.For)
@@ -446,7 +448,7 @@ def _kernel(text: str, types: dict[str, ir.Type]) -> tuple[list[int], str, list[
 
 
 def _compiles(definition: list[str]) -> None:
-    from hardboiled.codegen_cuda import _CUDA_PRELUDE
+    from hardboiled.codegen.cuda import _CUDA_PRELUDE
 
     if shutil.which("nvcc"):
         with tempfile.TemporaryDirectory() as tmp:
@@ -491,7 +493,7 @@ def test_a_loop_runs_only_on_index_zero_of_the_axes_it_does_not_bind() -> None:
 
 
 def test_host_code_that_touches_buffers_is_refused() -> None:
-    from hardboiled.codegen_c import CodegenError
+    from hardboiled.codegen.c_family import CodegenError
 
     text = "out[0] = 1.000000f\n" + _THREADS_KERNEL
     stmt = parse_input(text, "host.stmt", buffer_types={"out": ir.Float(32), "tmp": ir.Float(32),
@@ -557,7 +559,8 @@ def test_each_program_goes_to_its_own_language(case: str, args: tuple[str, ...],
 def test_a_temporary_two_kernels_share_is_copied_into_each() -> None:
     """The same Toeplitz block used by two gpu_block nests (two passes with
     the same taps) gets a copy in each kernel, never one in host code."""
-    from hardboiled.legalize import Temporary, place_temporaries
+    from hardboiled.legalize.temporaries import place_temporaries
+    from hardboiled.select.reinsert import Temporary
 
     handle = ir.handle_type()
     use = ir.Evaluate(ir.Call("wmma.load.b.sync.aligned.row.m16n16k16.f16",

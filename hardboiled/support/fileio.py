@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .diagnostics import Diagnostic, InputError, Location
+from hardboiled.support.diagnostics import Diagnostic, InputError, Location
 
 STDIO = "-"
 

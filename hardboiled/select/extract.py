@@ -22,8 +22,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from . import ir
-from .hardware import egglog_binop, egglog_type_code
+from hardboiled import ir
+from hardboiled.select.facts import egglog_binop, egglog_type_code
 
 ACCELERATOR_MEMORY = {"AMXTile": "AMX", "WMMAAccumulator": "WMMA"}
 """Memory types the selector targets, and the accelerator each one means."""

@@ -14,12 +14,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ir
-from .diagnostics import Diagnostic, ExitCode, HardboiledError, Location
-from .cache import ResultCache
-from .egglog_bridge import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, EgraphSize
-from .eqsat import Schedule, load_schedule, saturate
-from .extract import (
+from hardboiled import ir
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
+from hardboiled.support.cache import ResultCache
+from hardboiled.select.eqsat import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, EgraphSize
+from hardboiled.select.rules import Schedule, load_schedule, saturate
+from hardboiled.select.extract import (
     ACCELERATOR_INTRINSICS,
     ACCELERATOR_MEMORY,
     MARKERS,
@@ -29,19 +29,15 @@ from .extract import (
     encode_stores,
     select_stores,
 )
-from .hardware import AMX_TILE, WMMA_TENSOR_CORE
-from .legalize import (
-    Decoder,
-    MarkerLeft,
-    check_amx,
-    enforce_wmma_lanes,
-    parse_sexpr,
-    place_temporaries,
-    push_fragment_allocations,
-    reinsert,
-    stage_unaligned_operands,
-)
-from .printer import print_ir
+from hardboiled.select.explain import explain_miss
+from hardboiled.targets.amx import AMX_TILE
+from hardboiled.legalize.amx_checks import check_amx
+from hardboiled.legalize.temporaries import place_temporaries
+from hardboiled.legalize.wmma_fragments import push_fragment_allocations
+from hardboiled.legalize.wmma_lanes import enforce_wmma_lanes
+from hardboiled.legalize.wmma_staging import stage_unaligned_operands
+from hardboiled.select.reinsert import Decoder, MarkerLeft, parse_sexpr, reinsert
+from hardboiled.ir.printer import print_ir
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +161,7 @@ def postprocess_wmma(stmt: ir.Stmt) -> ir.Stmt:
     """The paper's WMMA post-processing: operands that load_matrix_sync
     could not read in place are staged through shared memory, every WMMA
     operation becomes warp-wide, and fragments become per-thread."""
-    from .verify import discover_buffers
+    from hardboiled.ir.buffers import discover_buffers
 
     element_types = {name: spec.type for name, spec in discover_buffers(stmt).items() if spec.type is not None}
     element_types.update({n.name: n.type.element() for n in ir.walk(stmt) if isinstance(n, ir.Allocate)})
@@ -214,7 +210,7 @@ def _check_store_in(stmt: ir.Stmt, store_in: dict[str, str], filename: str) -> N
 def _apply_memory_overrides(stmt: ir.Stmt, store_in: dict[str, str]) -> ir.Stmt:
     if not store_in:
         return stmt
-    from .legalize import map_stmt
+    from hardboiled.ir.visitor import map_stmt
 
     def retag(node: ir.Stmt) -> ir.Stmt | None:
         if isinstance(node, ir.Allocate) and node.name in store_in:
@@ -245,128 +241,3 @@ def _miss_diagnostic(sel: SelectedStore, explanation: str, filename: str, source
         location,
         tuple(notes),
     )
-
-
-# --------------------------------------------------------------------------
-# Explaining a miss: the closest partial match
-# --------------------------------------------------------------------------
-
-
-def explain_miss(sel: SelectedStore, term: str, encoding: Encoding) -> str:
-    """Say which part of the store kept it from becoming tile operations.
-
-    The extracted term is egglog's best form of the store, with its index
-    expressions already normalized by the axioms; comparing it with what the
-    rules look for names the operand, layout or index that failed.
-    """
-    value = _lenient_decode(parse_sexpr(term), encoding)
-    store = sel.store
-    wmma = sel.accelerator == "WMMA"
-    unit = "WMMA fragment" if wmma else "AMX tile"
-    accelerator_buffers = set(encoding.accelerator_buffers)
-    if store.name in accelerator_buffers:
-        reduce = next((n for n in ir.walk(value) if isinstance(n, ir.VectorReduce)), None)
-        if reduce is not None:
-            return _explain_wmma_matmul(reduce) if wmma else _explain_matmul(reduce)
-        if isinstance(value, ir.Broadcast) and isinstance(value.value, (ir.FloatImm, ir.IntImm)):
-            return (f"filling a {unit} whose shape nothing fixes: no "
-                    f"{'mma' if wmma else 'matmul'} writes it")
-        allowed = ("a constant fill or a fragment product C + sum(A * B)" if wmma
-                   else "zero, a tile product C + sum(A * B), nor a 2-D tile load")
-        return (f"the value stored into {sel.accelerator} buffer '{store.name}' is neither {allowed}: "
-                f"{print_ir(value)}")
-    loads = [n for n in ir.walk(value) if isinstance(n, ir.Load) and n.name in accelerator_buffers]
-    if loads and isinstance(value, ir.Load):
-        if wmma:
-            return ("store_matrix_sync needs a row-major ramp(ramp(base, 1, N), xN(ldm), M), a column-major "
-                    "ramp(ramp(base, ldm, N), xN(1), M) or a dense ramp(base, 1, M*N) destination; "
-                    f"the store index is {print_ir(store.index)}")
-        return ("tile_store needs a row-major destination of at most "
-                f"{AMX_TILE.max_rows} rows: ramp(ramp(base, 1, N), xN(stride), M); "
-                f"the store index is {print_ir(store.index)}")
-    only = "store_matrix_sync and mma_sync" if wmma else "tile_store and tile_matmul"
-    return (f"{sel.accelerator} buffer '{loads[0].name if loads else '?'}' is read inside arithmetic; "
-            f"only {only} can read a {unit}")
-
-
-def _product_operands(reduce: ir.VectorReduce) -> tuple[ir.Load, ir.Load] | str:
-    """The loads of A and B in sum(A * B), or why there are none."""
-    product = reduce.value
-    if not (isinstance(product, ir.Binary) and product.op is ir.BinOp.MUL):
-        return f"the reduction is not a sum of products: {print_ir(reduce)}"
-    loads = []
-    for label, operand in (("A", product.a), ("B", product.b)):
-        inner = operand.value if isinstance(operand, ir.Cast) else operand
-        load = next((n for n in ir.walk(inner) if isinstance(n, ir.Load)), None)
-        if load is None:
-            return f"operand {label} of the product is not a load: {print_ir(operand)}"
-        loads.append(load)
-    return loads[0], loads[1]
-
-
-def _explain_wmma_matmul(reduce: ir.VectorReduce) -> str:
-    operands = _product_operands(reduce)
-    if isinstance(operands, str):
-        return operands
-    core = WMMA_TENSOR_CORE
-    for label, load in zip("AB", operands):
-        element = core.element(load.type.element())
-        if element is None:
-            names = ", ".join(str(e.type) for e in core.elements)
-            return f"operand {label} (a load of '{load.name}') has type {load.type.element()}; Tensor Cores multiply {names}"
-        if reduce.type.element() not in element.accumulators:
-            names = ", ".join(str(t) for t in element.accumulators)
-            return (f"{element.type} operands accumulate into {names} on Tensor Cores, "
-                    f"not {reduce.type.element()}")
-    m_n = reduce.type.lanes
-    k = reduce.value.type.lanes // m_n if m_n else 0
-    shapes = ", ".join(s.name for s in core.shapes)
-    if not any(s.m * s.n == m_n and s.k == k for s in core.shapes):
-        return (f"the product is {m_n} outputs with a reduction of {k}; no WMMA fragment shape "
-                f"({shapes}) has that size")
-    a, b = operands
-    return (
-        "no WMMA operand layout matched. After normalization, operand A (a load of "
-        f"'{a.name}') has index {print_ir(a.index)}; A must be M x K, row-major "
-        "ramp(xN(ramp(base, 1, K)), x(N*K)(ldm), M) or column-major ramp(xN(ramp(base, ldm, K)), "
-        f"x(N*K)(1), M). Operand B (a load of '{b.name}') has index {print_ir(b.index)}; B must be "
-        "K x N, row-major xM(ramp(ramp(base, ldm, K), xK(1), N)) or column-major "
-        f"xM(ramp(ramp(base, 1, K), xK(ldm), N)). Fragment shapes: {shapes}"
-    )
-
-
-def _explain_matmul(reduce: ir.VectorReduce) -> str:
-    operands = _product_operands(reduce)
-    if isinstance(operands, str):
-        return operands
-    kinds = {t.type.code for t in AMX_TILE.elements}
-    for label, load in zip("AB", operands):
-        if load.type.code not in kinds or load.type.bits not in {t.type.bits for t in AMX_TILE.elements}:
-            names = ", ".join(str(t.type) for t in AMX_TILE.elements)
-            return f"operand {label} (a load of '{load.name}') has type {load.type.element()}; AMX multiplies {names}"
-    a_load, b_load = operands
-    return (
-        "no AMX operand layout matched. After normalization, operand A (a load of "
-        f"'{a_load.name}') has index {print_ir(a_load.index)}; A must be an M x K row-major tile, "
-        "ramp(xN(ramp(base, 1, K)), x(N*K)(stride), M). Operand B (a load of "
-        f"'{b_load.name}') has index {print_ir(b_load.index)}; B must be K x N with unit column "
-        "stride, xM(ramp(ramp(base, stride, K), xK(1), N)), or in VNNI order. Tiles hold at most "
-        f"{AMX_TILE.max_rows} rows of {AMX_TILE.max_colbytes} bytes"
-    )
-
-
-def _lenient_decode(node: list, encoding: Encoding) -> ir.Expr:  # type: ignore[type-arg]
-    """Decode a term that still contains data-movement markers."""
-
-    def strip(n):  # type: ignore[no-untyped-def]
-        if isinstance(n, list):
-            if n and n[0] in MARKERS:
-                return strip(n[1])
-            return [strip(c) for c in n]
-        return n
-
-    stripped = strip(node)
-    decoder = Decoder(encoding)
-    if stripped[0] == "Store":
-        return decoder.expr(stripped[2])
-    return decoder.expr(stripped[1])

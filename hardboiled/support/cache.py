@@ -18,7 +18,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from hardboiled import __version__
 
 CACHE_FORMAT = 1
 """Bumped whenever the stored layout or its meaning changes."""

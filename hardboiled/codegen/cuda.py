@@ -43,11 +43,21 @@ from __future__ import annotations
 
 import re
 
-from . import ir
-from .codegen_c import _PRELUDE, CGenerator, CodegenError, _binary, _fail, c_type, storage_type
-from .diagnostics import Diagnostic
-from .hardware import WMMA_TENSOR_CORE
-from .legalize import WMMA_STAGE
+from hardboiled import ir
+from hardboiled.codegen.c_family import (
+    C_HEADERS,
+    CFamilyEmitter,
+    CodegenError,
+    binary_expr,
+    c_type,
+    codegen_error,
+    helper_functions,
+    include_lines,
+    storage_type,
+)
+from hardboiled.support.diagnostics import Diagnostic
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE
+
 
 _DIMS = "xyz"
 _MAX_BLOCK_THREADS = 1024
@@ -55,10 +65,11 @@ _MAX_BLOCK_Z = 64
 _FRAGMENT_MEMORY = "WMMAAccumulator"
 _SHAPE_RE = re.compile(r"\.m(\d+)n(\d+)k(\d+)\.")
 
+CUDA_HEADERS = ("cuda_runtime.h", "cuda_fp16.h", "cuda_bf16.h", "mma.h", "stdint.h")
+
 _CUDA_PRELUDE = (
-    "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <mma.h>\n"
-    "#include <stdint.h>\n"
-    + _PRELUDE.replace('#include "hb_amx.h"\n', "").replace("static inline", "static inline __host__ __device__")
+    include_lines(CUDA_HEADERS) + include_lines(C_HEADERS) + "\n"
+    + helper_functions("static inline __host__ __device__")
     + "using namespace nvcuda;\n"
 )
 
@@ -71,13 +82,13 @@ def _cuda_element(t: ir.Type) -> str:
         return element.cuda_type
     if t.element() == ir.Float(32):
         return c_type(t.element())
-    raise _fail(f"no WMMA fragment holds {t.element()} elements")
+    raise codegen_error(f"no WMMA fragment holds {t.element()} elements")
 
 
 def _shape(call: ir.Call) -> tuple[int, int, int]:
     m = _SHAPE_RE.search(call.name + ".")
     if m is None:
-        raise _fail(f"cannot read the fragment shape of {call.name}")
+        raise codegen_error(f"cannot read the fragment shape of {call.name}")
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
@@ -111,25 +122,24 @@ def _named_axis(loop: ir.For, kind: str) -> int | None:
     return next((i for i, axis in enumerate(_DIMS) if loop.name.endswith(f"{kind}_id_{axis}")), None)
 
 
-class CudaGenerator(CGenerator):
+class CudaGenerator(CFamilyEmitter):
     """The host wrapper; each gpu_block loop nest becomes a kernel launch."""
 
     def __init__(self, stmt: ir.Stmt, function: str = "hb_kernel"):
         super().__init__(stmt, function)
         self.kernels: list[list[str]] = []
 
-    def generate(self) -> str:
-        source = super().generate()
-        head, _, body = source.partition(_PRELUDE)
-        assert body, "the C generator's prelude moved"
-        return "".join([head, _CUDA_PRELUDE, *("\n".join(k) + "\n\n" for k in self.kernels),
-                        body.replace(f"int {self.function}(", f'extern "C" int {self.function}(', 1)])
+    linkage = 'extern "C" '
+
+    def preamble(self) -> str:
+        # Kernels are emitted while the body is, so they are known here.
+        return _CUDA_PRELUDE + "".join("\n".join(k) + "\n\n" for k in self.kernels)
 
     def _s_For(self, s: ir.For) -> None:  # noqa: N802
         if s.kind is ir.ForKind.GPU_BLOCK:
             self._launch(s)
         elif s.kind in (ir.ForKind.GPU_THREAD, ir.ForKind.GPU_LANE):
-            raise _fail(f"GPU thread loop '{s.name}' outside any gpu_block loop")
+            raise codegen_error(f"GPU thread loop '{s.name}' outside any gpu_block loop")
         else:
             super()._s_For(s)
 
@@ -158,13 +168,13 @@ class CudaGenerator(CGenerator):
             blocks.append(body)
             body = body.body
         if len(blocks) > 3:
-            raise _fail(f"{len(blocks)} nested gpu_block loops; CUDA grids have 3 dimensions")
+            raise codegen_error(f"{len(blocks)} nested gpu_block loops; CUDA grids have 3 dimensions")
         kernel = KernelGenerator(self, body, f"{self.function}_k{len(self.kernels)}")
         grid = ["1", "1", "1"]
         axes = [_named_axis(loop, "block") for loop in reversed(blocks)]
         axes = [order if axis is None else axis for order, axis in enumerate(axes)]
         if len(set(axes)) != len(axes):
-            raise _fail("two gpu_block loops of one nest map to the same block axis")
+            raise codegen_error("two gpu_block loops of one nest map to the same block axis")
         for axis, loop in zip(axes, reversed(blocks)):
             lo = self.cname(f"{loop.name}.lo")
             self.emit(f"int32_t {lo} = {self.expr(loop.min)};")
@@ -187,7 +197,7 @@ class CudaGenerator(CGenerator):
         self.emit("}")
 
 
-class KernelGenerator(CGenerator):
+class KernelGenerator(CFamilyEmitter):
     """The body of one ``__global__`` kernel."""
 
     def __init__(self, host: CudaGenerator, body: ir.Stmt, name: str):
@@ -215,7 +225,7 @@ class KernelGenerator(CGenerator):
         self.thread_axis: dict[str, int] = {}
         for loop_name, (axis, extent) in self._thread_extents(body).items():
             if axis + shift > 2:
-                raise _fail(f"GPU thread loop '{loop_name}' needs a fourth thread dimension once the "
+                raise codegen_error(f"GPU thread loop '{loop_name}' needs a fourth thread dimension once the "
                             "warp lanes take threadIdx.x")
             self.thread_axis[loop_name] = axis + shift
             self.block_dims[axis + shift] = max(self.block_dims[axis + shift], extent)
@@ -223,7 +233,7 @@ class KernelGenerator(CGenerator):
         self.bound_axes: set[int] = set()
         threads = self.block_dims[0] * self.block_dims[1] * self.block_dims[2]
         if threads > _MAX_BLOCK_THREADS or self.block_dims[2] > _MAX_BLOCK_Z:
-            raise _fail(f"a block of {' x '.join(map(str, self.block_dims))} threads: CUDA allows "
+            raise codegen_error(f"a block of {' x '.join(map(str, self.block_dims))} threads: CUDA allows "
                         f"{_MAX_BLOCK_THREADS} per block and {_MAX_BLOCK_Z} along z")
 
     @staticmethod
@@ -234,10 +244,10 @@ class KernelGenerator(CGenerator):
         for node in ir.walk(body):
             if isinstance(node, ir.For) and node.kind is ir.ForKind.GPU_THREAD:
                 if not isinstance(node.extent, ir.IntImm):
-                    raise _fail(f"GPU thread loop '{node.name}' has a symbolic extent")
+                    raise codegen_error(f"GPU thread loop '{node.name}' has a symbolic extent")
                 axis = _named_axis(node, "thread")
                 if axis is None:
-                    raise _fail(f"GPU thread loop '{node.name}' does not say its axis (thread_id_x/y/z)")
+                    raise codegen_error(f"GPU thread loop '{node.name}' does not say its axis (thread_id_x/y/z)")
                 previous = found.get(node.name, (axis, 0))[1]
                 found[node.name] = (axis, max(previous, node.extent.value))
         return found
@@ -268,12 +278,12 @@ class KernelGenerator(CGenerator):
                     if n.name in self.element_types:
                         buffers = sorted({*buffers, n.name})
                         continue
-                    raise _fail(f"the kernel uses the handle '{n.name}', which is not a buffer")
+                    raise codegen_error(f"the kernel uses the handle '{n.name}', which is not a buffer")
                 scalars[n.name] = n.type
         # The body uses the kernel's C names, the launch passes the host's.
         for name in buffers:
             if name not in self.element_types:
-                raise _fail(f"the kernel reads '{name}', which is neither a pipeline buffer nor allocated")
+                raise codegen_error(f"the kernel reads '{name}', which is neither a pipeline buffer nor allocated")
             storage = storage_type(self.element_types[name])
             self.parameters.append((self.host.cname(name), f"{storage} *__restrict__ {self.cname(name)}"))
         for name, t in sorted(scalars.items()):
@@ -286,9 +296,6 @@ class KernelGenerator(CGenerator):
         block = ", ".join(str(d) for d in self.block_dims)
         return [f"/* launched as <<<grid, dim3({block})>>> */",
                 f"static __global__ void {self.function}({params}) {{", *self.lines, "}"]
-
-    def _release(self) -> str:
-        return ""
 
     # ------------------------------------------------------------ statements
     def _s_AssertStmt(self, s: ir.AssertStmt) -> None:  # noqa: N802
@@ -309,7 +316,7 @@ class KernelGenerator(CGenerator):
                            f"const int32_t {var} = {self.expr(s.min)} + (int32_t)threadIdx.{_DIMS[axis]};",
                            "thread_depth", axis=axis)
         elif s.kind is ir.ForKind.GPU_BLOCK:
-            raise _fail(f"gpu_block loop '{s.name}' inside another kernel's loops")
+            raise codegen_error(f"gpu_block loop '{s.name}' inside another kernel's loops")
         else:
             super()._s_For(s)
 
@@ -349,7 +356,7 @@ class KernelGenerator(CGenerator):
         size = s.type.lanes
         for extent in s.extents:
             if not isinstance(extent, ir.IntImm):
-                raise _fail(f"allocation '{s.name}' inside a kernel has a symbolic size")
+                raise codegen_error(f"allocation '{s.name}' inside a kernel has a symbolic size")
             size *= extent.value
         name = self.cname(s.name)
         elem = s.type.element()
@@ -364,7 +371,7 @@ class KernelGenerator(CGenerator):
         else:
             self.element_types[s.name] = elem
             self._declare_memory(s.name, storage_type(elem), size,
-                                 per_warp=WMMA_STAGE in s.name or (self.lanes and self.thread_depth > 0))
+                                 per_warp=ir.WMMA_STAGE in s.name or (self.lanes and self.thread_depth > 0))
         self.declared.append(set())
         self.stmt_(s.body)
         self.declared.pop()
@@ -391,7 +398,7 @@ class KernelGenerator(CGenerator):
         shapes = {_shape(n.value) for n in ir.walk(s.body)
                   if isinstance(n, ir.Store) and n.name == s.name and isinstance(n.value, ir.Call)}
         if len(shapes) != 1:
-            raise _fail(f"WMMA buffer '{s.name}' is written with {len(shapes)} fragment shapes; expected one")
+            raise codegen_error(f"WMMA buffer '{s.name}' is written with {len(shapes)} fragment shapes; expected one")
         return shapes.pop()
 
     def _fragment_slot(self, name: str, index: ir.Expr) -> str:
@@ -399,7 +406,7 @@ class KernelGenerator(CGenerator):
         lanes = m * n
         if not (isinstance(index, ir.Ramp) and isinstance(index.base, ir.IntImm)
                 and index.base.value % lanes == 0 and index.lanes == lanes):
-            raise _fail(f"WMMA buffer '{name}' is accessed at an index that is not a whole fragment")
+            raise codegen_error(f"WMMA buffer '{name}' is accessed at an index that is not a whole fragment")
         return f"{self.cname(name)}[{index.base.value // lanes}]"
 
     def _s_Store(self, s: ir.Store) -> None:  # noqa: N802
@@ -412,7 +419,7 @@ class KernelGenerator(CGenerator):
             self._cooperative_copy(s)
             return
         if self.lane_depth:
-            raise _fail("a warp-lane loop may only hold WMMA operations and their staging copies")
+            raise codegen_error("a warp-lane loop may only hold WMMA operations and their staging copies")
         self._by_one_thread(lambda: super(KernelGenerator, self)._s_Store(s))
 
     def _by_one_thread(self, emit) -> None:  # type: ignore[no-untyped-def]
@@ -450,7 +457,7 @@ class KernelGenerator(CGenerator):
 
     # ------------------------------------------------------------ WMMA
     def _note_pointer(self, name: str) -> None:
-        if WMMA_STAGE not in name:
+        if ir.WMMA_STAGE not in name:
             self.fragment_pointers.add(name)
 
     def _store_fragment(self, slot: str, value: ir.Expr) -> None:
@@ -475,7 +482,7 @@ class KernelGenerator(CGenerator):
         if isinstance(e, ir.Binary) and isinstance(e.b, ir.Broadcast) and e.b.value.type.lanes == 1:
             return self._elementwise(e)
         if not ir.is_wmma_call(e):
-            raise _fail(f"a WMMA operand is neither a fragment nor a WMMA operation: {type(e).__name__}")
+            raise codegen_error(f"a WMMA operand is neither a fragment nor a WMMA operation: {type(e).__name__}")
         assert isinstance(e, ir.Call)
         m, n, k = _shape(e)
         name = self.temp()
@@ -510,10 +517,10 @@ class KernelGenerator(CGenerator):
         self.emit(f"wmma::fragment<wmma::accumulator, {m}, {n}, {k}, {_cuda_element(elem_type)}> {name} = {source};")
         element = f"{name}.x[hb_e]"
         if elem_type.bits == 16:
-            value = _binary(e.op, ir.Float(32), f"__half2float({element})", scalar)
+            value = binary_expr(e.op, ir.Float(32), f"__half2float({element})", scalar)
             value = f"__float2half({value})"
         else:
-            value = _binary(e.op, elem_type, element, scalar)
+            value = binary_expr(e.op, elem_type, element, scalar)
         self.emit(f"for (int hb_e = 0; hb_e < {name}.num_elements; hb_e++) {element} = {value};")
         return name
 
@@ -529,7 +536,7 @@ class KernelGenerator(CGenerator):
     # ------------------------------------------------------------ staging
     def _is_stage_copy(self, s: ir.Store) -> bool:
         return (s.predicate is None and isinstance(s.value, ir.Load) and s.value.predicate is None
-                and (WMMA_STAGE in s.name or WMMA_STAGE in s.value.name))
+                and (ir.WMMA_STAGE in s.name or ir.WMMA_STAGE in s.value.name))
 
     def _cooperative_copy(self, s: ir.Store) -> None:
         """The warp's lanes copy a matrix between memory and a staging buffer."""
@@ -561,7 +568,7 @@ class KernelGenerator(CGenerator):
         if isinstance(e, ir.Binary) and e.op in (ir.BinOp.ADD, ir.BinOp.SUB, ir.BinOp.MUL):
             symbol = {ir.BinOp.ADD: "+", ir.BinOp.SUB: "-", ir.BinOp.MUL: "*"}[e.op]
             return f"({self._element(e.a, i)} {symbol} {self._element(e.b, i)})"
-        raise _fail(f"cannot index a staging copy with {type(e).__name__}")
+        raise codegen_error(f"cannot index a staging copy with {type(e).__name__}")
 
 
 def generate_cuda(stmt: ir.Stmt, function: str = "hb_kernel") -> str:

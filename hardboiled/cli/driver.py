@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from . import __version__, ir
-from .diagnostics import Diagnostic, ExitCode, HardboiledError
-from .hardware import WMMA_TENSOR_CORE
-from .select import SelectionOptions, SelectionResult, StoreReport, select
+from hardboiled import __version__, ir
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE
+from hardboiled.select.selector import SelectionOptions, SelectionResult, StoreReport, select
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -95,9 +95,9 @@ def _file_cache(name: str, data: bytes, options: CompileOptions) -> tuple[Any, s
         return None, ""
     import hashlib
 
-    from .cache import ResultCache, cache_key
-    from .eqsat import RULE_FILES, load_schedule, rule_text
-    from .hardware import amx_facts
+    from hardboiled.support.cache import ResultCache, cache_key
+    from hardboiled.select.rules import RULE_FILES, load_schedule, rule_text
+    from hardboiled.select.facts import amx_facts
 
     try:
         schedule = load_schedule(options.selection.schedule_path, options.selection.iterations).text
@@ -122,7 +122,7 @@ def _to_cache(result: FileResult) -> dict[str, Any]:
 
 
 def _from_cache(name: str, entry: dict[str, Any]) -> FileResult:
-    from .diagnostics import Location
+    from hardboiled.support.diagnostics import Location
 
     diagnostics = []
     for d in entry["diagnostics"]:
@@ -135,8 +135,8 @@ def _from_cache(name: str, entry: dict[str, Any]) -> FileResult:
 
 
 def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult) -> None:
-    from .parse import decode_input, parse_input
-    from .printer import print_ir
+    from hardboiled.frontend.parse import decode_input, parse_input
+    from hardboiled.ir.printer import print_ir
 
     text = decode_input(data, name)
     parsed = parse_input(text, name, stage=options.stage, buffer_types=options.buffer_types)
@@ -152,7 +152,7 @@ def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult
         return selection.stmt
 
     if isinstance(parsed.ir, ir.Module):
-        from .extract import iter_stores
+        from hardboiled.select.extract import iter_stores
 
         functions, offset = [], 0
         for func in parsed.ir.functions:
@@ -163,7 +163,7 @@ def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult
         rewritten = run(parsed.ir, 0)
     result.report = _report(name, parsed.stage, selections)
     if options.verify:
-        from .verify import mismatch_error, verify
+        from hardboiled.verify.compare import mismatch_error, verify
 
         original, changed = _single(parsed.ir, "verification"), _single(rewritten, "verification")
         check = verify(original, changed, seed=options.seed, params=options.params)
@@ -174,12 +174,12 @@ def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult
     cuda_build = options.build_path is not None and Path(options.build_path).suffix in CUDA_BUILD_SUFFIXES
     cuda_source = None
     if "cuda" in options.emit or cuda_build:
-        from .codegen_cuda import generate_cuda, required_sm
+        from hardboiled.codegen.cuda import generate_cuda, required_sm
 
         gpu_program = _checked_for(_single(rewritten, "CUDA generation"), "cuda")
         cuda_source = generate_cuda(gpu_program)
     if cuda_build:
-        from .toolchain import compile_cuda
+        from hardboiled.codegen.toolchain import compile_cuda
 
         assert cuda_source is not None and options.build_path is not None
         needed = required_sm(gpu_program)
@@ -194,11 +194,12 @@ def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult
         result.messages.append(f"built {options.build_path} with nvcc (sm_{options.cuda_arch}, {kind})")
     source = None
     if "c" in options.emit or (options.build_path and not cuda_build) or options.run:
-        from .codegen_c import generate_c
+        from hardboiled.codegen.c import generate_c
 
         source = generate_c(_checked_for(_single(rewritten, "C generation"), "c"))
     if options.run:
-        from .verify import mismatch_error, run_generated_c
+        from hardboiled.verify.compare import mismatch_error
+        from hardboiled.verify.run import run_generated_c
 
         assert source is not None
         check, compiler, mode = run_generated_c(_single(parsed.ir, "running"), _single(rewritten, "running"), source,
@@ -209,7 +210,7 @@ def _compile(name: str, data: bytes, options: CompileOptions, result: FileResult
             raise mismatch_error(check)
         result.messages.append(f"ran the generated C ({compiler}, AMX {mode}): {check.summary()}")
     if options.build_path and not cuda_build:
-        from .toolchain import compile_c, find_compiler
+        from hardboiled.codegen.toolchain import compile_c, find_compiler
 
         assert source is not None
         compiler = compile_c(source, Path(options.build_path), shared=options.build_path.endswith(".so"),
@@ -254,8 +255,8 @@ def _single(program: ir.Stmt | ir.Module, what: str) -> ir.Stmt:
 
 
 def _egglog_program(program: ir.Stmt | ir.Module, options: SelectionOptions) -> str:
-    from .eqsat import load_schedule, program_text
-    from .extract import accelerator_allocations, encode_stores, select_stores
+    from hardboiled.select.rules import load_schedule, program_text
+    from hardboiled.select.extract import accelerator_allocations, encode_stores, select_stores
 
     bodies = [f.body for f in program.functions] if isinstance(program, ir.Module) else [program]
     terms: list[str] = []

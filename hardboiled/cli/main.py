@@ -17,10 +17,10 @@ from typing import Callable, TypeVar
 
 import click
 
-from . import __version__, ir
-from .diagnostics import Diagnostic, ExitCode, HardboiledError
-from .fileio import STDIO, display_name, read_input_bytes, write_output
-from .hardware import WMMA_TENSOR_CORE
+from hardboiled import __version__, ir
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
+from hardboiled.support.fileio import STDIO, display_name, read_input_bytes, write_output
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE
 
 F = TypeVar("F", bound=Callable[..., None])
 T = TypeVar("T")
@@ -86,13 +86,13 @@ def _key_values(values: tuple[str, ...], option: str, convert: Callable[[str], T
 
 
 def _parse_buffer_types(values: tuple[str, ...]) -> dict[str, ir.Type]:
-    from .parse import parse_type_option
+    from hardboiled.frontend.parse import parse_type_option
 
     return _key_values(values, "--buffer-type", parse_type_option)
 
 
 def _read_program(path: str, stage: str | None, buffer_types: tuple[str, ...]):  # type: ignore[no-untyped-def]
-    from .parse import decode_input, parse_input
+    from hardboiled.frontend.parse import decode_input, parse_input
 
     name = display_name(path)
     text = decode_input(read_input_bytes(path), name)
@@ -202,7 +202,7 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
     what was parsed reproduces Halide's own text byte for byte, so this is
     both a formatter and a round-trip check.
     """
-    from .printer import print_ir
+    from hardboiled.ir.printer import print_ir
 
     write_output(output_path, print_ir(_read_program(input_path, stage, buffer_types).ir))
 
@@ -281,11 +281,11 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     operations; the rewritten IR is printed in Halide's format, C with
     --emit c, or CUDA with --emit cuda.
     """
-    from .cache import default_cache_dir
-    from .driver import EMIT_SUFFIXES, CompileOptions, output_names
-    from .egglog_bridge import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
-    from .select import SelectionOptions
-    from .toolchain import parse_cuda_arch
+    from hardboiled.support.cache import default_cache_dir
+    from hardboiled.cli.driver import EMIT_SUFFIXES, CompileOptions, output_names
+    from hardboiled.select.eqsat import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
+    from hardboiled.select.selector import SelectionOptions
+    from hardboiled.codegen.toolchain import parse_cuda_arch
 
     kinds = tuple(dict.fromkeys(k.strip() for k in emit.split(",") if k.strip()))
     unknown = [k for k in kinds if k not in EMIT_SUFFIXES]
@@ -347,7 +347,7 @@ def _read_input(path: str) -> tuple[str, bytes | None, Diagnostic | None]:
 
 
 def _run_batch(inputs: list, options: object, jobs: int, quiet: bool) -> list:  # type: ignore[type-arg]
-    from .driver import compile_batch
+    from hardboiled.cli.driver import compile_batch
 
     if quiet or len(inputs) < 2 or not sys.stderr.isatty():
         return compile_batch(inputs, options, jobs)  # type: ignore[arg-type]
@@ -362,7 +362,7 @@ def _run_batch(inputs: list, options: object, jobs: int, quiet: bool) -> list:  
 
 def _verify_and_report(original: ir.Stmt | ir.Module, rewritten: ir.Stmt | ir.Module, seed: int,
                        params: dict[str, int], quiet: bool) -> None:
-    from .verify import mismatch_error, verify
+    from hardboiled.verify.compare import mismatch_error, verify
 
     if isinstance(original, ir.Module) or isinstance(rewritten, ir.Module):
         raise HardboiledError(Diagnostic(
@@ -405,7 +405,7 @@ def verify_command(original_path: str, rewritten_path: str, stage: str | None, b
 @handles_errors
 def rules_command() -> None:
     """List the rule files, their rulesets and how many rules each has."""
-    from .eqsat import RULE_FILES, rule_text, rules_by_ruleset
+    from hardboiled.select.rules import RULE_FILES, rule_text, rules_by_ruleset
 
     for filename in (*RULE_FILES, "schedules/default.egg"):
         counts = rules_by_ruleset(rule_text(filename))

@@ -23,7 +23,7 @@ import math
 from collections import Counter
 from typing import Callable
 
-from . import ir
+from hardboiled import ir
 
 _INDENT = " "
 

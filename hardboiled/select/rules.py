@@ -2,7 +2,7 @@
 
 The program is the rule files (in the paper's four categories), the
 hardware facts, one ``(let $sN ...)`` per selected store, and the rule
-schedule; ``egglog_bridge`` runs it in a child process and extracts every
+schedule; ``eqsat`` runs it in a child process and extracts every
 ``$sN``.
 """
 
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from .diagnostics import Diagnostic, InputError, Location
-from .cache import ResultCache, cache_key
-from .egglog_bridge import (
+from hardboiled.support.diagnostics import Diagnostic, InputError, Location
+from hardboiled.support.cache import ResultCache, cache_key
+from hardboiled.select.eqsat import (
     DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT_S,
     EgglogError,
@@ -25,7 +25,7 @@ from .egglog_bridge import (
     ProgramChunk,
     run_egglog,
 )
-from .hardware import amx_facts, wmma_facts
+from hardboiled.select.facts import amx_facts, wmma_facts
 
 RULE_FILES = (
     "definition.egg",    # sorts and constructors

@@ -4,7 +4,7 @@
   else ``gcc``.
 * AMX: ``native`` compiles against <immintrin.h> with ``-mamx-tile
   -mamx-bf16 -mamx-int8``; ``emulate`` compiles the portable emulation in
-  hardboiled/runtime/hb_amx_emulation.h; ``auto`` emulates unless
+  hardboiled/codegen/runtime/hb_amx_emulation.h; ``auto`` emulates unless
   /proc/cpuinfo lists ``amx_tile``.
 * A compiler failure is a ``ToolchainError`` (exit status 3) carrying the
   compiler's own message.
@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import subprocess
@@ -26,10 +25,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from .diagnostics import Diagnostic, ExitCode, HardboiledError
-from .fileio import write_bytes_atomically
-from .hardware import WMMA_TENSOR_CORE
-from .interp import BufferT
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
+from hardboiled.support.fileio import write_bytes_atomically
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE
 
 AMX_FLAGS = ("-mamx-tile", "-mamx-bf16", "-mamx-int8")
 BASE_FLAGS = ("-std=gnu11", "-O2", "-ffp-contract=off", "-fno-strict-aliasing")
@@ -72,7 +70,7 @@ def resolve_amx_mode(mode: str) -> str:
 
 
 def runtime_dir() -> Path:
-    return Path(str(resources.files("hardboiled.runtime")))
+    return Path(str(resources.files("hardboiled.codegen.runtime")))
 
 
 def compile_c(source: str, output: Path, *, shared: bool, amx: str = "auto",
@@ -168,17 +166,3 @@ def compile_cuda(source: str, output: Path, *, kind: str = "ptx", sm: int = WMMA
         _require_output("nvcc", temporary_output)
         write_bytes_atomically(output, temporary_output.read_bytes(), temporary_output.stat().st_mode & 0o777)
     return output
-
-
-def run_kernel(library: Path, function: str, arguments: list[tuple[str, int]], buffers: dict[str, BufferT]) -> int:
-    """Call the kernel on ``buffers`` (in ``arguments`` order: name, dims)."""
-    lib = ctypes.CDLL(str(library))
-    kernel = getattr(lib, function)
-    kernel.restype = ctypes.c_int
-    args: list[object] = []
-    for name, dimensions in arguments:
-        buf = buffers[name]
-        args.append(ctypes.c_void_p(buf.data.ctypes.data))
-        for d in range(dimensions):
-            args.extend(ctypes.c_int32(v) for v in (buf.mins[d], buf.extents[d], buf.strides[d]))
-    return int(kernel(*args))

@@ -31,8 +31,9 @@ from typing import Any, Callable
 import ml_dtypes
 import numpy as np
 
-from . import hardware, ir
-from .diagnostics import Diagnostic, HardboiledError
+from hardboiled import ir
+from hardboiled.targets import wmma
+from hardboiled.support.diagnostics import Diagnostic, HardboiledError
 
 Value = Any
 
@@ -673,12 +674,12 @@ def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
     * ``wmma.fill.<shape>.<type>(value)``: an accumulator fragment holding
       ``value`` everywhere (fill_fragment).
 
-    Shapes and types must be in hardware.WMMA_TENSOR_CORE, and every address
+    Shapes and types must be in wmma.WMMA_TENSOR_CORE, and every address
     must meet load/store_matrix_sync's alignment (relative to the buffer's
     start): a rewrite that breaks it would fail on the GPU, so it fails here.
     """
     if m := _WMMA_LOAD.fullmatch(call.name):
-        matrix, layout, t = m.group(1), m.group(2), hardware.WMMA_TYPE_NAMES[m.group(6)]
+        matrix, layout, t = m.group(1), m.group(2), wmma.WMMA_TYPE_NAMES[m.group(6)]
         shape = _wmma_shape(m.group(3, 4, 5), call.name)
         rows, cols = {"a": (shape.m, shape.k), "b": (shape.k, shape.n), "c": (shape.m, shape.n)}[matrix]
         pointer, offset, ldm = args[0], _as_int(args[1]), _as_int(args[2])
@@ -686,9 +687,9 @@ def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
         return pointer.array[addresses].reshape(-1).astype(dtype_of(t))
     if m := _WMMA_MMA.fullmatch(call.name):
         shape = _wmma_shape(m.group(3, 4, 5), call.name)
-        d_type, c_type = hardware.WMMA_TYPE_NAMES[m.group(6)], hardware.WMMA_TYPE_NAMES[m.group(7)]
+        d_type, c_type = wmma.WMMA_TYPE_NAMES[m.group(6)], wmma.WMMA_TYPE_NAMES[m.group(7)]
         a, b, c = args
-        element = hardware.WMMA_TENSOR_CORE.element(_type_of_dtype(a.dtype))
+        element = wmma.WMMA_TENSOR_CORE.element(_type_of_dtype(a.dtype))
         if element is None or b.dtype != a.dtype or d_type not in element.accumulators \
                 or c.dtype != dtype_of(c_type):
             raise _fail(f"{call.name}: no Tensor Core instruction multiplies {a.dtype} by {b.dtype} "
@@ -698,10 +699,10 @@ def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
         d = a_matrix @ b_matrix + c.astype(np.float64).reshape(shape.m, shape.n)
         return d.reshape(-1).astype(dtype_of(d_type))
     if m := _WMMA_FILL.fullmatch(call.name):
-        shape, t = _wmma_shape(m.group(1, 2, 3), call.name), hardware.WMMA_TYPE_NAMES[m.group(4)]
+        shape, t = _wmma_shape(m.group(1, 2, 3), call.name), wmma.WMMA_TYPE_NAMES[m.group(4)]
         return np.full(shape.m * shape.n, args[0].reshape(-1)[0], dtype=dtype_of(t))
     if m := _WMMA_STORE.fullmatch(call.name):
-        layout, t = m.group(1), hardware.WMMA_TYPE_NAMES[m.group(5)]
+        layout, t = m.group(1), wmma.WMMA_TYPE_NAMES[m.group(5)]
         shape = _wmma_shape(m.group(2, 3, 4), call.name)
         pointer, fragment, offset, ldm = args[0], args[1], _as_int(args[2]), _as_int(args[3])
         addresses = _wmma_addresses(call.name, pointer, t, layout, shape.m, shape.n, offset, ldm)
@@ -733,15 +734,15 @@ def _is_warp_collective(loop: ir.For) -> bool:
     return True
 
 
-def _wmma_shape(mnk: tuple[str, str, str], name: str) -> hardware.WMMAShape:
-    shape = hardware.WMMAShape(*(int(v) for v in mnk))
-    if shape not in hardware.WMMA_TENSOR_CORE.shapes:
+def _wmma_shape(mnk: tuple[str, str, str], name: str) -> wmma.WMMAShape:
+    shape = wmma.WMMAShape(*(int(v) for v in mnk))
+    if shape not in wmma.WMMA_TENSOR_CORE.shapes:
         raise _fail(f"{name}: {shape.name} is not a WMMA fragment shape")
     return shape
 
 
 def _type_of_dtype(dtype: np.dtype) -> ir.Type | None:
-    return next((t for t in hardware.WMMA_TYPE_NAMES.values() if dtype_of(t) == dtype), None)
+    return next((t for t in wmma.WMMA_TYPE_NAMES.values() if dtype_of(t) == dtype), None)
 
 
 def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: str, rows: int, cols: int,
@@ -751,7 +752,7 @@ def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: str, rows: in
         raise _fail(f"{name} needs a buffer")
     if pointer.array.dtype != dtype_of(t):
         raise _fail(f"{name} reads {t} elements from '{pointer.name}', which holds {pointer.array.dtype}")
-    alignment = hardware.WMMA_TENSOR_CORE.pointer_alignment
+    alignment = wmma.WMMA_TENSOR_CORE.pointer_alignment
     if ((pointer.offset + offset) * t.bytes) % alignment or (ldm * t.bytes) % 16 or ldm <= 0:
         raise _fail(f"{name} on '{pointer.name}': element offset {pointer.offset + offset} or leading "
                     f"dimension {ldm} breaks the {alignment}-byte alignment load/store_matrix_sync need "

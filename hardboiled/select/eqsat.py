@@ -1,6 +1,6 @@
 """The one module that talks to egglog.
 
-egglog runs in a child process (``python -m hardboiled.egglog_bridge``), so
+egglog runs in a child process (``python -m hardboiled.select.eqsat``), so
 that a crash, a runaway saturation or a memory blow-up inside the Rust
 library becomes a clean diagnostic instead of a hang or a dead compiler:
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .diagnostics import Diagnostic, ExitCode, HardboiledError, Location
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_MB = 4096
@@ -95,7 +95,7 @@ def run_egglog(
     start = time.perf_counter()
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "hardboiled.egglog_bridge"],
+            [sys.executable, "-m", "hardboiled.select.eqsat"],
             input=request.encode(),
             capture_output=True,
             timeout=timeout_s,

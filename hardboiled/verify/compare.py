@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import ir
-from .diagnostics import Diagnostic, ExitCode, HardboiledError
-from .interp import BufferT, Interpreter, InterpreterError, dtype_of
+from hardboiled import ir
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
+from hardboiled.ir.buffers import BufferSpec, discover_buffers
+from hardboiled.verify.interp import BufferT, Interpreter, InterpreterError, dtype_of
 
 DEFAULT_SEED = 0
 DEFAULT_OUTPUT_EXTENT = 19
 """Extent of an output dimension that neither the dump nor --param bounds
 (odd, so that vector tails run)."""
-_BUFFER_FIELD_RE = re.compile(r"(.*)\.(min|extent|stride)\.(\d+)$")
 
 
 class VerificationMismatch(HardboiledError):
@@ -71,49 +71,6 @@ class VerificationResult:
                 f"max rel error {c.max_rel_error:.3g}, tolerance {c.tolerance:.3g})"
             )
         return f"verify (seed {self.seed}): " + "; ".join(parts)
-
-
-@dataclass
-class _BufferSpec:
-    name: str
-    output: bool = False
-    type: ir.Type | None = None
-    dimensions: int | None = None
-    required: dict[int, tuple[ir.Expr, ir.Expr]] = field(default_factory=dict)
-    fixed: dict[str, int] = field(default_factory=dict)
-
-
-def discover_buffers(stmt: ir.Stmt) -> dict[str, _BufferSpec]:
-    """The pipeline's buffers and what the dump's checks say about them."""
-    specs: dict[str, _BufferSpec] = {}
-    for node in ir.walk(stmt):
-        if isinstance(node, ir.Variable) and node.name.endswith(".buffer") and node.type.is_handle:
-            name = node.name[: -len(".buffer")]
-            specs.setdefault(name, _BufferSpec(name))
-    for node in ir.walk(stmt):
-        if not isinstance(node, ir.AssertStmt) or not isinstance(node.message, ir.Call):
-            continue
-        call, args = node.message, node.message.args
-        label = args[0].value if args and isinstance(args[0], ir.StringImm) else ""
-        target = label.split(" buffer ", 1)[-1] if " buffer " in label else label
-        spec = specs.get(target)
-        if call.name == "halide_error_bad_type" and spec is not None:
-            spec.output = label.startswith("Output")
-            packed = args[2]
-            if isinstance(packed, ir.UIntImm):
-                spec.type = ir.type_from_packed_halide_type(packed.value)
-        elif call.name == "halide_error_bad_dimensions" and spec is not None:
-            if isinstance(args[2], ir.IntImm):
-                spec.dimensions = args[2].value
-        elif call.name == "halide_error_access_out_of_bounds" and spec is not None:
-            dim = args[1]
-            if isinstance(dim, ir.IntImm):
-                spec.required[dim.value] = (args[2], args[3])
-        elif call.name == "halide_error_constraint_violated":
-            m = _BUFFER_FIELD_RE.match(label)
-            if m and m.group(1) in specs and isinstance(args[3], ir.IntImm):
-                specs[m.group(1)].fixed[f"{m.group(2)}.{m.group(3)}"] = args[3].value
-    return specs
 
 
 def _random_data(t: ir.Type, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -196,7 +153,7 @@ MAX_BUFFER_ELEMENTS = 1 << 26
 INT32_RANGE = (-(1 << 31), (1 << 31) - 1)
 
 
-def _check_params(params: dict[str, int], specs: dict[str, _BufferSpec]) -> None:
+def _check_params(params: dict[str, int], specs: dict[str, BufferSpec]) -> None:
     """A --param that names no buffer field of this program is a typo: ignoring
     it would verify something other than what the user asked for."""
     for name, value in sorted(params.items()):
@@ -218,7 +175,7 @@ def _check_params(params: dict[str, int], specs: dict[str, _BufferSpec]) -> None
             raise HardboiledError(Diagnostic("error", f"--param {name}={value}: Halide buffer fields are int32"))
 
 
-def _needs_own_size(spec: _BufferSpec, d: int, known: dict[str, int]) -> bool:
+def _needs_own_size(spec: BufferSpec, d: int, known: dict[str, int]) -> bool:
     """An output dimension whose required region is stated in terms of the
     output's own (unknown) size, or not at all."""
     if d not in spec.required:
@@ -227,7 +184,7 @@ def _needs_own_size(spec: _BufferSpec, d: int, known: dict[str, int]) -> bool:
     return any(name not in known and name.startswith(spec.name + ".") for name in names)
 
 
-def _param(known: dict[str, int], spec: _BufferSpec, fieldname: str) -> int | None:
+def _param(known: dict[str, int], spec: BufferSpec, fieldname: str) -> int | None:
     value = known.get(f"{spec.name}.{fieldname}")
     return value if value is not None else spec.fixed.get(fieldname)
 
@@ -337,42 +294,3 @@ def mismatch_error(result: VerificationResult) -> VerificationMismatch:
     return VerificationMismatch(Diagnostic(
         "error", "the rewritten program computes different results from the original", notes=tuple(notes),
     ))
-
-
-def run_generated_c(original: ir.Stmt, rewritten: ir.Stmt, source: str, *, cc: str | None = None,
-                    amx: str = "auto", seed: int = DEFAULT_SEED,
-                    params: dict[str, int] | None = None) -> tuple[VerificationResult, str, str]:
-    """Build the C generated for ``rewritten``, run it on the same random
-    inputs as the interpreter, and compare with the original IR's outputs.
-
-    Returns the comparison, the compiler's name and the AMX mode used.
-    """
-    import tempfile
-    from pathlib import Path
-
-    from .codegen_c import kernel_signature
-    from .toolchain import compile_c, cpu_has_amx, find_compiler, resolve_amx_mode, run_kernel
-
-    mode = resolve_amx_mode(amx)
-    if mode == "native" and not cpu_has_amx():
-        # The kernel would only fail its own AMX permission request at run
-        # time, which reads like wrong code; say what is really wrong.
-        raise HardboiledError(Diagnostic(
-            "error", "--amx native cannot run here: this CPU has no AMX (no amx_tile in /proc/cpuinfo)",
-            notes=("use --amx emulate (or auto) to run, or --build alone to compile with native intrinsics",),
-        ))
-    buffers, outputs = make_buffers(original, params or {}, seed)
-    expected = run_program(original, buffers)
-    actual = copy.deepcopy(buffers)
-    with tempfile.TemporaryDirectory(prefix="hardboiled-run-") as tmp:
-        library = Path(tmp) / "kernel.so"
-        compiler = compile_c(source, library, shared=True, amx=mode, compiler=find_compiler(cc))
-        arguments = [(a.buffer, a.dimensions) for a in kernel_signature(rewritten)]
-        status = run_kernel(library, "hb_kernel", arguments, actual)
-    if status != 0:
-        return VerificationResult(seed, (), f"the generated kernel returned {status} (a failed check)"), \
-            compiler.name, mode
-    comparisons = tuple(
-        compare(name, buffers[name].type, expected[name].data, actual[name].data) for name in sorted(outputs)
-    )
-    return VerificationResult(seed, comparisons), compiler.name, mode

@@ -29,9 +29,9 @@ from typing import Callable, Iterable
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from . import ir
-from .diagnostics import InputError, error_at
-from .lexer import HalideLexer
+from hardboiled import ir
+from hardboiled.support.diagnostics import InputError, error_at
+from hardboiled.frontend.lexer import HalideLexer
 
 DEFAULT_STAGE = "vectorizing"
 

@@ -1,0 +1,210 @@
+"""C code generation for (tensorized) Halide IR.
+
+The generated source is one self-contained function,
+
+    int hb_kernel(T0 *X, int32_t X_min0, int32_t X_extent0, int32_t X_stride0, ...);
+
+with a pointer plus min, extent and stride per dimension for every pipeline
+buffer (in the order ``kernel_signature`` returns). It returns 0, or the
+negative number of the first of the pipeline's checks that failed.
+
+* Scalars are C scalars; a vector is a local array filled lane by lane
+  (plain loops: clear, deterministic, and GCC/Clang vectorize them).
+* float16 and bfloat16 values live in ``float`` variables rounded to their
+  precision after every operation, and in memory as 16-bit patterns.
+* Integer division and modulo follow Halide (Euclidean), casts wrap.
+* AMX: every whole tile of an AMX buffer is a tile register, operands get
+  two more; one palette-1 configuration at entry sets each register's rows
+  and bytes per row; tile_* calls become ``_tile_zero``, ``_tile_loadd``,
+  ``_tile_dpbf16ps`` / ``_tile_dpb[su][su]d`` and ``_tile_stored``.
+  hb_amx.h maps them to <immintrin.h> or to the portable emulation.
+
+Each block carries the IR statement it came from as a comment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hardboiled import ir
+from hardboiled.codegen.abi import KernelArgument
+from hardboiled.codegen.c_family import (
+    C_HEADERS,
+    CFamilyEmitter,
+    codegen_error,
+    helper_functions,
+    include_lines,
+    int_constant,
+)
+from hardboiled.targets.amx import AMX_TILE
+
+
+@dataclass
+class _TileRegisters:
+    """Which AMX tile register holds what, and each register's shape."""
+
+    by_tile: dict[tuple[str, int], int] = field(default_factory=dict)
+    shapes: dict[int, tuple[int, int]] = field(default_factory=dict)
+    operand_a: int | None = None
+    operand_b: int | None = None
+
+    def register(self, buffer: str, tile: int) -> int:
+        key = (buffer, tile)
+        if key not in self.by_tile:
+            self.by_tile[key] = len(self.by_tile)
+        return self.by_tile[key]
+
+    def shape(self, register: int, rows: int, colbytes: int) -> None:
+        previous = self.shapes.setdefault(register, (rows, colbytes))
+        if previous != (rows, colbytes):
+            raise codegen_error(f"tile register {register} is used with two shapes: {previous} and {(rows, colbytes)}")
+
+
+class CGenerator(CFamilyEmitter):
+    """C with AMX intrinsics: the shared emitter plus AMX tile registers."""
+
+    def __init__(self, stmt: ir.Stmt, function: str = "hb_kernel",
+                 arguments: list[KernelArgument] | None = None):
+        super().__init__(stmt, function, arguments)
+        self.amx_buffers = {n.name: n for n in ir.walk(stmt)
+                            if isinstance(n, ir.Allocate) and n.memory_type == "AMXTile"}
+        self.tiles = _TileRegisters()
+
+    def preamble(self) -> str:
+        return include_lines(C_HEADERS, ("hb_amx.h",)) + "\n" + helper_functions()
+
+    def _uses_tiles(self) -> bool:
+        return bool(self.tiles.by_tile) or self.tiles.operand_a is not None
+
+    def prepare(self) -> None:
+        self._plan_tiles()
+
+    def open_body(self) -> None:
+        if self._uses_tiles():
+            self._tile_setup()
+
+    def close_body(self) -> None:
+        if self._uses_tiles():
+            self.emit("_tile_release();")
+
+    def release_on_return(self) -> str:
+        return "_tile_release(); " if self._uses_tiles() else ""
+
+    # ------------------------------------------------------------ AMX plan
+    def _plan_tiles(self) -> None:
+        for node in ir.walk(self.stmt):
+            if isinstance(node, ir.Store) and node.name in self.amx_buffers:
+                tile = self._tile_index(node.name, node.index)
+                reg = self.tiles.register(node.name, tile)
+                value = node.value
+                if isinstance(value, ir.Call) and value.name in ("tile_zero", "tile_matmul", "tile_load"):
+                    self.tiles.shape(reg, int_constant(value.args[0]), int_constant(value.args[1]))
+            if isinstance(node, ir.Call) and node.name == "tile_matmul":
+                a, b = node.args[4], node.args[5]
+                if isinstance(a, ir.Call):
+                    self.tiles.operand_a = -1
+                if isinstance(b, ir.Call):
+                    self.tiles.operand_b = -1
+        count = len(self.tiles.by_tile)
+        if self.tiles.operand_a == -1:
+            self.tiles.operand_a, count = count, count + 1
+        if self.tiles.operand_b == -1:
+            self.tiles.operand_b, count = count, count + 1
+        if count > AMX_TILE.registers:
+            raise codegen_error(f"the kernel needs {count} AMX tile registers; AMX has {AMX_TILE.registers}")
+        for node in ir.walk(self.stmt):
+            if isinstance(node, ir.Call) and node.name == "tile_matmul":
+                for operand, reg in ((node.args[4], self.tiles.operand_a), (node.args[5], self.tiles.operand_b)):
+                    if isinstance(operand, ir.Call) and reg is not None:
+                        self.tiles.shape(reg, int_constant(operand.args[0]), int_constant(operand.args[1]))
+        for (name, tile), reg in self.tiles.by_tile.items():
+            if reg not in self.tiles.shapes:
+                raise codegen_error(f"cannot tell the shape of tile {tile} of AMX buffer '{name}'")
+
+    def _tile_index(self, name: str, index: ir.Expr) -> int:
+        alloc = self.amx_buffers[name]
+        lanes = AMX_TILE.tile_bytes // alloc.type.bytes
+        if not (isinstance(index, ir.Ramp) and isinstance(index.base, ir.IntImm)
+                and index.base.value % lanes == 0):
+            raise codegen_error(f"AMX buffer '{name}' is accessed at an index that is not a whole tile")
+        return index.base.value // lanes
+
+    def _tile_setup(self) -> None:
+        self.emit("/* AMX palette 1: rows and bytes per row of each tile register. */")
+        self.emit("unsigned char hb_tile_config[64] = {0};")
+        self.emit("hb_tile_config[0] = 1;")
+        for reg, (rows, colbytes) in sorted(self.tiles.shapes.items()):
+            self.emit(f"hb_tile_config[{16 + 2 * reg}] = {colbytes & 0xFF}; "
+                      f"hb_tile_config[{17 + 2 * reg}] = {colbytes >> 8}; hb_tile_config[{48 + reg}] = {rows};")
+        self.emit("if (hb_amx_enable() != 0) return -100000;")
+        self.emit("_tile_loadconfig(hb_tile_config);")
+
+    # ------------------------------------------------------------ AMX statements
+    def _s_Allocate(self, s: ir.Allocate) -> None:  # noqa: N802
+        if s.name in self.amx_buffers:
+            self.comment(s)
+            self.emit(f"/* {s.name} lives in AMX tile registers */")
+            self.stmt_(s.body)
+            return
+        super()._s_Allocate(s)
+
+    def _s_Evaluate(self, s: ir.Evaluate) -> None:  # noqa: N802
+        value = s.value
+        if isinstance(value, ir.Call) and value.name == "tile_store":
+            self.comment(s)
+            rows, colbytes, buf, offset, stride, tile = value.args
+            assert isinstance(tile, ir.Load)
+            reg = self.tiles.by_tile[(tile.name, self._tile_index(tile.name, tile.index))]
+            self.emit(f"_tile_stored({reg}, (char *){self.expr(buf)} + ({self.expr(offset)}), {self.expr(stride)});")
+            return
+        super()._s_Evaluate(s)
+
+    def _s_Store(self, s: ir.Store) -> None:  # noqa: N802
+        if s.name in self.amx_buffers:
+            self.comment(s)
+            self._tile_store_into_register(s)
+            return
+        super()._s_Store(s)
+
+    def _e_Load(self, e: ir.Load) -> str:  # noqa: N802
+        if e.name in self.amx_buffers:
+            raise codegen_error(f"AMX buffer '{e.name}' is read outside a tile operation")
+        return super()._e_Load(e)
+
+    def _tile_store_into_register(self, s: ir.Store) -> None:
+        reg = self.tiles.by_tile[(s.name, self._tile_index(s.name, s.index))]
+        value = s.value
+        if not isinstance(value, ir.Call):
+            raise codegen_error(f"AMX buffer '{s.name}' is written with something that is not a tile operation")
+        if value.name == "tile_zero":
+            self.emit(f"_tile_zero({reg});")
+        elif value.name == "tile_load":
+            self.emit(self._tile_loadd(reg, value))
+        elif value.name == "tile_matmul":
+            a_reg = self._operand(value.args[4], self.tiles.operand_a)
+            b_reg = self._operand(value.args[5], self.tiles.operand_b)
+            self.emit(f"{_dot_product(value.args[4].type, value.args[5].type)}({reg}, {a_reg}, {b_reg});")
+        else:
+            raise codegen_error(f"AMX buffer '{s.name}' is written by '{value.name}'")
+
+    def _operand(self, operand: ir.Expr, reg: int | None) -> int:
+        if isinstance(operand, ir.Load) and operand.name in self.amx_buffers:
+            return self.tiles.by_tile[(operand.name, self._tile_index(operand.name, operand.index))]
+        assert isinstance(operand, ir.Call) and operand.name == "tile_load" and reg is not None
+        self.emit(self._tile_loadd(reg, operand))
+        return reg
+
+    def _tile_loadd(self, reg: int, call: ir.Call) -> str:
+        _, _, buf, offset, stride = call.args
+        return f"_tile_loadd({reg}, (const char *){self.expr(buf)} + ({self.expr(offset)}), {self.expr(stride)});"
+
+
+def _dot_product(a: ir.Type, b: ir.Type) -> str:
+    if a.code is ir.TypeCode.BFLOAT:
+        return "_tile_dpbf16ps"
+    sign = {ir.TypeCode.INT: "s", ir.TypeCode.UINT: "u"}
+    return f"_tile_dpb{sign[a.code]}{sign[b.code]}d"
+
+
+def generate_c(stmt: ir.Stmt, function: str = "hb_kernel") -> str:
+    return CGenerator(stmt, function).generate()

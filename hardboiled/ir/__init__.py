@@ -1,0 +1,11 @@
+"""The IR at the centre of hardboiled: nodes and types (``nodes``), the
+visitor and rewriter every pass uses (``visitor``), the invariants checked
+after each pass (``invariants``), the pipeline buffers a dump declares
+(``buffers``) and the printer, the exact inverse of the parser
+(``printer``).
+
+``from hardboiled import ir`` gives the node classes as ``ir.Store``,
+``ir.Ramp`` and so on.
+"""
+
+from .nodes import *  # noqa: F403 - the node classes are the package's vocabulary

@@ -1,0 +1,64 @@
+"""The pipeline's buffers, as a Halide dump declares them.
+
+A lowered pipeline takes each buffer as ``X.buffer`` and checks it at entry:
+its element type (``halide_error_bad_type``), dimensions
+(``halide_error_bad_dimensions``), the region the program reads or writes
+(``halide_error_access_out_of_bounds``) and fields the schedule fixed
+(``halide_error_constraint_violated``). Code generation (the kernel's
+parameters), legalization (element types) and verification (buffer sizes)
+all read this one analysis.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from hardboiled.ir import nodes as ir
+
+_BUFFER_FIELD_RE = re.compile(r"(.*)\.(min|extent|stride)\.(\d+)$")
+
+
+@dataclass
+class BufferSpec:
+    """One pipeline buffer and what the dump's checks say about it."""
+
+    name: str
+    output: bool = False
+    type: ir.Type | None = None
+    dimensions: int | None = None
+    required: dict[int, tuple[ir.Expr, ir.Expr]] = field(default_factory=dict)
+    fixed: dict[str, int] = field(default_factory=dict)
+
+
+def discover_buffers(stmt: ir.Stmt) -> dict[str, BufferSpec]:
+    """The pipeline's buffers and what the dump's checks say about them."""
+    specs: dict[str, BufferSpec] = {}
+    for node in ir.walk(stmt):
+        if isinstance(node, ir.Variable) and node.name.endswith(".buffer") and node.type.is_handle:
+            name = node.name[: -len(".buffer")]
+            specs.setdefault(name, BufferSpec(name))
+    for node in ir.walk(stmt):
+        if not isinstance(node, ir.AssertStmt) or not isinstance(node.message, ir.Call):
+            continue
+        call, args = node.message, node.message.args
+        label = args[0].value if args and isinstance(args[0], ir.StringImm) else ""
+        target = label.split(" buffer ", 1)[-1] if " buffer " in label else label
+        spec = specs.get(target)
+        if call.name == "halide_error_bad_type" and spec is not None:
+            spec.output = label.startswith("Output")
+            packed = args[2]
+            if isinstance(packed, ir.UIntImm):
+                spec.type = ir.type_from_packed_halide_type(packed.value)
+        elif call.name == "halide_error_bad_dimensions" and spec is not None:
+            if isinstance(args[2], ir.IntImm):
+                spec.dimensions = args[2].value
+        elif call.name == "halide_error_access_out_of_bounds" and spec is not None:
+            dim = args[1]
+            if isinstance(dim, ir.IntImm):
+                spec.required[dim.value] = (args[2], args[3])
+        elif call.name == "halide_error_constraint_violated":
+            m = _BUFFER_FIELD_RE.match(label)
+            if m and m.group(1) in specs and isinstance(args[3], ir.IntImm):
+                specs[m.group(1)].fixed[f"{m.group(2)}.{m.group(3)}"] = args[3].value
+    return specs

@@ -1,0 +1,60 @@
+"""AMX legality checks against the table in hardboiled/targets/amx.py.
+
+Invariant established (or a ``LegalizationError``, a selection miss): every
+tile operation fits a tile register, every AMX buffer is indexed by whole
+tiles, and the accumulators plus two operand tiles fit in the tile
+registers.
+"""
+
+from __future__ import annotations
+
+from hardboiled import ir
+from hardboiled.ir.printer import print_ir
+from hardboiled.legalize.common import legal_error
+from hardboiled.targets.amx import AMX_TILE, AMXTile
+
+
+def check_amx(stmt: ir.Stmt, amx_buffers: dict[str, ir.Allocate], tile: AMXTile = AMX_TILE) -> None:
+    for node in ir.walk(stmt):
+        if isinstance(node, ir.Call) and node.name.startswith("tile_") and node.name != "tile_store":
+            rows, colbytes = node.args[0], node.args[1]
+            assert isinstance(rows, ir.IntImm) and isinstance(colbytes, ir.IntImm)
+            if rows.value > tile.max_rows or colbytes.value > tile.max_colbytes:
+                raise legal_error(
+                    f"{node.name} of {rows.value} rows x {colbytes.value} bytes exceeds an AMX tile "
+                    f"({tile.max_rows} rows x {tile.max_colbytes} bytes)"
+                )
+    accumulator_tiles = 0
+    for name, alloc in amx_buffers.items():
+        elements = 1
+        for extent in alloc.extents:
+            if not isinstance(extent, ir.IntImm):
+                raise legal_error(f"AMX buffer '{name}' has a symbolic size; tile registers are fixed")
+            elements *= extent.value
+        total_bytes = elements * alloc.type.bytes * alloc.type.lanes
+        accumulator_tiles += max(1, -(-total_bytes // tile.tile_bytes))
+        _check_tile_indexing(stmt, name, alloc, tile)
+    # Each tile_matmul also needs its A and B operands in registers.
+    if accumulator_tiles + 2 > tile.registers:
+        raise legal_error(
+            f"the AMX buffers need {accumulator_tiles} tile registers, plus 2 for matmul operands; "
+            f"AMX has {tile.registers}"
+        )
+
+
+def _check_tile_indexing(stmt: ir.Stmt, name: str, alloc: ir.Allocate, tile: AMXTile) -> None:
+    capacity = tile.tile_bytes // alloc.type.bytes
+    for node in ir.walk(stmt):
+        if isinstance(node, (ir.Load, ir.Store)) and node.name == name:
+            index = node.index
+            lanes = index.type.lanes
+            ok = (
+                isinstance(index, ir.Ramp) and lanes <= capacity
+                and isinstance(index.base, ir.IntImm) and index.base.value % lanes == 0
+                and isinstance(index.stride, ir.IntImm) and index.stride.value == 1
+            )
+            if not ok:
+                raise legal_error(
+                    f"AMX buffer '{name}' is accessed at {print_ir(index)}, which is not a whole tile "
+                    f"(expected ramp(L*i, 1, L) with L <= {capacity})"
+                )

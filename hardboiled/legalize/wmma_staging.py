@@ -1,0 +1,122 @@
+"""Staging WMMA operands through shared memory (paper, Sec. 5).
+
+Invariant established: every ``load_matrix_sync`` and ``store_matrix_sync``
+reads or writes an address that is provably 32-byte aligned, with a
+leading dimension that is a positive constant multiple of 16 bytes;
+operands that cannot be proven so go through a dense ``GPUShared`` buffer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from hardboiled import ir
+from hardboiled.ir.visitor import map_stmt, with_exprs
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE, WMMATensorCore
+
+
+
+def known_multiple(e: ir.Expr) -> int:
+    """A number that ``e`` is provably a multiple of (0: ``e`` is zero).
+
+    Enough to see that ``(ko*64 + bx)*16`` is a multiple of 16 and that a
+    symbolic row stride proves nothing."""
+    if isinstance(e, (ir.IntImm, ir.UIntImm)):
+        return abs(e.value)
+    if isinstance(e, ir.Cast) and not e.type.is_float and not e.value.type.is_float and e.type.bits > 1:
+        return known_multiple(e.value)
+    if isinstance(e, ir.Binary) and e.op in (ir.BinOp.ADD, ir.BinOp.SUB):
+        return math.gcd(known_multiple(e.a), known_multiple(e.b))
+    if isinstance(e, ir.Binary) and e.op is ir.BinOp.MUL:
+        return known_multiple(e.a) * known_multiple(e.b)
+    return 1
+
+
+_LDM_ALIGNMENT = 16
+"""Bytes: load/store_matrix_sync's leading dimension must be a multiple of
+8 16-bit or 4 32-bit elements."""
+
+
+def _aligned(elements: ir.Expr, element_bytes: int, alignment: int) -> bool:
+    multiple = known_multiple(elements)
+    return multiple == 0 or (multiple * element_bytes) % alignment == 0
+
+
+def _leading_dimension_ok(ldm: ir.Expr, element_bytes: int) -> bool:
+    """A positive constant multiple of 16 bytes. load_matrix_sync takes an
+    unsigned leading dimension, so a symbolic one (whose sign nothing
+    proves), a negative one (rows read backwards) and zero (a bias row
+    repeated down the tile) are staged as a dense matrix instead."""
+    return isinstance(ldm, ir.IntImm) and ldm.value > 0 and (ldm.value * element_bytes) % _LDM_ALIGNMENT == 0
+
+
+def _fragment_extent(call: ir.Call) -> tuple[int, int, str]:
+    """Rows, columns and layout of the matrix a wmma.load/store.d moves."""
+    parts = call.name.split(".")
+    matrix, layout, shape = parts[2] if parts[1] == "load" else "d", parts[5], parts[6]
+    m, n, k = (int(v) for v in re.fullmatch(r"m(\d+)n(\d+)k(\d+)", shape).groups())  # type: ignore[union-attr]
+    rows, cols = {"a": (m, k), "b": (k, n), "c": (m, n), "d": (m, n)}[matrix]
+    return rows, cols, layout
+
+
+def _matrix_index(offset: ir.Expr, ldm: ir.Expr, rows: int, cols: int, layout: str) -> ir.Expr:
+    """The vector index of a rows x cols matrix at offset/ldm, in the order
+    its layout keeps it (so that a dense copy has leading dimension
+    ``cols`` for row-major and ``rows`` for column-major)."""
+    inner, outer = (cols, rows) if layout == "row" else (rows, cols)
+    return ir.Ramp(ir.Ramp(offset, ir.IntImm(1), inner), ir.Broadcast(ldm, inner), outer)
+
+
+def stage_unaligned_operands(stmt: ir.Stmt, element_types: dict[str, ir.Type],
+                             core: WMMATensorCore = WMMA_TENSOR_CORE) -> ir.Stmt:
+    """Route every WMMA load or store whose address or leading dimension is
+    not provably aligned through a dense buffer in shared memory.
+
+    load_matrix_sync and store_matrix_sync fault on a misaligned address.
+    An offset such as ``x + r`` (a convolution window) or a symbolic row
+    stride proves nothing, so the matrix is copied to (or from) a
+    ``GPUShared`` buffer that is aligned by construction."""
+    counter = [0]
+
+    def visit(node: ir.Stmt) -> ir.Stmt | None:
+        if not isinstance(node, (ir.Store, ir.Evaluate)):
+            return None
+        calls = [c for c in ir.walk(node) if ir.is_wmma_call(c) and (".load." in c.name or ".store." in c.name)]
+        staged: list[tuple[str, ir.Type, int]] = []
+        before: list[ir.Stmt] = []
+        after: list[ir.Stmt] = []
+        replacements: dict[int, ir.Expr] = {}
+        for call in calls:
+            store = ".store." in call.name
+            pointer, offset, ldm = (call.args[0], call.args[2], call.args[3]) if store else call.args
+            assert isinstance(pointer, ir.Variable)
+            element = (call.args[1].type if store else call.type).element()
+            if _aligned(offset, element.bytes, core.pointer_alignment) and _leading_dimension_ok(ldm, element.bytes):
+                continue
+            rows, cols, layout = _fragment_extent(call)
+            stage = f"{pointer.name}{ir.WMMA_STAGE}{counter[0]}"
+            counter[0] += 1
+            lanes = rows * cols
+            staged.append((stage, element, lanes))
+            dense = ir.Ramp(ir.IntImm(0), ir.IntImm(1), lanes)
+            source = _matrix_index(offset, ldm, rows, cols, layout)
+            dense_ldm = ir.IntImm(cols if layout == "row" else rows)
+            stage_pointer = ir.Variable(stage, ir.handle_type())
+            memory_type = element_types.get(pointer.name, element).with_lanes(lanes)
+            if store:
+                after.append(ir.Store(pointer.name, ir.Load(stage, dense, memory_type), source))
+                replacements[id(call)] = ir.Call(call.name, (stage_pointer, call.args[1], ir.IntImm(0), dense_ldm),
+                                                 call.type)
+            else:
+                before.append(ir.Store(stage, ir.Load(pointer.name, source, memory_type), dense))
+                replacements[id(call)] = ir.Call(call.name, (stage_pointer, ir.IntImm(0), dense_ldm), call.type)
+        if not staged:
+            return None
+        rewritten = with_exprs(node, lambda e: replacements.get(id(e)))
+        result = ir.make_block([*before, rewritten, *after])
+        for stage, element, lanes in reversed(staged):
+            result = ir.Allocate(stage, element, "GPUShared", (ir.IntImm(lanes),), result)
+        return result
+
+    return map_stmt(stmt, visit)
