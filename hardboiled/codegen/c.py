@@ -140,15 +140,15 @@ class CGenerator(CFamilyEmitter):
         self.emit("_tile_loadconfig(hb_tile_config);")
 
     # ------------------------------------------------------------ AMX statements
-    def _s_Allocate(self, s: ir.Allocate) -> None:  # noqa: N802
+    def visit_allocate(self, s: ir.Allocate) -> None:
         if s.name in self.amx_buffers:
             self.comment(s)
             self.emit(f"/* {s.name} lives in AMX tile registers */")
             self.stmt_(s.body)
             return
-        super()._s_Allocate(s)
+        super().visit_allocate(s)
 
-    def _s_Evaluate(self, s: ir.Evaluate) -> None:  # noqa: N802
+    def visit_evaluate(self, s: ir.Evaluate) -> None:
         value = s.value
         if isinstance(value, ir.Call) and value.name == "tile_store":
             self.comment(s)
@@ -157,19 +157,19 @@ class CGenerator(CFamilyEmitter):
             reg = self.tiles.by_tile[(tile.name, self._tile_index(tile.name, tile.index))]
             self.emit(f"_tile_stored({reg}, (char *){self.expr(buf)} + ({self.expr(offset)}), {self.expr(stride)});")
             return
-        super()._s_Evaluate(s)
+        super().visit_evaluate(s)
 
-    def _s_Store(self, s: ir.Store) -> None:  # noqa: N802
+    def visit_store(self, s: ir.Store) -> None:
         if s.name in self.amx_buffers:
             self.comment(s)
             self._tile_store_into_register(s)
             return
-        super()._s_Store(s)
+        super().visit_store(s)
 
-    def _e_Load(self, e: ir.Load) -> str:  # noqa: N802
+    def visit_load(self, e: ir.Load) -> str:
         if e.name in self.amx_buffers:
             raise codegen_error(f"AMX buffer '{e.name}' is read outside a tile operation")
-        return super()._e_Load(e)
+        return super().visit_load(e)
 
     def _tile_store_into_register(self, s: ir.Store) -> None:
         reg = self.tiles.by_tile[(s.name, self._tile_index(s.name, s.index))]

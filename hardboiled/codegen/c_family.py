@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import re
 from string import Template
-from typing import Callable
+from typing import Any, Callable
 
 from hardboiled import ir
 from hardboiled.codegen.abi import KernelArgument, kernel_signature
 from hardboiled.ir.printer import print_ir
+from hardboiled.ir.visitor import Visitor
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
 
 
@@ -130,7 +131,7 @@ def helper_functions(qualifiers: str = "static inline") -> str:
     return _HELPERS.substitute(qualifiers=qualifiers)
 
 
-class CFamilyEmitter:
+class CFamilyEmitter(Visitor[Any]):
     """Emits C for one statement (the body of the generated function)."""
 
     def __init__(self, stmt: ir.Stmt, function: str = "hb_kernel",
@@ -227,7 +228,7 @@ class CFamilyEmitter:
 
     # ------------------------------------------------------------ statements
     def stmt_(self, s: ir.Stmt) -> None:
-        getattr(self, "_s_" + type(s).__name__)(s)
+        self.visit(s)
 
     def _block(self, s: ir.Stmt) -> None:
         self.emit("{")
@@ -238,14 +239,14 @@ class CFamilyEmitter:
         self.indent -= 1
         self.emit("}")
 
-    def _s_Block(self, s: ir.Block) -> None:  # noqa: N802
+    def visit_block(self, s: ir.Block) -> None:
         for child in s.stmts:
             self.stmt_(child)
 
-    def _s_NoOp(self, s: ir.NoOp) -> None:  # noqa: N802
+    def visit_no_op(self, s: ir.NoOp) -> None:
         pass
 
-    def _s_LetStmt(self, s: ir.LetStmt) -> None:  # noqa: N802
+    def visit_let_stmt(self, s: ir.LetStmt) -> None:
         # A let covers the rest of its block, which is the rest of the C
         # block: declare it in place (Halide names are unique by this stage;
         # a repeated one gets a block of its own).
@@ -274,16 +275,16 @@ class CFamilyEmitter:
             self.indent -= 1
             self.emit("}")
 
-    def _s_AssertStmt(self, s: ir.AssertStmt) -> None:  # noqa: N802
+    def visit_assert_stmt(self, s: ir.AssertStmt) -> None:
         self.asserts += 1
         self.comment(s)
         self.emit(f"if (!({self.expr(s.condition)})) {{ {self.release_on_return()}return -{self.asserts}; }}")
 
-    def _s_ProducerConsumer(self, s: ir.ProducerConsumer) -> None:  # noqa: N802
+    def visit_producer_consumer(self, s: ir.ProducerConsumer) -> None:
         self.emit(f"/* {'produce' if s.is_producer else 'consume'} {s.name} */")
         self.stmt_(s.body)
 
-    def _s_For(self, s: ir.For) -> None:  # noqa: N802
+    def visit_for(self, s: ir.For) -> None:
         self.comment(s)
         lo, extent = self.expr(s.min), self.expr(s.extent)
         name = self.cname(s.name)
@@ -300,7 +301,7 @@ class CFamilyEmitter:
         self.indent -= 1
         self.emit("}")
 
-    def _s_IfThenElse(self, s: ir.IfThenElse) -> None:  # noqa: N802
+    def visit_if_then_else(self, s: ir.IfThenElse) -> None:
         known = bounds_query_value(s.condition)
         if known is not None:
             self.emit(f"/* bounds query branch: always {'taken' if known else 'skipped'} here */")
@@ -315,7 +316,7 @@ class CFamilyEmitter:
             self.emit("else")
             self._block(s.else_case)
 
-    def _s_Allocate(self, s: ir.Allocate) -> None:  # noqa: N802
+    def visit_allocate(self, s: ir.Allocate) -> None:
         self.comment(s)
         size = self.expr(ir.IntImm(s.type.lanes))
         for extent in s.extents:
@@ -334,33 +335,33 @@ class CFamilyEmitter:
         self.indent -= 1
         self.emit("}")
 
-    def _s_Free(self, s: ir.Free) -> None:  # noqa: N802
+    def visit_free(self, s: ir.Free) -> None:
         pass
 
-    def _s_Evaluate(self, s: ir.Evaluate) -> None:  # noqa: N802
+    def visit_evaluate(self, s: ir.Evaluate) -> None:
         value = s.value
         if isinstance(value, ir.Call) and value.name.startswith("halide_") or is_ignorable(value):
             return
         self.emit(f"(void)({self.expr(value)});")
 
-    def _s_Atomic(self, s: ir.Atomic) -> None:  # noqa: N802
+    def visit_atomic(self, s: ir.Atomic) -> None:
         self.stmt_(s.body)
 
-    def _s_Fork(self, s: ir.Fork) -> None:  # noqa: N802
+    def visit_fork(self, s: ir.Fork) -> None:
         self.emit("/* fork: run serially */")
         self._block(s.first)
         self._block(s.rest)
 
-    def _s_Acquire(self, s: ir.Acquire) -> None:  # noqa: N802
+    def visit_acquire(self, s: ir.Acquire) -> None:
         self.stmt_(s.body)
 
-    def _s_HoistedStorage(self, s: ir.HoistedStorage) -> None:  # noqa: N802
+    def visit_hoisted_storage(self, s: ir.HoistedStorage) -> None:
         self.stmt_(s.body)
 
-    def _s_Prefetch(self, s: ir.Prefetch) -> None:  # noqa: N802
+    def visit_prefetch(self, s: ir.Prefetch) -> None:
         pass
 
-    def _s_Store(self, s: ir.Store) -> None:  # noqa: N802
+    def visit_store(self, s: ir.Store) -> None:
         self.comment(s)
         elem = self.element_types.get(s.name)
         if elem is None:
@@ -385,10 +386,13 @@ class CFamilyEmitter:
     # ------------------------------------------------------------ expressions
     def expr(self, e: ir.Expr) -> str:
         """A C expression for a scalar, or the name of an array for a vector."""
-        method = getattr(self, "_e_" + type(e).__name__, None)
-        if method is None:
-            raise codegen_error(f"the C generator cannot express {type(e).__name__}: {print_ir(e)}")
-        return method(e)
+        text: str = self.visit(e)
+        return text
+
+    def visit_default(self, node: Any) -> Any:
+        if isinstance(node, ir.Expr):
+            raise codegen_error(f"the C generator cannot express {type(node).__name__}: {print_ir(node)}")
+        raise codegen_error(f"the C generator cannot express {type(node).__name__} statements")
 
     def _vector(self, t: ir.Type) -> str:
         name = self.temp()
@@ -398,17 +402,17 @@ class CFamilyEmitter:
     def _lane(self, e: ir.Expr, text: str, i: str = "i") -> str:
         return f"{text}[{i}]" if e.type.lanes > 1 else text
 
-    def _e_IntImm(self, e: ir.IntImm) -> str:  # noqa: N802
+    def visit_int_imm(self, e: ir.IntImm) -> str:
         if e.type.bits == 64:
             return f"INT64_C({e.value})"
         return f"(({c_type(e.type)}){e.value})"
 
-    def _e_UIntImm(self, e: ir.UIntImm) -> str:  # noqa: N802
+    def visit_uint_imm(self, e: ir.UIntImm) -> str:
         if e.type.bits == 64:
             return f"UINT64_C({e.value})"
         return f"(({c_type(e.type)}){e.value}u)"
 
-    def _e_FloatImm(self, e: ir.FloatImm) -> str:  # noqa: N802
+    def visit_float_imm(self, e: ir.FloatImm) -> str:
         value = e.value
         if value != value:
             return "NAN"
@@ -417,15 +421,15 @@ class CFamilyEmitter:
         text = repr(float(value))
         return f"{text}f" if c_type(e.type) == "float" else text
 
-    def _e_StringImm(self, e: ir.StringImm) -> str:  # noqa: N802
+    def visit_string_imm(self, e: ir.StringImm) -> str:
         return '"' + e.value.encode("unicode_escape").decode().replace('"', '\\"') + '"'
 
-    def _e_Variable(self, e: ir.Variable) -> str:  # noqa: N802
+    def visit_variable(self, e: ir.Variable) -> str:
         if e.name.endswith(".buffer") and e.name[:-7] in self.buffer_args:
             return f"((void *){self.param(e.name[:-7])})"
         return self.cname(e.name)
 
-    def _e_Cast(self, e: ir.Cast) -> str:  # noqa: N802
+    def visit_cast(self, e: ir.Cast) -> str:
         value = self.expr(e.value)
         if e.type.lanes == 1:
             return cast_expr(e.value.type, e.type, value)
@@ -434,14 +438,14 @@ class CFamilyEmitter:
                   f"{cast_expr(e.value.type.element(), e.type.element(), value + '[i]')};")
         return out
 
-    def _e_Reinterpret(self, e: ir.Reinterpret) -> str:  # noqa: N802
+    def visit_reinterpret(self, e: ir.Reinterpret) -> str:
         if e.value.type.is_handle and not e.type.is_handle:
             return f"(({c_type(e.type)})(uintptr_t)({self.expr(e.value)}))"
         if e.type.is_handle:
             return f"((void *)(uintptr_t)({self.expr(e.value)}))"
         raise codegen_error("the C generator only reinterprets handles")
 
-    def _e_Binary(self, e: ir.Binary) -> str:  # noqa: N802
+    def visit_binary(self, e: ir.Binary) -> str:
         a, b = self.expr(e.a), self.expr(e.b)
         t = e.a.type
         if e.type.lanes == 1:
@@ -451,7 +455,7 @@ class CFamilyEmitter:
                   f"{binary_expr(e.op, t.element(), a + '[i]', b + '[i]')};")
         return out
 
-    def _e_Not(self, e: ir.Not) -> str:  # noqa: N802
+    def visit_not(self, e: ir.Not) -> str:
         v = self.expr(e.value)
         if e.type.lanes == 1:
             return f"(!{v})"
@@ -459,7 +463,7 @@ class CFamilyEmitter:
         self.emit(f"for (int i = 0; i < {e.type.lanes}; i++) {out}[i] = !{v}[i];")
         return out
 
-    def _e_Select(self, e: ir.Select) -> str:  # noqa: N802
+    def visit_select(self, e: ir.Select) -> str:
         c, t, f = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
         if e.type.lanes == 1:
             return f"({c} ? {t} : {f})"
@@ -468,7 +472,7 @@ class CFamilyEmitter:
                   f"{self._lane(e.condition, c)} ? {t}[i] : {f}[i];")
         return out
 
-    def _e_Load(self, e: ir.Load) -> str:  # noqa: N802
+    def visit_load(self, e: ir.Load) -> str:
         elem = self.element_types.get(e.name)
         if elem is None:
             raise codegen_error(f"load from '{e.name}', which is neither a pipeline buffer nor allocated")
@@ -488,7 +492,7 @@ class CFamilyEmitter:
                       f"{self._lane(e.predicate, mask)} ? {from_memory(f'{buf}[{lane_index}]')} : 0;")
         return out if lanes > 1 else f"{out}[0]"
 
-    def _e_Ramp(self, e: ir.Ramp) -> str:  # noqa: N802
+    def visit_ramp(self, e: ir.Ramp) -> str:
         base, stride = self.expr(e.base), self.expr(e.stride)
         inner = e.base.type.lanes
         out = self._vector(e.type)
@@ -498,7 +502,7 @@ class CFamilyEmitter:
                   f"{out}[j * {inner} + k] = ({c_type(e.type.element())})({b} + j * {s});")
         return out
 
-    def _e_Broadcast(self, e: ir.Broadcast) -> str:  # noqa: N802
+    def visit_broadcast(self, e: ir.Broadcast) -> str:
         value = self.expr(e.value)
         inner = e.value.type.lanes
         out = self._vector(e.type)
@@ -507,7 +511,7 @@ class CFamilyEmitter:
                   f"{out}[j * {inner} + k] = {v};")
         return out
 
-    def _e_Let(self, e: ir.Let) -> str:  # noqa: N802
+    def visit_let(self, e: ir.Let) -> str:
         value = self.expr(e.value)
         name = self.cname(e.name)
         if e.value.type.lanes > 1:
@@ -516,7 +520,7 @@ class CFamilyEmitter:
             self.emit(f"{c_type(e.value.type)} {name} = {value};")
         return self.expr(e.body)
 
-    def _e_Shuffle(self, e: ir.Shuffle) -> str:  # noqa: N802
+    def visit_shuffle(self, e: ir.Shuffle) -> str:
         parts = [(self.expr(v), v.type.lanes) for v in e.vectors]
         total = sum(lanes for _, lanes in parts)
         joined = self._vector(e.vectors[0].type.with_lanes(total))
@@ -536,7 +540,7 @@ class CFamilyEmitter:
         self.emit(f"for (int i = 0; i < {len(e.indices)}; i++) {out}[i] = {joined}[{table}[i]];")
         return out
 
-    def _e_VectorReduce(self, e: ir.VectorReduce) -> str:  # noqa: N802
+    def visit_vector_reduce(self, e: ir.VectorReduce) -> str:
         value = self.expr(e.value)
         factor = e.value.type.lanes // e.type.lanes
         out = self._vector(e.type)
@@ -558,7 +562,7 @@ class CFamilyEmitter:
         self.emit("}")
         return out if e.type.lanes > 1 else f"{out}[0]"
 
-    def _e_Call(self, e: ir.Call) -> str:  # noqa: N802
+    def visit_call(self, e: ir.Call) -> str:
         args = e.args
         name = e.name
         if name in ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped"):
@@ -576,7 +580,7 @@ class CFamilyEmitter:
             self.emit(f"(void)({self.expr(args[0])});")
             return self.expr(args[1])
         if name == "if_then_else":
-            return self._e_Select(ir.Select(args[0], args[1], args[2]))
+            return self.visit_select(ir.Select(args[0], args[1], args[2]))
         if name == "halide_print" and e.type.lanes > 1:
             out = self._vector(e.type)
             self.emit(f"memset({out}, 0, sizeof({out}));")

@@ -135,29 +135,29 @@ class CudaGenerator(CFamilyEmitter):
         # Kernels are emitted while the body is, so they are known here.
         return _CUDA_PRELUDE + "".join("\n".join(k) + "\n\n" for k in self.kernels)
 
-    def _s_For(self, s: ir.For) -> None:  # noqa: N802
+    def visit_for(self, s: ir.For) -> None:
         if s.kind is ir.ForKind.GPU_BLOCK:
             self._launch(s)
         elif s.kind in (ir.ForKind.GPU_THREAD, ir.ForKind.GPU_LANE):
             raise codegen_error(f"GPU thread loop '{s.name}' outside any gpu_block loop")
         else:
-            super()._s_For(s)
+            super().visit_for(s)
 
-    def _e_Call(self, e: ir.Call) -> str:  # noqa: N802
+    def visit_call(self, e: ir.Call) -> str:
         if e.name in ("halide_copy_to_device", "halide_copy_to_host", "halide_cuda_device_interface"):
             return "0"  # the wrapper is given device pointers
-        return super()._e_Call(e)
+        return super().visit_call(e)
 
     # The wrapper's pointers are device memory: host code that touched
     # buffer contents would read the GPU's memory on the CPU, and a host
     # allocation could not be passed to a kernel. Such pipelines are refused.
-    def _s_Store(self, s: ir.Store) -> None:  # noqa: N802
+    def visit_store(self, s: ir.Store) -> None:
         raise _host_memory(f"host code writes buffer '{s.name}'")
 
-    def _e_Load(self, e: ir.Load) -> str:  # noqa: N802
+    def visit_load(self, e: ir.Load) -> str:
         raise _host_memory(f"host code reads buffer '{e.name}'")
 
-    def _s_Allocate(self, s: ir.Allocate) -> None:  # noqa: N802
+    def visit_allocate(self, s: ir.Allocate) -> None:
         raise _host_memory(f"host code allocates '{s.name}'")
 
     def _launch(self, nest: ir.For) -> None:
@@ -298,11 +298,11 @@ class KernelGenerator(CFamilyEmitter):
                 f"static __global__ void {self.function}({params}) {{", *self.lines, "}"]
 
     # ------------------------------------------------------------ statements
-    def _s_AssertStmt(self, s: ir.AssertStmt) -> None:  # noqa: N802
+    def visit_assert_stmt(self, s: ir.AssertStmt) -> None:
         self.comment(s)
         self.emit(f"if (!({self.expr(s.condition)})) __trap();")
 
-    def _s_For(self, s: ir.For) -> None:  # noqa: N802
+    def visit_for(self, s: ir.For) -> None:
         var = self.cname(s.name)
         if s.kind is ir.ForKind.GPU_LANE:
             guard = self._idle_threads_skip(bound=set())
@@ -318,7 +318,7 @@ class KernelGenerator(CFamilyEmitter):
         elif s.kind is ir.ForKind.GPU_BLOCK:
             raise codegen_error(f"gpu_block loop '{s.name}' inside another kernel's loops")
         else:
-            super()._s_For(s)
+            super().visit_for(s)
 
     def _gpu_loop(self, s: ir.For, opening: str, binding: str, depth: str, axis: int | None) -> None:
         """A lane or thread loop is not a loop on the GPU: every thread runs
@@ -351,7 +351,7 @@ class KernelGenerator(CFamilyEmitter):
                 if self.block_dims[a] > 1 and a not in bound and a not in self.bound_axes]
         return " && ".join(f"threadIdx.{_DIMS[a]} == 0" for a in idle)
 
-    def _s_Allocate(self, s: ir.Allocate) -> None:  # noqa: N802
+    def visit_allocate(self, s: ir.Allocate) -> None:
         self.comment(s)
         size = s.type.lanes
         for extent in s.extents:
@@ -409,7 +409,7 @@ class KernelGenerator(CFamilyEmitter):
             raise codegen_error(f"WMMA buffer '{name}' is accessed at an index that is not a whole fragment")
         return f"{self.cname(name)}[{index.base.value // lanes}]"
 
-    def _s_Store(self, s: ir.Store) -> None:  # noqa: N802
+    def visit_store(self, s: ir.Store) -> None:
         if s.name in self.fragments:
             self.comment(s)
             self._store_fragment(self._fragment_slot(s.name, s.index), s.value)
@@ -420,7 +420,7 @@ class KernelGenerator(CFamilyEmitter):
             return
         if self.lane_depth:
             raise codegen_error("a warp-lane loop may only hold WMMA operations and their staging copies")
-        self._by_one_thread(lambda: super(KernelGenerator, self)._s_Store(s))
+        self._by_one_thread(lambda: super(KernelGenerator, self).visit_store(s))
 
     def _by_one_thread(self, emit) -> None:  # type: ignore[no-untyped-def]
         """Memory side effects outside the warp lanes happen once per Halide
@@ -442,7 +442,7 @@ class KernelGenerator(CFamilyEmitter):
         self.emit("}")
         self.emit(barrier)
 
-    def _s_Evaluate(self, s: ir.Evaluate) -> None:  # noqa: N802
+    def visit_evaluate(self, s: ir.Evaluate) -> None:
         value = s.value
         if isinstance(value, ir.Call) and value.name.startswith("wmma.store.d."):
             self.comment(s)
@@ -453,7 +453,7 @@ class KernelGenerator(CFamilyEmitter):
             self.emit(f"wmma::store_matrix_sync(({elem} *){self.cname(pointer.name)} + ({self.expr(offset)}), "
                       f"{self._fragment(fragment)}, {self.expr(ldm)}, wmma::mem_{_layout(value, 5)});")
             return
-        self._by_one_thread(lambda: super(KernelGenerator, self)._s_Evaluate(s))
+        self._by_one_thread(lambda: super(KernelGenerator, self).visit_evaluate(s))
 
     # ------------------------------------------------------------ WMMA
     def _note_pointer(self, name: str) -> None:

@@ -24,6 +24,7 @@ from collections import Counter
 from typing import Callable
 
 from hardboiled import ir
+from hardboiled.ir.visitor import Visitor
 
 _INDENT = " "
 
@@ -60,7 +61,7 @@ def _escape(value: str) -> str:
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\t": "\\t", "\r": "\\r", "\n": "\\n"}
 
 
-class Printer:
+class Printer(Visitor[None]):
     """Prints statements and expressions; one instance per output."""
 
     def __init__(self) -> None:
@@ -159,8 +160,7 @@ class Printer:
         self.out.append(_INDENT * self.indent + text + "\n")
 
     def stmt(self, s: ir.Stmt) -> None:
-        method = getattr(self, "_stmt_" + type(s).__name__)
-        method(s)
+        self.visit(s)
 
     def _nested(self, header: str, body: ir.Stmt, footer: str = "}", step: int = 1) -> None:
         self.line(header + " {")
@@ -169,26 +169,26 @@ class Printer:
         self.indent -= step
         self.line(footer)
 
-    def _stmt_NoOp(self, s: ir.NoOp) -> None:
+    def visit_no_op(self, s: ir.NoOp) -> None:
         pass
 
-    def _stmt_Block(self, s: ir.Block) -> None:
+    def visit_block(self, s: ir.Block) -> None:
         for child in s.stmts:
             self.stmt(child)
 
-    def _stmt_LetStmt(self, s: ir.LetStmt) -> None:
+    def visit_let_stmt(self, s: ir.LetStmt) -> None:
         self._bind(s.name)
         self.line(f"let {s.name} = {self.expr(s.value, False)}")
         self.stmt(s.body)
         self._unbind(s.name)
 
-    def _stmt_AssertStmt(self, s: ir.AssertStmt) -> None:
+    def visit_assert_stmt(self, s: ir.AssertStmt) -> None:
         self.line(f"assert({self.expr(s.condition, False)}, {self.expr(s.message, False)})")
 
-    def _stmt_ProducerConsumer(self, s: ir.ProducerConsumer) -> None:
+    def visit_producer_consumer(self, s: ir.ProducerConsumer) -> None:
         self._nested(("produce " if s.is_producer else "consume ") + s.name, s.body)
 
-    def _stmt_For(self, s: ir.For) -> None:
+    def visit_for(self, s: ir.For) -> None:
         device = f"<{s.device_api}>" if s.device_api else ""
         self._bind(s.name)
         header = f"{s.kind.value}{device} ({s.name}, {self.expr(s.min, False)}, {self.expr(s.extent, False)})"
@@ -204,7 +204,7 @@ class Printer:
         self.line(text)
         self.indent -= 1
 
-    def _stmt_Store(self, s: ir.Store) -> None:
+    def visit_store(self, s: ir.Store) -> None:
         index = self.expr(s.index, False)
         if s.alignment is not None:
             index += f" aligned({s.alignment[0]}, {s.alignment[1]})"
@@ -231,17 +231,17 @@ class Printer:
             self._unbind(name)
         self.indent -= 2 + (1 if s.predicate is not None else 0)
 
-    def _stmt_Provide(self, s: ir.Provide) -> None:
+    def visit_provide(self, s: ir.Provide) -> None:
         values = self._args(s.values)
         if len(s.values) > 1:
             values = "{" + values + "}"
         self._predicated(s.predicate, f"{s.name}({self._args(s.args)}) = {values}")
 
-    def _stmt_Prefetch(self, s: ir.Prefetch) -> None:
+    def visit_prefetch(self, s: ir.Prefetch) -> None:
         bounds = ", ".join(f"[{self.expr(lo, False)}, {self.expr(ext, False)}]" for lo, ext in s.bounds)
         self.line(f"prefetch {s.name}, {self.expr(s.at, False)}, {self.expr(s.from_, False)}, ({bounds})")
 
-    def _stmt_Realize(self, s: ir.Realize) -> None:
+    def visit_realize(self, s: ir.Realize) -> None:
         bounds = ", ".join(f"[{self.expr(lo, False)}, {self.expr(ext, False)}]" for lo, ext in s.bounds)
         header = f"realize {s.name}({bounds})"
         if s.memory_type != "Auto":
@@ -252,7 +252,7 @@ class Printer:
         self._nested(header, s.body, step=2)
         self._unbind(s.name)
 
-    def _stmt_Allocate(self, s: ir.Allocate) -> None:
+    def visit_allocate(self, s: ir.Allocate) -> None:
         self._bind(s.name)
         text = f"allocate {s.name}[{s.type}"
         if s.padding is None:
@@ -272,10 +272,10 @@ class Printer:
         self.stmt(s.body)
         self._unbind(s.name)
 
-    def _stmt_Free(self, s: ir.Free) -> None:
+    def visit_free(self, s: ir.Free) -> None:
         self.line(f"free {s.name}")
 
-    def _stmt_IfThenElse(self, s: ir.IfThenElse) -> None:
+    def visit_if_then_else(self, s: ir.IfThenElse) -> None:
         self.line(f"if ({self.expr(s.condition, False)}) {{")
         current: ir.IfThenElse = s
         while True:
@@ -297,16 +297,16 @@ class Printer:
             self.line("}")
             return
 
-    def _stmt_Evaluate(self, s: ir.Evaluate) -> None:
+    def visit_evaluate(self, s: ir.Evaluate) -> None:
         self.line(self.expr(s.value, False))
 
-    def _stmt_Atomic(self, s: ir.Atomic) -> None:
+    def visit_atomic(self, s: ir.Atomic) -> None:
         names = s.producer if s.mutex is None else f"{s.producer}, {s.mutex}"
         # Halide indents the bodies of atomic, realize and hoisted_storage by
         # two levels.
         self._nested(f"atomic ({names})", s.body, step=2)
 
-    def _stmt_Fork(self, s: ir.Fork) -> None:
+    def visit_fork(self, s: ir.Fork) -> None:
         # Halide flattens a chain of forks into one `fork {..} {..} {..} `.
         bodies = [s.first]
         rest: ir.Stmt = s.rest
@@ -321,10 +321,10 @@ class Printer:
             self.indent -= 1
             self.line("} {" if i + 1 < len(bodies) else "} ")
 
-    def _stmt_Acquire(self, s: ir.Acquire) -> None:
+    def visit_acquire(self, s: ir.Acquire) -> None:
         self._nested(f"acquire ({self.expr(s.semaphore, False)}, {self.expr(s.count, False)})", s.body)
 
-    def _stmt_HoistedStorage(self, s: ir.HoistedStorage) -> None:
+    def visit_hoisted_storage(self, s: ir.HoistedStorage) -> None:
         self._nested("hoisted_storage" + (f" ({s.name})" if s.name else ""), s.body, step=2)
 
     # ------------------------------------------------------------ modules

@@ -1,60 +1,177 @@
-"""Rebuilding IR: functions that map a statement or expression tree,
-replacing the nodes a callback chooses."""
+"""The one way passes walk and rebuild the IR.
+
+* ``Visitor`` dispatches on the node's class: ``visit(node)`` calls
+  ``visit_<snake_case class name>`` (``visit_let_stmt`` for ``LetStmt``),
+  or ``visit_default`` when the subclass has no such method. The printer,
+  the interpreter and the code generators are visitors.
+* ``rewrite`` (and the ``Rewriter`` class around it) rebuilds a tree
+  bottom-up with an explicit stack, so no input is too deep for it, and
+  memoizes by node identity, so a subtree shared by two parents is
+  rebuilt once. A callback sees each node before its children (pre-order,
+  fields in declaration order) and may replace it; a replaced node is not
+  looked into.
+* ``map_stmt``, ``map_expr`` and ``with_exprs`` are the three rewrites the
+  passes need most: over statements only, over expressions only, and over
+  one statement's own expressions.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+import re
+from typing import Any, Callable, ClassVar, Generic, TypeVar
 
 from hardboiled.ir import nodes as ir
 
-def _changed_fields(node: ir.Node, kind: type, fn: Callable[[Any], Any]) -> dict[str, Any]:
-    """``fn`` applied to every field of ``node`` that is a ``kind`` or a tuple
-    of them: the fields whose value changed (by identity), with new values."""
+R = TypeVar("R")
+N = TypeVar("N", ir.Stmt, ir.Expr)
+
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def method_suffix(cls: type) -> str:
+    """``LetStmt`` -> ``let_stmt``: the suffix of a visitor method."""
+    return _CAMEL_BOUNDARY.sub("_", cls.__name__).lower()
+
+
+class Visitor(Generic[R]):
+    """Type-dispatched visitor; subclasses define ``visit_<node>`` methods."""
+
+    _methods: ClassVar[dict[type, str | None]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._methods = {}
+
+    def visit(self, node: Any) -> R:
+        kind = type(node)
+        try:
+            name = self._methods[kind]
+        except KeyError:
+            candidate = "visit_" + method_suffix(kind)
+            name = candidate if hasattr(self, candidate) else None
+            self._methods[kind] = name
+        if name is None:
+            return self.visit_default(node)
+        method: Callable[[Any], R] = getattr(self, name)
+        return method(node)
+
+    def visit_default(self, node: Any) -> R:
+        raise NotImplementedError(f"{type(self).__name__} has no visit_{method_suffix(type(node))}")
+
+
+Replace = Callable[[Any], Any]
+"""A rewrite callback: a node's replacement, or None to keep it (and look
+into its children)."""
+
+
+def _rebuild(node: Any, changes: dict[str, Any]) -> Any:
+    if not changes:
+        return node
+    if isinstance(node, ir.Block):
+        return ir.make_block(list(changes["stmts"]))
+    return dataclasses.replace(node, **changes)
+
+
+def _child_slots(node: Any, kinds: tuple[type, ...]) -> list[Any]:
+    """The children of ``node`` of the given kinds, in field order, looking
+    into tuples (and tuples of tuples, such as ``Realize.bounds``)."""
+    found: list[Any] = []
+
+    def collect(value: Any) -> None:
+        if isinstance(value, kinds):
+            found.append(value)
+        elif isinstance(value, tuple):
+            for item in value:
+                collect(item)
+
+    for name in node.__dataclass_fields__:
+        collect(getattr(node, name))
+    return found
+
+
+def _rebuilt_fields(node: Any, kinds: tuple[type, ...], memo: dict[int, Any]) -> dict[str, Any]:
     changes: dict[str, Any] = {}
-    for name in node.__dataclass_fields__:  # type: ignore[union-attr]
+
+    def rebuilt(value: Any) -> Any:
+        if isinstance(value, kinds):
+            return memo[id(value)]
+        if isinstance(value, tuple):
+            items = tuple(rebuilt(item) for item in value)
+            return value if all(a is b for a, b in zip(items, value)) else items
+        return value
+
+    for name in node.__dataclass_fields__:
         value = getattr(node, name)
-        if isinstance(value, kind):
-            new = fn(value)
-            if new is not value:
-                changes[name] = new
-        elif isinstance(value, tuple) and value and isinstance(value[0], kind):
-            new_items = tuple(fn(item) for item in value)
-            if any(a is not b for a, b in zip(new_items, value)):
-                changes[name] = new_items
+        new = rebuilt(value)
+        if new is not value:
+            changes[name] = new
     return changes
 
 
+def rewrite(root: Any, replace: Replace, kinds: tuple[type, ...] = (ir.Stmt, ir.Expr)) -> Any:
+    """Rebuild ``root``, descending into children of ``kinds`` only.
+
+    ``replace`` is called once per distinct node, in pre-order; the tree is
+    rebuilt bottom-up, and unchanged subtrees are kept as they are (so
+    ``rewrite(t, lambda n: None) is t``)."""
+    memo: dict[int, Any] = {}
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if children_done:
+            memo[id(node)] = _rebuild(node, _rebuilt_fields(node, kinds, memo))
+            continue
+        if id(node) in memo:
+            continue
+        replacement = replace(node)
+        if replacement is not None:
+            memo[id(node)] = replacement
+            continue
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(_child_slots(node, kinds)))
+    return memo[id(root)]
+
+
+class Rewriter:
+    """A rewrite as a class: ``rewrite_<node>`` methods return a node's
+    replacement or None. Call the instance on a tree."""
+
+    kinds: tuple[type, ...] = (ir.Stmt, ir.Expr)
+    """The children it descends into."""
+
+    def replace(self, node: Any) -> Any:
+        method = getattr(self, "rewrite_" + method_suffix(type(node)), None)
+        return method(node) if method is not None else None
+
+    def __call__(self, root: N) -> N:
+        result: N = rewrite(root, self.replace, self.kinds)
+        return result
+
+
 def map_stmt(stmt: ir.Stmt, fn: Callable[[ir.Stmt], ir.Stmt | None]) -> ir.Stmt:
-    """Rebuild ``stmt`` bottom-up; ``fn`` may replace any statement.
-
-    Children are visited in field order, so stores are met in the same
-    pre-order as ``extract.iter_stores``.
-    """
-    replaced = fn(stmt)
-    if replaced is not None:
-        return replaced
-    changes = _changed_fields(stmt, ir.Stmt, lambda child: map_stmt(child, fn))
-    if not changes:
-        return stmt
-    if isinstance(stmt, ir.Block):
-        return ir.make_block(list(changes["stmts"]))
-
-    return dataclasses.replace(stmt, **changes)  # type: ignore[type-var]
+    """Rebuild ``stmt``; ``fn`` may replace any statement (expressions are
+    not looked into). Stores are met in the pre-order of
+    ``extract.iter_stores``."""
+    result: ir.Stmt = rewrite(stmt, fn, (ir.Stmt,))
+    return result
 
 
 def map_expr(e: ir.Expr, fn: Callable[[ir.Expr], ir.Expr | None]) -> ir.Expr:
     """Rebuild ``e``; ``fn`` may replace any subexpression (a replaced one
     is not looked into)."""
-    replaced = fn(e)
-    if replaced is not None:
-        return replaced
-    changes = _changed_fields(e, ir.Expr, lambda child: map_expr(child, fn))
-    return dataclasses.replace(e, **changes) if changes else e  # type: ignore[type-var]
+    result: ir.Expr = rewrite(e, fn, (ir.Expr,))
+    return result
 
 
 def with_exprs(stmt: ir.Stmt, fn: Callable[[ir.Expr], ir.Expr | None]) -> ir.Stmt:
     """``stmt`` with ``map_expr`` applied to its own expressions (not to
     those of the statements inside it); ``stmt`` itself if none changed."""
-    changes = _changed_fields(stmt, ir.Expr, lambda e: map_expr(e, fn))
-    return dataclasses.replace(stmt, **changes) if changes else stmt  # type: ignore[type-var]
+
+    def own_expressions(node: Any) -> Any:
+        if isinstance(node, ir.Stmt):
+            return None if node is stmt else node
+        return fn(node)
+
+    result: ir.Stmt = rewrite(stmt, own_expressions)
+    return result

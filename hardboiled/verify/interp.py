@@ -32,6 +32,7 @@ import ml_dtypes
 import numpy as np
 
 from hardboiled import ir
+from hardboiled.ir.visitor import Visitor
 from hardboiled.targets import wmma
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
 
@@ -141,7 +142,7 @@ def cast_array(values: np.ndarray, t: ir.Type) -> np.ndarray:
     return values.astype(target)
 
 
-class Interpreter:
+class Interpreter(Visitor[Any]):
     """Runs statements against an environment of buffers and parameters."""
 
     def __init__(self, params: dict[str, Value] | None = None, buffers: dict[str, BufferT] | None = None):
@@ -159,32 +160,29 @@ class Interpreter:
             # hoisted storage): a serial run just enters the body.
             self.run(s.body)  # type: ignore[union-attr]
             return
-        method = getattr(self, "_run_" + type(s).__name__, None)
-        if method is None:
-            raise _fail(f"the interpreter does not run {type(s).__name__} statements")
-        method(s)
+        self.visit(s)
 
-    def _run_Block(self, s: ir.Block) -> None:  # noqa: N802
+    def visit_block(self, s: ir.Block) -> None:
         for child in s.stmts:
             self.run(child)
 
-    def _run_NoOp(self, s: ir.NoOp) -> None:  # noqa: N802
+    def visit_no_op(self, s: ir.NoOp) -> None:
         pass
 
-    def _run_LetStmt(self, s: ir.LetStmt) -> None:  # noqa: N802
+    def visit_let_stmt(self, s: ir.LetStmt) -> None:
         previous = self.env.bind(s.name, self.eval(s.value))
         try:
             self.run(s.body)
         finally:
             self.env.restore(s.name, previous)
 
-    def _run_AssertStmt(self, s: ir.AssertStmt) -> None:  # noqa: N802
+    def visit_assert_stmt(self, s: ir.AssertStmt) -> None:
         if not bool(np.all(self.eval(s.condition))):
             message = s.message
             text = message.name if isinstance(message, ir.Call) else str(message)
             raise _fail(f"assertion failed in the program: {text}")
 
-    def _run_For(self, s: ir.For) -> None:  # noqa: N802
+    def visit_for(self, s: ir.For) -> None:
         if s.kind is ir.ForKind.GPU_LANE and _is_warp_collective(s):
             # The lanes of a warp execute a WMMA operation together, once:
             # run a body that no lane tells apart from another one time.
@@ -199,7 +197,7 @@ class Interpreter:
         finally:
             self.env.restore(s.name, previous)
 
-    def _run_Allocate(self, s: ir.Allocate) -> None:  # noqa: N802
+    def visit_allocate(self, s: ir.Allocate) -> None:
         if s.condition is not None and not bool(np.all(self.eval(s.condition))):
             size = 0
         else:
@@ -216,26 +214,26 @@ class Interpreter:
         finally:
             self.env.restore(s.name, previous)
 
-    def _run_Free(self, s: ir.Free) -> None:  # noqa: N802
+    def visit_free(self, s: ir.Free) -> None:
         pass
 
-    def _run_IfThenElse(self, s: ir.IfThenElse) -> None:  # noqa: N802
+    def visit_if_then_else(self, s: ir.IfThenElse) -> None:
         if bool(np.all(self.eval(s.condition))):
             self.run(s.then_case)
         elif s.else_case is not None:
             self.run(s.else_case)
 
-    def _run_Evaluate(self, s: ir.Evaluate) -> None:  # noqa: N802
+    def visit_evaluate(self, s: ir.Evaluate) -> None:
         self.eval(s.value)
 
-    def _run_Fork(self, s: ir.Fork) -> None:  # noqa: N802
+    def visit_fork(self, s: ir.Fork) -> None:
         self.run(s.first)
         self.run(s.rest)
 
-    def _run_Prefetch(self, s: ir.Prefetch) -> None:  # noqa: N802
+    def visit_prefetch(self, s: ir.Prefetch) -> None:
         pass
 
-    def _run_Store(self, s: ir.Store) -> None:  # noqa: N802
+    def visit_store(self, s: ir.Store) -> None:
         pointer = self._pointer(s.name)
         index = self.eval(s.index).astype(np.int64) + pointer.offset
         value = self.eval(s.value)
@@ -249,34 +247,39 @@ class Interpreter:
 
     # ----------------------------------------------------------- expressions
     def eval(self, e: ir.Expr) -> Value:
-        method = getattr(self, "_eval_" + type(e).__name__)
-        return method(e)
+        value: Value = self.visit(e)
+        return value
 
-    def _eval_IntImm(self, e: ir.IntImm) -> Value:  # noqa: N802
+    def visit_default(self, node: Any) -> Any:
+        if isinstance(node, ir.Stmt):
+            raise _fail(f"the interpreter does not run {type(node).__name__} statements")
+        raise _fail(f"the interpreter does not evaluate {type(node).__name__} expressions")
+
+    def visit_int_imm(self, e: ir.IntImm) -> Value:
         return np.array([e.value], dtype=dtype_of(e.type))
 
-    def _eval_UIntImm(self, e: ir.UIntImm) -> Value:  # noqa: N802
+    def visit_uint_imm(self, e: ir.UIntImm) -> Value:
         return np.array([e.value], dtype=dtype_of(e.type))
 
-    def _eval_FloatImm(self, e: ir.FloatImm) -> Value:  # noqa: N802
+    def visit_float_imm(self, e: ir.FloatImm) -> Value:
         return np.array([e.value], dtype=np.float64).astype(dtype_of(e.type))
 
-    def _eval_StringImm(self, e: ir.StringImm) -> Value:  # noqa: N802
+    def visit_string_imm(self, e: ir.StringImm) -> Value:
         return e.value
 
-    def _eval_Variable(self, e: ir.Variable) -> Value:  # noqa: N802
+    def visit_variable(self, e: ir.Variable) -> Value:
         value = self.env.values.get(e.name, _MISSING)
         if value is _MISSING:
             raise _fail(f"'{e.name}' has no value: pass it with --param {e.name}=VALUE")
         return value
 
-    def _eval_Cast(self, e: ir.Cast) -> Value:  # noqa: N802
+    def visit_cast(self, e: ir.Cast) -> Value:
         value = self.eval(e.value)
         if e.type.is_handle:
             return value
         return cast_array(np.asarray(value), e.type)
 
-    def _eval_Reinterpret(self, e: ir.Reinterpret) -> Value:  # noqa: N802
+    def visit_reinterpret(self, e: ir.Reinterpret) -> Value:
         value = self.eval(e.value)
         if e.type.is_handle:
             return value
@@ -287,7 +290,7 @@ class Interpreter:
             return np.array([0 if v is None else 1 for v in value], dtype=dtype_of(e.type))
         return value.view(dtype_of(e.type))
 
-    def _eval_Binary(self, e: ir.Binary) -> Value:  # noqa: N802
+    def visit_binary(self, e: ir.Binary) -> Value:
         a, b = self.eval(e.a), self.eval(e.b)
         if isinstance(a, np.ndarray) and a.dtype == object or isinstance(b, np.ndarray) and b.dtype == object:
             return self._handle_compare(e.op, a, b)
@@ -308,15 +311,15 @@ class Interpreter:
             return np.array([is_null(a) != is_null(b)])
         raise _fail(f"cannot apply {op.value} to handles")
 
-    def _eval_Not(self, e: ir.Not) -> Value:  # noqa: N802
+    def visit_not(self, e: ir.Not) -> Value:
         return np.logical_not(self.eval(e.value))
 
-    def _eval_Select(self, e: ir.Select) -> Value:  # noqa: N802
+    def visit_select(self, e: ir.Select) -> Value:
         cond = self.eval(e.condition)
         t, f = self.eval(e.true_value), self.eval(e.false_value)
         return np.where(cond, t, f).astype(t.dtype)
 
-    def _eval_Load(self, e: ir.Load) -> Value:  # noqa: N802
+    def visit_load(self, e: ir.Load) -> Value:
         pointer = self._pointer(e.name)
         index = self.eval(e.index).astype(np.int64) + pointer.offset
         dtype = dtype_of(e.type)
@@ -329,26 +332,26 @@ class Interpreter:
         self._check_bounds(pointer, index, e.name)
         return _as_loaded(pointer.array[index], dtype, e.name)
 
-    def _eval_Ramp(self, e: ir.Ramp) -> Value:  # noqa: N802
+    def visit_ramp(self, e: ir.Ramp) -> Value:
         base, stride = self.eval(e.base), self.eval(e.stride)
         steps = np.arange(e.lanes).astype(base.dtype)
         return (base[None, :] + steps[:, None] * stride[None, :]).astype(base.dtype).reshape(-1)
 
-    def _eval_Broadcast(self, e: ir.Broadcast) -> Value:  # noqa: N802
+    def visit_broadcast(self, e: ir.Broadcast) -> Value:
         return np.tile(self.eval(e.value), e.lanes)
 
-    def _eval_Let(self, e: ir.Let) -> Value:  # noqa: N802
+    def visit_let(self, e: ir.Let) -> Value:
         previous = self.env.bind(e.name, self.eval(e.value))
         try:
             return self.eval(e.body)
         finally:
             self.env.restore(e.name, previous)
 
-    def _eval_Shuffle(self, e: ir.Shuffle) -> Value:  # noqa: N802
+    def visit_shuffle(self, e: ir.Shuffle) -> Value:
         joined = np.concatenate([self.eval(v) for v in e.vectors])
         return joined[np.array(e.indices, dtype=np.int64)]
 
-    def _eval_VectorReduce(self, e: ir.VectorReduce) -> Value:  # noqa: N802
+    def visit_vector_reduce(self, e: ir.VectorReduce) -> Value:
         value = self.eval(e.value)
         groups = value.reshape(e.type.lanes, -1)
         dtype = dtype_of(e.type)
@@ -371,7 +374,7 @@ class Interpreter:
         info = np.iinfo(dtype)
         return np.clip(groups.astype(np.int64).sum(axis=1), info.min, info.max).astype(dtype)
 
-    def _eval_Call(self, e: ir.Call) -> Value:  # noqa: N802
+    def visit_call(self, e: ir.Call) -> Value:
         if e.name == "halide_print":
             return np.zeros(e.type.lanes, dtype=dtype_of(e.type))  # output is not part of the result
         handler = self.calls.get(e.name)
