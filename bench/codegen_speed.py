@@ -19,7 +19,8 @@ from pathlib import Path
 from _common import amx_cases, fixture_stmt, write_results
 
 from hardboiled.codegen.c import generate_c
-from hardboiled.select.selector import SelectionOptions, select
+from hardboiled.cli.pipeline import tensorize
+from hardboiled.select.selector import SelectionOptions
 from hardboiled.codegen.toolchain import compile_c, find_compiler
 
 
@@ -28,7 +29,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for case in amx_cases():
-            rewritten = select(fixture_stmt(case), SelectionOptions()).stmt
+            rewritten = tensorize(fixture_stmt(case), SelectionOptions()).stmt
             start = time.perf_counter()
             source = generate_c(rewritten)
             generated = time.perf_counter()

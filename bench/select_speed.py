@@ -5,7 +5,7 @@ Figures (issue "Equality-saturation core and Intel AMX matmul selection"):
 selection time per matmul statement, child process included, target under
 0.5 s; e-graph size (nodes and classes) per statement.
 
-For every AMX fixture that selection lowers, this runs `select()` (tile
+For every AMX fixture that selection lowers, this runs `tensorize()` (tile
 extraction, the egglog child process, decoding, reinsertion and checks) on
 its vectorizing stage, best of --repeat runs, and divides by the number of
 tile_matmul statements. Results go to bench/results/select_speed.json.
@@ -21,7 +21,8 @@ import time
 from _common import amx_cases, fixture_stmt, write_results
 
 from hardboiled import ir
-from hardboiled.select.selector import SelectionMiss, SelectionOptions, select
+from hardboiled.cli.pipeline import tensorize
+from hardboiled.select.selector import SelectionMiss, SelectionOptions
 
 
 def main() -> int:
@@ -35,7 +36,7 @@ def main() -> int:
         try:
             for _ in range(args.repeat):
                 start = time.perf_counter()
-                result = select(stmt, SelectionOptions())
+                result = tensorize(stmt, SelectionOptions())
                 best = min(best, time.perf_counter() - start)
         except SelectionMiss:
             rows.append({"case": case, "lowered": False})

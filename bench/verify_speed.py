@@ -21,7 +21,8 @@ import time
 
 from _common import amx_cases, fixture_stmt, write_results
 
-from hardboiled.select.selector import SelectionOptions, select
+from hardboiled.cli.pipeline import tensorize
+from hardboiled.select.selector import SelectionOptions
 from hardboiled.verify.compare import verify
 
 
@@ -30,7 +31,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     single = fixture_stmt("amx_bf16_matmul_std_single")
-    rewritten = select(single, SelectionOptions()).stmt
+    rewritten = tensorize(single, SelectionOptions()).stmt
     best = float("inf")
     for _ in range(args.repeat):
         start = time.perf_counter()
@@ -42,7 +43,7 @@ def main() -> int:
     cases = amx_cases()
     for case in cases:
         stmt = fixture_stmt(case)
-        verified += verify(stmt, select(stmt, SelectionOptions()).stmt).ok
+        verified += verify(stmt, tensorize(stmt, SelectionOptions()).stmt).ok
     total = time.perf_counter() - start
 
     result = {"single_16x16x32_seconds": round(best, 4), "all_fixtures_seconds": round(total, 2),

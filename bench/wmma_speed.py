@@ -29,8 +29,9 @@ from pathlib import Path
 from _common import accelerator_cases, fixture_stmt, write_results
 
 from hardboiled.codegen.cuda import generate_cuda
-from hardboiled.cli.driver import GENERATED_CUDA_FLAGS
-from hardboiled.select.selector import SelectionMiss, SelectionOptions, select
+from hardboiled.cli.pipeline import GENERATED_CUDA_FLAGS
+from hardboiled.cli.pipeline import tensorize
+from hardboiled.select.selector import SelectionMiss, SelectionOptions
 from hardboiled.codegen.toolchain import compile_cuda
 
 
@@ -38,7 +39,7 @@ def measure(case: str, accumulator: str, tmp: Path) -> dict[str, object]:
     stmt = fixture_stmt(case)
     start = time.perf_counter()
     try:
-        rewritten = select(stmt, SelectionOptions(store_in={accumulator: "WMMAAccumulator"})).stmt
+        rewritten = tensorize(stmt, SelectionOptions(store_in={accumulator: "WMMAAccumulator"})).stmt
     except SelectionMiss:
         return {"case": case, "miss": True, "select_s": time.perf_counter() - start}
     selected = time.perf_counter()

@@ -34,7 +34,7 @@ def cases() -> list[str]:
 
 
 def _options(case: str, emit: tuple[str, ...], cache_dir: str):  # type: ignore[no-untyped-def]
-    from hardboiled.cli.driver import CompileOptions
+    from hardboiled.cli.pipeline import CompileOptions
     from hardboiled.select.selector import SelectionOptions
 
     entry = json.loads((FIXTURES / "MANIFEST.json").read_text())[case]

@@ -13,7 +13,8 @@ import pytest
 from hardboiled import ir
 from hardboiled.codegen.c import generate_c
 from hardboiled.frontend.parse import parse_input
-from hardboiled.select.selector import SelectionOptions, select
+from hardboiled.cli.pipeline import tensorize
+from hardboiled.select.selector import SelectionOptions
 from hardboiled.codegen.toolchain import Compiler, compile_c
 from hardboiled.verify.run import run_generated_c
 
@@ -27,7 +28,7 @@ COMPILERS = [name for name in ("gcc", "clang") if shutil.which(name)]
 def _rewritten(case: str) -> tuple[ir.Stmt, ir.Stmt]:
     stmt = parse_input((FIXTURES / case / "vectorizing.stmt").read_text()).ir
     assert isinstance(stmt, ir.Stmt)
-    return stmt, select(stmt, SelectionOptions()).stmt
+    return stmt, tensorize(stmt, SelectionOptions()).stmt
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)

@@ -10,7 +10,8 @@ import pytest
 from hardboiled import ir
 from hardboiled.support.diagnostics import ExitCode
 from hardboiled.frontend.parse import parse_input
-from hardboiled.select.selector import SelectionOptions, select
+from hardboiled.cli.pipeline import tensorize
+from hardboiled.select.selector import SelectionOptions
 
 from .conftest import FIXTURES, MANIFEST, run_cli
 
@@ -22,7 +23,7 @@ def _select(case: str, **options: object):  # type: ignore[no-untyped-def]
     path = FIXTURES / case / "vectorizing.stmt"
     parsed = parse_input(path.read_text(), str(path))
     assert isinstance(parsed.ir, ir.Stmt)
-    return select(parsed.ir, SelectionOptions(**options), filename=str(path), source=parsed.text,
+    return tensorize(parsed.ir, SelectionOptions(**options), filename=str(path), source=parsed.text,
                   store_lines=parsed.store_lines)
 
 

@@ -13,7 +13,8 @@ from hardboiled import ir
 from hardboiled.select import rules as eqsat
 from hardboiled.verify.interp import BufferT, Interpreter
 from hardboiled.frontend.parse import parse_input, parse_text
-from hardboiled.select.selector import SelectionOptions, select
+from hardboiled.cli.pipeline import tensorize
+from hardboiled.select.selector import SelectionOptions
 from hardboiled.verify.compare import compare, verify
 
 from .conftest import FIXTURES, MANIFEST, run_cli
@@ -30,7 +31,7 @@ def _stmt(case: str, name: str = "vectorizing.stmt") -> ir.Stmt:
 @pytest.mark.parametrize("case", AMX_CASES)
 def test_every_amx_rewrite_verifies(case: str) -> None:
     original = _stmt(case)
-    rewritten = select(original, SelectionOptions()).stmt
+    rewritten = tensorize(original, SelectionOptions()).stmt
     for seed in (0, 1):
         result = verify(original, rewritten, seed=seed)
         assert result.ok, result.summary()
@@ -42,7 +43,7 @@ def test_every_amx_rewrite_verifies(case: str) -> None:
 def test_symbolic_vnni_strides_verify_when_they_are_not_dense(case: str) -> None:
     # B.stride.1 = 5 (not the dense 2 or 4): the rewrite must gather B.
     original = _stmt(case)
-    rewritten = select(original, SelectionOptions()).stmt
+    rewritten = tensorize(original, SelectionOptions()).stmt
     result = verify(original, rewritten, params={"B.stride.1": 5, "B.stride.2": 200})
     assert result.ok, result.summary()
 
@@ -76,7 +77,7 @@ def test_upstream_vnni_with_a_non_dense_stride_is_caught_and_ours_is_not(tmp_pat
 def test_a_broken_index_is_caught() -> None:
     # Mutation: the A tile's row stride doubled.
     original = _stmt("amx_bf16_matmul_std_tiled")
-    rewritten = select(original, SelectionOptions()).stmt
+    rewritten = tensorize(original, SelectionOptions()).stmt
     from hardboiled.ir.printer import print_ir
 
     text = print_ir(rewritten)
@@ -100,7 +101,7 @@ def test_a_broken_rule_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(eqsat, "rule_text", mutated)
     original = _stmt("amx_bf16_matmul_std_single")
-    rewritten = select(original, SelectionOptions()).stmt
+    rewritten = tensorize(original, SelectionOptions()).stmt
     assert any(isinstance(n, ir.Call) and n.name == "tile_matmul" for n in ir.walk(rewritten))
     assert not verify(original, rewritten).ok
 

@@ -22,14 +22,15 @@ import pytest
 
 from hardboiled import ir
 from hardboiled.codegen.cuda import generate_cuda
-from hardboiled.cli.driver import GENERATED_CUDA_FLAGS
+from hardboiled.cli.pipeline import GENERATED_CUDA_FLAGS
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
 from hardboiled.legalize.wmma_fragments import push_fragment_allocations
 from hardboiled.legalize.wmma_lanes import WMMA_LANE
 from hardboiled.legalize.wmma_staging import known_multiple
 from hardboiled.frontend.parse import parse_input
 from hardboiled.ir.printer import print_ir
-from hardboiled.select.selector import SelectionMiss, SelectionOptions, select
+from hardboiled.cli.pipeline import tensorize
+from hardboiled.select.selector import SelectionMiss, SelectionOptions
 from hardboiled.codegen.toolchain import compile_cuda
 from hardboiled.verify.compare import make_buffers, verify
 
@@ -65,7 +66,7 @@ def _load(case: str) -> ir.Stmt:
 def _tensorize(case: str) -> tuple[ir.Stmt, ir.Stmt]:
     original = _load(case)
     accumulator = TENSORIZED[case][0]
-    result = select(original, SelectionOptions(store_in={accumulator: "WMMAAccumulator"}))
+    result = tensorize(original, SelectionOptions(store_in={accumulator: "WMMAAccumulator"}))
     assert result.reports and all(r.lowered for r in result.reports)
     return original, result.stmt
 
@@ -148,7 +149,7 @@ def test_a_misaligned_fragment_load_fails_verification() -> None:
     the staging would be caught: with a row stride of 65 the unstaged
     rewrite is a mismatch."""
     original = _load("wmma_f16_matmul_symbolic")
-    text = print_ir(select(original, SelectionOptions(store_in={"prod": "WMMAAccumulator"})).stmt)
+    text = print_ir(tensorize(original, SelectionOptions(store_in={"prod": "WMMAAccumulator"})).stmt)
     unstaged = re.sub(r"\(float16x256\)wmma\.load\.a\.sync\.aligned\.row\.m16n16k16\.f16\(A\.wmma_stage\.0, 0, 16\)",
                       "(float16x256)wmma.load.a.sync.aligned.row.m16n16k16.f16(A, "
                       "((A.stride.1*prod_global_wrapper$0.s0.y.yo.block_id_y)*16) + (prod.s1.k$x.ko*16), A.stride.1)",
@@ -229,7 +230,7 @@ def test_a_polyphase_upsampling_is_an_explained_miss() -> None:
     store covers that order: a miss that says what the store must look like."""
     stmt = _load("wmma_upsample2")
     with pytest.raises(SelectionMiss) as info:
-        select(stmt, SelectionOptions(store_in={"conv": "WMMAAccumulator"}))
+        tensorize(stmt, SelectionOptions(store_in={"conv": "WMMAAccumulator"}))
     messages = [d.message + " " + " ".join(d.notes) for d in info.value.diagnostics]
     assert any("cannot be lowered to WMMA fragment operations" in m for m in messages)
     assert any("store_matrix_sync needs a row-major" in m for m in messages)
@@ -381,7 +382,7 @@ def test_rows_read_backwards_are_staged_not_loaded_with_a_negative_leading_dimen
     assert forward in text
     flipped = text.replace(forward, "A[ramp(x256((prod_global_wrapper$0.s0.y.yo.block_id_y*1024) + 960), x256(-64), 16)")
     original = parse_input(flipped, "flipped.stmt").ir
-    rewritten = select(original, SelectionOptions(store_in={"prod": "WMMAAccumulator"})).stmt
+    rewritten = tensorize(original, SelectionOptions(store_in={"prod": "WMMAAccumulator"})).stmt
     loads = [c for c in _calls(rewritten) if c.name.startswith("wmma.load.a.")]
     assert loads and all(isinstance(c.args[0], ir.Variable) and ir.WMMA_STAGE in c.args[0].name for c in loads)
     assert all(c.args[2] == ir.IntImm(16) for c in loads)
@@ -520,7 +521,7 @@ def test_a_temporary_used_by_a_kernel_stays_inside_its_gpu_block_loop() -> None:
     text = path.read_text().replace("K[ramp((conv.s1.rx$x.rxo*8) - K.min.0, 1, 8)]", "K[ramp(0 - K.min.0, 1, 8)]")
     assert text != path.read_text()
     original = parse_input(text, "fixed_taps.stmt").ir
-    rewritten = select(original, SelectionOptions(store_in={"conv": "WMMAAccumulator"})).stmt
+    rewritten = tensorize(original, SelectionOptions(store_in={"conv": "WMMAAccumulator"})).stmt
     block = next(n for n in ir.walk(rewritten) if isinstance(n, ir.For) and n.kind is ir.ForKind.GPU_BLOCK)
     loop = next(n for n in ir.walk(block) if isinstance(n, ir.For) and n.kind is ir.ForKind.SERIAL)
     temporaries = [n for n in ir.walk(rewritten) if isinstance(n, ir.Allocate) and ".toeplitz." in n.name]

@@ -1,5 +1,5 @@
 """The ``hardboiled`` command, the compile driver and its pass pipeline."""
 
-from .main import main
+from .commands import main
 
 __all__ = ["main"]

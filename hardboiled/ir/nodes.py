@@ -673,15 +673,18 @@ Node = Union[Expr, Stmt]
 
 
 def children(node: Node) -> Iterator[Node]:
-    """The direct Expr/Stmt children of a node, in field order."""
+    """The direct Expr/Stmt children of a node, in field order (looking
+    into tuples of them, and tuples of tuples such as ``Realize.bounds``)."""
     for name in node.__dataclass_fields__:  # type: ignore[union-attr]
-        value = getattr(node, name)
-        if isinstance(value, (Expr, Stmt)):
-            yield value
-        elif isinstance(value, tuple):
-            for item in value:
-                if isinstance(item, (Expr, Stmt)):
-                    yield item
+        yield from _nodes_in(getattr(node, name))
+
+
+def _nodes_in(value: object) -> Iterator[Node]:
+    if isinstance(value, (Expr, Stmt)):
+        yield value
+    elif isinstance(value, tuple):
+        for item in value:
+            yield from _nodes_in(item)
 
 
 def walk(node: Node) -> Iterator[Node]:

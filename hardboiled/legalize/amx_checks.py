@@ -11,7 +11,16 @@ from __future__ import annotations
 from hardboiled import ir
 from hardboiled.ir.printer import print_ir
 from hardboiled.legalize.common import legal_error
+from hardboiled.select.extract import ACCELERATOR_MEMORY, accelerator_allocations
 from hardboiled.targets.amx import AMX_TILE, AMXTile
+
+
+def check_amx_program(stmt: ir.Stmt) -> ir.Stmt:
+    """Check every buffer in AMX tile memory of ``stmt``; return it unchanged."""
+    buffers = {name: alloc for name, alloc in accelerator_allocations(stmt, {}).items()
+               if ACCELERATOR_MEMORY[alloc.memory_type] == "AMX"}
+    check_amx(stmt, buffers, AMX_TILE)
+    return stmt
 
 
 def check_amx(stmt: ir.Stmt, amx_buffers: dict[str, ir.Allocate], tile: AMXTile = AMX_TILE) -> None:

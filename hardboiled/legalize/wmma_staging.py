@@ -12,7 +12,9 @@ import math
 import re
 
 from hardboiled import ir
+from hardboiled.ir.buffers import discover_buffers
 from hardboiled.ir.visitor import map_stmt, with_exprs
+from hardboiled.select.extract import ACCELERATOR_MEMORY, accelerator_allocations
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE, WMMATensorCore
 
 
@@ -66,6 +68,19 @@ def _matrix_index(offset: ir.Expr, ldm: ir.Expr, rows: int, cols: int, layout: s
     ``cols`` for row-major and ``rows`` for column-major)."""
     inner, outer = (cols, rows) if layout == "row" else (rows, cols)
     return ir.Ramp(ir.Ramp(offset, ir.IntImm(1), inner), ir.Broadcast(ldm, inner), outer)
+
+
+def uses_wmma_memory(stmt: ir.Stmt) -> bool:
+    """Whether any allocation of ``stmt`` is in Tensor Core memory: the WMMA
+    passes have nothing to do otherwise."""
+    return any(ACCELERATOR_MEMORY[alloc.memory_type] == "WMMA" for alloc in accelerator_allocations(stmt, {}).values())
+
+
+def buffer_element_types(stmt: ir.Stmt) -> dict[str, ir.Type]:
+    """The element type of every pipeline buffer and allocation of ``stmt``."""
+    types = {name: spec.type for name, spec in discover_buffers(stmt).items() if spec.type is not None}
+    types.update({n.name: n.type.element() for n in ir.walk(stmt) if isinstance(n, ir.Allocate)})
+    return types
 
 
 def stage_unaligned_operands(stmt: ir.Stmt, element_types: dict[str, ir.Type],

@@ -1,10 +1,12 @@
-"""Tensor instruction selection, end to end for one program.
+"""Tensor instruction selection for one statement: tile extraction
+(``extract``) -> equality saturation (``rules``, ``eqsat``) -> decoding and
+reinsertion (``reinsert``).
 
-parse result -> tile extraction (extract.py) -> equality saturation
-(eqsat.py) -> reinsertion and legalization (legalize.py). A store marked for
-an accelerator that the rules cannot lower is a *miss*: an error naming the
-store, its buffer and the closest partial match, unless the caller allows
-falling back to the original statement.
+A store marked for an accelerator that the rules cannot lower is a *miss*:
+an error naming the store, its buffer and the closest partial match
+(``explain``), unless the caller allows falling back to the original
+statement. The result still needs legalization (hardboiled/legalize): its
+temporaries are not placed yet and its memory types not retagged.
 """
 
 from __future__ import annotations
@@ -30,14 +32,7 @@ from hardboiled.select.extract import (
     select_stores,
 )
 from hardboiled.select.explain import explain_miss
-from hardboiled.targets.amx import AMX_TILE
-from hardboiled.legalize.amx_checks import check_amx
-from hardboiled.legalize.temporaries import place_temporaries
-from hardboiled.legalize.wmma_fragments import push_fragment_allocations
-from hardboiled.legalize.wmma_lanes import enforce_wmma_lanes
-from hardboiled.legalize.wmma_staging import stage_unaligned_operands
-from hardboiled.select.reinsert import Decoder, MarkerLeft, parse_sexpr, reinsert
-from hardboiled.ir.printer import print_ir
+from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, parse_sexpr, reinsert
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +63,23 @@ class SelectionResult:
     stmt: ir.Stmt
     reports: tuple[StoreReport, ...]
     schedule: Schedule | None
+    """None when the statement has no accelerator memory (nothing to select)."""
     egraph: EgraphSize | None
     seconds: float
     """Wall-clock time of equality saturation, child process included."""
     warnings: tuple[Diagnostic, ...] = ()
     """Misses that --allow-fallback turned into warnings."""
     cached: bool = False
+    temporaries: tuple[Temporary, ...] = ()
+    """Values that the selected instructions read from memory, still to be
+    allocated and filled (legalize/temporaries.py)."""
+    memory_types: tuple[tuple[str, str], ...] = ()
+    """Buffer -> memory type to retag allocations with: --store-in, and
+    Auto for buffers that fell back (legalize/memory.py)."""
+
+    @property
+    def has_accelerator_memory(self) -> bool:
+        return self.schedule is not None
 
 
 class SelectionMiss(HardboiledError):
@@ -86,7 +92,7 @@ class SelectionMiss(HardboiledError):
         self.diagnostics = diagnostics
 
 
-def select(
+def select_instructions(
     stmt: ir.Stmt,
     options: SelectionOptions,
     *,
@@ -94,7 +100,8 @@ def select(
     source: str = "",
     store_lines: tuple[int, ...] = (),
 ) -> SelectionResult:
-    """Lower every store that touches accelerator memory."""
+    """Lower every store that touches accelerator memory to tile or fragment
+    operations, and put them where the stores were."""
     allocations = accelerator_allocations(stmt, options.store_in)
     _check_store_in(stmt, options.store_in, filename)
     if not allocations:
@@ -143,31 +150,11 @@ def select(
                    else r for r in reports]
     rewritten = reinsert(stmt, replacements)
     used = {n.name for n in ir.walk(rewritten) if isinstance(n, ir.Variable)}
-    temporaries = [t for t in decoder.temporaries.values() if t.name in used]
-    rewritten = place_temporaries(rewritten, temporaries)
-    rewritten = _apply_memory_overrides(rewritten, memory)
-    lowered_buffers = accelerator_allocations(rewritten, {})
-    check_amx(rewritten, {name: alloc for name, alloc in lowered_buffers.items()
-                          if ACCELERATOR_MEMORY[alloc.memory_type] == "AMX"}, AMX_TILE)
-    if any(ACCELERATOR_MEMORY[alloc.memory_type] == "WMMA" for alloc in lowered_buffers.values()):
-        rewritten = postprocess_wmma(rewritten)
+    temporaries = tuple(t for t in decoder.temporaries.values() if t.name in used)
     return SelectionResult(
         rewritten, tuple(reports), schedule, result.size if result else None, seconds, tuple(misses),
-        bool(result and result.cached),
+        bool(result and result.cached), temporaries, tuple(memory.items()),
     )
-
-
-def postprocess_wmma(stmt: ir.Stmt) -> ir.Stmt:
-    """The paper's WMMA post-processing: operands that load_matrix_sync
-    could not read in place are staged through shared memory, every WMMA
-    operation becomes warp-wide, and fragments become per-thread."""
-    from hardboiled.ir.buffers import discover_buffers
-
-    element_types = {name: spec.type for name, spec in discover_buffers(stmt).items() if spec.type is not None}
-    element_types.update({n.name: n.type.element() for n in ir.walk(stmt) if isinstance(n, ir.Allocate)})
-    stmt = stage_unaligned_operands(stmt, element_types)
-    stmt = enforce_wmma_lanes(stmt)
-    return push_fragment_allocations(stmt)
 
 
 def _fall_back(selected: list[SelectedStore], replacements: dict[int, ir.Stmt]) -> set[str]:
@@ -205,20 +192,6 @@ def _check_store_in(stmt: ir.Stmt, store_in: dict[str, str], filename: str) -> N
                 Location(filename, 1, 1),
                 notes=("allocations in the input: " + (", ".join(sorted(names)) or "none"),),
             ))
-
-
-def _apply_memory_overrides(stmt: ir.Stmt, store_in: dict[str, str]) -> ir.Stmt:
-    if not store_in:
-        return stmt
-    from hardboiled.ir.visitor import map_stmt
-
-    def retag(node: ir.Stmt) -> ir.Stmt | None:
-        if isinstance(node, ir.Allocate) and node.name in store_in:
-            inner = map_stmt(node.body, retag)
-            return dataclasses.replace(node, memory_type=store_in[node.name], body=inner)
-        return None
-
-    return map_stmt(stmt, retag)
 
 
 def _miss_diagnostic(sel: SelectedStore, explanation: str, filename: str, source: str,

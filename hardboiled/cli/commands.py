@@ -115,6 +115,13 @@ buffer_type_option = click.option(
 )
 
 
+_PASS_CHOICES = ("all", "parse", "emit-egg", "select", "place-temporaries", "retag-memory", "check-amx",
+                 "stage-wmma-operands", "wmma-lanes", "wmma-fragments", "report", "verify", "emit-cuda",
+                 "build-cuda", "emit-c", "run-c", "build-c")
+"""``all`` and the pass names of hardboiled/cli/pipeline.py (spelled out so
+that --help does not import the pipeline; a test keeps them in step)."""
+
+
 def _version_text() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -264,6 +271,15 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
               "docs/cli.md).")
 @diagnostics_format_option
 @click.option("-q", "--quiet", is_flag=True, help="No summary or progress on standard error.")
+@click.option("--print-before", "print_before", metavar="PASS", multiple=True, type=click.Choice(_PASS_CHOICES),
+              help="Print the program to standard error before PASS runs (repeatable; 'all' for every pass). "
+              "The passes are listed in docs/cli.md.")
+@click.option("--print-after", "print_after", metavar="PASS", multiple=True, type=click.Choice(_PASS_CHOICES),
+              help="Print the program (the generated source after emit-c or emit-cuda) to standard error "
+              "after PASS runs (repeatable; 'all' for every pass).")
+@click.option("--timing", is_flag=True, help="Print each pass's wall time to standard error.")
+@click.option("--verify-ir", "verify_ir", is_flag=True,
+              help="Check the IR invariants after every pass that changes the IR (a failure is exit 70).")
 @handles_errors
 def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_types: tuple[str, ...],
                     output_path: str | None, emit: str, store_in: tuple[str, ...], schedule_path: str | None,
@@ -272,7 +288,8 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
                     params: tuple[str, ...],
                     egglog_timeout: float | None, egglog_memory: int | None, cache_dir: str | None,
                     no_cache: bool, jobs: int, report_format: str, diagnostics_format: str,
-                    quiet: bool) -> None:
+                    quiet: bool, print_before: tuple[str, ...], print_after: tuple[str, ...], timing: bool,
+                    verify_ir: bool) -> None:
     """Select tensor instructions for the stores in accelerator memory.
 
     Each FILE is read as by `hardboiled parse` (`-` is standard input).
@@ -282,7 +299,8 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     --emit c, or CUDA with --emit cuda.
     """
     from hardboiled.support.cache import default_cache_dir
-    from hardboiled.cli.driver import EMIT_SUFFIXES, CompileOptions, output_names
+    from hardboiled.cli.driver import EMIT_SUFFIXES, output_names
+    from hardboiled.cli.pipeline import CompileOptions
     from hardboiled.select.eqsat import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
     from hardboiled.select.selector import SelectionOptions
     from hardboiled.codegen.toolchain import parse_cuda_arch
@@ -315,6 +333,7 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
         stage=stage, buffer_types=_parse_buffer_types(buffer_types), selection=selection, emit=kinds,
         verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", int), cc=cc,
         amx=amx_mode, build_path=build_path, cuda_arch=parse_cuda_arch(cuda_arch),
+        print_before=print_before, print_after=print_after, timing=timing, verify_ir=verify_ir,
     )
     inputs = [_read_input(path) for path in input_paths]
     results = _run_batch(inputs, options, jobs or (os.cpu_count() or 1), quiet)
@@ -322,6 +341,8 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     if to_directory:
         Path(output_path).mkdir(parents=True, exist_ok=True)  # type: ignore[arg-type]
     for result, stem in zip(results, stems):
+        for block in result.instrumentation:
+            sys.stderr.write(block)
         for diagnostic in result.diagnostics:
             _report(diagnostic, diagnostics_format)
         for kind, text in result.outputs.items():

@@ -1,0 +1,133 @@
+"""The IR's invariants, checked after every pass in the tests and under
+``--verify-ir``.
+
+Node constructors already make some errors impossible (a compound
+expression derives its type from its operands). What they cannot see is
+checked here:
+
+* types and lane counts agree: the operands of a binary operator have one
+  type, a select's branches one type and its condition one lane or as many
+  as they have, a load's index as many lanes as the load, a store's index
+  as many as its value, a ramp's base and stride one type, a cast keeps
+  its lanes, a shuffle picks lanes that exist, a reduction divides lanes;
+* every load and store names a buffer in scope: allocated (or realized)
+  around it, a pipeline buffer (``X.buffer``), a name bound by a ``let``,
+  or an argument of the lowered function.
+
+A violation is a bug in the pass that ran last, so it is an internal
+error that names the pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hardboiled.ir import nodes as ir
+from hardboiled.ir.printer import print_ir
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
+
+
+class InvariantViolation(HardboiledError):
+    """A pass produced IR that breaks an invariant: a bug in hardboiled."""
+
+    exit_code = ExitCode.INTERNAL_ERROR
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    message: str
+    node: ir.Node
+
+
+def _shown(node: ir.Node) -> str:
+    text = print_ir(node).strip().split("\n", 1)[0]
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _expression_problem(e: ir.Expr) -> str | None:
+    if isinstance(e, ir.Binary):
+        if e.a.type != e.b.type:
+            return f"operands of {e.op.value} have types {e.a.type} and {e.b.type}"
+    elif isinstance(e, ir.Select):
+        if e.true_value.type != e.false_value.type:
+            return f"select branches have types {e.true_value.type} and {e.false_value.type}"
+        if e.condition.type.lanes not in (1, e.true_value.type.lanes):
+            return f"select condition has {e.condition.type.lanes} lanes for {e.true_value.type.lanes}-lane values"
+    elif isinstance(e, ir.Load):
+        if e.index.type.lanes != e.type.lanes:
+            return f"load of {e.type.lanes} lanes at an index of {e.index.type.lanes} lanes"
+        if e.predicate is not None and e.predicate.type.lanes != e.type.lanes:
+            return f"load of {e.type.lanes} lanes with a predicate of {e.predicate.type.lanes} lanes"
+    elif isinstance(e, ir.Ramp):
+        if e.base.type != e.stride.type:
+            return f"ramp base and stride have types {e.base.type} and {e.stride.type}"
+        if e.lanes < 1:
+            return f"ramp of {e.lanes} lanes"
+    elif isinstance(e, ir.Broadcast):
+        if e.lanes < 1:
+            return f"broadcast of {e.lanes} lanes"
+    elif isinstance(e, (ir.Cast, ir.Reinterpret)):
+        if isinstance(e, ir.Cast) and e.type.lanes != e.value.type.lanes:
+            return f"cast from {e.value.type} to {e.type} changes the lanes"
+    elif isinstance(e, ir.Shuffle):
+        if any(not 0 <= i < e.input_lanes for i in e.indices):
+            return f"shuffle picks a lane outside its {e.input_lanes} input lanes"
+    elif isinstance(e, ir.VectorReduce):
+        if e.value.type.lanes % e.type.lanes:
+            return f"reduction of {e.value.type.lanes} lanes to {e.type.lanes}"
+    return None
+
+
+def _store_problem(s: ir.Store) -> str | None:
+    if s.index.type.lanes != s.value.type.lanes:
+        return f"store of {s.value.type.lanes} lanes at an index of {s.index.type.lanes} lanes"
+    if s.predicate is not None and s.predicate.type.lanes != s.value.type.lanes:
+        return f"store of {s.value.type.lanes} lanes with a predicate of {s.predicate.type.lanes} lanes"
+    return None
+
+
+_SCOPES = (ir.Allocate, ir.Realize, ir.LetStmt, ir.Let, ir.For)
+"""Nodes that bring a name into scope for what they enclose."""
+
+
+def violations(stmt: ir.Stmt, arguments: tuple[str, ...] = ()) -> list[Violation]:
+    """Every invariant ``stmt`` breaks, in pre-order. ``arguments`` are
+    names in scope throughout (a lowered function's arguments)."""
+    found: list[Violation] = []
+    pipeline_buffers = {n.name[: -len(".buffer")] for n in ir.walk(stmt)
+                        if isinstance(n, ir.Variable) and n.name.endswith(".buffer")}
+    global_names = pipeline_buffers | set(arguments)
+    # An explicit stack of (node, names in scope) keeps deep inputs safe.
+    stack: list[tuple[ir.Node, frozenset[str]]] = [(stmt, frozenset())]
+    while stack:
+        node, scope = stack.pop()
+        if isinstance(node, ir.Expr):
+            problem = _expression_problem(node)
+        elif isinstance(node, ir.Store):
+            problem = _store_problem(node)
+        else:
+            problem = None
+        if problem is not None:
+            found.append(Violation(problem, node))
+        if isinstance(node, (ir.Load, ir.Store)) and node.name not in scope and node.name not in global_names:
+            found.append(Violation(f"'{node.name}' is not a buffer in scope", node))
+        inner = scope | {node.name} if isinstance(node, _SCOPES) else scope
+        stack.extend((child, inner) for child in reversed(list(ir.children(node))))
+    return found
+
+
+def check_program(program: ir.Stmt | ir.Module, *, after: str) -> None:
+    """Raise ``InvariantViolation`` for the first broken invariant of
+    ``program``, naming the pass ``after`` which it was found."""
+    bodies = ([(f.body, f.args) for f in program.functions] if isinstance(program, ir.Module)
+              else [(program, ())])
+    for body, arguments in bodies:
+        found = violations(body, tuple(arguments))
+        if found:
+            first = found[0]
+            raise InvariantViolation(Diagnostic(
+                "error", f"IR invariant broken after pass '{after}': {first.message}",
+                notes=(f"at {_shown(first.node)}",
+                       f"{len(found)} violation{'s' if len(found) != 1 else ''} in all; "
+                       "this is a bug in hardboiled"),
+            ))
