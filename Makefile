@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: help install test fixtures goldens bench clean
+.PHONY: help install test lint fixtures goldens bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -16,6 +16,11 @@ install: ## Create .venv and install hardboiled with its test tools
 
 test: ## Run the test suite (fails if no test ran)
 	$(BIN)/python -m pytest
+
+lint: ## Style (ruff), types (mypy) and the one-way imports between stages (lint-imports)
+	$(BIN)/ruff check hardboiled tests bench tools
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 fixtures: ## Regenerate tests/fixtures/halide with the halide package
 	$(BIN)/python tools/gen_fixtures.py
@@ -31,4 +36,4 @@ bench: ## Run the benchmarks under bench/ and print their figures
 	$(BIN)/python bench/batch_speed.py
 
 clean: ## Remove the virtual environment and caches
-	rm -rf $(VENV) .pytest_cache .hypothesis build dist *.egg-info bench/results
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache .import_linter_cache .grimp_cache build dist *.egg-info bench/results

@@ -10,6 +10,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import configuration, settings
+
+# Tests write nothing into the checkout: Hypothesis keeps no example
+# database and its other files (a character-table cache) go to a temporary
+# directory; pytest's own cache is off (see pyproject.toml).
+configuration.set_hypothesis_home_dir(tempfile.mkdtemp(prefix="hardboiled-hypothesis-"))
+settings.register_profile("hardboiled", database=None)
+settings.load_profile("hardboiled")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "halide"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,10 +17,18 @@ pytestmark = pytest.mark.slow
 
 
 def test_wheel_ships_grammar_and_rules_and_parses(tmp_path: Path) -> None:
+    # Build from a copy: setuptools writes build/ and *.egg-info beside the
+    # sources, and tests write nothing into the checkout.
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    for name in ("hardboiled", "grammars", "rules"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
     wheel_dir = tmp_path / "wheel"
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(wheel_dir), str(ROOT)],
+         "-w", str(wheel_dir), str(source)],
         capture_output=True, text=True, timeout=300,
     )
     assert build.returncode == 0, build.stderr

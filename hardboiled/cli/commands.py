@@ -12,8 +12,9 @@ import json
 import os
 import sys
 import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -21,6 +22,14 @@ from hardboiled import __version__, ir
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.support.fileio import STDIO, display_name, read_input_bytes, write_output
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
+
+if TYPE_CHECKING:  # imported lazily at run time: --help must start fast
+    from hardboiled.cli.driver import FileResult
+    from hardboiled.cli.pipeline import CompileOptions
+    from hardboiled.frontend.parse import ParsedInput
+
+BatchInput = tuple[str, bytes | None, Diagnostic | None]
+"""One input of a batch: its display name, its bytes, or why it could not be read."""
 
 F = TypeVar("F", bound=Callable[..., None])
 T = TypeVar("T")
@@ -91,7 +100,7 @@ def _parse_buffer_types(values: tuple[str, ...]) -> dict[str, ir.Type]:
     return _key_values(values, "--buffer-type", parse_type_option)
 
 
-def _read_program(path: str, stage: str | None, buffer_types: tuple[str, ...]):  # type: ignore[no-untyped-def]
+def _read_program(path: str, stage: str | None, buffer_types: tuple[str, ...]) -> ParsedInput:
     from hardboiled.frontend.parse import decode_input, parse_input
 
     name = display_name(path)
@@ -155,18 +164,20 @@ class _DiagnosingGroup(click.Group):
     """click reports bad options in its own "Usage: ... Error: ..." block;
     hardboiled reports them like every other error (text or JSON, exit 2)."""
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[no-untyped-def, override]
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
         try:
             result = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         except click.ClickException as exc:
-            if type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None:
+            context = exc.ctx if isinstance(exc, click.UsageError) else None
+            if type(exc).__name__ == "NoArgsIsHelpError" and context is not None:
                 # A bare command asks for help (click >= 8.2 raises this).
-                click.echo(exc.ctx.get_help(), err=True)
+                click.echo(context.get_help(), err=True)
                 sys.exit(exc.exit_code)
             notes: tuple[str, ...] = ()
-            if isinstance(exc, click.UsageError) and exc.ctx is not None:
-                notes = (f"see '{exc.ctx.command_path} --help'",)
+            if context is not None:
+                notes = (f"see '{context.command_path} --help'",)
             _report(Diagnostic("error", exc.format_message(), notes=notes), _diagnostics_format_in(argv))
             sys.exit(exc.exit_code)
         except click.Abort:
@@ -298,12 +309,12 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     operations; the rewritten IR is printed in Halide's format, C with
     --emit c, or CUDA with --emit cuda.
     """
-    from hardboiled.support.cache import default_cache_dir
     from hardboiled.cli.driver import EMIT_SUFFIXES, output_names
     from hardboiled.cli.pipeline import CompileOptions
+    from hardboiled.codegen.toolchain import parse_cuda_arch
     from hardboiled.select.eqsat import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
     from hardboiled.select.selector import SelectionOptions
-    from hardboiled.codegen.toolchain import parse_cuda_arch
+    from hardboiled.support.cache import default_cache_dir
 
     kinds = tuple(dict.fromkeys(k.strip() for k in emit.split(",") if k.strip()))
     unknown = [k for k in kinds if k not in EMIT_SUFFIXES]
@@ -367,17 +378,17 @@ def _read_input(path: str) -> tuple[str, bytes | None, Diagnostic | None]:
         return name, None, exc.diagnostic
 
 
-def _run_batch(inputs: list, options: object, jobs: int, quiet: bool) -> list:  # type: ignore[type-arg]
+def _run_batch(inputs: list[BatchInput], options: CompileOptions, jobs: int, quiet: bool) -> list[FileResult]:
     from hardboiled.cli.driver import compile_batch
 
     if quiet or len(inputs) < 2 or not sys.stderr.isatty():
-        return compile_batch(inputs, options, jobs)  # type: ignore[arg-type]
+        return compile_batch(inputs, options, jobs)
     from rich.console import Console
     from rich.progress import Progress
 
     with Progress(console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("compiling", total=len(inputs))
-        return compile_batch(inputs, options, jobs,  # type: ignore[arg-type]
+        return compile_batch(inputs, options, jobs,
                              progress=lambda _result: progress.advance(task))
 
 
@@ -436,7 +447,7 @@ def rules_command() -> None:
             sys.stdout.write(f"  {ruleset}: {count}\n")
 
 
-def _summarize(results: list, report_format: str) -> None:  # type: ignore[type-arg]
+def _summarize(results: list[FileResult], report_format: str) -> None:
     if report_format == "json":
         sys.stderr.write(json.dumps([r.report for r in results if r.report], indent=2, sort_keys=True) + "\n")
         return

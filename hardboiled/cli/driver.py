@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import os
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from hardboiled.cli.pipeline import Compilation, CompileOptions, run_pipeline
 from hardboiled.ir.printer import print_ir
@@ -37,7 +38,8 @@ class FileResult:
     """--print-before/--print-after dumps and --timing reports, for standard error."""
 
 
-def compile_text(name: str, data: bytes | None, options: CompileOptions, read_error: Diagnostic | None = None) -> FileResult:
+def compile_text(name: str, data: bytes | None, options: CompileOptions,
+                 read_error: Diagnostic | None = None) -> FileResult:
     result = FileResult(name)
     if read_error is not None:
         result.diagnostics.append(read_error)
@@ -130,7 +132,6 @@ def _to_cache(result: FileResult) -> dict[str, Any]:
 
 
 def _from_cache(name: str, entry: dict[str, Any]) -> FileResult:
-    from hardboiled.support.diagnostics import Location
 
     diagnostics = []
     for d in entry["diagnostics"]:

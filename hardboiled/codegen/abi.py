@@ -23,6 +23,7 @@ def kernel_signature(stmt: ir.Stmt) -> list[KernelArgument]:
     args = []
     for name, spec in sorted(discover_buffers(stmt).items()):
         if spec.type is None or spec.dimensions is None:
-            raise HardboiledError(Diagnostic("error", f"cannot tell the type and dimensions of buffer '{name}' from the IR"))
+            raise HardboiledError(Diagnostic(
+                "error", f"cannot tell the type and dimensions of buffer '{name}' from the IR"))
         args.append(KernelArgument(name, spec.type, spec.dimensions))
     return args

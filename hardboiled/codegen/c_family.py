@@ -18,8 +18,9 @@ public: both backends use them, and neither reaches into the other.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from string import Template
-from typing import Any, Callable
+from typing import Any
 
 from hardboiled import ir
 from hardboiled.codegen.abi import KernelArgument, kernel_signature
@@ -326,7 +327,8 @@ class CFamilyEmitter(Visitor[Any]):
         self.element_types[s.name] = elem
         self.emit("{")
         self.indent += 1
-        self.emit(f"{storage_type(elem)} *{name} = ({storage_type(elem)} *)calloc((size_t)({size}), sizeof({storage_type(elem)}));")
+        storage = storage_type(elem)
+        self.emit(f"{storage} *{name} = ({storage} *)calloc((size_t)({size}), sizeof({storage}));")
         self.emit(f"if (!{name}) {{ {self.release_on_return()}return -200000; }}")
         self.declared.append(set())
         self.stmt_(s.body)
@@ -376,7 +378,8 @@ class CFamilyEmitter(Visitor[Any]):
             if lanes == 1:
                 self.emit(f"if ({mask}) {buf}[{index}] = {to_memory(value)};")
                 return
-            self.emit(f"for (int i = 0; i < {lanes}; i++) if ({mask}[i]) {buf}[{index}[i]] = {to_memory(value + '[i]')};")
+            self.emit(f"for (int i = 0; i < {lanes}; i++) "
+                      f"if ({mask}[i]) {buf}[{index}[i]] = {to_memory(value + '[i]')};")
             return
         if lanes == 1:
             self.emit(f"{buf}[{index}] = {to_memory(value)};")
@@ -585,7 +588,7 @@ class CFamilyEmitter(Visitor[Any]):
             out = self._vector(e.type)
             self.emit(f"memset({out}, 0, sizeof({out}));")
             return out
-        if name.startswith("halide_semaphore_") or name in ("halide_print", "halide_msan_annotate_memory_is_initialized"):
+        if name.startswith("halide_semaphore_") or name in _NO_OP_CALLS:
             return "0"
         if name == "alloca":
             return f"alloca({self.expr(args[0])})"
@@ -621,6 +624,9 @@ class CFamilyEmitter(Visitor[Any]):
             return constants[e.name]
         raise codegen_error(f"the C generator does not know the call '{e.name}'")
 
+
+_NO_OP_CALLS = ("halide_print", "halide_msan_annotate_memory_is_initialized")
+"""Runtime calls that do nothing in generated code (they evaluate to 0)."""
 
 MATH_CALLS = {"sqrt_f32": "sqrtf", "sqrt_f64": "sqrt", "exp_f32": "expf", "exp_f64": "exp",
                "log_f32": "logf", "log_f64": "log", "floor_f32": "floorf", "floor_f64": "floor",

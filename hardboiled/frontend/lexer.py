@@ -20,10 +20,11 @@ exceptions) matches Lark's contextual lexer.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from lark.exceptions import UnexpectedCharacters
 from lark.common import LexerConf
+from lark.exceptions import UnexpectedCharacters
 from lark.lexer import Lexer, LexerState, TerminalDef, Token
 
 # Terminals that must not be taken where the parser does not expect them.

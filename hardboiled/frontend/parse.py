@@ -21,17 +21,17 @@ All errors are ``InputError`` diagnostics pointing into the original file.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
-from typing import Callable, Iterable
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from hardboiled import ir
-from hardboiled.support.diagnostics import InputError, error_at
 from hardboiled.frontend.lexer import HalideLexer
+from hardboiled.support.diagnostics import InputError, error_at
 
 DEFAULT_STAGE = "vectorizing"
 
@@ -330,7 +330,8 @@ def _expected_list(names: Iterable[str]) -> str:
 def _syntax_error(exc: UnexpectedInput, text: str, filename: str, line_offset: int) -> InputError:
     lines = text.split("\n")
     if isinstance(exc, UnexpectedCharacters):
-        ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
+        position = exc.pos_in_stream if exc.pos_in_stream is not None else len(text)
+        ch = text[position] if position < len(text) else ""
         what = repr(ch) if not ch.isprintable() or ch == "'" else f"'{ch}'"
         message = f"unexpected character {what}"
         if ch == "\x00" or not ch.isprintable():
@@ -406,6 +407,12 @@ _PRECEDENCE = {
 }
 _REDUCE_OPS = {op.value: op for op in ir.ReduceOp}
 _UNBOUND = object()
+
+
+def _token(node: Tree | Token) -> Token:
+    """A child that the grammar guarantees is a token (a literal or a name)."""
+    assert isinstance(node, Token), node
+    return node
 
 
 def _first_token(node: Tree | Token | None) -> Token | None:
@@ -513,7 +520,7 @@ class _TreeBuilder:
             "not_": self._not,
             "let_expr": self._let_expr,
             "predicated_load": self._predicated_load,
-            "int_lit": lambda t: ir.IntImm(int(t.children[0])),
+            "int_lit": lambda t: ir.IntImm(int(_token(t.children[0]))),
             "float_lit": self._float_lit,
             "string_lit": self._string_lit,
             "var": lambda t: self._variable(str(t.children[0]), None),
@@ -596,7 +603,8 @@ class _TreeBuilder:
                 name, body = str(child.children[0]), str(child.children[1])
                 buffers.append(ir.Buffer(name, None if body == "{...}" else body[2:-3]))
             else:
-                linkage, name, *rest = child.children
+                linkage, name_token, *rest = child.children
+                name = str(name_token)
                 args = tuple(str(a) for a in rest[:-1] if a is not None)
                 functions.append(ir.LoweredFunc(str(linkage), str(name), args, self.body(rest[-1])))
         return ir.Module(m.group(1), m.group(2), tuple(buffers), tuple(functions))
@@ -795,7 +803,7 @@ class _TreeBuilder:
         """Apply C precedence (left-associative) to ``a op b op c ...``."""
         children = tree.children
         operands = [self.expr(c) for c in children[0::2]]
-        operators: list[Token] = list(children[1::2])
+        operators = [_token(c) for c in children[1::2]]
         # Shunting-yard over the flat chain.
         out: list[ir.Expr] = [operands[0]]
         pending: list[Token] = []
@@ -897,7 +905,7 @@ class _TreeBuilder:
         t = self.type_name(str(prefix_tok), prefix_tok)
         kind = operand.data
         if kind == "int_lit":
-            value = int(operand.children[0])
+            value = int(_token(operand.children[0]))
             if t.is_uint:
                 return ir.UIntImm(value, t)
             if t.is_int:
@@ -950,7 +958,8 @@ class _TreeBuilder:
         return ir.Load(name, index, t, None, _alignment(alignment_tree))
 
     def _call(self, tree: Tree, declared: ir.Type | None) -> ir.Expr:
-        name_tok, *arg_trees = tree.children
+        name_node, *arg_trees = tree.children
+        name_tok = _token(name_node)
         name = str(name_tok)
         args = [self.expr(a) for a in arg_trees if a is not None]
         if declared is not None:
@@ -1020,9 +1029,9 @@ class _TreeBuilder:
             return ir.Shuffle(tuple(args), tuple((i % n) * lanes + i // n for i in range(n * lanes)))
         if name == "slice_vectors" and len(args) == 4:
             begin, stride, count = (_int_literal(a) for a in args[1:])
-            if None in (begin, stride, count):
+            if begin is None or stride is None or count is None:
                 raise self.error("slice_vectors takes a vector and three integer literals", token)
-            return ir.Shuffle((args[0],), tuple(begin + i * stride for i in range(count)))  # type: ignore[operator]
+            return ir.Shuffle((args[0],), tuple(begin + i * stride for i in range(count)))
         if name == "extract_element" and len(args) == 2:
             idx = _int_literal(args[1])
             if idx is None:
@@ -1045,7 +1054,7 @@ class _TreeBuilder:
 def _alignment(tree: Tree | None) -> tuple[int, int] | None:
     if tree is None:
         return None
-    return int(tree.children[0]), int(tree.children[1])
+    return int(_token(tree.children[0])), int(_token(tree.children[1]))
 
 
 def _int_literal(e: ir.Expr) -> int | None:

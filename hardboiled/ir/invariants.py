@@ -20,7 +20,9 @@ error that names the pass.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from hardboiled.ir import nodes as ir
 from hardboiled.ir.printer import print_ir
@@ -44,37 +46,53 @@ def _shown(node: ir.Node) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def _expression_problem(e: ir.Expr) -> str | None:
-    if isinstance(e, ir.Binary):
-        if e.a.type != e.b.type:
-            return f"operands of {e.op.value} have types {e.a.type} and {e.b.type}"
-    elif isinstance(e, ir.Select):
-        if e.true_value.type != e.false_value.type:
-            return f"select branches have types {e.true_value.type} and {e.false_value.type}"
-        if e.condition.type.lanes not in (1, e.true_value.type.lanes):
-            return f"select condition has {e.condition.type.lanes} lanes for {e.true_value.type.lanes}-lane values"
-    elif isinstance(e, ir.Load):
-        if e.index.type.lanes != e.type.lanes:
-            return f"load of {e.type.lanes} lanes at an index of {e.index.type.lanes} lanes"
-        if e.predicate is not None and e.predicate.type.lanes != e.type.lanes:
-            return f"load of {e.type.lanes} lanes with a predicate of {e.predicate.type.lanes} lanes"
-    elif isinstance(e, ir.Ramp):
-        if e.base.type != e.stride.type:
-            return f"ramp base and stride have types {e.base.type} and {e.stride.type}"
-        if e.lanes < 1:
-            return f"ramp of {e.lanes} lanes"
-    elif isinstance(e, ir.Broadcast):
-        if e.lanes < 1:
-            return f"broadcast of {e.lanes} lanes"
-    elif isinstance(e, (ir.Cast, ir.Reinterpret)):
-        if isinstance(e, ir.Cast) and e.type.lanes != e.value.type.lanes:
-            return f"cast from {e.value.type} to {e.type} changes the lanes"
-    elif isinstance(e, ir.Shuffle):
-        if any(not 0 <= i < e.input_lanes for i in e.indices):
-            return f"shuffle picks a lane outside its {e.input_lanes} input lanes"
-    elif isinstance(e, ir.VectorReduce):
-        if e.value.type.lanes % e.type.lanes:
-            return f"reduction of {e.value.type.lanes} lanes to {e.type.lanes}"
+def _binary_problem(e: ir.Binary) -> str | None:
+    if e.a.type != e.b.type:
+        return f"operands of {e.op.value} have types {e.a.type} and {e.b.type}"
+    return None
+
+
+def _select_problem(e: ir.Select) -> str | None:
+    if e.true_value.type != e.false_value.type:
+        return f"select branches have types {e.true_value.type} and {e.false_value.type}"
+    if e.condition.type.lanes not in (1, e.true_value.type.lanes):
+        return f"select condition has {e.condition.type.lanes} lanes for {e.true_value.type.lanes}-lane values"
+    return None
+
+
+def _load_problem(e: ir.Load) -> str | None:
+    if e.index.type.lanes != e.type.lanes:
+        return f"load of {e.type.lanes} lanes at an index of {e.index.type.lanes} lanes"
+    if e.predicate is not None and e.predicate.type.lanes != e.type.lanes:
+        return f"load of {e.type.lanes} lanes with a predicate of {e.predicate.type.lanes} lanes"
+    return None
+
+
+def _ramp_problem(e: ir.Ramp) -> str | None:
+    if e.base.type != e.stride.type:
+        return f"ramp base and stride have types {e.base.type} and {e.stride.type}"
+    return None if e.lanes >= 1 else f"ramp of {e.lanes} lanes"
+
+
+def _broadcast_problem(e: ir.Broadcast) -> str | None:
+    return None if e.lanes >= 1 else f"broadcast of {e.lanes} lanes"
+
+
+def _cast_problem(e: ir.Cast) -> str | None:
+    if e.type.lanes != e.value.type.lanes:
+        return f"cast from {e.value.type} to {e.type} changes the lanes"
+    return None
+
+
+def _shuffle_problem(e: ir.Shuffle) -> str | None:
+    if any(not 0 <= i < e.input_lanes for i in e.indices):
+        return f"shuffle picks a lane outside its {e.input_lanes} input lanes"
+    return None
+
+
+def _reduce_problem(e: ir.VectorReduce) -> str | None:
+    if e.value.type.lanes % e.type.lanes:
+        return f"reduction of {e.value.type.lanes} lanes to {e.type.lanes}"
     return None
 
 
@@ -84,6 +102,20 @@ def _store_problem(s: ir.Store) -> str | None:
     if s.predicate is not None and s.predicate.type.lanes != s.value.type.lanes:
         return f"store of {s.value.type.lanes} lanes with a predicate of {s.predicate.type.lanes} lanes"
     return None
+
+
+_CHECKS: dict[type, Callable[[Any], str | None]] = {
+    ir.Binary: _binary_problem,
+    ir.Select: _select_problem,
+    ir.Load: _load_problem,
+    ir.Ramp: _ramp_problem,
+    ir.Broadcast: _broadcast_problem,
+    ir.Cast: _cast_problem,
+    ir.Shuffle: _shuffle_problem,
+    ir.VectorReduce: _reduce_problem,
+    ir.Store: _store_problem,
+}
+"""The type and lane checks, by node class."""
 
 
 _SCOPES = (ir.Allocate, ir.Realize, ir.LetStmt, ir.Let, ir.For)
@@ -101,12 +133,8 @@ def violations(stmt: ir.Stmt, arguments: tuple[str, ...] = ()) -> list[Violation
     stack: list[tuple[ir.Node, frozenset[str]]] = [(stmt, frozenset())]
     while stack:
         node, scope = stack.pop()
-        if isinstance(node, ir.Expr):
-            problem = _expression_problem(node)
-        elif isinstance(node, ir.Store):
-            problem = _store_problem(node)
-        else:
-            problem = None
+        check = _CHECKS.get(type(node))
+        problem = check(node) if check is not None else None
         if problem is not None:
             found.append(Violation(problem, node))
         if isinstance(node, (ir.Load, ir.Store)) and node.name not in scope and node.name not in global_names:

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Iterator
+from typing import TypeGuard
 from dataclasses import dataclass
-from typing import Iterator, Union
 
 # --------------------------------------------------------------------------
 # Types
@@ -669,7 +670,7 @@ class Module:
     functions: tuple[LoweredFunc, ...]
 
 
-Node = Union[Expr, Stmt]
+Node = Expr | Stmt
 
 
 def children(node: Node) -> Iterator[Node]:
@@ -696,7 +697,7 @@ def walk(node: Node) -> Iterator[Node]:
         stack.extend(reversed(list(children(current))))
 
 
-def is_wmma_call(node: Node) -> bool:
+def is_wmma_call(node: Node) -> TypeGuard[Call]:
     """A Tensor Core fragment operation (``wmma.load...``, ``wmma.mma...``,
     ``wmma.store.d...``, ``wmma.fill...``), as selection emits them."""
     return isinstance(node, Call) and node.name.startswith("wmma.")

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from hardboiled import ir
 from hardboiled.ir.visitor import Visitor
@@ -68,7 +69,7 @@ class Printer(Visitor[None]):
         self.out: list[str] = []
         self.indent = 0
         self.known = Counter[str]()
-        self._expr_table: dict[type, Callable[[object], str]] = {
+        self._expr_table: dict[type, Callable[[Any], str]] = {
             ir.IntImm: self._int_imm,
             ir.UIntImm: lambda e: f"({e.type}){e.value}",
             ir.FloatImm: lambda e: format_float(e.value, e.type.bits),

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Callable, ClassVar, Generic, TypeVar
+from collections.abc import Callable
+from typing import Any, ClassVar, Generic, TypeVar
 
 from hardboiled.ir import nodes as ir
 

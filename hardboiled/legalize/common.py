@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from hardboiled import ir
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError

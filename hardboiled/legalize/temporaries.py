@@ -64,9 +64,13 @@ def place_temporaries(stmt: ir.Stmt, temporaries: list[Temporary]) -> ir.Stmt:
             stmt, copies = _split_uses(stmt, path[-1], temp)
             pending[:0] = copies
             continue
-        target = path[position]
-        stmt = map_stmt(stmt, lambda n, t=target, tmp=temp: _allocate(tmp, n) if n is t else None)
+        stmt = _allocate_before(stmt, path[position], temp)
     return stmt
+
+
+def _allocate_before(stmt: ir.Stmt, target: ir.Stmt, temp: Temporary) -> ir.Stmt:
+    """``stmt`` with ``temp`` allocated and filled right before ``target``."""
+    return map_stmt(stmt, lambda node: _allocate(temp, node) if node is target else None)
 
 
 def _choose_position(path: list[ir.Stmt], needed: set[str], reads: set[str]) -> int | None:
@@ -76,7 +80,8 @@ def _choose_position(path: list[ir.Stmt], needed: set[str], reads: set[str]) -> 
     for i, node in enumerate(path):
         if isinstance(node, _BARRIERS) or _is_kernel_loop(node):
             first = i + 1
-    if not any(_is_kernel_loop(n) for n in path) and any(_is_kernel_loop(n) for n in ir.walk(path[-1])):
+    kernels_below = any(isinstance(n, ir.Stmt) and _is_kernel_loop(n) for n in ir.walk(path[-1]))
+    if not any(_is_kernel_loop(n) for n in path) and kernels_below:
         return None  # used by kernels, but no single kernel holds every use: one copy per kernel
     bound_above: set[str] = set()
     for i, node in enumerate(path):

@@ -36,7 +36,8 @@ def enforce_wmma_lanes(stmt: ir.Stmt, core: WMMATensorCore = WMMA_TENSOR_CORE) -
             # A staging buffer is shared by the warp: it stays outside the lanes.
             inner = node.body
             staged = isinstance(inner, ir.Allocate) and ir.WMMA_STAGE in inner.name
-            return dataclasses.replace(node, body=visit(inner) if staged else wrap(inner))
+            staged_body = visit(inner) if staged else None
+            return dataclasses.replace(node, body=staged_body if staged_body is not None else wrap(inner))
         if isinstance(node, (ir.Store, ir.Evaluate)) and holds_wmma(node):
             return wrap(node)
         return None

@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,7 +129,7 @@ def run_egglog(
     )
 
 
-def _limit_memory(memory_mb: int):  # type: ignore[no-untyped-def]
+def _limit_memory(memory_mb: int) -> Callable[[], None]:
     def apply() -> None:
         import resource
 
@@ -217,7 +218,7 @@ def _load_bindings() -> Any:
 
 def _count(egraph: Any) -> dict[str, int]:
     graph = json.loads(egraph.serialize([]).to_json())
-    nodes = [n for n in graph["nodes"].values() if not n["eclass"].split("-")[0] in _PRIMITIVE_SORTS]
+    nodes = [n for n in graph["nodes"].values() if n["eclass"].split("-")[0] not in _PRIMITIVE_SORTS]
     return {"nodes": len(nodes), "classes": len({n["eclass"] for n in nodes})}
 
 

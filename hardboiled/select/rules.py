@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from hardboiled.support.diagnostics import Diagnostic, InputError, Location
-from hardboiled.support.cache import ResultCache, cache_key
 from hardboiled.select.eqsat import (
     DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT_S,
@@ -26,6 +24,8 @@ from hardboiled.select.eqsat import (
     run_egglog,
 )
 from hardboiled.select.facts import amx_facts, wmma_facts
+from hardboiled.support.cache import ResultCache, cache_key
+from hardboiled.support.diagnostics import Diagnostic, InputError, Location
 
 RULE_FILES = (
     "definition.egg",    # sorts and constructors

@@ -17,22 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hardboiled import ir
-from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
-from hardboiled.support.cache import ResultCache
 from hardboiled.select.eqsat import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, EgraphSize
-from hardboiled.select.rules import Schedule, load_schedule, saturate
+from hardboiled.select.explain import explain_miss
 from hardboiled.select.extract import (
     ACCELERATOR_INTRINSICS,
     ACCELERATOR_MEMORY,
-    MARKERS,
-    Encoding,
     SelectedStore,
     accelerator_allocations,
     encode_stores,
     select_stores,
 )
-from hardboiled.select.explain import explain_miss
 from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, parse_sexpr, reinsert
+from hardboiled.select.rules import Schedule, load_schedule, saturate
+from hardboiled.support.cache import ResultCache
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from hardboiled import ir
-from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.ir.buffers import BufferSpec, discover_buffers
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.verify.interp import BufferT, Interpreter, InterpreterError, dtype_of
 
 DEFAULT_SEED = 0
@@ -65,7 +64,8 @@ class VerificationResult:
         parts = []
         for c in self.outputs:
             where = c.coordinates if c.coordinates is not None else c.first_mismatch
-            status = "equal" if c.first_mismatch is None else f"MISMATCH at {c.name}{list(where) if isinstance(where, tuple) else where}"
+            shown = list(where) if isinstance(where, tuple) else where
+            status = "equal" if c.first_mismatch is None else f"MISMATCH at {c.name}{shown}"
             parts.append(
                 f"{c.name}: {status} ({c.elements} elements, max abs error {c.max_abs_error:.3g}, "
                 f"max rel error {c.max_rel_error:.3g}, tolerance {c.tolerance:.3g})"
