@@ -36,7 +36,8 @@ from hardboiled.legalize.temporaries import place_temporaries
 from hardboiled.legalize.wmma_fragments import push_fragment_allocations
 from hardboiled.legalize.wmma_lanes import enforce_wmma_lanes
 from hardboiled.legalize.wmma_staging import stage_unaligned_operands
-from hardboiled.select.reinsert import Decoder, MarkerLeft, parse_sexpr, reinsert
+from hardboiled.select.reinsert import Decoder, MarkerLeft, reinsert
+from hardboiled.select.terms import parse_term
 from hardboiled.ir.printer import print_ir
 
 
@@ -123,7 +124,7 @@ def select(
             explanation = "a predicated store cannot become a tile operation"
         else:
             try:
-                replacements[sel.position] = decoder.stmt(parse_sexpr(term))
+                replacements[sel.position] = decoder.stmt(parse_term(term, "Stmt"))
             except MarkerLeft:
                 explanation = explain_miss(sel, term, encoding)
         if explanation is None:
