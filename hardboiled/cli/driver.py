@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from hardboiled import __version__, ir
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
-from hardboiled.targets.wmma import WMMA_TENSOR_CORE
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE, WMMAIntrinsic, WMMAOp
 from hardboiled.select.selector import SelectionOptions, SelectionResult, StoreReport, select
 
 REPORT_SCHEMA_VERSION = 1
@@ -277,12 +277,12 @@ def _pattern(report: StoreReport) -> str | None:
         return None
     names = set(report.intrinsics)
     if report.accelerator == "WMMA":
-        kinds = {name.split(".")[1] for name in names}
-        if "mma" in kinds:
+        kinds = {intrinsic.op for name in names if (intrinsic := WMMAIntrinsic.parse(name)) is not None}
+        if WMMAOp.MMA in kinds:
             return "fragment product C + A*B"
-        if "fill" in kinds:
+        if WMMAOp.FILL in kinds:
             return "filled accumulator fragment"
-        if "store" in kinds:
+        if WMMAOp.STORE in kinds:
             return "accumulator fragment stored to memory"
         return "accumulator fragment loaded from memory"
     if "tile_matmul" in names:

@@ -21,7 +21,7 @@ from hardboiled import ir
 from hardboiled.ir.visitor import map_stmt
 from hardboiled.select.extract import MARKERS, Encoding, bits_float, iter_stores
 from hardboiled.select.terms import Term, TermError, binop_of, type_code_of
-from hardboiled.targets.wmma import WMMAShape, wmma_type_suffix
+from hardboiled.targets.wmma import WMMAIntrinsic, WMMAShape
 
 
 class MarkerLeft(Exception):
@@ -174,28 +174,26 @@ class Decoder:
     # them their meaning); enforce_wmma_lanes later makes them warp-wide.
     def _FragFill(self, t: Term) -> ir.Expr:  # noqa: N802
         fragment_type = self.type(t.type)
-        return ir.Call(f"wmma.fill.{WMMAShape(t.m, t.n, t.k).name}.{wmma_type_suffix(fragment_type)}",
-                       (self.expr(t.value),), fragment_type)
+        intrinsic = WMMAIntrinsic.fill(_shape(t), fragment_type)
+        return ir.Call(intrinsic.name, (self.expr(t.value),), fragment_type)
 
     def _FragLoad(self, t: Term) -> ir.Expr:  # noqa: N802
         fragment_type = self.type(t.type)
-        matrix = {"MatrixA": "a", "MatrixB": "b", "Accumulator": "c"}[t.use.constructor.name]
-        name = (f"wmma.load.{matrix}.sync.aligned.{_MAJOR[t.layout.constructor.name]}."
-                f"{WMMAShape(t.m, t.n, t.k).name}.{wmma_type_suffix(fragment_type)}")
-        return ir.Call(name, (self.buffer(t.buffer), self.expr(t.offset), self.expr(t.ldm)), fragment_type)
+        intrinsic = WMMAIntrinsic.load(t.use.meaning, t.layout.meaning, _shape(t), fragment_type)
+        return ir.Call(intrinsic.name, (self.buffer(t.buffer), self.expr(t.offset), self.expr(t.ldm)),
+                       fragment_type)
 
     def _FragMma(self, t: Term) -> ir.Expr:  # noqa: N802
         d_type = self.type(t.type)
         c_value = self.expr(t.c)
-        name = (f"wmma.mma.sync.aligned.{_MAJOR[t.a_layout.constructor.name]}.{_MAJOR[t.b_layout.constructor.name]}."
-                f"{WMMAShape(t.m, t.n, t.k).name}.{wmma_type_suffix(d_type)}.{wmma_type_suffix(c_value.type)}")
-        return ir.Call(name, (self.expr(t.a), self.expr(t.b), c_value), d_type)
+        intrinsic = WMMAIntrinsic.mma(t.a_layout.meaning, t.b_layout.meaning, _shape(t), d_type, c_value.type)
+        return ir.Call(intrinsic.name, (self.expr(t.a), self.expr(t.b), c_value), d_type)
 
     def _FragStore(self, t: Term) -> ir.Expr:  # noqa: N802
         value = self.expr(t.fragment)
-        name = (f"wmma.store.d.sync.aligned.{_MAJOR[t.layout.constructor.name]}.{WMMAShape(t.m, t.n, t.k).name}."
-                f"{wmma_type_suffix(value.type)}")
-        return ir.Call(name, (ir.Variable(t.buffer, ir.handle_type()), value, self.expr(t.offset), self.expr(t.ldm)),
+        intrinsic = WMMAIntrinsic.store(t.layout.meaning, _shape(t), value.type)
+        return ir.Call(intrinsic.name,
+                       (ir.Variable(t.buffer, ir.handle_type()), value, self.expr(t.offset), self.expr(t.ldm)),
                        ir.INT32)
 
     def buffer(self, t: Term) -> ir.Expr:
@@ -211,10 +209,14 @@ class Decoder:
         return ir.Variable(temp.name, ir.handle_type())
 
 
-_MAJOR = {"Row": "row", "Col": "col"}
 _TEMPORARY_KINDS = {"WindowMatrix": "toeplitz"}
 """How a temporary is named after the constructor of its value; the AMX
 operand copies (VNNI interleaves and gathers) are "amx_vnni"."""
+
+
+def _shape(t: Term) -> WMMAShape:
+    """The fragment shape of a Frag* term."""
+    return WMMAShape(t.m, t.n, t.k)
 
 
 def _i32(value: int) -> ir.Expr:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from hardboiled import ir
+from hardboiled.targets.wmma import Layout, MatrixUse
 
 I64 = "i64"
 STRING = "String"
@@ -72,8 +73,8 @@ class Constructor:
     comment: tuple[str, ...] = ()
     """Comment lines written above the constructor."""
     meaning: enum.Enum | None = None
-    """For the nullary constructors that stand for an IR enum member
-    (TypeCode, BinOp): that member."""
+    """For the nullary constructors that stand for a member of an enum of
+    the IR or the targets (TypeCode, BinOp, MatrixUse, Major): that member."""
 
     @property
     def field_names(self) -> tuple[str, ...]:
@@ -144,11 +145,11 @@ SCHEMA = Schema(
             "NE": ir.BinOp.NE, "LT": ir.BinOp.LT, "LE": ir.BinOp.LE, "GT": ir.BinOp.GT,
             "GE": ir.BinOp.GE, "And": ir.BinOp.AND, "Or": ir.BinOp.OR}),)),
         Datatypes(
-            (Sort("MatrixUse", (Constructor("MatrixA"), Constructor("MatrixB"), Constructor("Accumulator"))),),
+            (_enum_sort("MatrixUse", {"MatrixA": MatrixUse.A, "MatrixB": MatrixUse.B, "Accumulator": MatrixUse.C}),),
             comment=("WMMA fragments: which operand a fragment holds, and how its matrix is laid",
                      "out in memory (the leading dimension runs along rows or columns)."),
         ),
-        Datatypes((Sort("Major", (Constructor("Row"), Constructor("Col"))),)),
+        Datatypes((_enum_sort("Major", {"Row": Layout.ROW, "Col": Layout.COL}),)),
         Datatypes(
             (
                 Sort("Expr", (
@@ -276,6 +277,14 @@ class Term:
     @property
     def sort(self) -> str:
         return SORT_OF[self.constructor.name]
+
+    @property
+    def meaning(self) -> Any:
+        """The enum member a nullary constructor stands for (``Row`` is
+        ``Layout.ROW``)."""
+        if self.constructor.meaning is None:
+            raise TermError(f"{self.constructor.name} stands for no enum member")
+        return self.constructor.meaning
 
     def __getattr__(self, name: str) -> Value:
         # Only reached when ``name`` is not an attribute of Term itself.

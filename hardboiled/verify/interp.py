@@ -24,7 +24,6 @@ Values are 1-D numpy arrays (a scalar has one lane); handles are
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -650,13 +649,6 @@ def _finish_matmul(call: ir.Call, c: np.ndarray, m: int, n: int) -> np.ndarray:
 # WMMA fragments
 # --------------------------------------------------------------------------
 
-_WMMA_SHAPE = r"m(\d+)n(\d+)k(\d+)"
-_WMMA_LOAD = re.compile(rf"wmma\.load\.(a|b|c)\.sync\.aligned\.(row|col)\.{_WMMA_SHAPE}\.(f16|bf16|f32)")
-_WMMA_MMA = re.compile(rf"wmma\.mma\.sync\.aligned\.(row|col)\.(row|col)\.{_WMMA_SHAPE}\.(f16|f32)\.(f16|f32)")
-_WMMA_STORE = re.compile(rf"wmma\.store\.d\.sync\.aligned\.(row|col)\.{_WMMA_SHAPE}\.(f16|f32)")
-_WMMA_FILL = re.compile(rf"wmma\.fill\.{_WMMA_SHAPE}\.(f16|f32)")
-
-
 def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
     """Whole-fragment WMMA semantics (a fragment value holds the logical
     matrix, row-major, rows x columns lanes):
@@ -678,37 +670,56 @@ def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
     must meet load/store_matrix_sync's alignment (relative to the buffer's
     start): a rewrite that breaks it would fail on the GPU, so it fails here.
     """
-    if m := _WMMA_LOAD.fullmatch(call.name):
-        matrix, layout, t = m.group(1), m.group(2), wmma.WMMA_TYPE_NAMES[m.group(6)]
-        shape = _wmma_shape(m.group(3, 4, 5), call.name)
-        rows, cols = {"a": (shape.m, shape.k), "b": (shape.k, shape.n), "c": (shape.m, shape.n)}[matrix]
-        pointer, offset, ldm = args[0], _as_int(args[1]), _as_int(args[2])
-        addresses = _wmma_addresses(call.name, pointer, t, layout, rows, cols, offset, ldm)
-        return pointer.array[addresses].reshape(-1).astype(dtype_of(t))
-    if m := _WMMA_MMA.fullmatch(call.name):
-        shape = _wmma_shape(m.group(3, 4, 5), call.name)
-        d_type, c_type = wmma.WMMA_TYPE_NAMES[m.group(6)], wmma.WMMA_TYPE_NAMES[m.group(7)]
-        a, b, c = args
-        element = wmma.WMMA_TENSOR_CORE.element(_type_of_dtype(a.dtype))
-        if element is None or b.dtype != a.dtype or d_type not in element.accumulators \
-                or c.dtype != dtype_of(c_type):
-            raise _fail(f"{call.name}: no Tensor Core instruction multiplies {a.dtype} by {b.dtype} "
-                        f"with a {c.dtype} accumulator")
-        a_matrix = a.astype(np.float64).reshape(shape.m, shape.k)
-        b_matrix = b.astype(np.float64).reshape(shape.k, shape.n)
-        d = a_matrix @ b_matrix + c.astype(np.float64).reshape(shape.m, shape.n)
-        return d.reshape(-1).astype(dtype_of(d_type))
-    if m := _WMMA_FILL.fullmatch(call.name):
-        shape, t = _wmma_shape(m.group(1, 2, 3), call.name), wmma.WMMA_TYPE_NAMES[m.group(4)]
-        return np.full(shape.m * shape.n, args[0].reshape(-1)[0], dtype=dtype_of(t))
-    if m := _WMMA_STORE.fullmatch(call.name):
-        layout, t = m.group(1), wmma.WMMA_TYPE_NAMES[m.group(5)]
-        shape = _wmma_shape(m.group(2, 3, 4), call.name)
-        pointer, fragment, offset, ldm = args[0], args[1], _as_int(args[2]), _as_int(args[3])
-        addresses = _wmma_addresses(call.name, pointer, t, layout, shape.m, shape.n, offset, ldm)
-        pointer.array[addresses.reshape(-1)] = fragment.astype(pointer.array.dtype)
-        return np.array([0], dtype=np.int32)
-    raise _fail(f"the interpreter does not know the WMMA call '{call.name}'")
+    intrinsic = wmma.WMMAIntrinsic.parse(call.name)
+    if intrinsic is None:
+        raise _fail(f"the interpreter does not know the WMMA call '{call.name}'")
+    if intrinsic.shape not in wmma.WMMA_TENSOR_CORE.shapes:
+        raise _fail(f"{call.name}: {intrinsic.shape.name} is not a WMMA fragment shape")
+    if not wmma.WMMA_TENSOR_CORE.defines(intrinsic):
+        raise _fail(f"the interpreter does not know the WMMA call '{call.name}'")
+    return _WMMA_OPERATIONS[intrinsic.op](call, intrinsic, args)
+
+
+def _wmma_load(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
+    rows, cols = intrinsic.extent
+    pointer, offset, ldm = args[0], _as_int(args[1]), _as_int(args[2])
+    addresses = _wmma_addresses(call.name, pointer, intrinsic.type, intrinsic.layout, rows, cols, offset, ldm)
+    return pointer.array[addresses].reshape(-1).astype(dtype_of(intrinsic.type))
+
+
+def _wmma_mma(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
+    shape, d_type, c_type = intrinsic.shape, intrinsic.type, intrinsic.c_type
+    a, b, c = args
+    element = wmma.WMMA_TENSOR_CORE.element(_type_of_dtype(a.dtype))
+    if element is None or b.dtype != a.dtype or d_type not in element.accumulators \
+            or c.dtype != dtype_of(c_type):
+        raise _fail(f"{call.name}: no Tensor Core instruction multiplies {a.dtype} by {b.dtype} "
+                    f"with a {c.dtype} accumulator")
+    a_matrix = a.astype(np.float64).reshape(shape.m, shape.k)
+    b_matrix = b.astype(np.float64).reshape(shape.k, shape.n)
+    d = a_matrix @ b_matrix + c.astype(np.float64).reshape(shape.m, shape.n)
+    return d.reshape(-1).astype(dtype_of(d_type))
+
+
+def _wmma_fill(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
+    shape = intrinsic.shape
+    return np.full(shape.m * shape.n, args[0].reshape(-1)[0], dtype=dtype_of(intrinsic.type))
+
+
+def _wmma_store(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
+    rows, cols = intrinsic.extent
+    pointer, fragment, offset, ldm = args[0], args[1], _as_int(args[2]), _as_int(args[3])
+    addresses = _wmma_addresses(call.name, pointer, intrinsic.type, intrinsic.layout, rows, cols, offset, ldm)
+    pointer.array[addresses.reshape(-1)] = fragment.astype(pointer.array.dtype)
+    return np.array([0], dtype=np.int32)
+
+
+_WMMA_OPERATIONS = {
+    wmma.WMMAOp.LOAD: _wmma_load,
+    wmma.WMMAOp.MMA: _wmma_mma,
+    wmma.WMMAOp.FILL: _wmma_fill,
+    wmma.WMMAOp.STORE: _wmma_store,
+}
 
 
 def _is_warp_collective(loop: ir.For) -> bool:
@@ -734,18 +745,11 @@ def _is_warp_collective(loop: ir.For) -> bool:
     return True
 
 
-def _wmma_shape(mnk: tuple[str, str, str], name: str) -> wmma.WMMAShape:
-    shape = wmma.WMMAShape(*(int(v) for v in mnk))
-    if shape not in wmma.WMMA_TENSOR_CORE.shapes:
-        raise _fail(f"{name}: {shape.name} is not a WMMA fragment shape")
-    return shape
-
-
 def _type_of_dtype(dtype: np.dtype) -> ir.Type | None:
     return next((t for t in wmma.WMMA_TYPE_NAMES.values() if dtype_of(t) == dtype), None)
 
 
-def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: str, rows: int, cols: int,
+def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: wmma.Layout | None, rows: int, cols: int,
                     offset: int, ldm: int) -> np.ndarray:
     """Element indices (rows x cols) of a fragment in ``pointer``'s array."""
     if not isinstance(pointer, Pointer):
@@ -758,7 +762,7 @@ def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: str, rows: in
                     f"dimension {ldm} breaks the {alignment}-byte alignment load/store_matrix_sync need "
                     "(the leading dimension is unsigned: it must be positive)")
     i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
-    addresses = pointer.offset + offset + (i * ldm + j if layout == "row" else j * ldm + i)
+    addresses = pointer.offset + offset + (i * ldm + j if layout is wmma.Layout.ROW else j * ldm + i)
     if addresses.min() < 0 or addresses.max() >= pointer.array.size:
         raise _fail(f"{name} on '{pointer.name}' out of bounds")
     return addresses
