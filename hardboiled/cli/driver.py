@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from hardboiled import __version__, ir
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
+from hardboiled.targets.amx import AMXIntrinsic, AMXOp
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE, WMMAIntrinsic, WMMAOp
 from hardboiled.select.selector import SelectionOptions, SelectionResult, StoreReport, select
 
@@ -285,13 +286,14 @@ def _pattern(report: StoreReport) -> str | None:
         if WMMAOp.STORE in kinds:
             return "accumulator fragment stored to memory"
         return "accumulator fragment loaded from memory"
-    if "tile_matmul" in names:
+    ops = {intrinsic.op for name in names if (intrinsic := AMXIntrinsic.parse(name)) is not None}
+    if AMXOp.MATMUL in ops:
         return "tile product C + A*B"
-    if "tile_zero" in names:
+    if AMXOp.ZERO in ops:
         return "zeroed accumulator tile"
-    if "tile_store" in names:
+    if AMXOp.STORE in ops:
         return "accumulator tile stored to memory"
-    if "tile_load" in names:
+    if AMXOp.LOAD in ops:
         return "operand tile preloaded into an AMX buffer"
     return "tile operation"
 

@@ -21,6 +21,7 @@ from hardboiled import ir
 from hardboiled.ir.visitor import map_stmt
 from hardboiled.select.extract import MARKERS, Encoding, bits_float, iter_stores
 from hardboiled.select.terms import Term, TermError, binop_of, type_code_of
+from hardboiled.targets.amx import AMX_INTRINSIC, AMXOp
 from hardboiled.targets.wmma import WMMAIntrinsic, WMMAShape
 
 
@@ -114,13 +115,13 @@ class Decoder:
 
     # ----------------------------------------------------------- AMX tiles
     def _TileZero(self, t: Term) -> ir.Expr:  # noqa: N802
-        return ir.Call("tile_zero", (_i32(t.rows), _i32(t.colbytes)), self.type(t.type))
+        return ir.Call(AMX_INTRINSIC[AMXOp.ZERO].name, (_i32(t.rows), _i32(t.colbytes)), self.type(t.type))
 
     def _TileLoad(self, t: Term) -> ir.Expr:  # noqa: N802
         tile_type = self.type(t.type)
         element_bytes = tile_type.bytes
         return ir.Call(
-            "tile_load",
+            AMX_INTRINSIC[AMXOp.LOAD].name,
             (_i32(t.rows), _i32(t.colbytes), self.buffer(t.buffer),
              _bytes(self.expr(t.offset), element_bytes), _bytes(self.expr(t.stride), element_bytes)),
             tile_type,
@@ -128,7 +129,7 @@ class Decoder:
 
     def _TileMatmul(self, t: Term) -> ir.Expr:  # noqa: N802
         return ir.Call(
-            "tile_matmul",
+            AMX_INTRINSIC[AMXOp.MATMUL].name,
             (_i32(t.rows), _i32(t.colbytes), _i32(t.k), self.expr(t.acc), self.expr(t.a), self.expr(t.b)),
             self.type(t.type),
         )
@@ -137,7 +138,7 @@ class Decoder:
         tile = self.expr(t.tile)
         element_bytes = tile.type.bytes
         return ir.Call(
-            "tile_store",
+            AMX_INTRINSIC[AMXOp.STORE].name,
             (_i32(t.rows), _i32(t.colbytes), ir.Variable(t.buffer, ir.handle_type()),
              _bytes(self.expr(t.offset), element_bytes), _bytes(self.expr(t.stride), element_bytes), tile),
             ir.INT32,

@@ -31,7 +31,7 @@ import ml_dtypes
 import numpy as np
 
 from hardboiled import ir
-from hardboiled.targets import wmma
+from hardboiled.targets import amx, wmma
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
 
 Value = Any
@@ -535,11 +535,8 @@ def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]
         "bitwise_xor": lambda call, args: np.bitwise_xor(args[0], args[1]),
         "shift_left": lambda call, args: np.left_shift(args[0], args[1].astype(args[0].dtype)),
         "shift_right": lambda call, args: np.right_shift(args[0], args[1].astype(args[0].dtype)),
-        "tile_zero": lambda call, args: np.zeros(call.type.lanes, dtype=dtype_of(call.type)),
-        "tile_load": _tile_load,
-        "tile_matmul": _tile_matmul,
-        "tile_store": _tile_store,
     }
+    table.update({amx.AMX_INTRINSIC[op].name: handler for op, handler in _AMX_OPERATIONS.items()})
     for name in ("halide_error_buffer_argument_is_null", "halide_semaphore_init", "halide_semaphore_release",
                  "halide_semaphore_try_acquire", "halide_print", "halide_msan_annotate_memory_is_initialized"):
         table[name] = lambda call, args: i32(0)
@@ -585,14 +582,14 @@ def _tile_rows(op: str, args: list[Value]) -> tuple[np.ndarray, np.ndarray, int]
 
 
 def _tile_load(call: ir.Call, args: list[Value]) -> Value:
-    raw, addresses, size = _tile_rows("tile_load", args)
+    raw, addresses, size = _tile_rows(call.name, args)
     tile_bytes = np.zeros(call.type.lanes * call.type.bytes, dtype=np.uint8)
     tile_bytes[:size] = raw[addresses].reshape(-1)
     return tile_bytes.view(dtype_of(call.type))
 
 
 def _tile_store(call: ir.Call, args: list[Value]) -> Value:
-    raw, addresses, size = _tile_rows("tile_store", args)
+    raw, addresses, size = _tile_rows(call.name, args)
     raw[addresses.reshape(-1)] = np.ascontiguousarray(args[5]).view(np.uint8)[:size]
     return np.array([0], dtype=np.int32)
 
@@ -606,11 +603,7 @@ def _tile_matmul(call: ir.Call, args: list[Value]) -> Value:
     """
     m, colbytes, k = (_as_int(a) for a in args[:3])
     acc, a, b = args[3], args[4], args[5]
-    kinds = {a.dtype, b.dtype}
-    floating = np.issubdtype(acc.dtype, np.floating)
-    if (floating and kinds != {np.dtype(ml_dtypes.bfloat16)}) or (
-        not floating and not kinds <= {np.dtype(np.int8), np.dtype(np.uint8)}
-    ):
+    if _amx_dot_product(a.dtype, b.dtype, acc.dtype) is None:
         raise _fail(f"no AMX instruction multiplies {a.dtype} by {b.dtype} into {acc.dtype}")
     n = colbytes // 4
     element_bytes = a.dtype.itemsize
@@ -627,6 +620,20 @@ def _tile_matmul(call: ir.Call, args: list[Value]) -> Value:
         for p in range(kpack):
             total = total + ai[:, q * kpack + p][:, None] * bi[q, :, p][None, :]
     return _finish_matmul(call, total.astype(np.int32), m, n)
+
+
+_AMX_OPERATIONS: dict[amx.AMXOp, Callable[[ir.Call, list[Value]], Value]] = {
+    amx.AMXOp.ZERO: lambda call, args: np.zeros(call.type.lanes, dtype=dtype_of(call.type)),
+    amx.AMXOp.LOAD: _tile_load,
+    amx.AMXOp.MATMUL: _tile_matmul,
+    amx.AMXOp.STORE: _tile_store,
+}
+
+
+def _amx_dot_product(a: np.dtype, b: np.dtype, acc: np.dtype) -> amx.AMXDotProduct | None:
+    """The instruction of the table for these operand and accumulator dtypes."""
+    return next((d for d in amx.AMX_TILE.dot_products
+                 if (dtype_of(d.a), dtype_of(d.b), dtype_of(d.accumulator)) == (a, b, acc)), None)
 
 
 def _bf16_dot(c: np.ndarray, a_rows: np.ndarray, b_vnni: np.ndarray, k: int, kpack: int) -> np.ndarray:
