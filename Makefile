@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: help install test lint fixtures goldens bench clean
+.PHONY: help install test lint fixtures goldens terms bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -27,6 +27,9 @@ fixtures: ## Regenerate tests/fixtures/halide with the halide package
 
 goldens: ## Regenerate tests/goldens (expected outputs of every fixture) after an intended change
 	$(BIN)/python -m tests.goldens
+
+terms: ## Regenerate rules/definition.egg from the term schema (hardboiled/select/terms.py)
+	$(BIN)/python -m hardboiled.select.terms
 
 bench: ## Run the benchmarks under bench/ and print their figures
 	$(BIN)/python bench/parse_speed.py

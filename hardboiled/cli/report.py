@@ -8,6 +8,8 @@ from typing import Any
 
 from hardboiled import __version__
 from hardboiled.select.selector import SelectionResult, StoreReport
+from hardboiled.targets.amx import AMXIntrinsic, AMXOp
+from hardboiled.targets.wmma import WMMAIntrinsic, WMMAOp
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -19,21 +21,22 @@ def _pattern(report: StoreReport) -> str | None:
         return None
     names = set(report.intrinsics)
     if report.accelerator == "WMMA":
-        kinds = {name.split(".")[1] for name in names}
-        if "mma" in kinds:
+        kinds = {intrinsic.op for name in names if (intrinsic := WMMAIntrinsic.parse(name)) is not None}
+        if WMMAOp.MMA in kinds:
             return "fragment product C + A*B"
-        if "fill" in kinds:
+        if WMMAOp.FILL in kinds:
             return "filled accumulator fragment"
-        if "store" in kinds:
+        if WMMAOp.STORE in kinds:
             return "accumulator fragment stored to memory"
         return "accumulator fragment loaded from memory"
-    if "tile_matmul" in names:
+    ops = {intrinsic.op for name in names if (intrinsic := AMXIntrinsic.parse(name)) is not None}
+    if AMXOp.MATMUL in ops:
         return "tile product C + A*B"
-    if "tile_zero" in names:
+    if AMXOp.ZERO in ops:
         return "zeroed accumulator tile"
-    if "tile_store" in names:
+    if AMXOp.STORE in ops:
         return "accumulator tile stored to memory"
-    if "tile_load" in names:
+    if AMXOp.LOAD in ops:
         return "operand tile preloaded into an AMX buffer"
     return "tile operation"
 

@@ -15,8 +15,10 @@ negative number of the first of the pipeline's checks that failed.
 * Integer division and modulo follow Halide (Euclidean), casts wrap.
 * AMX: every whole tile of an AMX buffer is a tile register, operands get
   two more; one palette-1 configuration at entry sets each register's rows
-  and bytes per row; tile_* calls become ``_tile_zero``, ``_tile_loadd``,
-  ``_tile_dpbf16ps`` / ``_tile_dpb[su][su]d`` and ``_tile_stored``.
+  and bytes per row; tile_* calls become the C intrinsics that
+  hardboiled/targets/amx.py names (``_tile_zero``, ``_tile_loadd``, the dot
+  product of the operand types, ``_tile_dpbf16ps`` / ``_tile_dpb[su][su]d``,
+  and ``_tile_stored``).
   hb_amx.h maps them to <immintrin.h> or to the portable emulation.
 
 Each block carries the IR statement it came from as a comment.
@@ -36,7 +38,7 @@ from hardboiled.codegen.c_family import (
     include_lines,
     int_constant,
 )
-from hardboiled.targets.amx import AMX_TILE
+from hardboiled.targets.amx import AMX_INTRINSIC, AMX_TILE, AMXIntrinsic, AMXOp
 
 
 @dataclass
@@ -97,10 +99,12 @@ class CGenerator(CFamilyEmitter):
                 tile = self._tile_index(node.name, node.index)
                 reg = self.tiles.register(node.name, tile)
                 value = node.value
-                if isinstance(value, ir.Call) and value.name in ("tile_zero", "tile_matmul", "tile_load"):
-                    self.tiles.shape(reg, int_constant(value.args[0]), int_constant(value.args[1]))
-            if isinstance(node, ir.Call) and node.name == "tile_matmul":
-                a, b = node.args[4], node.args[5]
+                intrinsic = _amx_intrinsic(value)
+                if intrinsic is not None and intrinsic.writes_tile:
+                    self.tiles.shape(reg, int_constant(intrinsic.argument(value, "rows")),
+                                     int_constant(intrinsic.argument(value, "colbytes")))
+            if _amx_op(node) is AMXOp.MATMUL:
+                a, b = _MATMUL.argument(node, "a"), _MATMUL.argument(node, "b")
                 if isinstance(a, ir.Call):
                     self.tiles.operand_a = -1
                 if isinstance(b, ir.Call):
@@ -113,8 +117,9 @@ class CGenerator(CFamilyEmitter):
         if count > AMX_TILE.registers:
             raise codegen_error(f"the kernel needs {count} AMX tile registers; AMX has {AMX_TILE.registers}")
         for node in ir.walk(self.stmt):
-            if isinstance(node, ir.Call) and node.name == "tile_matmul":
-                for operand, reg in ((node.args[4], self.tiles.operand_a), (node.args[5], self.tiles.operand_b)):
+            if _amx_op(node) is AMXOp.MATMUL:
+                for operand, reg in ((_MATMUL.argument(node, "a"), self.tiles.operand_a),
+                                     (_MATMUL.argument(node, "b"), self.tiles.operand_b)):
                     if isinstance(operand, ir.Call) and reg is not None:
                         self.tiles.shape(reg, int_constant(operand.args[0]), int_constant(operand.args[1]))
         for (name, tile), reg in self.tiles.by_tile.items():
@@ -150,12 +155,13 @@ class CGenerator(CFamilyEmitter):
 
     def visit_evaluate(self, s: ir.Evaluate) -> None:
         value = s.value
-        if isinstance(value, ir.Call) and value.name == "tile_store":
+        if _amx_op(value) is AMXOp.STORE:
             self.comment(s)
             rows, colbytes, buf, offset, stride, tile = value.args
             assert isinstance(tile, ir.Load)
             reg = self.tiles.by_tile[(tile.name, self._tile_index(tile.name, tile.index))]
-            self.emit(f"_tile_stored({reg}, (char *){self.expr(buf)} + ({self.expr(offset)}), {self.expr(stride)});")
+            self.emit(f"{AMX_INTRINSIC[AMXOp.STORE].c_name}({reg}, (char *){self.expr(buf)} + ({self.expr(offset)}), "
+                      f"{self.expr(stride)});")
             return
         super().visit_evaluate(s)
 
@@ -176,34 +182,51 @@ class CGenerator(CFamilyEmitter):
         value = s.value
         if not isinstance(value, ir.Call):
             raise codegen_error(f"AMX buffer '{s.name}' is written with something that is not a tile operation")
-        if value.name == "tile_zero":
-            self.emit(f"_tile_zero({reg});")
-        elif value.name == "tile_load":
+        op = _amx_op(value)
+        if op is AMXOp.ZERO:
+            self.emit(f"{AMX_INTRINSIC[AMXOp.ZERO].c_name}({reg});")
+        elif op is AMXOp.LOAD:
             self.emit(self._tile_loadd(reg, value))
-        elif value.name == "tile_matmul":
-            a_reg = self._operand(value.args[4], self.tiles.operand_a)
-            b_reg = self._operand(value.args[5], self.tiles.operand_b)
-            self.emit(f"{_dot_product(value.args[4].type, value.args[5].type)}({reg}, {a_reg}, {b_reg});")
+        elif op is AMXOp.MATMUL:
+            a, b = _MATMUL.argument(value, "a"), _MATMUL.argument(value, "b")
+            a_reg = self._operand(a, self.tiles.operand_a)
+            b_reg = self._operand(b, self.tiles.operand_b)
+            self.emit(f"{_dot_product(a.type, b.type)}({reg}, {a_reg}, {b_reg});")
         else:
             raise codegen_error(f"AMX buffer '{s.name}' is written by '{value.name}'")
 
     def _operand(self, operand: ir.Expr, reg: int | None) -> int:
         if isinstance(operand, ir.Load) and operand.name in self.amx_buffers:
             return self.tiles.by_tile[(operand.name, self._tile_index(operand.name, operand.index))]
-        assert isinstance(operand, ir.Call) and operand.name == "tile_load" and reg is not None
+        assert isinstance(operand, ir.Call) and _amx_op(operand) is AMXOp.LOAD and reg is not None
         self.emit(self._tile_loadd(reg, operand))
         return reg
 
     def _tile_loadd(self, reg: int, call: ir.Call) -> str:
         _, _, buf, offset, stride = call.args
-        return f"_tile_loadd({reg}, (const char *){self.expr(buf)} + ({self.expr(offset)}), {self.expr(stride)});"
+        return (f"{AMX_INTRINSIC[AMXOp.LOAD].c_name}({reg}, (const char *){self.expr(buf)} + ({self.expr(offset)}), "
+                f"{self.expr(stride)});")
+
+
+_MATMUL = AMX_INTRINSIC[AMXOp.MATMUL]
+
+
+def _amx_intrinsic(e: ir.Expr | ir.Stmt) -> AMXIntrinsic | None:
+    """The tile operation ``e`` calls; None for anything else."""
+    return AMXIntrinsic.parse(e.name) if isinstance(e, ir.Call) else None
+
+
+def _amx_op(e: ir.Expr | ir.Stmt) -> AMXOp | None:
+    intrinsic = _amx_intrinsic(e)
+    return intrinsic.op if intrinsic is not None else None
 
 
 def _dot_product(a: ir.Type, b: ir.Type) -> str:
-    if a.code is ir.TypeCode.BFLOAT:
-        return "_tile_dpbf16ps"
-    sign = {ir.TypeCode.INT: "s", ir.TypeCode.UINT: "u"}
-    return f"_tile_dpb{sign[a.code]}{sign[b.code]}d"
+    """The C intrinsic of the table's dot product for these operand types."""
+    instruction = AMX_TILE.dot_product(a, b)
+    if instruction is None:
+        raise codegen_error(f"no AMX instruction multiplies {a.element()} by {b.element()}")
+    return instruction.c_name
 
 
 def generate_c(stmt: ir.Stmt, function: str = "hb_kernel") -> str:

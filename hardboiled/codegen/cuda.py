@@ -41,8 +41,6 @@ block barrier (Halide's barrier between GPU stages). Host code may not touch buf
 
 from __future__ import annotations
 
-import re
-
 from hardboiled import ir
 from hardboiled.codegen.c_family import (
     C_HEADERS,
@@ -56,14 +54,13 @@ from hardboiled.codegen.c_family import (
     storage_type,
 )
 from hardboiled.support.diagnostics import Diagnostic
-from hardboiled.targets.wmma import WMMA_TENSOR_CORE
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE, MatrixUse, WMMAIntrinsic, WMMAOp
 
 
 _DIMS = "xyz"
 _MAX_BLOCK_THREADS = 1024
 _MAX_BLOCK_Z = 64
 _FRAGMENT_MEMORY = "WMMAAccumulator"
-_SHAPE_RE = re.compile(r"\.m(\d+)n(\d+)k(\d+)\.")
 
 CUDA_HEADERS = ("cuda_runtime.h", "cuda_fp16.h", "cuda_bf16.h", "mma.h", "stdint.h")
 
@@ -85,15 +82,29 @@ def _cuda_element(t: ir.Type) -> str:
     raise codegen_error(f"no WMMA fragment holds {t.element()} elements")
 
 
+def _intrinsic(call: ir.Call) -> WMMAIntrinsic:
+    intrinsic = WMMAIntrinsic.parse(call.name)
+    if intrinsic is None:
+        raise codegen_error(f"{call.name} is not a WMMA fragment operation")
+    return intrinsic
+
+
+def _wmma_op(e: ir.Expr) -> WMMAOp | None:
+    """What a wmma.* call does; None for anything else."""
+    return _intrinsic(e).op if ir.is_wmma_call(e) else None  # type: ignore[arg-type]
+
+
 def _shape(call: ir.Call) -> tuple[int, int, int]:
-    m = _SHAPE_RE.search(call.name + ".")
-    if m is None:
-        raise codegen_error(f"cannot read the fragment shape of {call.name}")
-    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+    shape = _intrinsic(call).shape
+    return shape.m, shape.n, shape.k
 
 
-def _layout(call: ir.Call, position: int) -> str:
-    return {"row": "row_major", "col": "col_major"}[call.name.split(".")[position]]
+def _memory_layout(call: ir.Call) -> str:
+    """``mem_row_major`` or ``mem_col_major``: the layout a load of C or a
+    store of D gives load/store_matrix_sync."""
+    layout = _intrinsic(call).layout
+    assert layout is not None
+    return layout.cuda_memory
 
 
 def _host_memory(what: str) -> CodegenError:
@@ -109,10 +120,8 @@ def required_sm(stmt: ir.Stmt) -> int:
     in ``stmt`` (bf16 needs sm_80)."""
     sm = WMMA_TENSOR_CORE.min_sm
     for node in ir.walk(stmt):
-        if isinstance(node, ir.Call) and node.name.startswith("wmma.load."):
-            element = WMMA_TENSOR_CORE.element(node.type.element())
-            if element is not None:
-                sm = max(sm, element.min_sm)
+        if ir.is_wmma_call(node) and (intrinsic := WMMAIntrinsic.parse(node.name)) is not None:
+            sm = max(sm, WMMA_TENSOR_CORE.min_sm_of(intrinsic))
     return sm
 
 
@@ -444,14 +453,14 @@ class KernelGenerator(CFamilyEmitter):
 
     def visit_evaluate(self, s: ir.Evaluate) -> None:
         value = s.value
-        if isinstance(value, ir.Call) and value.name.startswith("wmma.store.d."):
+        if _wmma_op(value) is WMMAOp.STORE:
             self.comment(s)
             pointer, fragment, offset, ldm = value.args
             assert isinstance(pointer, ir.Variable)
             self._note_pointer(pointer.name)
             elem = _cuda_element(fragment.type)
             self.emit(f"wmma::store_matrix_sync(({elem} *){self.cname(pointer.name)} + ({self.expr(offset)}), "
-                      f"{self._fragment(fragment)}, {self.expr(ldm)}, wmma::mem_{_layout(value, 5)});")
+                      f"{self._fragment(fragment)}, {self.expr(ldm)}, wmma::{_memory_layout(value)});")
             return
         self._by_one_thread(lambda: super(KernelGenerator, self).visit_evaluate(s))
 
@@ -461,12 +470,13 @@ class KernelGenerator(CFamilyEmitter):
             self.fragment_pointers.add(name)
 
     def _store_fragment(self, slot: str, value: ir.Expr) -> None:
-        if isinstance(value, ir.Call) and value.name.startswith("wmma.fill."):
+        op = _wmma_op(value)
+        if op is WMMAOp.FILL:
             self.emit(f"wmma::fill_fragment({slot}, {self._fill_value(value)});")
-        elif isinstance(value, ir.Call) and value.name.startswith("wmma.mma."):
+        elif op is WMMAOp.MMA:
             a, b, c = (self._fragment(arg) for arg in value.args)
             self.emit(f"wmma::mma_sync({slot}, {a}, {b}, {c});")
-        elif isinstance(value, ir.Call) and value.name.startswith("wmma.load.c."):
+        elif op is WMMAOp.LOAD and _intrinsic(value).matrix is MatrixUse.C:
             self._load_matrix(slot, value)
         else:
             self.emit(f"{slot} = {self._fragment(value)};")
@@ -487,9 +497,11 @@ class KernelGenerator(CFamilyEmitter):
         m, n, k = _shape(e)
         name = self.temp()
         elem = _cuda_element(e.type)
-        if e.name.startswith("wmma.load."):
-            use = {"a": "matrix_a", "b": "matrix_b", "c": "accumulator"}[e.name.split(".")[2]]
-            layout = f", wmma::{_layout(e, 5)}" if use != "accumulator" else ""
+        intrinsic = _intrinsic(e)
+        if intrinsic.op is WMMAOp.LOAD:
+            assert intrinsic.matrix is not None and intrinsic.layout is not None
+            use = intrinsic.matrix.cuda
+            layout = f", wmma::{intrinsic.layout.cuda}" if intrinsic.matrix is not MatrixUse.C else ""
             self.emit(f"wmma::fragment<wmma::{use}, {m}, {n}, {k}, {elem}{layout}> {name};")
             self._load_matrix(name, e)
             return name
@@ -530,7 +542,7 @@ class KernelGenerator(CFamilyEmitter):
         self._note_pointer(pointer.name)
         elem = _cuda_element(call.type)
         address = f"(const {elem} *){self.cname(pointer.name)} + ({self.expr(offset)})"
-        layout = f", wmma::mem_{_layout(call, 5)}" if call.name.split(".")[2] == "c" else ""
+        layout = f", wmma::{_memory_layout(call)}" if _intrinsic(call).matrix is MatrixUse.C else ""
         self.emit(f"wmma::load_matrix_sync({target}, {address}, {self.expr(ldm)}{layout});")
 
     # ------------------------------------------------------------ staging

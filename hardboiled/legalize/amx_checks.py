@@ -12,7 +12,7 @@ from hardboiled import ir
 from hardboiled.ir.printer import print_ir
 from hardboiled.legalize.common import legal_error
 from hardboiled.select.extract import ACCELERATOR_MEMORY, accelerator_allocations
-from hardboiled.targets.amx import AMX_TILE, AMXTile
+from hardboiled.targets.amx import AMX_TILE, AMXIntrinsic, AMXTile
 
 
 def check_amx_program(stmt: ir.Stmt) -> ir.Stmt:
@@ -25,8 +25,9 @@ def check_amx_program(stmt: ir.Stmt) -> ir.Stmt:
 
 def check_amx(stmt: ir.Stmt, amx_buffers: dict[str, ir.Allocate], tile: AMXTile = AMX_TILE) -> None:
     for node in ir.walk(stmt):
-        if isinstance(node, ir.Call) and node.name.startswith("tile_") and node.name != "tile_store":
-            rows, colbytes = node.args[0], node.args[1]
+        intrinsic = AMXIntrinsic.parse(node.name) if isinstance(node, ir.Call) else None
+        if intrinsic is not None and intrinsic.writes_tile:
+            rows, colbytes = intrinsic.argument(node, "rows"), intrinsic.argument(node, "colbytes")
             assert isinstance(rows, ir.IntImm) and isinstance(colbytes, ir.IntImm)
             if rows.value > tile.max_rows or colbytes.value > tile.max_colbytes:
                 raise legal_error(

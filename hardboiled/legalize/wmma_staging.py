@@ -9,13 +9,12 @@ operands that cannot be proven so go through a dense ``GPUShared`` buffer.
 from __future__ import annotations
 
 import math
-import re
 
 from hardboiled import ir
 from hardboiled.ir.buffers import discover_buffers
 from hardboiled.ir.visitor import map_stmt, with_exprs
 from hardboiled.select.extract import ACCELERATOR_MEMORY, accelerator_allocations
-from hardboiled.targets.wmma import WMMA_TENSOR_CORE, WMMATensorCore
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE, Layout, WMMAIntrinsic, WMMAOp, WMMATensorCore
 
 
 
@@ -53,20 +52,18 @@ def _leading_dimension_ok(ldm: ir.Expr, element_bytes: int) -> bool:
     return isinstance(ldm, ir.IntImm) and ldm.value > 0 and (ldm.value * element_bytes) % _LDM_ALIGNMENT == 0
 
 
-def _fragment_extent(call: ir.Call) -> tuple[int, int, str]:
-    """Rows, columns and layout of the matrix a wmma.load/store.d moves."""
-    parts = call.name.split(".")
-    matrix, layout, shape = parts[2] if parts[1] == "load" else "d", parts[5], parts[6]
-    m, n, k = (int(v) for v in re.fullmatch(r"m(\d+)n(\d+)k(\d+)", shape).groups())  # type: ignore[union-attr]
-    rows, cols = {"a": (m, k), "b": (k, n), "c": (m, n), "d": (m, n)}[matrix]
-    return rows, cols, layout
+def _memory_operation(e: ir.Expr) -> WMMAIntrinsic | None:
+    """The wmma.load or wmma.store.d that ``e`` calls (the operations that
+    take an address); None for anything else."""
+    intrinsic = WMMAIntrinsic.parse(e.name) if ir.is_wmma_call(e) else None  # type: ignore[attr-defined]
+    return intrinsic if intrinsic is not None and intrinsic.op in (WMMAOp.LOAD, WMMAOp.STORE) else None
 
 
-def _matrix_index(offset: ir.Expr, ldm: ir.Expr, rows: int, cols: int, layout: str) -> ir.Expr:
+def _matrix_index(offset: ir.Expr, ldm: ir.Expr, rows: int, cols: int, layout: Layout) -> ir.Expr:
     """The vector index of a rows x cols matrix at offset/ldm, in the order
     its layout keeps it (so that a dense copy has leading dimension
     ``cols`` for row-major and ``rows`` for column-major)."""
-    inner, outer = (cols, rows) if layout == "row" else (rows, cols)
+    inner, outer = (cols, rows) if layout is Layout.ROW else (rows, cols)
     return ir.Ramp(ir.Ramp(offset, ir.IntImm(1), inner), ir.Broadcast(ldm, inner), outer)
 
 
@@ -97,26 +94,29 @@ def stage_unaligned_operands(stmt: ir.Stmt, element_types: dict[str, ir.Type],
     def visit(node: ir.Stmt) -> ir.Stmt | None:
         if not isinstance(node, (ir.Store, ir.Evaluate)):
             return None
-        calls = [c for c in ir.walk(node) if ir.is_wmma_call(c) and (".load." in c.name or ".store." in c.name)]
+        calls = [c for c in ir.walk(node) if _memory_operation(c) is not None]
         staged: list[tuple[str, ir.Type, int]] = []
         before: list[ir.Stmt] = []
         after: list[ir.Stmt] = []
         replacements: dict[int, ir.Expr] = {}
         for call in calls:
-            store = ".store." in call.name
+            intrinsic = _memory_operation(call)
+            assert intrinsic is not None
+            store = intrinsic.op is WMMAOp.STORE
             pointer, offset, ldm = (call.args[0], call.args[2], call.args[3]) if store else call.args
             assert isinstance(pointer, ir.Variable)
             element = (call.args[1].type if store else call.type).element()
             if _aligned(offset, element.bytes, core.pointer_alignment) and _leading_dimension_ok(ldm, element.bytes):
                 continue
-            rows, cols, layout = _fragment_extent(call)
+            (rows, cols), layout = intrinsic.extent, intrinsic.layout
+            assert layout is not None
             stage = f"{pointer.name}{ir.WMMA_STAGE}{counter[0]}"
             counter[0] += 1
             lanes = rows * cols
             staged.append((stage, element, lanes))
             dense = ir.Ramp(ir.IntImm(0), ir.IntImm(1), lanes)
             source = _matrix_index(offset, ldm, rows, cols, layout)
-            dense_ldm = ir.IntImm(cols if layout == "row" else rows)
+            dense_ldm = ir.IntImm(cols if layout is Layout.ROW else rows)
             stage_pointer = ir.Variable(stage, ir.handle_type())
             memory_type = element_types.get(pointer.name, element).with_lanes(lanes)
             if store:

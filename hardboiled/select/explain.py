@@ -8,15 +8,13 @@ for names the operand, layout, type or index that failed.
 
 from __future__ import annotations
 
-from typing import Any
-
 from hardboiled import ir
 from hardboiled.ir.printer import print_ir
-from hardboiled.select.extract import MARKERS, Encoding, SelectedStore
-from hardboiled.select.reinsert import Decoder, parse_sexpr
+from hardboiled.select.extract import Encoding, SelectedStore
+from hardboiled.select.reinsert import Decoder, strip_markers
+from hardboiled.select.terms import parse_term
 from hardboiled.targets.amx import AMX_TILE
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
-
 
 
 def explain_miss(sel: SelectedStore, term: str, encoding: Encoding) -> str:
@@ -26,7 +24,7 @@ def explain_miss(sel: SelectedStore, term: str, encoding: Encoding) -> str:
     expressions already normalized by the axioms; comparing it with what the
     rules look for names the operand, layout or index that failed.
     """
-    value = _lenient_decode(parse_sexpr(term), encoding)
+    value = _lenient_decode(term, encoding)
     store = sel.store
     wmma = sel.accelerator == "WMMA"
     unit = "WMMA fragment" if wmma else "AMX tile"
@@ -122,18 +120,8 @@ def _explain_matmul(reduce: ir.VectorReduce) -> str:
     )
 
 
-def _lenient_decode(node: list, encoding: Encoding) -> ir.Expr:  # type: ignore[type-arg]
-    """Decode a term that still contains data-movement markers."""
-
-    def strip(n):  # type: ignore[no-untyped-def]
-        if isinstance(n, list):
-            if n and n[0] in MARKERS:
-                return strip(n[1])
-            return [strip(c) for c in n]
-        return n
-
-    stripped = strip(node)
-    decoder = Decoder(encoding)
-    if stripped[0] == "Store":
-        return decoder.expr(stripped[2])
-    return decoder.expr(stripped[1])
+def _lenient_decode(term: str, encoding: Encoding) -> ir.Expr:
+    """Decode the stored value of a term that still contains data-movement
+    markers."""
+    store = strip_markers(parse_term(term, "Stmt"))
+    return Decoder(encoding).expr(store.value)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from hardboiled import ir
-from hardboiled.select.facts import egglog_binop, egglog_type_code
+from hardboiled.select.terms import TERMS, Term, binop_name, make, type_code_name
 
 ACCELERATOR_MEMORY = {"AMXTile": "AMX", "WMMAAccumulator": "WMMA"}
 """Memory types the selector targets, and the accelerator each one means."""
@@ -50,6 +50,7 @@ class Encoding:
     """The egglog text for the selected stores and what decoding needs."""
 
     terms: list[str] = field(default_factory=list)
+    """One rendered ``Store`` term (hardboiled/select/terms.py) per selected store."""
     opaque: list[ir.Expr] = field(default_factory=list)
     """Side table for (Opaque T id)."""
     accelerator_buffers: dict[str, str] = field(default_factory=dict)
@@ -108,12 +109,8 @@ def select_stores(stmt: ir.Stmt, allocations: dict[str, ir.Allocate], overrides:
 # --------------------------------------------------------------------------
 
 
-def encode_type(t: ir.Type) -> str:
-    return f"(Ty ({egglog_type_code(t.code)}) {t.bits} {t.lanes})"
-
-
-def _string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def encode_type(t: ir.Type) -> Term:
+    return TERMS.Ty(make(type_code_name(t.code)), t.bits, t.lanes)
 
 
 def _int64(value: int) -> int:
@@ -130,55 +127,51 @@ def bits_float(bits: int) -> float:
     return struct.unpack("<d", struct.pack("<q", bits))[0]
 
 
-_BINOP_NAMES = {op: egglog_binop(op) for op in ir.BinOp}
-BINOP_BY_NAME = {name: op for op, name in _BINOP_NAMES.items()}
-
-
 class _Encoder:
     def __init__(self, encoding: Encoding, accelerators: dict[str, str]):
         self.encoding = encoding
         self.accelerators = accelerators
         """Buffer in accelerator memory -> its accelerator."""
-        self._table: dict[type, Callable[[ir.Expr], str | None]] = {
-            ir.IntImm: lambda e: f"(IntImm {encode_type(e.type)} {_int64(e.value)})",
-            ir.UIntImm: lambda e: f"(IntImm {encode_type(e.type)} {_int64(e.value)})",
-            ir.FloatImm: lambda e: f"(FloatImm {encode_type(e.type)} {float_bits(e.value)})",
-            ir.Variable: lambda e: f"(Var {encode_type(e.type)} {_string(e.name)})",
-            ir.Binary: lambda e: f"(Bop ({_BINOP_NAMES[e.op]}) {self.expr(e.a)} {self.expr(e.b)})",
-            ir.Cast: lambda e: f"(Cast {encode_type(e.type)} {self.expr(e.value)})",
-            ir.Ramp: lambda e: f"(Ramp {self.expr(e.base)} {self.expr(e.stride)} {e.lanes})",
-            ir.Broadcast: lambda e: f"(Broadcast {self.expr(e.value)} {e.lanes})",
+        self._table: dict[type, Callable[[ir.Expr], Term | None]] = {
+            ir.IntImm: lambda e: TERMS.IntImm(encode_type(e.type), _int64(e.value)),
+            ir.UIntImm: lambda e: TERMS.IntImm(encode_type(e.type), _int64(e.value)),
+            ir.FloatImm: lambda e: TERMS.FloatImm(encode_type(e.type), float_bits(e.value)),
+            ir.Variable: lambda e: TERMS.Var(encode_type(e.type), e.name),
+            ir.Binary: lambda e: TERMS.Bop(make(binop_name(e.op)), self.expr(e.a), self.expr(e.b)),
+            ir.Cast: lambda e: TERMS.Cast(encode_type(e.type), self.expr(e.value)),
+            ir.Ramp: lambda e: TERMS.Ramp(self.expr(e.base), self.expr(e.stride), e.lanes),
+            ir.Broadcast: lambda e: TERMS.Broadcast(self.expr(e.value), e.lanes),
             ir.Load: self._load,
             ir.VectorReduce: self._vector_reduce,
         }
 
-    def opaque(self, e: ir.Expr) -> str:
+    def opaque(self, e: ir.Expr) -> Term:
         self.encoding.opaque.append(e)
-        return f"(Opaque {encode_type(e.type)} {len(self.encoding.opaque) - 1})"
+        return TERMS.Opaque(encode_type(e.type), len(self.encoding.opaque) - 1)
 
-    def expr(self, e: ir.Expr) -> str:
+    def expr(self, e: ir.Expr) -> Term:
         encode = self._table.get(type(e))
-        text = encode(e) if encode is not None else None
-        return text if text is not None else self.opaque(e)
+        term = encode(e) if encode is not None else None
+        return term if term is not None else self.opaque(e)
 
-    def _load(self, e: ir.Load) -> str | None:
+    def _load(self, e: ir.Load) -> Term | None:
         if e.predicate is not None:
             return None
-        text = f"(Load {encode_type(e.type)} {_string(e.name)} {self.expr(e.index)})"
+        term = TERMS.Load(encode_type(e.type), e.name, self.expr(e.index))
         accelerator = self.accelerators.get(e.name)
-        return f"({DATA_MOVEMENT[accelerator][1]} {text})" if accelerator else text
+        return make(DATA_MOVEMENT[accelerator][1], term) if accelerator else term
 
-    def _vector_reduce(self, e: ir.VectorReduce) -> str | None:
+    def _vector_reduce(self, e: ir.VectorReduce) -> Term | None:
         if e.op is not ir.ReduceOp.ADD:
             return None
-        return f"(VectorReduceAdd {encode_type(e.type)} {self.expr(e.value)})"
+        return TERMS.VectorReduceAdd(encode_type(e.type), self.expr(e.value))
 
-    def store(self, s: ir.Store) -> str:
+    def store(self, s: ir.Store) -> Term:
         value = self.expr(s.value)
         accelerator = self.accelerators.get(s.name)
         if accelerator:
-            value = f"({DATA_MOVEMENT[accelerator][0]} {value})"
-        return f"(Store {_string(s.name)} {value} {self.expr(s.index)})"
+            value = make(DATA_MOVEMENT[accelerator][0], value)
+        return TERMS.Store(s.name, value, self.expr(s.index))
 
 
 def encode_stores(selected: list[SelectedStore], allocations: dict[str, ir.Allocate],
@@ -187,5 +180,5 @@ def encode_stores(selected: list[SelectedStore], allocations: dict[str, ir.Alloc
     encoding = Encoding(accelerator_buffers={name: str(a.type) for name, a in allocations.items()},
                         accelerators=accelerators)
     encoder = _Encoder(encoding, accelerators)
-    encoding.terms = [encoder.store(s.store) for s in selected]
+    encoding.terms = [encoder.store(s.store).render() for s in selected]
     return encoding

@@ -1,31 +1,13 @@
 """Hardware facts for the rules: the tables of ``hardboiled.targets``
-written as egglog facts (the relations are declared in rules/supporting.egg)."""
+written as egglog facts (the relations are declared in rules/supporting.egg;
+the TypeCode and BinOp constructor names come from the term schema,
+hardboiled/select/terms.py)."""
 
 from __future__ import annotations
 
-from hardboiled import ir
+from hardboiled.select.terms import binop_name, type_code_name
 from hardboiled.targets.amx import AMX_TILE, AMXTile
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE, WMMATensorCore
-
-_TYPE_CODES = {
-    ir.TypeCode.INT: "IntT",
-    ir.TypeCode.UINT: "UIntT",
-    ir.TypeCode.FLOAT: "FloatT",
-    ir.TypeCode.BFLOAT: "BFloatT",
-    ir.TypeCode.HANDLE: "HandleT",
-}
-
-
-def egglog_type_code(code: ir.TypeCode) -> str:
-    return _TYPE_CODES[code]
-
-
-def egglog_binop(op: ir.BinOp) -> str:
-    """The BinOp constructor of rules/definition.egg for ``op``."""
-    return {ir.BinOp.ADD: "Add", ir.BinOp.SUB: "Sub", ir.BinOp.MUL: "Mul", ir.BinOp.DIV: "Div",
-            ir.BinOp.MOD: "Mod", ir.BinOp.MIN: "Min", ir.BinOp.MAX: "Max", ir.BinOp.EQ: "EQ",
-            ir.BinOp.NE: "NE", ir.BinOp.LT: "LT", ir.BinOp.LE: "LE", ir.BinOp.GT: "GT",
-            ir.BinOp.GE: "GE", ir.BinOp.AND: "And", ir.BinOp.OR: "Or"}[op]
 
 
 def amx_facts(tile: AMXTile = AMX_TILE) -> str:
@@ -34,8 +16,8 @@ def amx_facts(tile: AMXTile = AMX_TILE) -> str:
     for element in tile.elements:
         t, acc = element.type, element.accumulator
         lines.append(
-            f"(amx-element ({egglog_type_code(t.code)}) {t.bits} {t.bytes} {element.k_pack} "
-            f"({egglog_type_code(acc.code)}))"
+            f"(amx-element ({type_code_name(t.code)}) {t.bits} {t.bytes} {element.k_pack} "
+            f"({type_code_name(acc.code)}))"
         )
     lines.append(f"(amx-limits {tile.max_rows} {tile.max_colbytes})")
     return "\n".join(lines) + "\n"
@@ -50,10 +32,10 @@ def wmma_facts(core: WMMATensorCore = WMMA_TENSOR_CORE) -> str:
         t = element.type
         for acc in element.accumulators:
             lines.append(
-                f"(wmma-element ({egglog_type_code(t.code)}) {t.bits} ({egglog_type_code(acc.code)}) {acc.bits})"
+                f"(wmma-element ({type_code_name(t.code)}) {t.bits} ({type_code_name(acc.code)}) {acc.bits})"
             )
     window = core.window_shape
     lines.append(f"(wmma-window-shape {window.m} {window.n} {window.k})")
     for op in core.elementwise:
-        lines.append(f"(wmma-elementwise ({egglog_binop(op)}))")
+        lines.append(f"(wmma-elementwise ({binop_name(op)}))")
     return "\n".join(lines) + "\n"

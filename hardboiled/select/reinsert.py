@@ -1,6 +1,7 @@
 """Decoding and reinsertion: extracted egglog terms back into the IR.
 
-``Decoder`` turns an extracted term into IR. AMX tile operations become the
+``Decoder`` turns an extracted term (parsed into a schema ``Term`` by
+``hardboiled.select.terms.parse_term``) into IR. AMX tile operations become the
 calls Halide's own AMX backend uses (``tile_zero``, ``tile_load``,
 ``tile_matmul``, ``tile_store``), with offsets and strides converted from
 elements to bytes; WMMA fragment operations become whole-fragment
@@ -13,56 +14,15 @@ the selected stores were.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from hardboiled import ir
 from hardboiled.ir.visitor import map_stmt
-from hardboiled.select.extract import BINOP_BY_NAME, MARKERS, Encoding, bits_float, iter_stores
-from hardboiled.targets.wmma import WMMAShape, wmma_type_suffix
-
-# --------------------------------------------------------------------------
-# S-expressions
-# --------------------------------------------------------------------------
-
-_TOKEN_RE = re.compile(r'\s*(?:(\()|(\))|"((?:\\.|[^"\\])*)"|([^\s()"]+))')
-
-
-class Str(str):
-    """A string literal in an s-expression (as opposed to a symbol)."""
-
-
-def parse_sexpr(text: str) -> Any:
-    stack: list[list[Any]] = [[]]
-    pos = 0
-    while pos < len(text):
-        m = _TOKEN_RE.match(text, pos)
-        if m is None or m.end() == pos:
-            if text[pos:].strip():
-                raise ValueError(f"bad s-expression at {pos}: {text[pos:pos + 40]!r}")
-            break
-        pos = m.end()
-        if m.group(1):
-            stack.append([])
-        elif m.group(2):
-            done = stack.pop()
-            stack[-1].append(done)
-        elif m.group(3) is not None:
-            stack[-1].append(Str(re.sub(r"\\(.)", r"\1", m.group(3))))
-        else:
-            atom = m.group(4)
-            stack[-1].append(int(atom) if re.fullmatch(r"-?\d+", atom) else atom)
-    (result,) = stack[0]
-    return result
-
-
-# --------------------------------------------------------------------------
-# Decoding
-# --------------------------------------------------------------------------
-
-_TYPE_CODES = {"IntT": ir.TypeCode.INT, "UIntT": ir.TypeCode.UINT, "FloatT": ir.TypeCode.FLOAT,
-               "BFloatT": ir.TypeCode.BFLOAT, "HandleT": ir.TypeCode.HANDLE}
+from hardboiled.select.extract import MARKERS, Encoding, bits_float, iter_stores
+from hardboiled.select.terms import Term, TermError, binop_of, type_code_of
+from hardboiled.targets.amx import AMX_INTRINSIC, AMXOp
+from hardboiled.targets.wmma import WMMAIntrinsic, WMMAShape
 
 
 class MarkerLeft(Exception):
@@ -77,180 +37,187 @@ class Temporary:
     value: ir.Expr
 
 
+def strip_markers(term: Term) -> Term:
+    """``term`` without its data-movement markers (each replaced by the value
+    it moves): for reading a term that missed (explain.py)."""
+    if term.constructor.name in MARKERS:
+        return strip_markers(term.value)
+    if not any(isinstance(a, Term) for a in term.args):
+        return term
+    return Term(term.constructor, tuple(strip_markers(a) if isinstance(a, Term) else a for a in term.args))
+
+
 @dataclass
 class Decoder:
+    """Extracted terms (parsed by ``parse_term``) back into IR. Each
+    constructor of the schema that can appear in an extracted term has a
+    method named after it that reads the term's fields by name."""
+
     encoding: Encoding
     temporaries: dict[ir.Expr, Temporary] = field(default_factory=dict)
     """By value, so that equal temporaries are one buffer."""
 
-    def type(self, node: list[Any]) -> ir.Type:
-        _, (code,), bits, lanes = node
-        tc = _TYPE_CODES[code]
-        if tc is ir.TypeCode.HANDLE:
+    def type(self, t: Term) -> ir.Type:
+        code = type_code_of(t.code.constructor.name)
+        if code is ir.TypeCode.HANDLE:
             return ir.handle_type()
-        return ir.Type(tc, bits, lanes)
+        return ir.Type(code, t.bits, t.lanes)
 
-    def stmt(self, node: list[Any]) -> ir.Stmt:
-        head = node[0]
-        if head == "Store":
-            return ir.Store(str(node[1]), self.expr(node[2]), self.expr(node[3]))
-        if head == "Evaluate":
-            return ir.Evaluate(self.expr(node[1]))
-        raise ValueError(f"unexpected statement {head}")
+    def stmt(self, t: Term) -> ir.Stmt:
+        if t.constructor.name == "Store":
+            return ir.Store(t.buffer, self.expr(t.value), self.expr(t.index))
+        if t.constructor.name == "Evaluate":
+            return ir.Evaluate(self.expr(t.value))
+        raise TermError(f"expected a Stmt, not {t.constructor.name}")
 
-    def expr(self, node: list[Any]) -> ir.Expr:
-        head = node[0]
-        method: Callable[[list[Any]], ir.Expr] | None = getattr(self, "_" + head, None)
+    def expr(self, t: Term) -> ir.Expr:
+        name = t.constructor.name
+        if name in MARKERS:
+            raise MarkerLeft(name)
+        method: Callable[[Term], ir.Expr] | None = getattr(self, "_" + name, None)
         if method is None:
-            raise MarkerLeft(head) if head in MARKERS else ValueError(head)
-        return method(node)
+            raise TermError(f"{name} (a {t.sort}) cannot be decoded as an expression")
+        return method(t)
 
     # ----------------------------------------------------------- IR nodes
-    def _IntImm(self, node: list[Any]) -> ir.Expr:  # noqa: N802 - named after the constructor
-        t, value = self.type(node[1]), node[2]
-        if t.is_uint:
-            return ir.UIntImm(value & ((1 << t.bits) - 1), t)
-        return ir.IntImm(value, t)
+    def _IntImm(self, t: Term) -> ir.Expr:  # noqa: N802 - named after the constructor
+        type_ = self.type(t.type)
+        if type_.is_uint:
+            return ir.UIntImm(t.value & ((1 << type_.bits) - 1), type_)
+        return ir.IntImm(t.value, type_)
 
-    def _FloatImm(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        return ir.FloatImm(bits_float(node[2]), self.type(node[1]))
+    def _FloatImm(self, t: Term) -> ir.Expr:  # noqa: N802
+        return ir.FloatImm(bits_float(t.bits), self.type(t.type))
 
-    def _Var(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        return ir.Variable(str(node[2]), self.type(node[1]))
+    def _Var(self, t: Term) -> ir.Expr:  # noqa: N802
+        return ir.Variable(t.name, self.type(t.type))
 
-    def _Opaque(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        return self.encoding.opaque[node[2]]
+    def _Opaque(self, t: Term) -> ir.Expr:  # noqa: N802
+        return self.encoding.opaque[t.id]
 
-    def _Bop(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        return ir.Binary(BINOP_BY_NAME[node[1][0]], self.expr(node[2]), self.expr(node[3]))
+    def _Bop(self, t: Term) -> ir.Expr:  # noqa: N802
+        return ir.Binary(binop_of(t.op.constructor.name), self.expr(t.a), self.expr(t.b))
 
-    def _Cast(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        return ir.Cast(self.type(node[1]), self.expr(node[2]))
+    def _Cast(self, t: Term) -> ir.Expr:  # noqa: N802
+        return ir.Cast(self.type(t.type), self.expr(t.value))
 
-    def _Load(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        return ir.Load(str(node[2]), self.expr(node[3]), self.type(node[1]))
+    def _Load(self, t: Term) -> ir.Expr:  # noqa: N802
+        return ir.Load(t.buffer, self.expr(t.index), self.type(t.type))
 
-    def _Ramp(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        return ir.Ramp(self.expr(node[1]), self.expr(node[2]), node[3])
+    def _Ramp(self, t: Term) -> ir.Expr:  # noqa: N802
+        return ir.Ramp(self.expr(t.base), self.expr(t.stride), t.lanes)
 
-    def _Broadcast(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        return ir.Broadcast(self.expr(node[1]), node[2])
+    def _Broadcast(self, t: Term) -> ir.Expr:  # noqa: N802
+        return ir.Broadcast(self.expr(t.value), t.lanes)
 
-    def _VectorReduceAdd(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        return ir.VectorReduce(ir.ReduceOp.ADD, self.expr(node[2]), self.type(node[1]))
+    def _VectorReduceAdd(self, t: Term) -> ir.Expr:  # noqa: N802
+        return ir.VectorReduce(ir.ReduceOp.ADD, self.expr(t.value), self.type(t.type))
 
     # ----------------------------------------------------------- AMX tiles
-    def _TileZero(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        _, t, rows, colbytes = node
-        return ir.Call("tile_zero", (_i32(rows), _i32(colbytes)), self.type(t))
+    def _TileZero(self, t: Term) -> ir.Expr:  # noqa: N802
+        return ir.Call(AMX_INTRINSIC[AMXOp.ZERO].name, (_i32(t.rows), _i32(t.colbytes)), self.type(t.type))
 
-    def _TileLoad(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        _, t, rows, colbytes, buf, offset, stride = node
-        tile_type = self.type(t)
+    def _TileLoad(self, t: Term) -> ir.Expr:  # noqa: N802
+        tile_type = self.type(t.type)
         element_bytes = tile_type.bytes
         return ir.Call(
-            "tile_load",
-            (_i32(rows), _i32(colbytes), self.buffer(buf),
-             _bytes(self.expr(offset), element_bytes), _bytes(self.expr(stride), element_bytes)),
+            AMX_INTRINSIC[AMXOp.LOAD].name,
+            (_i32(t.rows), _i32(t.colbytes), self.buffer(t.buffer),
+             _bytes(self.expr(t.offset), element_bytes), _bytes(self.expr(t.stride), element_bytes)),
             tile_type,
         )
 
-    def _TileMatmul(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        _, t, rows, colbytes, k, acc, a, b = node
+    def _TileMatmul(self, t: Term) -> ir.Expr:  # noqa: N802
         return ir.Call(
-            "tile_matmul",
-            (_i32(rows), _i32(colbytes), _i32(k), self.expr(acc), self.expr(a), self.expr(b)),
-            self.type(t),
+            AMX_INTRINSIC[AMXOp.MATMUL].name,
+            (_i32(t.rows), _i32(t.colbytes), _i32(t.k), self.expr(t.acc), self.expr(t.a), self.expr(t.b)),
+            self.type(t.type),
         )
 
-    def _TileStore(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        _, rows, colbytes, name, offset, stride, tile = node
-        tile_expr = self.expr(tile)
-        element_bytes = tile_expr.type.bytes
+    def _TileStore(self, t: Term) -> ir.Expr:  # noqa: N802
+        tile = self.expr(t.tile)
+        element_bytes = tile.type.bytes
         return ir.Call(
-            "tile_store",
-            (_i32(rows), _i32(colbytes), ir.Variable(str(name), ir.handle_type()),
-             _bytes(self.expr(offset), element_bytes), _bytes(self.expr(stride), element_bytes), tile_expr),
+            AMX_INTRINSIC[AMXOp.STORE].name,
+            (_i32(t.rows), _i32(t.colbytes), ir.Variable(t.buffer, ir.handle_type()),
+             _bytes(self.expr(t.offset), element_bytes), _bytes(self.expr(t.stride), element_bytes), tile),
             ir.INT32,
         )
 
-    def _VNNIInterleave(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+    def _VNNIInterleave(self, t: Term) -> ir.Expr:  # noqa: N802
         # Desugared right away: a K x N row-major matrix to VNNI order,
         # out[(kq, n, kr)] = matrix[(kq * k + kr) * N + n].
-        _, k, rows, cols, matrix = node
-        value = self.expr(matrix)
+        k, rows, cols = t.k_pack, t.rows, t.cols
         indices = tuple(
             (kq * k + kr) * cols + n for kq in range(rows // k) for n in range(cols) for kr in range(k)
         )
-        return ir.Shuffle((value,), indices)
+        return ir.Shuffle((self.expr(t.matrix),), indices)
 
-    def _WindowMatrix(self, node: list[Any]) -> ir.Expr:  # noqa: N802
+    def _WindowMatrix(self, t: Term) -> ir.Expr:  # noqa: N802
         # Desugared right away: the kernel's taps followed by a zero, picked
         # into the rows x cols Toeplitz block (with u = shift + t, element
         # (t, j) is tap u - stride * j when u is in [lo, hi), else the zero).
-        _, t, kernel, kbase, taps, stride, rows, cols, shift, lo, hi = node
-        block_type = self.type(t)
-        index_type = self.expr(kbase).type
-        taps_value = ir.Load(str(kernel), ir.Ramp(self.expr(kbase), ir.IntImm(1, index_type), taps),
-                             block_type.with_lanes(taps))
+        block_type = self.type(t.type)
+        kbase = self.expr(t.kbase)
+        taps_value = ir.Load(t.kernel, ir.Ramp(kbase, ir.IntImm(1, kbase.type), t.taps),
+                             block_type.with_lanes(t.taps))
         zero = ir.FloatImm(0.0, block_type.element()) if block_type.is_float else ir.IntImm(0, block_type.element())
         indices = []
-        for row in range(rows):
-            for col in range(cols):
-                u = shift + row
-                tap = u - stride * col
-                indices.append(tap if lo <= u < hi and 0 <= tap < taps else taps)
+        for row in range(t.rows):
+            for col in range(t.cols):
+                u = t.shift + row
+                tap = u - t.stride * col
+                indices.append(tap if t.lo <= u < t.hi and 0 <= tap < t.taps else t.taps)
         return ir.Shuffle((taps_value, zero), tuple(indices))
 
     # ----------------------------------------------------------- WMMA fragments
     # Whole-fragment calls named after the PTX instructions (interp.py gives
     # them their meaning); enforce_wmma_lanes later makes them warp-wide.
-    def _FragFill(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        _, t, m, n, k, value = node
-        fragment_type = self.type(t)
-        return ir.Call(f"wmma.fill.{WMMAShape(m, n, k).name}.{wmma_type_suffix(fragment_type)}",
-                       (self.expr(value),), fragment_type)
+    def _FragFill(self, t: Term) -> ir.Expr:  # noqa: N802
+        fragment_type = self.type(t.type)
+        intrinsic = WMMAIntrinsic.fill(_shape(t), fragment_type)
+        return ir.Call(intrinsic.name, (self.expr(t.value),), fragment_type)
 
-    def _FragLoad(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        _, (use,), (layout,), t, m, n, k, buf, offset, ldm = node
-        fragment_type = self.type(t)
-        matrix = {"MatrixA": "a", "MatrixB": "b", "Accumulator": "c"}[use]
-        name = (f"wmma.load.{matrix}.sync.aligned.{_MAJOR[layout]}.{WMMAShape(m, n, k).name}."
-                f"{wmma_type_suffix(fragment_type)}")
-        return ir.Call(name, (self.buffer(buf), self.expr(offset), self.expr(ldm)), fragment_type)
+    def _FragLoad(self, t: Term) -> ir.Expr:  # noqa: N802
+        fragment_type = self.type(t.type)
+        intrinsic = WMMAIntrinsic.load(t.use.meaning, t.layout.meaning, _shape(t), fragment_type)
+        return ir.Call(intrinsic.name, (self.buffer(t.buffer), self.expr(t.offset), self.expr(t.ldm)),
+                       fragment_type)
 
-    def _FragMma(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        _, (a_layout,), (b_layout,), t, m, n, k, a, b, c = node
-        d_type = self.type(t)
-        c_value = self.expr(c)
-        name = (f"wmma.mma.sync.aligned.{_MAJOR[a_layout]}.{_MAJOR[b_layout]}.{WMMAShape(m, n, k).name}."
-                f"{wmma_type_suffix(d_type)}.{wmma_type_suffix(c_value.type)}")
-        return ir.Call(name, (self.expr(a), self.expr(b), c_value), d_type)
+    def _FragMma(self, t: Term) -> ir.Expr:  # noqa: N802
+        d_type = self.type(t.type)
+        c_value = self.expr(t.c)
+        intrinsic = WMMAIntrinsic.mma(t.a_layout.meaning, t.b_layout.meaning, _shape(t), d_type, c_value.type)
+        return ir.Call(intrinsic.name, (self.expr(t.a), self.expr(t.b), c_value), d_type)
 
-    def _FragStore(self, node: list[Any]) -> ir.Expr:  # noqa: N802
-        _, (layout,), m, n, k, out, offset, ldm, fragment = node
-        value = self.expr(fragment)
-        name = f"wmma.store.d.sync.aligned.{_MAJOR[layout]}.{WMMAShape(m, n, k).name}.{wmma_type_suffix(value.type)}"
-        return ir.Call(name, (ir.Variable(str(out), ir.handle_type()), value, self.expr(offset), self.expr(ldm)),
+    def _FragStore(self, t: Term) -> ir.Expr:  # noqa: N802
+        value = self.expr(t.fragment)
+        intrinsic = WMMAIntrinsic.store(t.layout.meaning, _shape(t), value.type)
+        return ir.Call(intrinsic.name,
+                       (ir.Variable(t.buffer, ir.handle_type()), value, self.expr(t.offset), self.expr(t.ldm)),
                        ir.INT32)
 
-    def buffer(self, node: list[Any]) -> ir.Expr:
-        if node[0] == "Named":
-            return ir.Variable(str(node[1]), ir.handle_type())
-        value = self.expr(node[1])
+    def buffer(self, t: Term) -> ir.Expr:
+        if t.constructor.name == "Named":
+            return ir.Variable(t.name, ir.handle_type())
+        value = self.expr(t.value)
         temp = self.temporaries.get(value)
         if temp is None:
             source = next((n.name for n in ir.walk(value) if isinstance(n, ir.Load)), "value")
-            kind = _TEMPORARY_KINDS.get(node[1][0], "amx_vnni")
+            kind = _TEMPORARY_KINDS.get(t.value.constructor.name, "amx_vnni")
             temp = Temporary(f"{source}.{kind}.{len(self.temporaries)}", value)
             self.temporaries[value] = temp
         return ir.Variable(temp.name, ir.handle_type())
 
 
-_MAJOR = {"Row": "row", "Col": "col"}
 _TEMPORARY_KINDS = {"WindowMatrix": "toeplitz"}
 """How a temporary is named after the constructor of its value; the AMX
 operand copies (VNNI interleaves and gathers) are "amx_vnni"."""
+
+
+def _shape(t: Term) -> WMMAShape:
+    """The fragment shape of a Frag* term."""
+    return WMMAShape(t.m, t.n, t.k)
 
 
 def _i32(value: int) -> ir.Expr:

@@ -27,7 +27,8 @@ from hardboiled.select.extract import (
     encode_stores,
     select_stores,
 )
-from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, parse_sexpr, reinsert
+from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, reinsert
+from hardboiled.select.terms import parse_term
 from hardboiled.select.rules import Schedule, load_schedule, saturate
 from hardboiled.support.cache import ResultCache
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
@@ -128,7 +129,7 @@ def select_instructions(
             explanation = "a predicated store cannot become a tile operation"
         else:
             try:
-                replacements[sel.position] = decoder.stmt(parse_sexpr(term))
+                replacements[sel.position] = decoder.stmt(parse_term(term, "Stmt"))
             except MarkerLeft:
                 explanation = explain_miss(sel, term, encoding)
         if explanation is None:

@@ -1,4 +1,6 @@
-"""Intel AMX as data: tile shapes, element packing and register limits.
+"""Intel AMX as data: tile shapes, element packing, register limits, the
+tile operations selection emits (``AMXIntrinsic``) and the dot-product
+instruction for each pair of operand types (``AMXDotProduct``).
 
 Every number about AMX lives here; the rules receive them as egglog facts
 (``select.facts``), and legalization, the interpreter and the C generator
@@ -7,6 +9,7 @@ check against the same table.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from hardboiled import ir
@@ -26,6 +29,17 @@ class AMXElement:
 
 
 @dataclass(frozen=True, slots=True)
+class AMXDotProduct:
+    """One tile dot-product instruction: C (accumulator) += A . B."""
+
+    a: ir.Type
+    b: ir.Type
+    accumulator: ir.Type
+    c_name: str
+    """The <immintrin.h> intrinsic (hb_amx.h emulates it too)."""
+
+
+@dataclass(frozen=True, slots=True)
 class AMXTile:
     """Intel AMX, palette 1 (Sapphire Rapids)."""
 
@@ -34,13 +48,76 @@ class AMXTile:
     registers: int = 8
     tile_bytes: int = 1024
     elements: tuple[AMXElement, ...] = (
-        AMXElement(ir.BFloat(16), 2, ir.Float(32)),  # tdpbf16ps
-        AMXElement(ir.Int(8), 4, ir.Int(32)),        # tdpbssd, tdpbsud
-        AMXElement(ir.UInt(8), 4, ir.Int(32)),       # tdpbusd, tdpbuud
+        AMXElement(ir.BFloat(16), 2, ir.Float(32)),
+        AMXElement(ir.Int(8), 4, ir.Int(32)),
+        AMXElement(ir.UInt(8), 4, ir.Int(32)),
+    )
+    dot_products: tuple[AMXDotProduct, ...] = (
+        AMXDotProduct(ir.BFloat(16), ir.BFloat(16), ir.Float(32), "_tile_dpbf16ps"),
+        # 8-bit integers in every combination of signedness (A's letter first)
+        AMXDotProduct(ir.Int(8), ir.Int(8), ir.Int(32), "_tile_dpbssd"),
+        AMXDotProduct(ir.Int(8), ir.UInt(8), ir.Int(32), "_tile_dpbsud"),
+        AMXDotProduct(ir.UInt(8), ir.Int(8), ir.Int(32), "_tile_dpbusd"),
+        AMXDotProduct(ir.UInt(8), ir.UInt(8), ir.Int(32), "_tile_dpbuud"),
     )
 
     def __post_init__(self) -> None:
         assert self.max_rows * self.max_colbytes == self.tile_bytes
+        accumulators = {e.type: e.accumulator for e in self.elements}
+        for d in self.dot_products:
+            assert accumulators.get(d.a) == accumulators.get(d.b) == d.accumulator, d
+
+    def dot_product(self, a: ir.Type, b: ir.Type) -> AMXDotProduct | None:
+        """The instruction that multiplies A elements of type ``a`` by B
+        elements of type ``b``; None if AMX has none."""
+        a, b = a.element(), b.element()
+        return next((d for d in self.dot_products if d.a == a and d.b == b), None)
+
+
+class AMXOp(enum.Enum):
+    """The tile operations selection emits, by their call name (those of
+    Halide's own AMX backend)."""
+
+    ZERO = "tile_zero"
+    LOAD = "tile_load"
+    MATMUL = "tile_matmul"
+    STORE = "tile_store"
+
+
+@dataclass(frozen=True, slots=True)
+class AMXIntrinsic:
+    """A tile operation: its call's arguments, in order, and the C
+    intrinsic it becomes (the matmul's depends on the operand types: see
+    ``AMXTile.dot_product``). Offsets and strides are in bytes."""
+
+    op: AMXOp
+    arguments: tuple[str, ...]
+    c_name: str | None
+    writes_tile: bool
+    """Its value is stored into an AMX buffer (a tile register); the store
+    is a statement of its own."""
+
+    @property
+    def name(self) -> str:
+        return self.op.value
+
+    @staticmethod
+    def parse(name: str) -> AMXIntrinsic | None:
+        return _BY_NAME.get(name)
+
+    def argument(self, call: ir.Call, name: str) -> ir.Expr:
+        """The argument of ``call`` (a call of this operation) called ``name``."""
+        return call.args[self.arguments.index(name)]
+
+
+AMX_INTRINSICS = (
+    AMXIntrinsic(AMXOp.ZERO, ("rows", "colbytes"), "_tile_zero", True),
+    AMXIntrinsic(AMXOp.LOAD, ("rows", "colbytes", "buffer", "offset", "stride"), "_tile_loadd", True),
+    AMXIntrinsic(AMXOp.MATMUL, ("rows", "colbytes", "k", "acc", "a", "b"), None, True),
+    AMXIntrinsic(AMXOp.STORE, ("rows", "colbytes", "buffer", "offset", "stride", "tile"), "_tile_stored", False),
+)
+_BY_NAME = {i.name: i for i in AMX_INTRINSICS}
+AMX_INTRINSIC = {i.op: i for i in AMX_INTRINSICS}
 
 
 AMX_TILE = AMXTile()

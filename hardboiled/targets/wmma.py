@@ -1,12 +1,19 @@
 """NVIDIA Tensor Cores (the ``nvcuda::wmma`` API) as data: fragment shapes,
-element and accumulator types, warp size and alignment.
+element and accumulator types, warp size and alignment, and the fragment
+operations (``WMMAIntrinsic``) that selection emits as ``wmma.*`` calls.
 
 The WMMA rules receive these facts from ``select.facts``; legalization, the
 interpreter, the CUDA generator and the nvcc driver read the same table.
+A ``wmma.*`` call name is written only by ``WMMAIntrinsic.name`` and read
+only by ``WMMAIntrinsic.parse``; ``WMMATensorCore.intrinsics`` lists every
+operation the table defines.
 """
 
 from __future__ import annotations
 
+import enum
+import itertools
+import re
 from dataclasses import dataclass
 
 from hardboiled import ir
@@ -67,6 +74,184 @@ class WMMATensorCore:
         return next((e for e in self.elements if e.type == t), None)
 
 
+    @property
+    def accumulator_types(self) -> tuple[ir.Type, ...]:
+        """Every type an accumulator fragment (C or D) may hold."""
+        return tuple(dict.fromkeys(t for e in self.elements for t in e.accumulators))
+
+    def fragment_types(self, use: MatrixUse) -> tuple[ir.Type, ...]:
+        """The element types a fragment of ``use`` may hold."""
+        if use in (MatrixUse.A, MatrixUse.B):
+            return tuple(e.type for e in self.elements)
+        return self.accumulator_types
+
+    def defines(self, intrinsic: WMMAIntrinsic) -> bool:
+        """Whether the table has this operation: its shape, and types that
+        fragments of its kind may hold."""
+        if intrinsic.shape not in self.shapes:
+            return False
+        if intrinsic.op is WMMAOp.MMA:
+            return intrinsic.type in self.accumulator_types and intrinsic.c_type in self.accumulator_types
+        return intrinsic.type in self.fragment_types(intrinsic.moved_matrix)
+
+    def intrinsics(self) -> tuple[WMMAIntrinsic, ...]:
+        """Every fragment operation the table defines."""
+        found: list[WMMAIntrinsic] = []
+        accumulators = self.accumulator_types
+        for shape in self.shapes:
+            found += [WMMAIntrinsic.fill(shape, t) for t in accumulators]
+            for layout in Layout:
+                for use in (MatrixUse.A, MatrixUse.B, MatrixUse.C):
+                    found += [WMMAIntrinsic.load(use, layout, shape, t) for t in self.fragment_types(use)]
+                found += [WMMAIntrinsic.store(layout, shape, t) for t in accumulators]
+            for a_layout, b_layout in itertools.product(Layout, Layout):
+                found += [WMMAIntrinsic.mma(a_layout, b_layout, shape, d, c)
+                          for d, c in itertools.product(accumulators, accumulators)]
+        return tuple(found)
+
+    def min_sm_of(self, intrinsic: WMMAIntrinsic) -> int:
+        """The oldest architecture that runs ``intrinsic``: the one of its
+        operand type for loads of A and B (bf16 needs sm_80)."""
+        if intrinsic.op is WMMAOp.LOAD and intrinsic.matrix in (MatrixUse.A, MatrixUse.B):
+            element = self.element(intrinsic.type)
+            if element is not None:
+                return max(self.min_sm, element.min_sm)
+        return self.min_sm
+
+
+# --------------------------------------------------------------------------
+# Fragment operations
+# --------------------------------------------------------------------------
+
+
+class WMMAOp(enum.Enum):
+    """What a ``wmma.*`` call does (the second part of its name)."""
+
+    LOAD = "load"    # load_matrix_sync
+    MMA = "mma"      # mma_sync
+    STORE = "store"  # store_matrix_sync
+    FILL = "fill"    # fill_fragment
+
+
+class MatrixUse(enum.Enum):
+    """Which matrix of D = A.B + C a fragment holds (D is only stored)."""
+
+    A = "a"
+    B = "b"
+    C = "c"
+    D = "d"
+
+    @property
+    def cuda(self) -> str:
+        """The ``nvcuda::wmma`` fragment use (D is an accumulator too)."""
+        return {"a": "matrix_a", "b": "matrix_b"}.get(self.value, "accumulator")
+
+    def extent(self, shape: WMMAShape) -> tuple[int, int]:
+        """Rows and columns of this matrix for ``shape``: A is m x k, B is
+        k x n, C and D are m x n."""
+        return {"a": (shape.m, shape.k), "b": (shape.k, shape.n)}.get(self.value, (shape.m, shape.n))
+
+
+class Layout(enum.Enum):
+    """How a matrix lies in memory: the leading dimension runs along rows
+    (row-major) or along columns (column-major)."""
+
+    ROW = "row"
+    COL = "col"
+
+    @property
+    def cuda(self) -> str:
+        """``nvcuda::wmma::row_major`` or ``col_major`` (a fragment's layout)."""
+        return f"{self.value}_major"
+
+    @property
+    def cuda_memory(self) -> str:
+        """``nvcuda::wmma::mem_row_major`` or ``mem_col_major`` (an accumulator's
+        layout in memory, given to load/store_matrix_sync)."""
+        return f"mem_{self.value}_major"
+
+
+@dataclass(frozen=True, slots=True)
+class WMMAIntrinsic:
+    """One whole-fragment operation, named after the PTX instruction:
+
+    * ``wmma.load.<a|b|c>.sync.aligned.<layout>.<shape>.<type>`` (ptr, offset, ldm)
+    * ``wmma.mma.sync.aligned.<a layout>.<b layout>.<shape>.<d type>.<c type>`` (A, B, C)
+    * ``wmma.store.d.sync.aligned.<layout>.<shape>.<type>`` (ptr, D, offset, ldm)
+    * ``wmma.fill.<shape>.<type>`` (value)
+
+    Use the ``load``/``mma``/``store``/``fill`` constructors; ``type`` is the
+    element type of the fragment moved, filled or produced (D's for mma).
+    """
+
+    op: WMMAOp
+    shape: WMMAShape
+    type: ir.Type
+    matrix: MatrixUse | None = None
+    """The matrix loaded (A, B or C) or stored (D)."""
+    layout: Layout | None = None
+    """The moved matrix's layout; A's for mma."""
+    b_layout: Layout | None = None
+    c_type: ir.Type | None = None
+
+    @staticmethod
+    def load(matrix: MatrixUse, layout: Layout, shape: WMMAShape, t: ir.Type) -> WMMAIntrinsic:
+        return WMMAIntrinsic(WMMAOp.LOAD, shape, t.element(), matrix, layout)
+
+    @staticmethod
+    def mma(a_layout: Layout, b_layout: Layout, shape: WMMAShape, d_type: ir.Type, c_type: ir.Type) -> WMMAIntrinsic:
+        return WMMAIntrinsic(WMMAOp.MMA, shape, d_type.element(), None, a_layout, b_layout, c_type.element())
+
+    @staticmethod
+    def store(layout: Layout, shape: WMMAShape, t: ir.Type) -> WMMAIntrinsic:
+        return WMMAIntrinsic(WMMAOp.STORE, shape, t.element(), MatrixUse.D, layout)
+
+    @staticmethod
+    def fill(shape: WMMAShape, t: ir.Type) -> WMMAIntrinsic:
+        return WMMAIntrinsic(WMMAOp.FILL, shape, t.element())
+
+    @property
+    def name(self) -> str:
+        """The call name (the only place it is written)."""
+        parts: list[str] = ["wmma", self.op.value]
+        if self.op is not WMMAOp.FILL:
+            if self.matrix is not None:
+                parts.append(self.matrix.value)
+            parts += ["sync", "aligned"]
+            parts += [layout.value for layout in (self.layout, self.b_layout) if layout is not None]
+        parts += [self.shape.name, wmma_type_suffix(self.type)]
+        if self.c_type is not None:
+            parts.append(wmma_type_suffix(self.c_type))
+        return ".".join(parts)
+
+    @staticmethod
+    def parse(name: str) -> WMMAIntrinsic | None:
+        """The operation a call name spells, or None if it spells none. The
+        shape need not be in the table (``WMMATensorCore.defines`` says).
+        Only the spelling ``name`` writes is accepted: a parsed name is
+        formatted again and must come back unchanged."""
+        parts = name.split(".")
+        if len(parts) < 4 or parts[0] != "wmma":
+            return None
+        try:
+            intrinsic = _parse_parts(parts)
+        except (KeyError, ValueError, IndexError):
+            return None
+        return intrinsic if intrinsic is not None and intrinsic.name == name else None
+
+    @property
+    def moved_matrix(self) -> MatrixUse:
+        """The matrix a load or store moves (C for fill, D for mma)."""
+        if self.matrix is not None:
+            return self.matrix
+        return MatrixUse.C if self.op is WMMAOp.FILL else MatrixUse.D
+
+    @property
+    def extent(self) -> tuple[int, int]:
+        """Rows and columns of the matrix moved (see ``moved_matrix``)."""
+        return self.moved_matrix.extent(self.shape)
+
+
 WMMA_TENSOR_CORE = WMMATensorCore()
 
 
@@ -77,3 +262,27 @@ WMMA_TYPE_NAMES = {"f16": ir.Float(16), "bf16": ir.BFloat(16), "f32": ir.Float(3
 def wmma_type_suffix(t: ir.Type) -> str:
     """The PTX-style name of a fragment element type: f16, bf16 or f32."""
     return next(name for name, named in WMMA_TYPE_NAMES.items() if named == t.element())
+
+
+
+_SHAPE_RE = re.compile(r"m(\d+)n(\d+)k(\d+)")
+
+
+def _parse_parts(parts: list[str]) -> WMMAIntrinsic | None:
+    """The operation of a split call name; any part out of place raises
+    KeyError or ValueError (caught by ``WMMAIntrinsic.parse``)."""
+    op = WMMAOp(parts[1])
+    shape_match = _SHAPE_RE.fullmatch(parts[-2] if op is not WMMAOp.MMA else parts[-3])
+    if shape_match is None:
+        return None
+    shape = WMMAShape(*(int(v) for v in shape_match.groups()))
+    if op is WMMAOp.FILL:
+        return WMMAIntrinsic.fill(shape, WMMA_TYPE_NAMES[parts[-1]])
+    if op is WMMAOp.MMA:
+        return WMMAIntrinsic.mma(Layout(parts[4]), Layout(parts[5]), shape,
+                                 WMMA_TYPE_NAMES[parts[-2]], WMMA_TYPE_NAMES[parts[-1]])
+    layout, t = Layout(parts[5]), WMMA_TYPE_NAMES[parts[-1]]
+    if op is WMMAOp.STORE:
+        return WMMAIntrinsic.store(layout, shape, t)
+    matrix = MatrixUse(parts[2])
+    return WMMAIntrinsic.load(matrix, layout, shape, t) if matrix is not MatrixUse.D else None

@@ -24,7 +24,6 @@ Values are 1-D numpy arrays (a scalar has one lane); handles are
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -33,7 +32,7 @@ import numpy as np
 
 from hardboiled import ir
 from hardboiled.ir.visitor import Visitor
-from hardboiled.targets import wmma
+from hardboiled.targets import amx, wmma
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
 
 Value = Any
@@ -539,11 +538,8 @@ def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]
         "bitwise_xor": lambda call, args: np.bitwise_xor(args[0], args[1]),
         "shift_left": lambda call, args: np.left_shift(args[0], args[1].astype(args[0].dtype)),
         "shift_right": lambda call, args: np.right_shift(args[0], args[1].astype(args[0].dtype)),
-        "tile_zero": lambda call, args: np.zeros(call.type.lanes, dtype=dtype_of(call.type)),
-        "tile_load": _tile_load,
-        "tile_matmul": _tile_matmul,
-        "tile_store": _tile_store,
     }
+    table.update({amx.AMX_INTRINSIC[op].name: handler for op, handler in _AMX_OPERATIONS.items()})
     for name in ("halide_error_buffer_argument_is_null", "halide_semaphore_init", "halide_semaphore_release",
                  "halide_semaphore_try_acquire", "halide_print", "halide_msan_annotate_memory_is_initialized"):
         table[name] = lambda call, args: i32(0)
@@ -589,14 +585,14 @@ def _tile_rows(op: str, args: list[Value]) -> tuple[np.ndarray, np.ndarray, int]
 
 
 def _tile_load(call: ir.Call, args: list[Value]) -> Value:
-    raw, addresses, size = _tile_rows("tile_load", args)
+    raw, addresses, size = _tile_rows(call.name, args)
     tile_bytes = np.zeros(call.type.lanes * call.type.bytes, dtype=np.uint8)
     tile_bytes[:size] = raw[addresses].reshape(-1)
     return tile_bytes.view(dtype_of(call.type))
 
 
 def _tile_store(call: ir.Call, args: list[Value]) -> Value:
-    raw, addresses, size = _tile_rows("tile_store", args)
+    raw, addresses, size = _tile_rows(call.name, args)
     raw[addresses.reshape(-1)] = np.ascontiguousarray(args[5]).view(np.uint8)[:size]
     return np.array([0], dtype=np.int32)
 
@@ -610,11 +606,7 @@ def _tile_matmul(call: ir.Call, args: list[Value]) -> Value:
     """
     m, colbytes, k = (_as_int(a) for a in args[:3])
     acc, a, b = args[3], args[4], args[5]
-    kinds = {a.dtype, b.dtype}
-    floating = np.issubdtype(acc.dtype, np.floating)
-    if (floating and kinds != {np.dtype(ml_dtypes.bfloat16)}) or (
-        not floating and not kinds <= {np.dtype(np.int8), np.dtype(np.uint8)}
-    ):
+    if _amx_dot_product(a.dtype, b.dtype, acc.dtype) is None:
         raise _fail(f"no AMX instruction multiplies {a.dtype} by {b.dtype} into {acc.dtype}")
     n = colbytes // 4
     element_bytes = a.dtype.itemsize
@@ -631,6 +623,20 @@ def _tile_matmul(call: ir.Call, args: list[Value]) -> Value:
         for p in range(kpack):
             total = total + ai[:, q * kpack + p][:, None] * bi[q, :, p][None, :]
     return _finish_matmul(call, total.astype(np.int32), m, n)
+
+
+_AMX_OPERATIONS: dict[amx.AMXOp, Callable[[ir.Call, list[Value]], Value]] = {
+    amx.AMXOp.ZERO: lambda call, args: np.zeros(call.type.lanes, dtype=dtype_of(call.type)),
+    amx.AMXOp.LOAD: _tile_load,
+    amx.AMXOp.MATMUL: _tile_matmul,
+    amx.AMXOp.STORE: _tile_store,
+}
+
+
+def _amx_dot_product(a: np.dtype, b: np.dtype, acc: np.dtype) -> amx.AMXDotProduct | None:
+    """The instruction of the table for these operand and accumulator dtypes."""
+    return next((d for d in amx.AMX_TILE.dot_products
+                 if (dtype_of(d.a), dtype_of(d.b), dtype_of(d.accumulator)) == (a, b, acc)), None)
 
 
 def _bf16_dot(c: np.ndarray, a_rows: np.ndarray, b_vnni: np.ndarray, k: int, kpack: int) -> np.ndarray:
@@ -653,13 +659,6 @@ def _finish_matmul(call: ir.Call, c: np.ndarray, m: int, n: int) -> np.ndarray:
 # WMMA fragments
 # --------------------------------------------------------------------------
 
-_WMMA_SHAPE = r"m(\d+)n(\d+)k(\d+)"
-_WMMA_LOAD = re.compile(rf"wmma\.load\.(a|b|c)\.sync\.aligned\.(row|col)\.{_WMMA_SHAPE}\.(f16|bf16|f32)")
-_WMMA_MMA = re.compile(rf"wmma\.mma\.sync\.aligned\.(row|col)\.(row|col)\.{_WMMA_SHAPE}\.(f16|f32)\.(f16|f32)")
-_WMMA_STORE = re.compile(rf"wmma\.store\.d\.sync\.aligned\.(row|col)\.{_WMMA_SHAPE}\.(f16|f32)")
-_WMMA_FILL = re.compile(rf"wmma\.fill\.{_WMMA_SHAPE}\.(f16|f32)")
-
-
 def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
     """Whole-fragment WMMA semantics (a fragment value holds the logical
     matrix, row-major, rows x columns lanes):
@@ -681,37 +680,56 @@ def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
     must meet load/store_matrix_sync's alignment (relative to the buffer's
     start): a rewrite that breaks it would fail on the GPU, so it fails here.
     """
-    if m := _WMMA_LOAD.fullmatch(call.name):
-        matrix, layout, t = m.group(1), m.group(2), wmma.WMMA_TYPE_NAMES[m.group(6)]
-        shape = _wmma_shape(m.group(3, 4, 5), call.name)
-        rows, cols = {"a": (shape.m, shape.k), "b": (shape.k, shape.n), "c": (shape.m, shape.n)}[matrix]
-        pointer, offset, ldm = args[0], _as_int(args[1]), _as_int(args[2])
-        addresses = _wmma_addresses(call.name, pointer, t, layout, rows, cols, offset, ldm)
-        return pointer.array[addresses].reshape(-1).astype(dtype_of(t))
-    if m := _WMMA_MMA.fullmatch(call.name):
-        shape = _wmma_shape(m.group(3, 4, 5), call.name)
-        d_type, c_type = wmma.WMMA_TYPE_NAMES[m.group(6)], wmma.WMMA_TYPE_NAMES[m.group(7)]
-        a, b, c = args
-        element = wmma.WMMA_TENSOR_CORE.element(_type_of_dtype(a.dtype))
-        if element is None or b.dtype != a.dtype or d_type not in element.accumulators \
-                or c.dtype != dtype_of(c_type):
-            raise _fail(f"{call.name}: no Tensor Core instruction multiplies {a.dtype} by {b.dtype} "
-                        f"with a {c.dtype} accumulator")
-        a_matrix = a.astype(np.float64).reshape(shape.m, shape.k)
-        b_matrix = b.astype(np.float64).reshape(shape.k, shape.n)
-        d = a_matrix @ b_matrix + c.astype(np.float64).reshape(shape.m, shape.n)
-        return d.reshape(-1).astype(dtype_of(d_type))
-    if m := _WMMA_FILL.fullmatch(call.name):
-        shape, t = _wmma_shape(m.group(1, 2, 3), call.name), wmma.WMMA_TYPE_NAMES[m.group(4)]
-        return np.full(shape.m * shape.n, args[0].reshape(-1)[0], dtype=dtype_of(t))
-    if m := _WMMA_STORE.fullmatch(call.name):
-        layout, t = m.group(1), wmma.WMMA_TYPE_NAMES[m.group(5)]
-        shape = _wmma_shape(m.group(2, 3, 4), call.name)
-        pointer, fragment, offset, ldm = args[0], args[1], _as_int(args[2]), _as_int(args[3])
-        addresses = _wmma_addresses(call.name, pointer, t, layout, shape.m, shape.n, offset, ldm)
-        pointer.array[addresses.reshape(-1)] = fragment.astype(pointer.array.dtype)
-        return np.array([0], dtype=np.int32)
-    raise _fail(f"the interpreter does not know the WMMA call '{call.name}'")
+    intrinsic = wmma.WMMAIntrinsic.parse(call.name)
+    if intrinsic is None:
+        raise _fail(f"the interpreter does not know the WMMA call '{call.name}'")
+    if intrinsic.shape not in wmma.WMMA_TENSOR_CORE.shapes:
+        raise _fail(f"{call.name}: {intrinsic.shape.name} is not a WMMA fragment shape")
+    if not wmma.WMMA_TENSOR_CORE.defines(intrinsic):
+        raise _fail(f"the interpreter does not know the WMMA call '{call.name}'")
+    return _WMMA_OPERATIONS[intrinsic.op](call, intrinsic, args)
+
+
+def _wmma_load(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
+    rows, cols = intrinsic.extent
+    pointer, offset, ldm = args[0], _as_int(args[1]), _as_int(args[2])
+    addresses = _wmma_addresses(call.name, pointer, intrinsic.type, intrinsic.layout, rows, cols, offset, ldm)
+    return pointer.array[addresses].reshape(-1).astype(dtype_of(intrinsic.type))
+
+
+def _wmma_mma(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
+    shape, d_type, c_type = intrinsic.shape, intrinsic.type, intrinsic.c_type
+    a, b, c = args
+    element = wmma.WMMA_TENSOR_CORE.element(_type_of_dtype(a.dtype))
+    if element is None or b.dtype != a.dtype or d_type not in element.accumulators \
+            or c.dtype != dtype_of(c_type):
+        raise _fail(f"{call.name}: no Tensor Core instruction multiplies {a.dtype} by {b.dtype} "
+                    f"with a {c.dtype} accumulator")
+    a_matrix = a.astype(np.float64).reshape(shape.m, shape.k)
+    b_matrix = b.astype(np.float64).reshape(shape.k, shape.n)
+    d = a_matrix @ b_matrix + c.astype(np.float64).reshape(shape.m, shape.n)
+    return d.reshape(-1).astype(dtype_of(d_type))
+
+
+def _wmma_fill(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
+    shape = intrinsic.shape
+    return np.full(shape.m * shape.n, args[0].reshape(-1)[0], dtype=dtype_of(intrinsic.type))
+
+
+def _wmma_store(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
+    rows, cols = intrinsic.extent
+    pointer, fragment, offset, ldm = args[0], args[1], _as_int(args[2]), _as_int(args[3])
+    addresses = _wmma_addresses(call.name, pointer, intrinsic.type, intrinsic.layout, rows, cols, offset, ldm)
+    pointer.array[addresses.reshape(-1)] = fragment.astype(pointer.array.dtype)
+    return np.array([0], dtype=np.int32)
+
+
+_WMMA_OPERATIONS = {
+    wmma.WMMAOp.LOAD: _wmma_load,
+    wmma.WMMAOp.MMA: _wmma_mma,
+    wmma.WMMAOp.FILL: _wmma_fill,
+    wmma.WMMAOp.STORE: _wmma_store,
+}
 
 
 def _is_warp_collective(loop: ir.For) -> bool:
@@ -737,18 +755,11 @@ def _is_warp_collective(loop: ir.For) -> bool:
     return True
 
 
-def _wmma_shape(mnk: tuple[str, str, str], name: str) -> wmma.WMMAShape:
-    shape = wmma.WMMAShape(*(int(v) for v in mnk))
-    if shape not in wmma.WMMA_TENSOR_CORE.shapes:
-        raise _fail(f"{name}: {shape.name} is not a WMMA fragment shape")
-    return shape
-
-
 def _type_of_dtype(dtype: np.dtype) -> ir.Type | None:
     return next((t for t in wmma.WMMA_TYPE_NAMES.values() if dtype_of(t) == dtype), None)
 
 
-def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: str, rows: int, cols: int,
+def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: wmma.Layout | None, rows: int, cols: int,
                     offset: int, ldm: int) -> np.ndarray:
     """Element indices (rows x cols) of a fragment in ``pointer``'s array."""
     if not isinstance(pointer, Pointer):
@@ -761,7 +772,7 @@ def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: str, rows: in
                     f"dimension {ldm} breaks the {alignment}-byte alignment load/store_matrix_sync need "
                     "(the leading dimension is unsigned: it must be positive)")
     i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
-    addresses = pointer.offset + offset + (i * ldm + j if layout == "row" else j * ldm + i)
+    addresses = pointer.offset + offset + (i * ldm + j if layout is wmma.Layout.ROW else j * ldm + i)
     if addresses.min() < 0 or addresses.max() >= pointer.array.size:
         raise _fail(f"{name} on '{pointer.name}' out of bounds")
     return addresses
