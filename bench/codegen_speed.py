@@ -18,10 +18,10 @@ from pathlib import Path
 
 from _common import amx_cases, fixture_stmt, write_results
 
-from hardboiled.codegen.c import generate_c
 from hardboiled.cli.pipeline import tensorize
-from hardboiled.select.selector import SelectionOptions
+from hardboiled.codegen.c import generate_c
 from hardboiled.codegen.toolchain import compile_c, find_compiler
+from hardboiled.select.selector import SelectionOptions
 
 
 def main() -> int:

@@ -97,7 +97,8 @@ def main() -> int:
     print(f"grammar load (cached):        {grammar_load:7.3f} s")
     print(f"dump     {log_mb:6.2f} MB log, stage 'vectorizing': {dump_s:7.3f} s  ({dump_s / log_mb:.3f} s/MB)")
     print(f"all-IR   {ir_mb:6.2f} MB in {len(stages)} stages:      {all_ir_s:7.3f} s  ({all_ir_s / ir_mb:.3f} s/MB)")
-    print(f"fixtures {fixtures_mb:6.2f} MB in {len(texts)} files:        {fixtures_s:7.3f} s  ({fixtures_s / fixtures_mb:.3f} s/MB)")
+    print(f"fixtures {fixtures_mb:6.2f} MB in {len(texts)} files:        {fixtures_s:7.3f} s  "
+          f"({fixtures_s / fixtures_mb:.3f} s/MB)")
     return 0
 
 

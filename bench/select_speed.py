@@ -52,7 +52,8 @@ def main() -> int:
             "classes_per_statement": round(result.egraph.classes / statements, 1),
         })
     write_results("select_speed.json", rows)
-    print(f"{'case':36s} {'stmts':>5s} {'mm':>3s} {'s/run':>7s} {'s/matmul':>9s} {'nodes':>6s} {'classes':>7s} {'n/stmt':>7s}")
+    print(f"{'case':36s} {'stmts':>5s} {'mm':>3s} {'s/run':>7s} {'s/matmul':>9s} "
+          f"{'nodes':>6s} {'classes':>7s} {'n/stmt':>7s}")
     for r in rows:
         if not r["lowered"]:
             print(f"{r['case']:36s}  (not lowered: preloaded operands)")

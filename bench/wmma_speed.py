@@ -28,11 +28,10 @@ from pathlib import Path
 
 from _common import accelerator_cases, fixture_stmt, write_results
 
+from hardboiled.cli.pipeline import GENERATED_CUDA_FLAGS, tensorize
 from hardboiled.codegen.cuda import generate_cuda
-from hardboiled.cli.pipeline import GENERATED_CUDA_FLAGS
-from hardboiled.cli.pipeline import tensorize
-from hardboiled.select.selector import SelectionMiss, SelectionOptions
 from hardboiled.codegen.toolchain import compile_cuda
+from hardboiled.select.selector import SelectionMiss, SelectionOptions
 
 
 def measure(case: str, accumulator: str, tmp: Path) -> dict[str, object]:
@@ -73,7 +72,8 @@ def main() -> int:
             continue
         print(f"{r['case']:28s} {r['select_s']:8.3f} {r['generate_s']:7.3f} {r['nvcc_s']:7.3f} {r['total_s']:8.3f}")
     lowered = [r for r in rows if not r["miss"]]
-    print(f"{len(lowered)} kernels: selection + CUDA generation + nvcc, worst {max(r['total_s'] for r in lowered):.2f} s, "
+    worst = max(r['total_s'] for r in lowered)
+    print(f"{len(lowered)} kernels: selection + CUDA generation + nvcc, worst {worst:.2f} s, "
           f"median {statistics.median(r['total_s'] for r in lowered):.2f} s per kernel")
     return 0
 

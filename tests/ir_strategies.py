@@ -28,8 +28,9 @@ lanes <= 32, expression depth <= 4, statement depth <= 3, blocks <= 3.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence, TypeVar
+from typing import TypeVar
 
 from hypothesis import strategies as st
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hardboiled.support.diagnostics import ExitCode
 from hardboiled.codegen.toolchain import cpu_has_amx
+from hardboiled.support.diagnostics import ExitCode
 
 from .conftest import FIXTURES, run_cli
 

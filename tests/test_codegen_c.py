@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from hardboiled import ir
-from hardboiled.codegen.c import generate_c
-from hardboiled.frontend.parse import parse_input
 from hardboiled.cli.pipeline import tensorize
-from hardboiled.select.selector import SelectionOptions
+from hardboiled.codegen.c import generate_c
 from hardboiled.codegen.toolchain import Compiler, compile_c
+from hardboiled.frontend.parse import parse_input
+from hardboiled.select.selector import SelectionOptions
 from hardboiled.verify.run import run_generated_c
 
 from .conftest import FIXTURES, MANIFEST, run_cli

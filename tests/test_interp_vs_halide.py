@@ -59,9 +59,9 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from hardboiled import ir
-from hardboiled.verify.interp import BufferT, Interpreter, dtype_of
 from hardboiled.frontend.parse import parse_input
 from hardboiled.ir.buffers import discover_buffers
+from hardboiled.verify.interp import BufferT, Interpreter, dtype_of
 
 halide = pytest.importorskip("halide")
 
@@ -499,7 +499,10 @@ def _expr(draw, t: str, depth: int, inputs: list[str], producer: bool = False) -
     if depth == 0:
         return draw(_leaf(t, inputs, producer))
     op = draw(st.sampled_from(["+", "-", "*", "/", "%", "min", "max", "select", "cast", "leaf"]))
-    sub = lambda tt=t: _expr(tt, depth - 1, inputs, producer)
+
+    def sub(tt: str = t) -> st.SearchStrategy[tuple[list, float]]:
+        return _expr(tt, depth - 1, inputs, producer)
+
     if op == "leaf":
         return draw(_leaf(t, inputs, producer))
     if op == "cast":

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from hardboiled import ir
+from hardboiled.frontend.parse import parse_text
 from hardboiled.targets import wmma
 from hardboiled.verify.interp import Interpreter, InterpreterError, Pointer
-from hardboiled.frontend.parse import parse_text
 
 TC = wmma.WMMA_TENSOR_CORE
 SUFFIX = {np.dtype(np.float16): "f16", np.dtype(ml_dtypes.bfloat16): "bf16", np.dtype(np.float32): "f32"}

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from hardboiled import ir
-from hardboiled.support.diagnostics import ExitCode
-from hardboiled.frontend.parse import parse_input
 from hardboiled.cli.pipeline import tensorize
+from hardboiled.frontend.parse import parse_input
 from hardboiled.select.selector import SelectionOptions
+from hardboiled.support.diagnostics import ExitCode
 
 from .conftest import FIXTURES, MANIFEST, run_cli
 

@@ -14,7 +14,7 @@ from hardboiled.frontend.parse import decode_input, parse_input
 from hardboiled.ir.visitor import map_expr, with_exprs
 from hardboiled.select import terms
 from hardboiled.select.extract import MARKERS, accelerator_allocations, encode_stores, select_stores
-from hardboiled.select.reinsert import Decoder, strip_markers
+from hardboiled.select.reinsert import Decoder, decoder_method, strip_markers
 from hardboiled.select.terms import TERMS, TermError, make, parse_term
 
 from .conftest import FIXTURES, MANIFEST, ROOT
@@ -49,9 +49,9 @@ def test_the_name_tables_cover_the_ir_enums() -> None:
 def test_every_expression_constructor_can_be_decoded() -> None:
     """A constructor added to the schema needs its meaning in reinsert.py
     (markers excepted: they mean the store was not lowered)."""
-    for name, constructor in terms.CONSTRUCTORS.items():
+    for name in terms.CONSTRUCTORS:
         if terms.SORT_OF[name] == "Expr" and name not in MARKERS:
-            assert hasattr(Decoder, "_" + name), f"Decoder has no method for {name}"
+            assert hasattr(Decoder, decoder_method(name)), f"Decoder has no method for {name}"
 
 
 # --------------------------------------------------------------------------

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from hardboiled import ir
-from hardboiled.targets import wmma
-from hardboiled.support.diagnostics import ExitCode, HardboiledError
 from hardboiled.codegen.toolchain import ToolchainError, compile_cuda, parse_cuda_arch
+from hardboiled.support.diagnostics import ExitCode, HardboiledError
+from hardboiled.targets import wmma
 
 TC = wmma.WMMA_TENSOR_CORE
 

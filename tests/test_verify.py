@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from hardboiled import ir
-from hardboiled.select import rules as eqsat
-from hardboiled.verify.interp import BufferT, Interpreter
-from hardboiled.frontend.parse import parse_input, parse_text
 from hardboiled.cli.pipeline import tensorize
+from hardboiled.frontend.parse import parse_input, parse_text
+from hardboiled.select import rules as eqsat
 from hardboiled.select.selector import SelectionOptions
 from hardboiled.verify.compare import compare, verify
+from hardboiled.verify.interp import BufferT, Interpreter
 
 from .conftest import FIXTURES, MANIFEST, run_cli
 

@@ -21,17 +21,16 @@ import numpy as np
 import pytest
 
 from hardboiled import ir
+from hardboiled.cli.pipeline import GENERATED_CUDA_FLAGS, tensorize
 from hardboiled.codegen.cuda import generate_cuda
-from hardboiled.cli.pipeline import GENERATED_CUDA_FLAGS
-from hardboiled.targets.wmma import WMMA_TENSOR_CORE
+from hardboiled.codegen.toolchain import compile_cuda
+from hardboiled.frontend.parse import parse_input
+from hardboiled.ir.printer import print_ir
 from hardboiled.legalize.wmma_fragments import push_fragment_allocations
 from hardboiled.legalize.wmma_lanes import WMMA_LANE
 from hardboiled.legalize.wmma_staging import known_multiple
-from hardboiled.frontend.parse import parse_input
-from hardboiled.ir.printer import print_ir
-from hardboiled.cli.pipeline import tensorize
 from hardboiled.select.selector import SelectionMiss, SelectionOptions
-from hardboiled.codegen.toolchain import compile_cuda
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE
 from hardboiled.verify.compare import make_buffers, verify
 
 from .conftest import FIXTURES, run_cli
@@ -344,7 +343,7 @@ def test_generated_cuda_runs_on_the_gpu(case: str, tensorized: dict[str, tuple[i
 
     buffers, outputs = make_buffers(original, {}, 0)
     expected = run_program(original, buffers)
-    kernel = getattr(ctypes.CDLL(str(library)), "hb_kernel")
+    kernel = ctypes.CDLL(str(library)).hb_kernel
     kernel.restype = ctypes.c_int
     args: list[object] = []
     device: dict[str, ctypes.c_void_p] = {}

@@ -65,7 +65,7 @@ def handles_errors(command: F) -> F:
             # The reader of our output went away (e.g. `| head`): not an error.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(int(ExitCode.SUCCESS))
-        except Exception as exc:  # noqa: BLE001 - the last line of defence
+        except Exception as exc:  # the last line of defence
             if os.environ.get("HARDBOILED_TRACEBACK") == "1":
                 traceback.print_exc()
             _report(

@@ -56,7 +56,7 @@ def compile_text(name: str, data: bytes | None, options: CompileOptions,
         result.diagnostics.extend(getattr(exc, "diagnostics", [exc.diagnostic]))
         result.exit_code = int(exc.exit_code)
         return result
-    except Exception as exc:  # noqa: BLE001 - reported as an internal error, never a traceback
+    except Exception as exc:  # an internal error, reported without a traceback
         _take_state(compilation, result)
         result.diagnostics.append(Diagnostic(
             "error", f"internal error: {type(exc).__name__}: {exc}",

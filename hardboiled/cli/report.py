@@ -29,7 +29,7 @@ def _pattern(report: StoreReport) -> str | None:
         if WMMAOp.STORE in kinds:
             return "accumulator fragment stored to memory"
         return "accumulator fragment loaded from memory"
-    ops = {intrinsic.op for name in names if (intrinsic := AMXIntrinsic.parse(name)) is not None}
+    ops = {amx.op for name in names if (amx := AMXIntrinsic.parse(name)) is not None}
     if AMXOp.MATMUL in ops:
         return "tile product C + A*B"
     if AMXOp.ZERO in ops:

@@ -94,37 +94,39 @@ class CGenerator(CFamilyEmitter):
 
     # ------------------------------------------------------------ AMX plan
     def _plan_tiles(self) -> None:
-        for node in ir.walk(self.stmt):
-            if isinstance(node, ir.Store) and node.name in self.amx_buffers:
-                tile = self._tile_index(node.name, node.index)
-                reg = self.tiles.register(node.name, tile)
-                value = node.value
-                intrinsic = _amx_intrinsic(value)
-                if intrinsic is not None and intrinsic.writes_tile:
-                    self.tiles.shape(reg, int_constant(intrinsic.argument(value, "rows")),
-                                     int_constant(intrinsic.argument(value, "colbytes")))
-            if _amx_op(node) is AMXOp.MATMUL:
-                a, b = _MATMUL.argument(node, "a"), _MATMUL.argument(node, "b")
-                if isinstance(a, ir.Call):
-                    self.tiles.operand_a = -1
-                if isinstance(b, ir.Call):
-                    self.tiles.operand_b = -1
-        count = len(self.tiles.by_tile)
-        if self.tiles.operand_a == -1:
-            self.tiles.operand_a, count = count, count + 1
-        if self.tiles.operand_b == -1:
-            self.tiles.operand_b, count = count, count + 1
-        if count > AMX_TILE.registers:
-            raise codegen_error(f"the kernel needs {count} AMX tile registers; AMX has {AMX_TILE.registers}")
-        for node in ir.walk(self.stmt):
-            if _amx_op(node) is AMXOp.MATMUL:
-                for operand, reg in ((_MATMUL.argument(node, "a"), self.tiles.operand_a),
-                                     (_MATMUL.argument(node, "b"), self.tiles.operand_b)):
+        """One tile register per whole tile of every AMX buffer, plus one for
+        each matmul operand that is loaded rather than held in a buffer."""
+        self._assign_registers()
+        for call in ir.calls(self.stmt):
+            if _amx_op(call) is AMXOp.MATMUL:
+                for operand, reg in ((_MATMUL.argument(call, "a"), self.tiles.operand_a),
+                                     (_MATMUL.argument(call, "b"), self.tiles.operand_b)):
                     if isinstance(operand, ir.Call) and reg is not None:
                         self.tiles.shape(reg, int_constant(operand.args[0]), int_constant(operand.args[1]))
         for (name, tile), reg in self.tiles.by_tile.items():
             if reg not in self.tiles.shapes:
                 raise codegen_error(f"cannot tell the shape of tile {tile} of AMX buffer '{name}'")
+
+    def _assign_registers(self) -> None:
+        loads_operand = {"a": False, "b": False}
+        for node in ir.walk(self.stmt):
+            if isinstance(node, ir.Store) and node.name in self.amx_buffers:
+                reg = self.tiles.register(node.name, self._tile_index(node.name, node.index))
+                value = node.value
+                intrinsic = _amx_intrinsic(value)
+                if isinstance(value, ir.Call) and intrinsic is not None and intrinsic.writes_tile:
+                    self.tiles.shape(reg, int_constant(intrinsic.argument(value, "rows")),
+                                     int_constant(intrinsic.argument(value, "colbytes")))
+            if isinstance(node, ir.Call) and _amx_op(node) is AMXOp.MATMUL:
+                for operand in loads_operand:
+                    loads_operand[operand] |= isinstance(_MATMUL.argument(node, operand), ir.Call)
+        count = len(self.tiles.by_tile)
+        if loads_operand["a"]:
+            self.tiles.operand_a, count = count, count + 1
+        if loads_operand["b"]:
+            self.tiles.operand_b, count = count, count + 1
+        if count > AMX_TILE.registers:
+            raise codegen_error(f"the kernel needs {count} AMX tile registers; AMX has {AMX_TILE.registers}")
 
     def _tile_index(self, name: str, index: ir.Expr) -> int:
         alloc = self.amx_buffers[name]
@@ -155,7 +157,7 @@ class CGenerator(CFamilyEmitter):
 
     def visit_evaluate(self, s: ir.Evaluate) -> None:
         value = s.value
-        if _amx_op(value) is AMXOp.STORE:
+        if isinstance(value, ir.Call) and _amx_op(value) is AMXOp.STORE:
             self.comment(s)
             rows, colbytes, buf, offset, stride, tile = value.args
             assert isinstance(tile, ir.Load)

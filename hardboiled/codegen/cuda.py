@@ -41,6 +41,8 @@ block barrier (Halide's barrier between GPU stages). Host code may not touch buf
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hardboiled import ir
 from hardboiled.codegen.c_family import (
     C_HEADERS,
@@ -55,7 +57,6 @@ from hardboiled.codegen.c_family import (
 )
 from hardboiled.support.diagnostics import Diagnostic
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE, MatrixUse, WMMAIntrinsic, WMMAOp
-
 
 _DIMS = "xyz"
 _MAX_BLOCK_THREADS = 1024
@@ -91,7 +92,7 @@ def _intrinsic(call: ir.Call) -> WMMAIntrinsic:
 
 def _wmma_op(e: ir.Expr) -> WMMAOp | None:
     """What a wmma.* call does; None for anything else."""
-    return _intrinsic(e).op if ir.is_wmma_call(e) else None  # type: ignore[arg-type]
+    return _intrinsic(e).op if ir.is_wmma_call(e) else None
 
 
 def _shape(call: ir.Call) -> tuple[int, int, int]:
@@ -180,8 +181,8 @@ class CudaGenerator(CFamilyEmitter):
             raise codegen_error(f"{len(blocks)} nested gpu_block loops; CUDA grids have 3 dimensions")
         kernel = KernelGenerator(self, body, f"{self.function}_k{len(self.kernels)}")
         grid = ["1", "1", "1"]
-        axes = [_named_axis(loop, "block") for loop in reversed(blocks)]
-        axes = [order if axis is None else axis for order, axis in enumerate(axes)]
+        named = [_named_axis(loop, "block") for loop in reversed(blocks)]
+        axes = [order if axis is None else axis for order, axis in enumerate(named)]
         if len(set(axes)) != len(axes):
             raise codegen_error("two gpu_block loops of one nest map to the same block axis")
         for axis, loop in zip(axes, reversed(blocks)):
@@ -297,7 +298,7 @@ class KernelGenerator(CFamilyEmitter):
             self.parameters.append((self.host.cname(name), f"{storage} *__restrict__ {self.cname(name)}"))
         for name, t in sorted(scalars.items()):
             self.parameters.append((self.host.cname(name), f"{c_type(t)} {self.cname(name)}"))
-        for loop_name, (host_lo, _) in sorted(self.block_vars.items()):
+        for host_lo, _ in sorted(self.block_vars.values()):
             self.parameters.append((host_lo, f"int32_t {host_lo}"))
 
     def definition(self) -> list[str]:
@@ -431,7 +432,7 @@ class KernelGenerator(CFamilyEmitter):
             raise codegen_error("a warp-lane loop may only hold WMMA operations and their staging copies")
         self._by_one_thread(lambda: super(KernelGenerator, self).visit_store(s))
 
-    def _by_one_thread(self, emit) -> None:  # type: ignore[no-untyped-def]
+    def _by_one_thread(self, emit: Callable[[], None]) -> None:
         """Memory side effects outside the warp lanes happen once per Halide
         thread, as in Halide: outside the thread loops once per block
         (thread 0, between block barriers, which every thread reaches since
@@ -453,7 +454,7 @@ class KernelGenerator(CFamilyEmitter):
 
     def visit_evaluate(self, s: ir.Evaluate) -> None:
         value = s.value
-        if _wmma_op(value) is WMMAOp.STORE:
+        if isinstance(value, ir.Call) and _wmma_op(value) is WMMAOp.STORE:
             self.comment(s)
             pointer, fragment, offset, ldm = value.args
             assert isinstance(pointer, ir.Variable)
@@ -471,7 +472,9 @@ class KernelGenerator(CFamilyEmitter):
 
     def _store_fragment(self, slot: str, value: ir.Expr) -> None:
         op = _wmma_op(value)
-        if op is WMMAOp.FILL:
+        if not isinstance(value, ir.Call) or op is None:
+            self.emit(f"{slot} = {self._fragment(value)};")
+        elif op is WMMAOp.FILL:
             self.emit(f"wmma::fill_fragment({slot}, {self._fill_value(value)});")
         elif op is WMMAOp.MMA:
             a, b, c = (self._fragment(arg) for arg in value.args)
@@ -521,6 +524,7 @@ class KernelGenerator(CFamilyEmitter):
         """An operator with a scalar applied to every element of an
         accumulator fragment (an epilogue): each thread updates the elements
         it holds, whatever the fragment's layout."""
+        assert isinstance(e.b, ir.Broadcast), "_fragment only passes a fragment op a broadcast scalar"
         m, n, k = self._fragment_shape_of(e.a)
         source = self._fragment(e.a)
         elem_type = e.type.element()

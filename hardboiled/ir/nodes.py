@@ -20,8 +20,8 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterator
-from typing import TypeGuard
 from dataclasses import dataclass
+from typing import TypeGuard
 
 # --------------------------------------------------------------------------
 # Types
@@ -118,23 +118,24 @@ def handle_type(c_spelling: str = "void *") -> Type:
     return Type(TypeCode.HANDLE, 64, 1, c_spelling)
 
 
-def Int(bits: int, lanes: int = 1) -> Type:  # noqa: N802 - mirrors Halide's constructors
+def Int(bits: int, lanes: int = 1) -> Type:
+    # Named as Halide's constructors are (see pep8-naming in pyproject.toml).
     return Type(TypeCode.INT, bits, lanes)
 
 
-def UInt(bits: int, lanes: int = 1) -> Type:  # noqa: N802
+def UInt(bits: int, lanes: int = 1) -> Type:
     return Type(TypeCode.UINT, bits, lanes)
 
 
-def Float(bits: int, lanes: int = 1) -> Type:  # noqa: N802
+def Float(bits: int, lanes: int = 1) -> Type:
     return Type(TypeCode.FLOAT, bits, lanes)
 
 
-def BFloat(bits: int = 16, lanes: int = 1) -> Type:  # noqa: N802
+def BFloat(bits: int = 16, lanes: int = 1) -> Type:
     return Type(TypeCode.BFLOAT, bits, lanes)
 
 
-def Bool(lanes: int = 1) -> Type:  # noqa: N802
+def Bool(lanes: int = 1) -> Type:
     return UInt(1, lanes)
 
 
@@ -695,6 +696,13 @@ def walk(node: Node) -> Iterator[Node]:
         current = stack.pop()
         yield current
         stack.extend(reversed(list(children(current))))
+
+
+def calls(node: Node) -> Iterator[Call]:
+    """Every call under ``node`` (``node`` included), in pre-order."""
+    for n in walk(node):
+        if isinstance(n, Call):
+            yield n
 
 
 def is_wmma_call(node: Node) -> TypeGuard[Call]:

@@ -32,7 +32,12 @@ _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 def method_suffix(cls: type) -> str:
     """``LetStmt`` -> ``let_stmt``: the suffix of a visitor method."""
-    return _CAMEL_BOUNDARY.sub("_", cls.__name__).lower()
+    return method_suffix_of(cls.__name__)
+
+
+def method_suffix_of(name: str) -> str:
+    """A CamelCase name in snake_case, as method names spell it."""
+    return _CAMEL_BOUNDARY.sub("_", name).lower()
 
 
 class Visitor(Generic[R]):

@@ -24,8 +24,8 @@ def check_amx_program(stmt: ir.Stmt) -> ir.Stmt:
 
 
 def check_amx(stmt: ir.Stmt, amx_buffers: dict[str, ir.Allocate], tile: AMXTile = AMX_TILE) -> None:
-    for node in ir.walk(stmt):
-        intrinsic = AMXIntrinsic.parse(node.name) if isinstance(node, ir.Call) else None
+    for node in ir.calls(stmt):
+        intrinsic = AMXIntrinsic.parse(node.name)
         if intrinsic is not None and intrinsic.writes_tile:
             rows, colbytes = intrinsic.argument(node, "rows"), intrinsic.argument(node, "colbytes")
             assert isinstance(rows, ir.IntImm) and isinstance(colbytes, ir.IntImm)

@@ -17,7 +17,6 @@ from hardboiled.select.extract import ACCELERATOR_MEMORY, accelerator_allocation
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE, Layout, WMMAIntrinsic, WMMAOp, WMMATensorCore
 
 
-
 def known_multiple(e: ir.Expr) -> int:
     """A number that ``e`` is provably a multiple of (0: ``e`` is zero).
 
@@ -55,7 +54,7 @@ def _leading_dimension_ok(ldm: ir.Expr, element_bytes: int) -> bool:
 def _memory_operation(e: ir.Expr) -> WMMAIntrinsic | None:
     """The wmma.load or wmma.store.d that ``e`` calls (the operations that
     take an address); None for anything else."""
-    intrinsic = WMMAIntrinsic.parse(e.name) if ir.is_wmma_call(e) else None  # type: ignore[attr-defined]
+    intrinsic = WMMAIntrinsic.parse(e.name) if ir.is_wmma_call(e) else None
     return intrinsic if intrinsic is not None and intrinsic.op in (WMMAOp.LOAD, WMMAOp.STORE) else None
 
 
@@ -94,7 +93,7 @@ def stage_unaligned_operands(stmt: ir.Stmt, element_types: dict[str, ir.Type],
     def visit(node: ir.Stmt) -> ir.Stmt | None:
         if not isinstance(node, (ir.Store, ir.Evaluate)):
             return None
-        calls = [c for c in ir.walk(node) if _memory_operation(c) is not None]
+        calls = [c for c in ir.calls(node) if _memory_operation(c) is not None]
         staged: list[tuple[str, ir.Type, int]] = []
         before: list[ir.Stmt] = []
         after: list[ir.Stmt] = []

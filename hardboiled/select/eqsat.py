@@ -209,7 +209,7 @@ def _load_bindings() -> Any:
                     module = importlib.util.module_from_spec(module_spec)
                     module_spec.loader.exec_module(module)
                     return module
-    except Exception:  # noqa: BLE001 - fall back to the regular import below
+    except Exception:  # fall back to the regular import below
         pass
     from egglog import bindings
 
@@ -235,7 +235,7 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
             outputs = egraph.run_program(*commands)
         except b.EggSmolError as exc:
             return {"error": {"message": str(exc), "filename": chunk["filename"], "text": chunk["text"]}}
-        except BaseException as exc:  # noqa: BLE001 - a Rust panic (pyo3's PanicException is a BaseException)
+        except BaseException as exc:  # a Rust panic: pyo3's PanicException is a BaseException
             if type(exc).__name__ != "PanicException":
                 raise
             message = f"egglog panicked while running this file: {str(exc).splitlines()[0]}"

@@ -78,7 +78,8 @@ def _explain_wmma_matmul(reduce: ir.VectorReduce) -> str:
         element = core.element(load.type.element())
         if element is None:
             names = ", ".join(str(e.type) for e in core.elements)
-            return f"operand {label} (a load of '{load.name}') has type {load.type.element()}; Tensor Cores multiply {names}"
+            return (f"operand {label} (a load of '{load.name}') has type {load.type.element()}; "
+                    f"Tensor Cores multiply {names}")
         if reduce.type.element() not in element.accumulators:
             names = ", ".join(str(t) for t in element.accumulators)
             return (f"{element.type} operands accumulate into {names} on Tensor Cores, "

@@ -19,8 +19,9 @@ encode them as egglog terms (paper, Sec. 5).
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Any
 
 from hardboiled import ir
 from hardboiled.select.terms import TERMS, Term, binop_name, make, type_code_name
@@ -132,7 +133,7 @@ class _Encoder:
         self.encoding = encoding
         self.accelerators = accelerators
         """Buffer in accelerator memory -> its accelerator."""
-        self._table: dict[type, Callable[[ir.Expr], Term | None]] = {
+        self._table: dict[type, Callable[[Any], Term | None]] = {
             ir.IntImm: lambda e: TERMS.IntImm(encode_type(e.type), _int64(e.value)),
             ir.UIntImm: lambda e: TERMS.IntImm(encode_type(e.type), _int64(e.value)),
             ir.FloatImm: lambda e: TERMS.FloatImm(encode_type(e.type), float_bits(e.value)),

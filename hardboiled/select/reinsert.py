@@ -14,11 +14,11 @@ the selected stores were.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from hardboiled import ir
-from hardboiled.ir.visitor import map_stmt
+from hardboiled.ir.visitor import map_stmt, method_suffix_of
 from hardboiled.select.extract import MARKERS, Encoding, bits_float, iter_stores
 from hardboiled.select.terms import Term, TermError, binop_of, type_code_of
 from hardboiled.targets.amx import AMX_INTRINSIC, AMXOp
@@ -45,6 +45,12 @@ def strip_markers(term: Term) -> Term:
     if not any(isinstance(a, Term) for a in term.args):
         return term
     return Term(term.constructor, tuple(strip_markers(a) if isinstance(a, Term) else a for a in term.args))
+
+
+def decoder_method(constructor: str) -> str:
+    """The ``Decoder`` method for an expression constructor: ``IntImm`` is
+    decoded by ``decode_int_imm``."""
+    return "decode_" + method_suffix_of(constructor)
 
 
 @dataclass
@@ -74,50 +80,50 @@ class Decoder:
         name = t.constructor.name
         if name in MARKERS:
             raise MarkerLeft(name)
-        method: Callable[[Term], ir.Expr] | None = getattr(self, "_" + name, None)
+        method: Callable[[Term], ir.Expr] | None = getattr(self, decoder_method(name), None)
         if method is None:
             raise TermError(f"{name} (a {t.sort}) cannot be decoded as an expression")
         return method(t)
 
     # ----------------------------------------------------------- IR nodes
-    def _IntImm(self, t: Term) -> ir.Expr:  # noqa: N802 - named after the constructor
+    def decode_int_imm(self, t: Term) -> ir.Expr:
         type_ = self.type(t.type)
         if type_.is_uint:
             return ir.UIntImm(t.value & ((1 << type_.bits) - 1), type_)
         return ir.IntImm(t.value, type_)
 
-    def _FloatImm(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_float_imm(self, t: Term) -> ir.Expr:
         return ir.FloatImm(bits_float(t.bits), self.type(t.type))
 
-    def _Var(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_var(self, t: Term) -> ir.Expr:
         return ir.Variable(t.name, self.type(t.type))
 
-    def _Opaque(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_opaque(self, t: Term) -> ir.Expr:
         return self.encoding.opaque[t.id]
 
-    def _Bop(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_bop(self, t: Term) -> ir.Expr:
         return ir.Binary(binop_of(t.op.constructor.name), self.expr(t.a), self.expr(t.b))
 
-    def _Cast(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_cast(self, t: Term) -> ir.Expr:
         return ir.Cast(self.type(t.type), self.expr(t.value))
 
-    def _Load(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_load(self, t: Term) -> ir.Expr:
         return ir.Load(t.buffer, self.expr(t.index), self.type(t.type))
 
-    def _Ramp(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_ramp(self, t: Term) -> ir.Expr:
         return ir.Ramp(self.expr(t.base), self.expr(t.stride), t.lanes)
 
-    def _Broadcast(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_broadcast(self, t: Term) -> ir.Expr:
         return ir.Broadcast(self.expr(t.value), t.lanes)
 
-    def _VectorReduceAdd(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_vector_reduce_add(self, t: Term) -> ir.Expr:
         return ir.VectorReduce(ir.ReduceOp.ADD, self.expr(t.value), self.type(t.type))
 
     # ----------------------------------------------------------- AMX tiles
-    def _TileZero(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_tile_zero(self, t: Term) -> ir.Expr:
         return ir.Call(AMX_INTRINSIC[AMXOp.ZERO].name, (_i32(t.rows), _i32(t.colbytes)), self.type(t.type))
 
-    def _TileLoad(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_tile_load(self, t: Term) -> ir.Expr:
         tile_type = self.type(t.type)
         element_bytes = tile_type.bytes
         return ir.Call(
@@ -127,14 +133,14 @@ class Decoder:
             tile_type,
         )
 
-    def _TileMatmul(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_tile_matmul(self, t: Term) -> ir.Expr:
         return ir.Call(
             AMX_INTRINSIC[AMXOp.MATMUL].name,
             (_i32(t.rows), _i32(t.colbytes), _i32(t.k), self.expr(t.acc), self.expr(t.a), self.expr(t.b)),
             self.type(t.type),
         )
 
-    def _TileStore(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_tile_store(self, t: Term) -> ir.Expr:
         tile = self.expr(t.tile)
         element_bytes = tile.type.bytes
         return ir.Call(
@@ -144,7 +150,7 @@ class Decoder:
             ir.INT32,
         )
 
-    def _VNNIInterleave(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_vnniinterleave(self, t: Term) -> ir.Expr:
         # Desugared right away: a K x N row-major matrix to VNNI order,
         # out[(kq, n, kr)] = matrix[(kq * k + kr) * N + n].
         k, rows, cols = t.k_pack, t.rows, t.cols
@@ -153,7 +159,7 @@ class Decoder:
         )
         return ir.Shuffle((self.expr(t.matrix),), indices)
 
-    def _WindowMatrix(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_window_matrix(self, t: Term) -> ir.Expr:
         # Desugared right away: the kernel's taps followed by a zero, picked
         # into the rows x cols Toeplitz block (with u = shift + t, element
         # (t, j) is tap u - stride * j when u is in [lo, hi), else the zero).
@@ -173,24 +179,24 @@ class Decoder:
     # ----------------------------------------------------------- WMMA fragments
     # Whole-fragment calls named after the PTX instructions (interp.py gives
     # them their meaning); enforce_wmma_lanes later makes them warp-wide.
-    def _FragFill(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_frag_fill(self, t: Term) -> ir.Expr:
         fragment_type = self.type(t.type)
         intrinsic = WMMAIntrinsic.fill(_shape(t), fragment_type)
         return ir.Call(intrinsic.name, (self.expr(t.value),), fragment_type)
 
-    def _FragLoad(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_frag_load(self, t: Term) -> ir.Expr:
         fragment_type = self.type(t.type)
         intrinsic = WMMAIntrinsic.load(t.use.meaning, t.layout.meaning, _shape(t), fragment_type)
         return ir.Call(intrinsic.name, (self.buffer(t.buffer), self.expr(t.offset), self.expr(t.ldm)),
                        fragment_type)
 
-    def _FragMma(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_frag_mma(self, t: Term) -> ir.Expr:
         d_type = self.type(t.type)
         c_value = self.expr(t.c)
         intrinsic = WMMAIntrinsic.mma(t.a_layout.meaning, t.b_layout.meaning, _shape(t), d_type, c_value.type)
         return ir.Call(intrinsic.name, (self.expr(t.a), self.expr(t.b), c_value), d_type)
 
-    def _FragStore(self, t: Term) -> ir.Expr:  # noqa: N802
+    def decode_frag_store(self, t: Term) -> ir.Expr:
         value = self.expr(t.fragment)
         intrinsic = WMMAIntrinsic.store(t.layout.meaning, _shape(t), value.type)
         return ir.Call(intrinsic.name,

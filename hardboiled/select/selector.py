@@ -28,8 +28,8 @@ from hardboiled.select.extract import (
     select_stores,
 )
 from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, reinsert
-from hardboiled.select.terms import parse_term
 from hardboiled.select.rules import Schedule, load_schedule, saturate
+from hardboiled.select.terms import parse_term
 from hardboiled.support.cache import ResultCache
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
 

@@ -173,7 +173,8 @@ SCHEMA = Schema(
                         "buffer; legalization turns them into the bytes the intrinsics take.")),
                     Constructor("TileLoad", _f("type:Type rows:i64 colbytes:i64 buffer:Buf offset:Expr stride:Expr")),
                     Constructor("TileMatmul", _f("type:Type rows:i64 colbytes:i64 k:i64 acc:Expr a:Expr b:Expr")),
-                    Constructor("TileStore", _f("rows:i64 colbytes:i64 buffer:String offset:Expr stride:Expr tile:Expr")),
+                    Constructor("TileStore",
+                                _f("rows:i64 colbytes:i64 buffer:String offset:Expr stride:Expr tile:Expr")),
                     Constructor("VNNIInterleave", _f("k_pack:i64 rows:i64 cols:i64 matrix:Expr"), comment=(
                         "a K x N row-major matrix (K = rows, N = cols) regrouped into AMX's",
                         "VNNI order: (K / k_pack) rows of N groups of k_pack consecutive K-elements")),
@@ -286,8 +287,10 @@ class Term:
             raise TermError(f"{self.constructor.name} stands for no enum member")
         return self.constructor.meaning
 
-    def __getattr__(self, name: str) -> Value:
+    def __getattr__(self, name: str) -> Any:
         # Only reached when ``name`` is not an attribute of Term itself.
+        # Typed Any: the schema checked the field's sort when the term was
+        # built or parsed, which a static type cannot express per field.
         try:
             return self.args[self.constructor.field_names.index(name)]
         except ValueError:

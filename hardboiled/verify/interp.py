@@ -24,16 +24,17 @@ Values are 1-D numpy arrays (a scalar has one lane); handles are
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import ml_dtypes
 import numpy as np
 
 from hardboiled import ir
 from hardboiled.ir.visitor import Visitor
-from hardboiled.targets import amx, wmma
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
+from hardboiled.targets import amx, wmma
 
 Value = Any
 
@@ -137,7 +138,8 @@ def cast_array(values: np.ndarray, t: ir.Type) -> np.ndarray:
             return wide.astype(np.int64).astype(target)
         return values.astype(np.int64 if source != np.uint64 else np.uint64).astype(target)
     if source == ml_dtypes.bfloat16 or target == ml_dtypes.bfloat16:
-        return values.astype(np.float64).astype(target) if source != np.bool_ else values.astype(np.float32).astype(target)
+        via = np.float64 if source != np.bool_ else np.float32
+        return values.astype(via).astype(target)
     return values.astype(target)
 
 
@@ -157,7 +159,7 @@ class Interpreter(Visitor[Any]):
         if isinstance(s, _BODY_ONLY):
             # Markers for other passes (produce/consume, atomic, semaphores,
             # hoisted storage): a serial run just enters the body.
-            self.run(s.body)  # type: ignore[union-attr]
+            self.run(s.body)
             return
         self.visit(s)
 
@@ -316,7 +318,7 @@ class Interpreter(Visitor[Any]):
     def visit_select(self, e: ir.Select) -> Value:
         cond = self.eval(e.condition)
         t, f = self.eval(e.true_value), self.eval(e.false_value)
-        return np.where(cond, t, f).astype(t.dtype)
+        return _where(cond, t, f).astype(t.dtype)
 
     def visit_load(self, e: ir.Load) -> Value:
         pointer = self._pointer(e.name)
@@ -426,47 +428,40 @@ def _reduce_add(groups: np.ndarray) -> np.ndarray:
     return out
 
 
+_WRAPPING = {ir.BinOp.ADD: np.add, ir.BinOp.SUB: np.subtract, ir.BinOp.MUL: np.multiply}
+"""Arithmetic computed wide and wrapped (or rounded) back to the operands' type."""
+
+_EXACT = {
+    ir.BinOp.MIN: np.minimum, ir.BinOp.MAX: np.maximum,
+    ir.BinOp.EQ: np.equal, ir.BinOp.NE: np.not_equal, ir.BinOp.LT: np.less, ir.BinOp.LE: np.less_equal,
+    ir.BinOp.GT: np.greater, ir.BinOp.GE: np.greater_equal,
+    ir.BinOp.AND: np.logical_and, ir.BinOp.OR: np.logical_or,
+}
+"""Operators whose numpy result is already Halide's."""
+
+
 def _binary(op: ir.BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    dtype = a.dtype
-    integer = np.issubdtype(dtype, np.integer)
     with np.errstate(all="ignore"):
-        if op is ir.BinOp.ADD:
-            return (a + b).astype(dtype)
-        if op is ir.BinOp.SUB:
-            return (a - b).astype(dtype)
-        if op is ir.BinOp.MUL:
-            return (a * b).astype(dtype)
+        if op in _WRAPPING:
+            return _WRAPPING[op](a, b).astype(a.dtype)
+        if op in _EXACT:
+            return _EXACT[op](a, b)
+        integer = np.issubdtype(a.dtype, np.integer)
         if op is ir.BinOp.DIV:
-            if integer:
-                return _euclid_div(a, b)
-            return (a / b).astype(dtype)
-        if op is ir.BinOp.MOD:
-            if integer:
-                return _euclid_mod(a, b)
-            # Halide computes a - b*floor(a/b) in float32 (or float64) and
-            # rounds once to a 16-bit type.
-            wide = np.float64 if dtype == np.float64 else np.float32
-            wa, wb = a.astype(wide), b.astype(wide)
-            return (wa - wb * np.floor(wa / wb)).astype(dtype)
-        if op is ir.BinOp.MIN:
-            return np.minimum(a, b)
-        if op is ir.BinOp.MAX:
-            return np.maximum(a, b)
-        if op is ir.BinOp.EQ:
-            return a == b
-        if op is ir.BinOp.NE:
-            return a != b
-        if op is ir.BinOp.LT:
-            return a < b
-        if op is ir.BinOp.LE:
-            return a <= b
-        if op is ir.BinOp.GT:
-            return a > b
-        if op is ir.BinOp.GE:
-            return a >= b
-        if op is ir.BinOp.AND:
-            return np.logical_and(a, b)
-        return np.logical_or(a, b)
+            return _euclid_div(a, b) if integer else np.true_divide(a, b).astype(a.dtype)
+        if integer:
+            return _euclid_mod(a, b)
+        # Halide computes a - b*floor(a/b) in float32 (or float64) and
+        # rounds once to a 16-bit type.
+        wide = np.float64 if a.dtype == np.float64 else np.float32
+        wa, wb = a.astype(wide), b.astype(wide)
+        return (wa - wb * np.floor(np.true_divide(wa, wb))).astype(a.dtype)
+
+
+def _where(condition: np.ndarray, when_true: np.ndarray, when_false: np.ndarray) -> np.ndarray:
+    """Lane-wise select (``np.where`` with three arguments)."""
+    chosen: np.ndarray = np.where(condition, when_true, when_false)
+    return chosen
 
 
 def _euclid_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -530,7 +525,7 @@ def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]
         "floor_f32": unary(np.floor), "floor_f64": unary(np.floor), "ceil_f32": unary(np.ceil),
         "ceil_f64": unary(np.ceil), "round_f32": unary(np.rint), "trunc_f32": unary(np.trunc),
         "return_second": lambda call, args: args[1],
-        "if_then_else": lambda call, args: np.where(args[0], args[1], args[2]).astype(dtype_of(call.type)),
+        "if_then_else": lambda call, args: _where(args[0], args[1], args[2]).astype(dtype_of(call.type)),
         "alloca": lambda call, args: Pointer(np.zeros(_as_int(args[0]), dtype=np.uint8), 0, "alloca"),
         "bitwise_not": lambda call, args: np.invert(args[0]),
         "bitwise_and": lambda call, args: np.bitwise_and(args[0], args[1]),
@@ -700,8 +695,9 @@ def _wmma_load(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) 
 def _wmma_mma(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
     shape, d_type, c_type = intrinsic.shape, intrinsic.type, intrinsic.c_type
     a, b, c = args
-    element = wmma.WMMA_TENSOR_CORE.element(_type_of_dtype(a.dtype))
-    if element is None or b.dtype != a.dtype or d_type not in element.accumulators \
+    operand_type = _type_of_dtype(a.dtype)
+    element = wmma.WMMA_TENSOR_CORE.element(operand_type) if operand_type is not None else None
+    if element is None or c_type is None or b.dtype != a.dtype or d_type not in element.accumulators \
             or c.dtype != dtype_of(c_type):
         raise _fail(f"{call.name}: no Tensor Core instruction multiplies {a.dtype} by {b.dtype} "
                     f"with a {c.dtype} accumulator")
