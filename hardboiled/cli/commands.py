@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # imported lazily at run time: --help must start fast
     from hardboiled.cli.driver import FileResult
     from hardboiled.cli.pipeline import CompileOptions
     from hardboiled.frontend.parse import ParsedInput
+    from hardboiled.select.selector import SelectionOptions
 
 BatchInput = tuple[str, bytes | None, Diagnostic | None]
 """One input of a batch: its display name, its bytes, or why it could not be read."""
@@ -309,37 +310,13 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     operations; the rewritten IR is printed in Halide's format, C with
     --emit c, or CUDA with --emit cuda.
     """
-    from hardboiled.cli.driver import EMIT_SUFFIXES, output_names
     from hardboiled.cli.pipeline import CompileOptions
     from hardboiled.codegen.toolchain import parse_cuda_arch
-    from hardboiled.select.eqsat import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
-    from hardboiled.select.selector import SelectionOptions
-    from hardboiled.support.cache import default_cache_dir
 
-    kinds = tuple(dict.fromkeys(k.strip() for k in emit.split(",") if k.strip()))
-    unknown = [k for k in kinds if k not in EMIT_SUFFIXES]
-    if unknown or not kinds:
-        raise click.BadParameter(f"unknown kind {unknown[0] if unknown else '(none)'}; choose from "
-                                 + ", ".join(EMIT_SUFFIXES), param_hint="--emit")
-    to_directory = output_path not in (None, STDIO) and (
-        len(input_paths) > 1 or len(kinds) > 1 or Path(output_path).is_dir())
-    if input_paths.count(STDIO) > 1:
-        raise click.UsageError("standard input can be read only once")
-    if output_path in (None, STDIO) and (len(input_paths) > 1 or len(kinds) > 1):
-        raise click.UsageError("several inputs or --emit kinds need -o DIR")
-    if build_path and len(input_paths) > 1:
-        raise click.UsageError("--build takes one input")
-    if params and not (verify_result or run_kernel):
-        raise click.UsageError("--param sizes buffers for --verify and --run; without them it does nothing")
-    selection = SelectionOptions(
-        store_in=_key_values(store_in, "--store-in", str),
-        schedule_path=schedule_path,
-        iterations=iterations,
-        allow_fallback=allow_fallback,
-        timeout_s=egglog_timeout or DEFAULT_TIMEOUT_S,
-        memory_mb=egglog_memory or DEFAULT_MEMORY_MB,
-        cache_dir=None if no_cache else str(cache_dir or default_cache_dir()),
-    )
+    kinds = _emit_kinds(emit)
+    _check_compile_usage(input_paths, output_path, kinds, build_path, bool(params), verify_result or run_kernel)
+    selection = _selection_options(store_in, schedule_path, iterations, allow_fallback, egglog_timeout,
+                                   egglog_memory, None if no_cache else str(cache_dir or _default_cache_dir()))
     options = CompileOptions(
         stage=stage, buffer_types=_parse_buffer_types(buffer_types), selection=selection, emit=kinds,
         verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", int), cc=cc,
@@ -348,10 +325,73 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     )
     inputs = [_read_input(path) for path in input_paths]
     results = _run_batch(inputs, options, jobs or (os.cpu_count() or 1), quiet)
-    stems = output_names([name for name, _, _ in inputs])
-    if to_directory:
-        Path(output_path).mkdir(parents=True, exist_ok=True)  # type: ignore[arg-type]
-    for result, stem in zip(results, stems):
+    _write_results(results, [name for name, _, _ in inputs], kinds, output_path, diagnostics_format)
+    if not quiet:
+        _summarize(results, report_format)
+    code = max(r.exit_code for r in results)
+    if code:
+        sys.exit(code)
+
+
+def _default_cache_dir() -> Path:
+    from hardboiled.support.cache import default_cache_dir
+
+    return default_cache_dir()
+
+
+def _emit_kinds(emit: str) -> tuple[str, ...]:
+    """The --emit list, each kind once, in the order given."""
+    from hardboiled.cli.driver import EMIT_SUFFIXES
+
+    kinds = tuple(dict.fromkeys(k.strip() for k in emit.split(",") if k.strip()))
+    unknown = [k for k in kinds if k not in EMIT_SUFFIXES]
+    if unknown or not kinds:
+        raise click.BadParameter(f"unknown kind {unknown[0] if unknown else '(none)'}; choose from "
+                                 + ", ".join(EMIT_SUFFIXES), param_hint="--emit")
+    return kinds
+
+
+def _check_compile_usage(input_paths: tuple[str, ...], output_path: str | None, kinds: tuple[str, ...],
+                         build_path: str | None, params: bool, executes: bool) -> None:
+    """Option combinations that cannot work, refused before any work."""
+    if input_paths.count(STDIO) > 1:
+        raise click.UsageError("standard input can be read only once")
+    if output_path in (None, STDIO) and (len(input_paths) > 1 or len(kinds) > 1):
+        raise click.UsageError("several inputs or --emit kinds need -o DIR")
+    if build_path and len(input_paths) > 1:
+        raise click.UsageError("--build takes one input")
+    if params and not executes:
+        raise click.UsageError("--param sizes buffers for --verify and --run; without them it does nothing")
+
+
+def _selection_options(store_in: tuple[str, ...], schedule_path: str | None, iterations: int | None,
+                       allow_fallback: bool, egglog_timeout: float | None, egglog_memory: int | None,
+                       cache_dir: str | None) -> SelectionOptions:
+    from hardboiled.select.eqsat import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
+    from hardboiled.select.selector import SelectionOptions
+
+    return SelectionOptions(
+        store_in=_key_values(store_in, "--store-in", str),
+        schedule_path=schedule_path,
+        iterations=iterations,
+        allow_fallback=allow_fallback,
+        timeout_s=egglog_timeout or DEFAULT_TIMEOUT_S,
+        memory_mb=egglog_memory or DEFAULT_MEMORY_MB,
+        cache_dir=cache_dir,
+    )
+
+
+def _write_results(results: list[FileResult], names: list[str], kinds: tuple[str, ...], output_path: str | None,
+                   diagnostics_format: str) -> None:
+    """Instrumentation and diagnostics to standard error, outputs to their
+    files (atomically), in input order."""
+    from hardboiled.cli.driver import EMIT_SUFFIXES, output_names
+
+    directory = None
+    if output_path not in (None, STDIO) and (len(names) > 1 or len(kinds) > 1 or Path(output_path).is_dir()):
+        directory = Path(output_path)
+        directory.mkdir(parents=True, exist_ok=True)
+    for result, stem in zip(results, output_names(names)):
         for block in result.instrumentation:
             sys.stderr.write(block)
         for diagnostic in result.diagnostics:
@@ -359,15 +399,10 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
         for kind, text in result.outputs.items():
             if kind not in kinds:
                 continue
-            if to_directory:
-                write_output(str(Path(output_path) / (stem + EMIT_SUFFIXES[kind])), text)  # type: ignore[arg-type]
+            if directory is not None:
+                write_output(str(directory / (stem + EMIT_SUFFIXES[kind])), text)
             else:
                 write_output(output_path or STDIO, text)
-    if not quiet:
-        _summarize(results, report_format)
-    code = max(r.exit_code for r in results)
-    if code:
-        sys.exit(code)
 
 
 def _read_input(path: str) -> tuple[str, bytes | None, Diagnostic | None]:
@@ -453,30 +488,10 @@ def _summarize(results: list[FileResult], report_format: str) -> None:
         return
     rows = []
     for result in results:
-        report = result.report
         for message in result.messages:
             sys.stderr.write(f"hardboiled: {result.input}: {message}\n")
-        if not report:
-            continue
-        statements = report["statements"]
-        if not statements:
-            rows.append((result.input, "no store touches accelerator memory; the IR is unchanged", "", ""))
-            continue
-        sizes = {(s["egraph"]["nodes"], s["egraph"]["classes"]) for s in statements if s["egraph"]}
-        nodes = sum(n for n, _ in sizes)
-        classes = sum(c for _, c in sizes)
-        cached = all(s["cached"] for s in statements)
-        seconds = max(s["seconds"] for s in statements)
-        schedule = report["schedule"]
-        # A later step (verification, the C compiler) may have failed after
-        # selection succeeded: the line must not read like a success.
-        failed = f"failed (exit {result.exit_code}), nothing written; " if result.exit_code else ""
-        rows.append((
-            result.input,
-            f"{failed}lowered {report['lowered']} of {report['selected']} accelerator stores",
-            f"schedule {schedule['source']} ({schedule['iterations']} iterations)" if schedule else "",
-            f"e-graph {nodes} nodes, {classes} classes; " + ("cached" if cached else f"{seconds:.2f} s"),
-        ))
+        if result.report:
+            rows.append(_summary_row(result))
     if not rows:
         return
     if sys.stderr.isatty() and not os.environ.get("NO_COLOR"):
@@ -490,6 +505,29 @@ def _summarize(results: list[FileResult], report_format: str) -> None:
         return
     for name, *parts in rows:
         sys.stderr.write(f"hardboiled: {name}: " + "; ".join(p for p in parts if p) + "\n")
+
+
+def _summary_row(result: FileResult) -> tuple[str, str, str, str]:
+    """One input's line of the summary: selection, schedule, e-graph and time."""
+    report = result.report
+    statements = report["statements"]
+    if not statements:
+        return (result.input, "no store touches accelerator memory; the IR is unchanged", "", "")
+    sizes = {(s["egraph"]["nodes"], s["egraph"]["classes"]) for s in statements if s["egraph"]}
+    nodes = sum(n for n, _ in sizes)
+    classes = sum(c for _, c in sizes)
+    cached = all(s["cached"] for s in statements)
+    seconds = max(s["seconds"] for s in statements)
+    schedule = report["schedule"]
+    # A later step (verification, the C compiler) may have failed after
+    # selection succeeded: the line must not read like a success.
+    failed = f"failed (exit {result.exit_code}), nothing written; " if result.exit_code else ""
+    return (
+        result.input,
+        f"{failed}lowered {report['lowered']} of {report['selected']} accelerator stores",
+        f"schedule {schedule['source']} ({schedule['iterations']} iterations)" if schedule else "",
+        f"e-graph {nodes} nodes, {classes} classes; " + ("cached" if cached else f"{seconds:.2f} s"),
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

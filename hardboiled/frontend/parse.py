@@ -1018,37 +1018,60 @@ class _TreeBuilder:
         return self._shuffle_form(name, args, token)
 
     def _shuffle_form(self, name: str, args: list[ir.Expr], token: Token) -> ir.Expr | None:
-        if name == "concat_vectors" and args:
-            total = sum(a.type.lanes for a in args)
-            return ir.Shuffle(tuple(args), tuple(range(total)))
-        if name == "interleave_vectors" and len(args) >= 2:
-            lanes = args[0].type.lanes
-            if any(a.type != args[0].type for a in args):
-                raise self.error("interleave_vectors needs vectors of one type", token)
-            n = len(args)
-            return ir.Shuffle(tuple(args), tuple((i % n) * lanes + i // n for i in range(n * lanes)))
-        if name == "slice_vectors" and len(args) == 4:
-            begin, stride, count = (_int_literal(a) for a in args[1:])
-            if begin is None or stride is None or count is None:
-                raise self.error("slice_vectors takes a vector and three integer literals", token)
-            return ir.Shuffle((args[0],), tuple(begin + i * stride for i in range(count)))
-        if name == "extract_element" and len(args) == 2:
-            idx = _int_literal(args[1])
-            if idx is None:
-                raise self.error("extract_element takes a vector and an integer literal", token)
-            return ir.Shuffle((args[0],), (idx,))
-        if name == "shuffle" and len(args) >= 2:
-            split = len(args)
-            while split > 1 and _int_literal(args[split - 1]) is not None:
-                split -= 1
-            if split == len(args):
-                raise self.error("shuffle needs at least one integer lane index", token)
-            indices = tuple(_int_literal(a) for a in args[split:])
-            total = sum(a.type.lanes for a in args[:split])
-            if any(not 0 <= i < total for i in indices):  # type: ignore[operator]
-                raise self.error(f"shuffle index out of range: the inputs have {total} lanes", token)
-            return ir.Shuffle(tuple(args[:split]), indices)  # type: ignore[arg-type]
-        return None
+        """Halide's shuffle spellings, each a ``Shuffle`` (None: not one)."""
+        form = _SHUFFLE_FORMS.get(name)
+        if form is None or len(args) < form[0]:
+            return None
+        return form[1](self, args, token)
+
+    def _concat_vectors(self, args: list[ir.Expr], token: Token) -> ir.Expr:
+        total = sum(a.type.lanes for a in args)
+        return ir.Shuffle(tuple(args), tuple(range(total)))
+
+    def _interleave_vectors(self, args: list[ir.Expr], token: Token) -> ir.Expr:
+        lanes = args[0].type.lanes
+        if any(a.type != args[0].type for a in args):
+            raise self.error("interleave_vectors needs vectors of one type", token)
+        n = len(args)
+        return ir.Shuffle(tuple(args), tuple((i % n) * lanes + i // n for i in range(n * lanes)))
+
+    def _slice_vectors(self, args: list[ir.Expr], token: Token) -> ir.Expr | None:
+        if len(args) != 4:
+            return None
+        begin, stride, count = (_int_literal(a) for a in args[1:])
+        if begin is None or stride is None or count is None:
+            raise self.error("slice_vectors takes a vector and three integer literals", token)
+        return ir.Shuffle((args[0],), tuple(begin + i * stride for i in range(count)))
+
+    def _extract_element(self, args: list[ir.Expr], token: Token) -> ir.Expr | None:
+        if len(args) != 2:
+            return None
+        idx = _int_literal(args[1])
+        if idx is None:
+            raise self.error("extract_element takes a vector and an integer literal", token)
+        return ir.Shuffle((args[0],), (idx,))
+
+    def _shuffle(self, args: list[ir.Expr], token: Token) -> ir.Expr:
+        split = len(args)
+        while split > 1 and _int_literal(args[split - 1]) is not None:
+            split -= 1
+        if split == len(args):
+            raise self.error("shuffle needs at least one integer lane index", token)
+        indices = tuple(i for i in (_int_literal(a) for a in args[split:]) if i is not None)
+        total = sum(a.type.lanes for a in args[:split])
+        if any(not 0 <= i < total for i in indices):
+            raise self.error(f"shuffle index out of range: the inputs have {total} lanes", token)
+        return ir.Shuffle(tuple(args[:split]), indices)
+
+
+_SHUFFLE_FORMS: dict[str, tuple[int, Callable[[_TreeBuilder, list[ir.Expr], Token], ir.Expr | None]]] = {
+    "concat_vectors": (1, _TreeBuilder._concat_vectors),
+    "interleave_vectors": (2, _TreeBuilder._interleave_vectors),
+    "slice_vectors": (4, _TreeBuilder._slice_vectors),
+    "extract_element": (2, _TreeBuilder._extract_element),
+    "shuffle": (2, _TreeBuilder._shuffle),
+}
+"""Each shuffle spelling: the fewest arguments it takes, and its builder."""
 
 
 def _alignment(tree: Tree | None) -> tuple[int, int] | None:

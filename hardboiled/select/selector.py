@@ -22,6 +22,7 @@ from hardboiled.select.explain import explain_miss
 from hardboiled.select.extract import (
     ACCELERATOR_INTRINSICS,
     ACCELERATOR_MEMORY,
+    Encoding,
     SelectedStore,
     accelerator_allocations,
     encode_stores,
@@ -117,10 +118,34 @@ def select_instructions(
                           cache=cache)
     seconds = time.perf_counter() - start
     decoder = Decoder(encoding)
+    terms = dict(zip((s.position for s in lowerable), result.terms if result else ()))
+    replacements, reports, misses = _decode_selected(selected, terms, decoder, encoding, options,
+                                                     filename, source, store_lines)
+    if misses and not options.allow_fallback:
+        raise SelectionMiss(misses)
+    memory = dict(options.store_in)
+    if misses:
+        reverted = _fall_back(selected, replacements)
+        memory.update({name: "Auto" for name in reverted})
+        reports = [dataclasses.replace(r, lowered=False, intrinsics=()) if r.buffer in reverted and r.lowered
+                   else r for r in reports]
+    rewritten = reinsert(stmt, replacements)
+    used = {n.name for n in ir.walk(rewritten) if isinstance(n, ir.Variable)}
+    temporaries = tuple(t for t in decoder.temporaries.values() if t.name in used)
+    return SelectionResult(
+        rewritten, tuple(reports), schedule, result.size if result else None, seconds, tuple(misses),
+        bool(result and result.cached), temporaries, tuple(memory.items()),
+    )
+
+
+def _decode_selected(selected: list[SelectedStore], terms: dict[int, str], decoder: Decoder, encoding: Encoding,
+                     options: SelectionOptions, filename: str, source: str, store_lines: tuple[int, ...],
+                     ) -> tuple[dict[int, ir.Stmt], list[StoreReport], list[Diagnostic]]:
+    """Each selected store's lowered statement (by position), its report,
+    and a diagnostic for each miss."""
     replacements: dict[int, ir.Stmt] = {}
     reports: list[StoreReport] = []
     misses: list[Diagnostic] = []
-    terms = dict(zip((s.position for s in lowerable), result.terms if result else ()))
     for sel in selected:
         line = store_lines[sel.position] if sel.position < len(store_lines) else None
         term = terms.get(sel.position)
@@ -139,21 +164,7 @@ def select_instructions(
             continue
         reports.append(StoreReport(sel.store.name, line, sel.accelerator, False, (), explanation))
         misses.append(_miss_diagnostic(sel, explanation, filename, source, line, options.allow_fallback))
-    if misses and not options.allow_fallback:
-        raise SelectionMiss(misses)
-    memory = dict(options.store_in)
-    if misses:
-        reverted = _fall_back(selected, replacements)
-        memory.update({name: "Auto" for name in reverted})
-        reports = [dataclasses.replace(r, lowered=False, intrinsics=()) if r.buffer in reverted and r.lowered
-                   else r for r in reports]
-    rewritten = reinsert(stmt, replacements)
-    used = {n.name for n in ir.walk(rewritten) if isinstance(n, ir.Variable)}
-    temporaries = tuple(t for t in decoder.temporaries.values() if t.name in used)
-    return SelectionResult(
-        rewritten, tuple(reports), schedule, result.size if result else None, seconds, tuple(misses),
-        bool(result and result.cached), temporaries, tuple(memory.items()),
-    )
+    return replacements, reports, misses
 
 
 def _fall_back(selected: list[SelectedStore], replacements: dict[int, ir.Stmt]) -> set[str]:
