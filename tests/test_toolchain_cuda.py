@@ -27,7 +27,7 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is no
 def _wmma_kernel(element: wmma.WMMAElement, accumulator: ir.Type, shape: wmma.WMMAShape,
                  a_layout: str, b_layout: str) -> str:
     """One warp: C = A * B for a single fragment, with the given layouts."""
-    acc = "float" if accumulator == ir.Float(32) else "__half"
+    acc = _CUDA_ACCUMULATORS[wmma.wmma_type_suffix(accumulator)]
     lda = shape.k if a_layout == "row_major" else shape.m
     ldb = shape.n if b_layout == "row_major" else shape.k
     return f"""#include <mma.h>
@@ -38,13 +38,16 @@ extern "C" __global__ void kernel(const {element.cuda_type} *a, const {element.c
     wmma::fragment<wmma::matrix_a, {shape.m}, {shape.n}, {shape.k}, {element.cuda_type}, wmma::{a_layout}> fa;
     wmma::fragment<wmma::matrix_b, {shape.m}, {shape.n}, {shape.k}, {element.cuda_type}, wmma::{b_layout}> fb;
     wmma::fragment<wmma::accumulator, {shape.m}, {shape.n}, {shape.k}, {acc}> fc;
-    wmma::fill_fragment(fc, 0.0f);
+    wmma::fill_fragment(fc, 0);
     wmma::load_matrix_sync(fa, a, {lda});
     wmma::load_matrix_sync(fb, b, {ldb});
     wmma::mma_sync(fc, fa, fb, fc);
     wmma::store_matrix_sync(c, fc, {shape.n}, wmma::mem_row_major);
 }}
 """
+
+
+_CUDA_ACCUMULATORS = {"f32": "float", "f16": "__half", "s32": "int"}
 
 
 def _combinations():
@@ -66,7 +69,7 @@ def test_every_tabulated_wmma_form_compiles_to_tensor_core_ptx(tmp_path: Path, a
                        .replace("void kernel(", f"void kernel{i}(")
                        .split("using namespace nvcuda;\n", 1)[1])
         a, b = a_layout.removesuffix("_major"), b_layout.removesuffix("_major")
-        d_type = "f32" if accumulator == ir.Float(32) else "f16"
+        d_type = wmma.wmma_type_suffix(accumulator)
         expected.append(f"wmma.mma.sync.aligned.{a}.{b}.{shape.name}.")
         expected.append(f"{shape.name}.{d_type}")
     header = "#include <mma.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\nusing namespace nvcuda;\n"

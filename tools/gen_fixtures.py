@@ -456,6 +456,9 @@ def _wmma_matmul(in_t="f16", acc_t="f32", M=16, N=16, K=16, b_colmajor=False,
     if acc_t == "f16":
         prod[x, y] = hl.cast(hl.Float(16), 0)
         prod[x, y] += A[k.x, y] * b
+    elif acc_t == "i32":
+        prod[x, y] = hl.i32(0)
+        prod[x, y] += hl.i32(A[k.x, y]) * hl.i32(b)
     else:
         prod[x, y] = hl.f32(0)
         prod[x, y] += hl.f32(A[k.x, y]) * hl.f32(b)
@@ -501,6 +504,15 @@ case("wmma_matmul_colmajor_b", "wmma", "prod", "f16*f16->f32", "colmajor", "cons
                     extra="; B is read column-major (unit stride along k, not along the "
                     "output column x), no transpose in the schedule"))(
     lambda: _wmma_matmul(b_colmajor=True))
+case("wmma_int8_matmul", "wmma", "prod", "i8*i8->i32", "standard", "constant",
+     _MATMUL.format(expr="i32(A(k,y))*i32(B(x,k))", M=16, N=16, K=16,
+                    extra="; A and B are int8 and prod is int32 (Tensor Core s8 mma)"))(
+    lambda: _wmma_matmul(in_t="i8", acc_t="i32"))
+case("wmma_uint8_matmul_m32n8k16", "wmma", "prod", "u8*u8->i32", "colmajor", "constant",
+     _MATMUL.format(expr="i32(A(k,y))*i32(B(k,x))", M=32, N=8, K=16,
+                    extra="; A and B are uint8, B read column-major, prod is int32, the "
+                    "m32n8k16 shape"))(
+    lambda: _wmma_matmul(in_t="u8", acc_t="i32", M=32, N=8, b_colmajor=True))
 case("wmma_f16_matmul_symbolic", "wmma", "prod", "f16*f16->f32", "standard", "symbolic",
      _MATMUL.format(expr=_F32_EXPR, M=16, N=16, K=16,
                     extra="; A and B only have stride 1 in dim 0 and constant bounds, so "

@@ -74,11 +74,11 @@ _CUDA_PRELUDE = (
 
 def _cuda_element(t: ir.Type) -> str:
     """The CUDA type of a fragment's elements: an operand type of the Tensor
-    Core table, or a float32 accumulator."""
+    Core table, or an accumulator type of it (float, int)."""
     element = WMMA_TENSOR_CORE.element(t.element())
     if element is not None:
         return element.cuda_type
-    if t.element() == ir.Float(32):
+    if t.element() in WMMA_TENSOR_CORE.accumulator_types:
         return c_type(t.element())
     raise codegen_error(f"no WMMA fragment holds {t.element()} elements")
 

@@ -51,6 +51,8 @@ class WMMATensorCore:
     elements: tuple[WMMAElement, ...] = (
         WMMAElement(ir.Float(16), "__half", (ir.Float(32), ir.Float(16)), 75),
         WMMAElement(ir.BFloat(16), "__nv_bfloat16", (ir.Float(32),), 80),
+        WMMAElement(ir.Int(8), "signed char", (ir.Int(32),), 75),
+        WMMAElement(ir.UInt(8), "unsigned char", (ir.Int(32),), 75),
     )
     layouts: tuple[str, ...] = ("row_major", "col_major")
     warp_size: int = 32
@@ -79,6 +81,13 @@ class WMMATensorCore:
         """Every type an accumulator fragment (C or D) may hold."""
         return tuple(dict.fromkeys(t for e in self.elements for t in e.accumulators))
 
+    @property
+    def accumulator_pairs(self) -> tuple[tuple[ir.Type, ir.Type], ...]:
+        """(D, C) types an mma may have: both accumulators of one operand
+        type (f16 products may read f16 and write f32; int8 ones are int32)."""
+        return tuple(dict.fromkeys(pair for e in self.elements
+                                   for pair in itertools.product(e.accumulators, e.accumulators)))
+
     def fragment_types(self, use: MatrixUse) -> tuple[ir.Type, ...]:
         """The element types a fragment of ``use`` may hold."""
         if use in (MatrixUse.A, MatrixUse.B):
@@ -91,7 +100,7 @@ class WMMATensorCore:
         if intrinsic.shape not in self.shapes:
             return False
         if intrinsic.op is WMMAOp.MMA:
-            return intrinsic.type in self.accumulator_types and intrinsic.c_type in self.accumulator_types
+            return (intrinsic.type, intrinsic.c_type) in self.accumulator_pairs
         return intrinsic.type in self.fragment_types(intrinsic.moved_matrix)
 
     def intrinsics(self) -> tuple[WMMAIntrinsic, ...]:
@@ -105,8 +114,7 @@ class WMMATensorCore:
                     found += [WMMAIntrinsic.load(use, layout, shape, t) for t in self.fragment_types(use)]
                 found += [WMMAIntrinsic.store(layout, shape, t) for t in accumulators]
             for a_layout, b_layout in itertools.product(Layout, Layout):
-                found += [WMMAIntrinsic.mma(a_layout, b_layout, shape, d, c)
-                          for d, c in itertools.product(accumulators, accumulators)]
+                found += [WMMAIntrinsic.mma(a_layout, b_layout, shape, d, c) for d, c in self.accumulator_pairs]
         return tuple(found)
 
     def min_sm_of(self, intrinsic: WMMAIntrinsic) -> int:
@@ -255,7 +263,8 @@ class WMMAIntrinsic:
 WMMA_TENSOR_CORE = WMMATensorCore()
 
 
-WMMA_TYPE_NAMES = {"f16": ir.Float(16), "bf16": ir.BFloat(16), "f32": ir.Float(32)}
+WMMA_TYPE_NAMES = {"f16": ir.Float(16), "bf16": ir.BFloat(16), "f32": ir.Float(32),
+                   "s8": ir.Int(8), "u8": ir.UInt(8), "s32": ir.Int(32)}
 """Fragment element types by their PTX-style name, as the wmma.* calls spell them."""
 
 

@@ -701,9 +701,12 @@ def _wmma_mma(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -
             or c.dtype != dtype_of(c_type):
         raise _fail(f"{call.name}: no Tensor Core instruction multiplies {a.dtype} by {b.dtype} "
                     f"with a {c.dtype} accumulator")
-    a_matrix = a.astype(np.float64).reshape(shape.m, shape.k)
-    b_matrix = b.astype(np.float64).reshape(shape.k, shape.n)
-    d = a_matrix @ b_matrix + c.astype(np.float64).reshape(shape.m, shape.n)
+    # Integer products are exact and wrap to the accumulator's width, as
+    # integer arithmetic does in Halide; float ones are rounded once.
+    wide = np.int64 if d_type.is_int else np.float64
+    a_matrix = a.astype(wide).reshape(shape.m, shape.k)
+    b_matrix = b.astype(wide).reshape(shape.k, shape.n)
+    d = a_matrix @ b_matrix + c.astype(wide).reshape(shape.m, shape.n)
     return d.reshape(-1).astype(dtype_of(d_type))
 
 
