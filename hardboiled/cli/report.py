@@ -16,29 +16,26 @@ REPORT_SCHEMA_VERSION = 1
 
 
 
+_PATTERNS: tuple[tuple[WMMAOp | AMXOp, str], ...] = (
+    (WMMAOp.MMA, "fragment product C + A*B"),
+    (WMMAOp.FILL, "filled accumulator fragment"),
+    (WMMAOp.STORE, "accumulator fragment stored to memory"),
+    (WMMAOp.LOAD, "accumulator fragment loaded from memory"),
+    (AMXOp.MATMUL, "tile product C + A*B"),
+    (AMXOp.ZERO, "zeroed accumulator tile"),
+    (AMXOp.STORE, "accumulator tile stored to memory"),
+    (AMXOp.LOAD, "operand tile preloaded into an AMX buffer"),
+)
+"""What a lowered statement does, named by the first operation it uses in
+this order (a statement with an mma also loads and stores fragments)."""
+
+
 def _pattern(report: StoreReport) -> str | None:
     if not report.lowered:
         return None
-    names = set(report.intrinsics)
-    if report.accelerator == "WMMA":
-        kinds = {intrinsic.op for name in names if (intrinsic := WMMAIntrinsic.parse(name)) is not None}
-        if WMMAOp.MMA in kinds:
-            return "fragment product C + A*B"
-        if WMMAOp.FILL in kinds:
-            return "filled accumulator fragment"
-        if WMMAOp.STORE in kinds:
-            return "accumulator fragment stored to memory"
-        return "accumulator fragment loaded from memory"
-    ops = {amx.op for name in names if (amx := AMXIntrinsic.parse(name)) is not None}
-    if AMXOp.MATMUL in ops:
-        return "tile product C + A*B"
-    if AMXOp.ZERO in ops:
-        return "zeroed accumulator tile"
-    if AMXOp.STORE in ops:
-        return "accumulator tile stored to memory"
-    if AMXOp.LOAD in ops:
-        return "operand tile preloaded into an AMX buffer"
-    return "tile operation"
+    parse = WMMAIntrinsic.parse if report.accelerator == "WMMA" else AMXIntrinsic.parse
+    ops = {intrinsic.op for name in report.intrinsics if (intrinsic := parse(name)) is not None}
+    return next((text for op, text in _PATTERNS if op in ops), "tile operation")
 
 
 def selection_report(name: str, stage: str | None, selections: list[SelectionResult]) -> dict[str, Any]:
