@@ -14,7 +14,7 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -78,7 +78,7 @@ def handles_errors(command: F) -> F:
             )
             sys.exit(int(ExitCode.INTERNAL_ERROR))
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)
 
 
 def _key_values(values: tuple[str, ...], option: str, convert: Callable[[str], T]) -> dict[str, T]:

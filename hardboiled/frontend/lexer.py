@@ -87,15 +87,15 @@ class HalideLexer(Lexer):
         while pos < end:
             m = full_match(text, pos)
             kind = m.lastgroup if m is not None else None
-            if kind == _IGNORE:
-                pos = m.end()  # type: ignore[union-attr]
+            if m is not None and kind == _IGNORE:
+                pos = m.end()
                 continue
             accepts = states[parser_state.position]
             if kind in _CONTEXTUAL and kind not in accepts:
                 m = plain_match(text, pos)
                 kind = m.lastgroup if m is not None else None
-                if kind == _IGNORE:
-                    pos = m.end()  # type: ignore[union-attr]
+                if m is not None and kind == _IGNORE:
+                    pos = m.end()
                     continue
             if m is None or kind is None:
                 raise UnexpectedCharacters(

@@ -681,11 +681,12 @@ class _TreeBuilder:
                 padding = last.b
             else:
                 extents.append(self.expr(child))
-        allocation = dict(
-            name=name, type=elem, memory_type=memory, extents=tuple(extents),
-            condition=condition, new_expr=new_expr, free_function=free_function, padding=padding,
-        )
-        return name, elem, lambda body: ir.Allocate(body=body, **allocation)  # type: ignore[arg-type]
+        shape = tuple(extents)
+
+        def allocate(body: ir.Stmt) -> ir.Stmt:
+            return ir.Allocate(name, elem, memory, shape, body, condition, new_expr, free_function, padding)
+
+        return name, elem, allocate
 
     def _memory_type(self, tree: Tree) -> str:
         memory = str(tree.children[0])

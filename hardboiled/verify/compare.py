@@ -192,9 +192,10 @@ def _param(known: dict[str, int], spec: BufferSpec, fieldname: str) -> int | Non
 def _evaluate(e: ir.Expr, known: dict[str, int], buffer: str, lets: dict[str, ir.Expr] | None = None) -> int:
     """Evaluate a bound, resolving the program's let-bound names it uses."""
     env: dict[str, int] = dict(known)
-    for name in _needed_lets(e, lets or {}):
+    lets = lets or {}
+    for name in _needed_lets(e, lets):
         try:
-            env[name] = _evaluate(lets[name], env, buffer, lets)  # type: ignore[index]
+            env[name] = _evaluate(lets[name], env, buffer, lets)
         except HardboiledError:
             break
     interp = Interpreter({k: v for k, v in env.items()})
