@@ -30,7 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 sys.path.insert(0, str(ROOT / "tools"))
 
-from hardboiled.frontend.parse import _parser, parse_input, parse_text, split_log  # noqa: E402
+from hardboiled.frontend.grammar import halide_parser  # noqa: E402
+from hardboiled.frontend.parse import parse_input, parse_text  # noqa: E402
+from hardboiled.frontend.stages import split_log  # noqa: E402
 
 
 def real_debug_log(case: str) -> Path:
@@ -65,7 +67,7 @@ def main() -> int:
     args = ap.parse_args()
 
     start = time.perf_counter()
-    _parser()
+    halide_parser()
     grammar_load = time.perf_counter() - start
 
     log_path = real_debug_log(args.case)

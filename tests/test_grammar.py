@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from lark import Lark
 
-from hardboiled.frontend.parse import _parser
+from hardboiled.frontend.grammar import halide_parser as _parser
 
 from .conftest import ROOT, STMT_FIXTURES, fixture_id
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from hardboiled import ir
-from hardboiled.frontend.parse import parse_input, parse_text, split_log
+from hardboiled.frontend.parse import parse_input, parse_text
+from hardboiled.frontend.stages import split_log
 from hardboiled.ir.printer import print_ir
 
 from .conftest import FIXTURES, LOG_FIXTURES, MANIFEST, STMT_FIXTURES, fixture_id, run_cli

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from hardboiled import ir
-from hardboiled.frontend.parse import decode_input, parse_input
+from hardboiled.frontend.parse import parse_input
+from hardboiled.frontend.stages import decode_input
 from hardboiled.ir.visitor import map_expr, with_exprs
 from hardboiled.select import terms
 from hardboiled.select.extract import MARKERS, accelerator_allocations, encode_stores, select_stores

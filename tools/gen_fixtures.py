@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from hardboiled.frontend.parse import stage_body_line_count  # noqa: E402
+from hardboiled.frontend.stages import stage_body_line_count  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "halide"

@@ -102,7 +102,8 @@ def _parse_buffer_types(values: tuple[str, ...]) -> dict[str, ir.Type]:
 
 
 def _read_program(path: str, stage: str | None, buffer_types: tuple[str, ...]) -> ParsedInput:
-    from hardboiled.frontend.parse import decode_input, parse_input
+    from hardboiled.frontend.parse import parse_input
+    from hardboiled.frontend.stages import decode_input
 
     name = display_name(path)
     text = decode_input(read_input_bytes(path), name)

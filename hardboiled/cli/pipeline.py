@@ -212,7 +212,8 @@ def _single(program: ir.Stmt | ir.Module | None, what: str) -> ir.Stmt:
 
 
 def _parse(c: Compilation) -> None:
-    from hardboiled.frontend.parse import decode_input, parse_input
+    from hardboiled.frontend.parse import parse_input
+    from hardboiled.frontend.stages import decode_input
 
     c.text = decode_input(c.data, c.name)
     parsed = parse_input(c.text, c.name, stage=c.options.stage, buffer_types=c.options.buffer_types)

@@ -1,4 +1,5 @@
-"""Reading Halide IR text into the IR of hardboiled/ir.py.
+"""Reading Halide IR text into the IR of hardboiled/ir (the input kinds and
+stages are in ``stages``, syntax errors in ``syntax_errors``).
 
 Three kinds of input are accepted, and told apart by their content:
 
@@ -21,46 +22,27 @@ All errors are ``InputError`` diagnostics pointing into the original file.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from importlib import resources
 
-from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark import Token, Tree
+from lark.exceptions import UnexpectedInput
 
 from hardboiled import ir
-from hardboiled.frontend.lexer import HalideLexer
+from hardboiled.frontend.grammar import halide_parser
+from hardboiled.frontend.stages import DEFAULT_STAGE, is_debug_log, select_stage
+from hardboiled.frontend.syntax_errors import syntax_error
 from hardboiled.support.diagnostics import InputError, error_at
 
-DEFAULT_STAGE = "vectorizing"
-
-# ``Lowering after NAME:`` starts a stage; ``(unchanged)`` stages have no body.
-# One of Halide's headers ("clamping unsafe data-dependent accesses") has no
-# colon.
-_STAGE_HEADER_RE = re.compile(r"^Lowering after (.*?):?( \(unchanged\))?$")
 _TYPE_ASSERT_RE = re.compile(r"assert\(([^\s()]+)\.type == \(uint32\)(\d+),")
 _ALLOCATE_RE = re.compile(r"^\s*allocate (\S+)\[((?:u?int|b?float)\d+)(?:x\d+)? ", re.MULTILINE)
 _BROADCAST_NAME_RE = re.compile(r"x(\d+)")
 _LOOKS_LIKE_SCALAR_TYPE = re.compile(r"(u?int|b?float)\d+(x\d+)?")
-# A line that opens a block like a loop does: `word (...) {` or `word<API> (...) {`.
-_BLOCK_HEADER_RE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<[^>]*>)?\s*\(.*\{\s*$")
 
 
 # --------------------------------------------------------------------------
 # Inputs and stages
 # --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Stage:
-    """One "Lowering after NAME:" block of a debug log."""
-
-    name: str
-    header_line: int
-    """1-based line of the header in the log."""
-    body: str | None
-    """The IR text; None for an "(unchanged)" stage."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,102 +59,6 @@ class ParsedInput:
     """The whole input, for quoting source lines in diagnostics."""
     store_lines: tuple[int, ...] = ()
     """Line (in ``text``) of every Store, in the pre-order of ``ir.walk``."""
-
-
-def decode_input(data: bytes, filename: str) -> str:
-    """Decode input bytes as UTF-8, or explain where they stop being text."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        prefix = data[: exc.start].decode("utf-8", errors="replace")
-        line = prefix.count("\n") + 1
-        column = len(prefix) - (prefix.rfind("\n") + 1) + 1
-        text = data.decode("utf-8", errors="replace")
-        raise error_at(
-            f"input is not UTF-8 text (byte 0x{data[exc.start]:02x}); expected Halide IR",
-            filename,
-            text,
-            line,
-            column,
-        ) from None
-
-
-def split_log(text: str) -> list[Stage]:
-    """All stages of an HL_DEBUG_CODEGEN log, in order."""
-    stages: list[Stage] = []
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        m = _STAGE_HEADER_RE.match(lines[i])
-        if m is None:
-            i += 1
-            continue
-        header_line = i + 1
-        if m.group(2):
-            stages.append(Stage(m.group(1), header_line, None))
-            i += 1
-            continue
-        end = i + 1 + stage_body_line_count(lines, i + 1)
-        stages.append(Stage(m.group(1), header_line, "\n".join(lines[i + 1 : end]) + "\n"))
-        i = end
-    return stages
-
-
-def stage_body_line_count(lines: list[str], start: int) -> int:
-    """How many lines from ``start`` belong to a stage body.
-
-    A body ends at a blank line, with one exception: Halide prints a stored
-    let-expression as ``buf[i] = `` followed by ``let x = v in`` lines and
-    the body, and then an empty line, which is part of the IR.
-    """
-    i = start
-    in_let_store = blank_is_ir = False
-    while i < len(lines):
-        line = lines[i]
-        if line == "":
-            if not blank_is_ir:
-                break
-            blank_is_ir = False
-        elif line.endswith("] = "):
-            in_let_store = True
-        elif in_let_store:
-            stripped = line.lstrip()
-            if not (stripped.startswith("let ") and stripped.endswith(" in")):
-                in_let_store = False
-                blank_is_ir = True
-        i += 1
-    return i - start
-
-
-def is_debug_log(text: str) -> bool:
-    return re.search(r"^Lowering after ", text, re.MULTILINE) is not None
-
-
-def select_stage(text: str, filename: str, stage_name: str) -> tuple[str, int, str]:
-    """The body of ``stage_name`` in a log: (text, line offset, stage name).
-
-    An "(unchanged)" stage resolves to the last stage printed before it,
-    because that is the IR the pass left behind.
-    """
-    stages = split_log(text)
-    last_body: Stage | None = None
-    for stage in stages:
-        if stage.body is not None:
-            last_body = stage
-        if stage.name == stage_name:
-            if last_body is None:
-                break
-            return last_body.body or "", last_body.header_line, stage_name
-    names = sorted({s.name for s in stages})
-    first_line = text.split("\n", 1)[0]
-    raise error_at(
-        f"no stage named '{stage_name}' in this HL_DEBUG_CODEGEN log",
-        filename,
-        first_line,
-        1,
-        1,
-        notes=("stages in this log: " + ", ".join(names),),
-    )
 
 
 def parse_input(
@@ -205,12 +91,6 @@ def parse_input(
 # --------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1)
-def _parser() -> Lark:
-    grammar = resources.files("hardboiled.grammars").joinpath("halide_ir.lark").read_text()
-    return Lark(grammar, parser="lalr", lexer=HalideLexer, maybe_placeholders=True, cache=True)
-
-
 def parse_text(
     text: str,
     filename: str = "<string>",
@@ -230,9 +110,9 @@ def _parse(
     if ends_mid_line:
         text += "\n"
     try:
-        tree = _parser().parse(text)
+        tree = halide_parser().parse(text)
     except UnexpectedInput as exc:
-        error = _syntax_error(exc, text, filename, line_offset)
+        error = syntax_error(exc, text, filename, line_offset)
         raise _mark_truncation(error, text, ends_mid_line, line_offset) from None
     known = _buffer_types_from_asserts(text)
     known.update(buffer_types or {})
@@ -272,114 +152,6 @@ def _buffer_types_from_asserts(text: str) -> dict[str, ir.Type]:
 
 
 # Readable names for the terminals that appear in "expected ..." lists.
-_TERMINAL_NAMES = {
-    "NAME": "a name",
-    "INT": "an integer",
-    "FLOAT": "a float literal",
-    "STRING": "a string",
-    "_NL": "end of line",
-    "$END": "end of input",
-    "TYPE_PREFIX": "a type such as (int32)",
-    "HANDLE_TYPE": "a handle type such as (void *)",
-    "REINTERPRET": "reinterpret<...>",
-    "FOR_KIND": "a loop kind",
-    "DEVICE_API": "a device API such as <CUDA>",
-    "LINKAGE": "a function linkage",
-    "MODULE_HEADER": "a module header",
-    "BUFFER_BODY": "a buffer body",
-    "_ALLOC_TIMES": "' * '",
-    "BIN_OP": "an operator",
-}
-
-_STATEMENT_KEYWORDS = frozenset(
-    "let assert allocate free produce consume if else predicate atomic fork acquire "
-    "hoisted_storage for parallel unrolled vectorized extern gpu_block gpu_thread gpu_lane "
-    "module buffer".split()
-)
-
-
-def _describe_terminal(name: str) -> str:
-    if name in _TERMINAL_NAMES:
-        return _TERMINAL_NAMES[name]
-    for term in _parser().terminals:
-        if term.name == name and term.pattern.type == "str":
-            return f"'{term.pattern.value}'"
-    return name.lower()
-
-
-def _describe_token(token: Token) -> str:
-    if token.type == "$END":
-        return "end of input"
-    if token.type == "_NL":
-        return "end of line"
-    value = str(token)
-    if len(value) > 40:
-        value = value[:37] + "..."
-    return f"'{value}'"
-
-
-def _expected_list(names: Iterable[str]) -> str:
-    # The allocation-extent separator only matters inside `allocate [...]`;
-    # listing it elsewhere would just confuse.
-    described = sorted({_describe_terminal(n) for n in names if n != "_ALLOC_TIMES"})
-    if len(described) > 8:
-        described = described[:8] + ["..."]
-    return ", ".join(described)
-
-
-def _syntax_error(exc: UnexpectedInput, text: str, filename: str, line_offset: int) -> InputError:
-    lines = text.split("\n")
-    if isinstance(exc, UnexpectedCharacters):
-        position = exc.pos_in_stream if exc.pos_in_stream is not None else len(text)
-        ch = text[position] if position < len(text) else ""
-        what = repr(ch) if not ch.isprintable() or ch == "'" else f"'{ch}'"
-        message = f"unexpected character {what}"
-        if ch == "\x00" or not ch.isprintable():
-            message += "; this does not look like Halide IR text"
-        return error_at(message, filename, text, exc.line, exc.column, line_offset=line_offset)
-    if isinstance(exc, (UnexpectedToken, UnexpectedEOF)):
-        token = getattr(exc, "token", None)
-        expected = getattr(exc, "expected", None) or getattr(exc, "accepts", None) or set()
-        if token is None or token.type == "$END":
-            # Point just past the last non-blank line: where more text was due.
-            last = len(lines)
-            while last > 1 and not lines[last - 1].strip():
-                last -= 1
-            return error_at(
-                "unexpected end of input; the IR is truncated",
-                filename,
-                text,
-                last,
-                len(lines[last - 1]) + 1,
-                notes=(f"expected {_expected_list(expected)}",),
-                line_offset=line_offset,
-            )
-        line, column = token.line or 1, token.column or 1
-        source_line = lines[line - 1] if line - 1 < len(lines) else ""
-        first_word = _BLOCK_HEADER_RE.match(source_line)
-        if first_word is not None and first_word.group(1) not in _STATEMENT_KEYWORDS:
-            return error_at(
-                f"unknown statement '{first_word.group(1)}'",
-                filename,
-                text,
-                line,
-                first_word.start(1) + 1,
-                notes=("Halide statements are let, assert, allocate, free, produce, consume, "
-                       "if, for-loops, atomic, fork, acquire, stores and expressions",),
-                line_offset=line_offset,
-            )
-        return error_at(
-            f"unexpected {_describe_token(token)}",
-            filename,
-            text,
-            line,
-            column,
-            notes=(f"expected {_expected_list(expected)}",),
-            line_offset=line_offset,
-        )
-    return error_at(str(exc).split("\n")[0], filename, text, 1, 1, line_offset=line_offset)
-
-
 # --------------------------------------------------------------------------
 # Tree -> IR
 # --------------------------------------------------------------------------
