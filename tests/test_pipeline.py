@@ -10,7 +10,7 @@ import pytest
 
 from hardboiled import ir
 from hardboiled.cli import commands as cli_main
-from hardboiled.cli.pipeline import PASS_NAMES, PIPELINE
+from hardboiled.cli.pipeline import PASS_NAMES, PIPELINE, CompileOptions
 from hardboiled.ir.invariants import InvariantViolation, check_program, violations
 from hardboiled.select.selector import SelectionOptions
 
@@ -108,9 +108,10 @@ def test_verify_ir_checks_after_every_ir_pass(monkeypatch: pytest.MonkeyPatch) -
 
     checked: list[str] = []
 
-    def counting(program: ir.Stmt | ir.Module, *, after: str) -> None:
+    def counting(program: ir.Stmt | ir.Module, *, after: str, blame_input: bool = False) -> None:
         checked.append(after)
-        check_program(program, after=after)
+        assert blame_input == (after == "parse")
+        check_program(program, after=after, blame_input=blame_input)
 
     monkeypatch.setattr("hardboiled.ir.invariants.check_program", counting)
     options = CompileOptions(selection=SelectionOptions(store_in={"dct": "WMMAAccumulator"}), verify_ir=True)
@@ -131,3 +132,46 @@ def test_invariant_checks_catch_broken_ir() -> None:
     with pytest.raises(InvariantViolation) as caught:
         check_program(store, after="select")
     assert "after pass 'select'" in caught.value.diagnostic.message
+
+
+def test_verify_ir_blames_the_input_for_what_was_parsed_and_is_never_served_from_the_cache(tmp_path) -> None:
+    source = tmp_path / "t.stmt"
+    source.write_text("f[x] = g[x] + 1\n")
+    args = ["compile", str(source), "--buffer-type", "g=int32", "--buffer-type", "f=int32",
+            "--cache-dir", str(tmp_path / "cache")]
+    assert run_cli(*args).returncode == 0  # fills the whole-file cache
+    checked = run_cli(*args, "--verify-ir")
+    stderr = checked.stderr.decode()
+    assert checked.returncode == 2, stderr
+    assert "the input breaks an IR invariant: 'f' is not a buffer in scope" in stderr
+    assert "bug in hardboiled" not in stderr
+
+
+def test_timing_includes_the_pass_that_failed() -> None:
+    miss = FIXTURES / "wmma_upsample2" / "vectorizing.stmt"
+    result = run_cli("compile", str(miss), "--store-in", "conv=WMMAAccumulator", "--timing")
+    stderr = result.stderr.decode()
+    assert result.returncode == 1
+    names = re.findall(r"^\s+\d+\.\d{4} \(\s*[\d.]+%\)\s+(\S+)$", stderr, re.M)
+    assert names == ["parse", "select", "Total"]
+
+
+def test_a_failure_while_writing_outputs_is_that_input_s_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hardboiled.cli import driver
+
+    def broken_printer(_program: object) -> str:
+        raise RuntimeError("printer broke")
+
+    monkeypatch.setattr(driver, "print_ir", broken_printer)
+    options = CompileOptions()
+    results = driver.compile_batch([(AMX.name, AMX.read_bytes(), None), (WMMA.name, WMMA.read_bytes(), None)],
+                                   options, jobs=1)
+    assert [r.exit_code for r in results] == [70, 70]
+    assert all(not r.outputs and "printer broke" in r.diagnostics[-1].message for r in results)
+
+
+def test_an_empty_build_path_builds_nothing(tmp_path) -> None:
+    assert not CompileOptions(build_path="").c_build and not CompileOptions(build_path="").cuda_build
+    result = run_cli("compile", str(AMX), "--build", "", "-o", str(tmp_path / "out.stmt"))
+    assert result.returncode == 0, result.stderr.decode()
+    assert "built" not in result.stderr.decode()

@@ -51,12 +51,16 @@ def compile_text(name: str, data: bytes | None, options: CompileOptions,
     compilation = Compilation(name, data or b"", options)
     try:
         run_pipeline(compilation)
+        _take_state(compilation, result)
+        _collect_outputs(compilation, result)
     except HardboiledError as exc:
+        result = FileResult(name)
         _take_state(compilation, result)
         result.diagnostics.extend(getattr(exc, "diagnostics", [exc.diagnostic]))
         result.exit_code = int(exc.exit_code)
         return result
     except Exception as exc:  # an internal error, reported without a traceback
+        result = FileResult(name)
         _take_state(compilation, result)
         result.diagnostics.append(Diagnostic(
             "error", f"internal error: {type(exc).__name__}: {exc}",
@@ -66,8 +70,6 @@ def compile_text(name: str, data: bytes | None, options: CompileOptions,
             traceback.print_exc()
         result.exit_code = int(ExitCode.INTERNAL_ERROR)
         return result
-    _take_state(compilation, result)
-    _collect_outputs(compilation, result)
     if cache is not None:
         cache.put(key, _to_cache(result))
     return result

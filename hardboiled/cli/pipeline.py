@@ -94,22 +94,22 @@ LEGALIZATION: tuple[StmtPass, ...] = (
 )
 
 
-def tensorize(stmt: ir.Stmt, options: SelectionOptions, *, filename: str = "<string>", source: str = "",
-              store_lines: tuple[int, ...] = (), check: Callable[[str, ir.Stmt], None] | None = None
-              ) -> SelectionResult:
-    """Selection and legalization of one statement: the result's ``stmt``
-    is executable IR. ``check(pass_name, stmt)`` runs after every pass."""
-    selection = select_instructions(stmt, options, filename=filename, source=source, store_lines=store_lines)
-    result = selection.stmt
-    if check is not None:
-        check("select", result)
+def legalize(stmt: ir.Stmt, selection: SelectionResult, steps: tuple[StmtPass, ...] = LEGALIZATION) -> ir.Stmt:
+    """``stmt`` (what ``selection`` produced) through the legalization
+    passes; unchanged when it has no accelerator memory."""
     if not selection.has_accelerator_memory:
-        return selection
-    for step in LEGALIZATION:
-        result = step.apply(result, selection)
-        if check is not None:
-            check(step.name, result)
-    return dataclasses.replace(selection, stmt=result)
+        return stmt
+    for step in steps:
+        stmt = step.apply(stmt, selection)
+    return stmt
+
+
+def tensorize(stmt: ir.Stmt, options: SelectionOptions, *, filename: str = "<string>", source: str = "",
+              store_lines: tuple[int, ...] = ()) -> SelectionResult:
+    """Selection and legalization of one statement: the result's ``stmt``
+    is executable IR."""
+    selection = select_instructions(stmt, options, filename=filename, source=source, store_lines=store_lines)
+    return dataclasses.replace(selection, stmt=legalize(selection.stmt, selection))
 
 
 # --------------------------------------------------------------------------
@@ -140,16 +140,17 @@ class CompileOptions:
 
     @property
     def cuda_build(self) -> bool:
-        return self.build_path is not None and Path(self.build_path).suffix in CUDA_BUILD_SUFFIXES
+        return bool(self.build_path) and Path(self.build_path or "").suffix in CUDA_BUILD_SUFFIXES
 
     @property
     def c_build(self) -> bool:
-        return self.build_path is not None and not self.cuda_build
+        return bool(self.build_path) and not self.cuda_build
 
     @property
     def instrumented(self) -> bool:
-        """Asks for output that only a real run of the passes produces."""
-        return bool(self.print_before or self.print_after or self.timing)
+        """Asks for checks or output that only a real run of the passes
+        produces (so the whole-file cache may not answer)."""
+        return bool(self.print_before or self.print_after or self.timing or self.verify_ir)
 
 
 CUDA_BUILD_SUFFIXES = {".ptx": "ptx", ".cubin": "cubin"}
@@ -254,8 +255,7 @@ def _select(c: Compilation) -> None:
 def _legalization_pass(step: StmtPass) -> Callable[[Compilation], None]:
     def run(c: Compilation) -> None:
         assert c.program is not None
-        bodies = [step.apply(body, selection) if selection.has_accelerator_memory else body
-                  for body, selection in zip(_bodies(c.program), c.selections)]
+        bodies = [legalize(body, selection, (step,)) for body, selection in zip(_bodies(c.program), c.selections)]
         c.program = _with_bodies(c.program, bodies)
 
     return run
@@ -403,12 +403,15 @@ def run_pipeline(c: Compilation) -> None:
                 c.instrumentation.append(f"// -----// IR Dump Before {step.name} ({c.name}) //----- //\n"
                                          + _shown(c, step))
             start = time.perf_counter()
-            step.run(c)
-            timings.append((step.name, time.perf_counter() - start))
+            try:
+                step.run(c)
+            finally:
+                timings.append((step.name, time.perf_counter() - start))
             if options.verify_ir and step.name in IR_PASSES and c.program is not None:
                 from hardboiled.ir.invariants import check_program
 
-                check_program(c.program, after=step.name)
+                # After parse, a broken invariant is the input's fault.
+                check_program(c.program, after=step.name, blame_input=step.name == "parse")
             if _wants(options.print_after, step):
                 c.instrumentation.append(f"// -----// IR Dump After {step.name} ({c.name}) //----- //\n"
                                          + _shown(c, step))

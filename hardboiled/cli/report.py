@@ -14,8 +14,6 @@ from hardboiled.targets.wmma import WMMAIntrinsic, WMMAOp
 REPORT_SCHEMA_VERSION = 1
 
 
-
-
 _PATTERNS: tuple[tuple[WMMAOp | AMXOp, str], ...] = (
     (WMMAOp.MMA, "fragment product C + A*B"),
     (WMMAOp.FILL, "filled accumulator fragment"),
@@ -33,9 +31,11 @@ this order (a statement with an mma also loads and stores fragments)."""
 def _pattern(report: StoreReport) -> str | None:
     if not report.lowered:
         return None
-    parse = WMMAIntrinsic.parse if report.accelerator == "WMMA" else AMXIntrinsic.parse
+    wmma = report.accelerator == "WMMA"
+    parse = WMMAIntrinsic.parse if wmma else AMXIntrinsic.parse
     ops = {intrinsic.op for name in report.intrinsics if (intrinsic := parse(name)) is not None}
-    return next((text for op, text in _PATTERNS if op in ops), "tile operation")
+    fallback = "accumulator fragment loaded from memory" if wmma else "tile operation"
+    return next((text for op, text in _PATTERNS if op in ops), fallback)
 
 
 def selection_report(name: str, stage: str | None, selections: list[SelectionResult]) -> dict[str, Any]:

@@ -471,18 +471,19 @@ class KernelGenerator(CFamilyEmitter):
             self.fragment_pointers.add(name)
 
     def _store_fragment(self, slot: str, value: ir.Expr) -> None:
-        op = _wmma_op(value)
-        if not isinstance(value, ir.Call) or op is None:
-            self.emit(f"{slot} = {self._fragment(value)};")
-        elif op is WMMAOp.FILL:
-            self.emit(f"wmma::fill_fragment({slot}, {self._fill_value(value)});")
-        elif op is WMMAOp.MMA:
-            a, b, c = (self._fragment(arg) for arg in value.args)
-            self.emit(f"wmma::mma_sync({slot}, {a}, {b}, {c});")
-        elif op is WMMAOp.LOAD and _intrinsic(value).matrix is MatrixUse.C:
-            self._load_matrix(slot, value)
-        else:
-            self.emit(f"{slot} = {self._fragment(value)};")
+        if isinstance(value, ir.Call):
+            op = _wmma_op(value)
+            if op is WMMAOp.FILL:
+                self.emit(f"wmma::fill_fragment({slot}, {self._fill_value(value)});")
+                return
+            if op is WMMAOp.MMA:
+                a, b, c = (self._fragment(arg) for arg in value.args)
+                self.emit(f"wmma::mma_sync({slot}, {a}, {b}, {c});")
+                return
+            if op is WMMAOp.LOAD and _intrinsic(value).matrix is MatrixUse.C:
+                self._load_matrix(slot, value)
+                return
+        self.emit(f"{slot} = {self._fragment(value)};")
 
     def _fill_value(self, call: ir.Call) -> str:
         value = self.expr(call.args[0])

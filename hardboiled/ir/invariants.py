@@ -26,7 +26,7 @@ from typing import Any
 
 from hardboiled.ir import nodes as ir
 from hardboiled.ir.printer import print_ir
-from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, InputError
 
 
 class InvariantViolation(HardboiledError):
@@ -144,13 +144,22 @@ def violations(stmt: ir.Stmt, arguments: tuple[str, ...] = ()) -> list[Violation
     return found
 
 
-def check_program(program: ir.Stmt | ir.Module, *, after: str) -> None:
+def check_program(program: ir.Stmt | ir.Module, *, after: str, blame_input: bool = False) -> None:
     """Raise ``InvariantViolation`` for the first broken invariant of
-    ``program``, naming the pass ``after`` which it was found."""
+    ``program``, naming the pass ``after`` which it was found; with
+    ``blame_input`` (checking what was parsed), an ``InputError`` instead:
+    the input itself is not IR that Halide could have printed."""
     bodies = ([(f.body, f.args) for f in program.functions] if isinstance(program, ir.Module)
               else [(program, ())])
     for body, arguments in bodies:
         found = violations(body, tuple(arguments))
+        if found and blame_input:
+            first = found[0]
+            raise InputError(Diagnostic(
+                "error", f"the input breaks an IR invariant: {first.message}",
+                notes=(f"at {_shown(first.node)}",
+                       f"{len(found)} violation{'s' if len(found) != 1 else ''} in all"),
+            ))
         if found:
             first = found[0]
             raise InvariantViolation(Diagnostic(

@@ -118,9 +118,12 @@ def _rebuilt_fields(node: Any, kinds: tuple[type, ...], memo: dict[int, Any]) ->
 def rewrite(root: Any, replace: Replace, kinds: tuple[type, ...] = (ir.Stmt, ir.Expr)) -> Any:
     """Rebuild ``root``, descending into children of ``kinds`` only.
 
-    ``replace`` is called once per distinct node, in pre-order; the tree is
-    rebuilt bottom-up, and unchanged subtrees are kept as they are (so
-    ``rewrite(t, lambda n: None) is t``)."""
+    ``replace`` is called once per distinct node object, in pre-order; the
+    tree is rebuilt bottom-up, and unchanged subtrees are kept as they are
+    (so ``rewrite(t, lambda n: None) is t``). A subtree that two parents
+    share (the same object twice) is replaced once and both parents get
+    that result: a callback that numbers what it creates (staging buffers)
+    numbers a shared subtree once. The parser never shares nodes."""
     memo: dict[int, Any] = {}
     stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:

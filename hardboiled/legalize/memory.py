@@ -11,18 +11,21 @@ from __future__ import annotations
 import dataclasses
 
 from hardboiled import ir
-from hardboiled.ir.visitor import map_stmt
+from hardboiled.ir.visitor import Rewriter
+
+
+class _Retag(Rewriter):
+    kinds = (ir.Stmt,)
+
+    def __init__(self, memory_types: dict[str, str]):
+        self.memory_types = memory_types
+
+    def rewrite_allocate(self, node: ir.Allocate) -> ir.Stmt | None:
+        if node.name not in self.memory_types:
+            return None
+        return dataclasses.replace(node, memory_type=self.memory_types[node.name], body=self(node.body))
 
 
 def apply_memory_overrides(stmt: ir.Stmt, store_in: dict[str, str]) -> ir.Stmt:
     """``stmt`` with each allocation named in ``store_in`` moved to that memory type."""
-    if not store_in:
-        return stmt
-
-    def retag(node: ir.Stmt) -> ir.Stmt | None:
-        if isinstance(node, ir.Allocate) and node.name in store_in:
-            inner = map_stmt(node.body, retag)
-            return dataclasses.replace(node, memory_type=store_in[node.name], body=inner)
-        return None
-
-    return map_stmt(stmt, retag)
+    return _Retag(store_in)(stmt) if store_in else stmt

@@ -33,9 +33,6 @@ def known_multiple(e: ir.Expr) -> int:
     return 1
 
 
-_LDM_ALIGNMENT = 16
-"""Bytes: load/store_matrix_sync's leading dimension must be a multiple of
-8 16-bit or 4 32-bit elements."""
 
 
 def _aligned(elements: ir.Expr, element_bytes: int, alignment: int) -> bool:
@@ -48,7 +45,8 @@ def _leading_dimension_ok(ldm: ir.Expr, element_bytes: int) -> bool:
     unsigned leading dimension, so a symbolic one (whose sign nothing
     proves), a negative one (rows read backwards) and zero (a bias row
     repeated down the tile) are staged as a dense matrix instead."""
-    return isinstance(ldm, ir.IntImm) and ldm.value > 0 and (ldm.value * element_bytes) % _LDM_ALIGNMENT == 0
+    alignment = WMMA_TENSOR_CORE.leading_dimension_alignment
+    return isinstance(ldm, ir.IntImm) and ldm.value > 0 and (ldm.value * element_bytes) % alignment == 0
 
 
 def _memory_operation(e: ir.Expr) -> WMMAIntrinsic | None:

@@ -54,11 +54,13 @@ class WMMATensorCore:
         WMMAElement(ir.Int(8), "signed char", (ir.Int(32),), 75),
         WMMAElement(ir.UInt(8), "unsigned char", (ir.Int(32),), 75),
     )
-    layouts: tuple[str, ...] = ("row_major", "col_major")
     warp_size: int = 32
     """Every WMMA operation is executed by a whole warp."""
     pointer_alignment: int = 32
     """load_matrix_sync/store_matrix_sync need 256-bit aligned addresses."""
+    leading_dimension_alignment: int = 16
+    """Bytes: their leading dimension is a multiple of 16 bytes (16 8-bit,
+    8 16-bit or 4 32-bit elements)."""
     min_sm: int = 75
     default_sm: int = 80
     elementwise: tuple[ir.BinOp, ...] = (ir.BinOp.ADD, ir.BinOp.SUB, ir.BinOp.MUL, ir.BinOp.MIN, ir.BinOp.MAX)
@@ -269,9 +271,8 @@ WMMA_TYPE_NAMES = {"f16": ir.Float(16), "bf16": ir.BFloat(16), "f32": ir.Float(3
 
 
 def wmma_type_suffix(t: ir.Type) -> str:
-    """The PTX-style name of a fragment element type: f16, bf16 or f32."""
+    """The PTX-style name of a fragment element type (f16, bf16, f32, s8, u8, s32)."""
     return next(name for name, named in WMMA_TYPE_NAMES.items() if named == t.element())
-
 
 
 _SHAPE_RE = re.compile(r"m(\d+)n(\d+)k(\d+)")

@@ -765,11 +765,13 @@ def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: wmma.Layout |
         raise _fail(f"{name} needs a buffer")
     if pointer.array.dtype != dtype_of(t):
         raise _fail(f"{name} reads {t} elements from '{pointer.name}', which holds {pointer.array.dtype}")
-    alignment = wmma.WMMA_TENSOR_CORE.pointer_alignment
-    if ((pointer.offset + offset) * t.bytes) % alignment or (ldm * t.bytes) % 16 or ldm <= 0:
+    core = wmma.WMMA_TENSOR_CORE
+    if ((pointer.offset + offset) * t.bytes) % core.pointer_alignment \
+            or (ldm * t.bytes) % core.leading_dimension_alignment or ldm <= 0:
         raise _fail(f"{name} on '{pointer.name}': element offset {pointer.offset + offset} or leading "
-                    f"dimension {ldm} breaks the {alignment}-byte alignment load/store_matrix_sync need "
-                    "(the leading dimension is unsigned: it must be positive)")
+                    f"dimension {ldm} breaks the alignment load/store_matrix_sync need ({core.pointer_alignment}-byte "
+                    f"addresses, a leading dimension of a multiple of {core.leading_dimension_alignment} bytes; it is "
+                    "unsigned: it must be positive)")
     i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
     addresses = pointer.offset + offset + (i * ldm + j if layout is wmma.Layout.ROW else j * ldm + i)
     if addresses.min() < 0 or addresses.max() >= pointer.array.size:
