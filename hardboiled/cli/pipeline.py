@@ -387,6 +387,11 @@ def _shown(c: Compilation, step: Pass) -> str:
     return print_ir(c.program) if c.program is not None else "(nothing parsed yet)\n"
 
 
+def _dump(c: Compilation, step: Pass, when: str) -> str:
+    """The program around ``step``, headed as mlir-opt heads its dumps."""
+    return f"// -----// IR Dump {when} {step.name} ({c.name}) //----- //\n" + _shown(c, step)
+
+
 def _wants(names: tuple[str, ...], step: Pass) -> bool:
     return "all" in names or step.name in names
 
@@ -400,8 +405,7 @@ def run_pipeline(c: Compilation) -> None:
             if not step.enabled(options):
                 continue
             if _wants(options.print_before, step):
-                c.instrumentation.append(f"// -----// IR Dump Before {step.name} ({c.name}) //----- //\n"
-                                         + _shown(c, step))
+                c.instrumentation.append(_dump(c, step, "Before"))
             start = time.perf_counter()
             try:
                 step.run(c)
@@ -413,8 +417,7 @@ def run_pipeline(c: Compilation) -> None:
                 # After parse, a broken invariant is the input's fault.
                 check_program(c.program, after=step.name, blame_input=step.name == "parse")
             if _wants(options.print_after, step):
-                c.instrumentation.append(f"// -----// IR Dump After {step.name} ({c.name}) //----- //\n"
-                                         + _shown(c, step))
+                c.instrumentation.append(_dump(c, step, "After"))
     finally:
         if options.timing:
             c.instrumentation.append(timing_report(c.name, timings))
