@@ -705,12 +705,14 @@ def split_stages(lines):
     return stages
 
 
-def run_child(name, workdir, stop_after_vectorizing, timeout):
-    """Run the child for one case; return (stderr lines, returncode, killed_by_us)."""
+def run_child(name, workdir, stop_after_vectorizing, timeout, script=__file__):
+    """Run the child for one case; return (stderr lines, returncode, killed_by_us).
+
+    script: the generator whose `--child NAME OUT` mode builds the case."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HL_")}
     env.update(HL_DEBUG_CODEGEN="2", HL_COLORS="0")
     proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), "--child", name, "lowered.stmt"],
+        [sys.executable, str(Path(script).resolve()), "--child", name, "lowered.stmt"],
         cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE)
     timer = threading.Timer(timeout, proc.kill)

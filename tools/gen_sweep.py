@@ -1,0 +1,450 @@
+#!/usr/bin/env python3
+"""Generate the schedule sweep in tests/fixtures/sweep/ with the `halide` package.
+
+The sweep measures how general instruction selection is: many small variants of
+matmul-like pipelines, each differing from a base schedule in one or two dimensions
+(operand types, layouts, tile sizes, reduction chunk, accumulator initialization,
+epilogue, loop order, unrolling, symbolic sizes, several accumulators, a batch
+dimension, parallel loops, operand order). `bench/sweep.py` compiles every variant
+and writes the hit rate by class and by dimension to docs/coverage.md.
+
+Usage (from the repository root, with the venv that has halide==21.0.0):
+
+    .venv/bin/python tools/gen_sweep.py              # regenerate every variant
+    .venv/bin/python tools/gen_sweep.py NAME ...     # only these variants
+    .venv/bin/python tools/gen_sweep.py --list       # list the variants
+
+Per variant, tests/fixtures/sweep/<name>.stmt is Halide's "Lowering after vectorizing:"
+body, byte-exact. For AMX variants the child lowers the whole pipeline for a Sapphire
+Rapids target, so MANIFEST.json also records whether upstream Halide's own AMX pass
+(extract_tile_operations) accepted the variant: "accepted" (it emitted tile_matmul),
+"ignored" (it ran but left the accumulator alone) or "refused: <its error>". The child
+machinery (a re-run of this script with HL_DEBUG_CODEGEN=2) is shared with
+tools/gen_fixtures.py.
+"""
+
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gen_fixtures as gf  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SWEEP = ROOT / "tests" / "fixtures" / "sweep"
+
+# ---------------------------------------------------------------- variant space
+
+AMX_BASE = dict(acc="amx", types="bf16", a="row", b="std", order="ab", M=16, N=16,
+                K=64, chunk=None, tiles=(1, 1), init="zero", epilogue="none",
+                loops="k_inner", unroll="tiles", sizes="const", batch=False,
+                parallel=False, form="tiled")
+"""mm(y, x) += A(r, x) * B(y, r): 16x16 output tiles, K = 64 in chunks of one tile op."""
+
+WMMA_BASE = dict(acc="wmma", types="f16>f32", a="row", b="row", order="ab", M=16, N=16,
+                 K=64, chunk=16, tiles=(1, 1), init="zero", epilogue="none",
+                 sizes="const", batch=False, widen=None)
+"""prod(x, y) += A(k, y) * B(x, k): 16x16 tiles on gpu_blocks, K = 64 in chunks of 16."""
+
+# One dimension at a time away from the base; each value is a dict of overrides.
+AMX_AXES = {
+    "types": [dict(types=t) for t in ("i8*i8", "u8*i8", "i8*u8", "u8*u8")],
+    "b_layout": [dict(b="vnni"), dict(b="nk")],
+    "a_layout": [dict(a="col")],
+    "order": [dict(order="ba")],
+    "tile": [dict(M=8), dict(N=8), dict(M=8, N=8), dict(M=4, N=16), dict(M=16, N=4)],
+    "chunk": [dict(chunk="2x")],
+    "K": [dict(K=32), dict(K=128), dict(K=256)],
+    "tiles": [dict(tiles=(1, 2)), dict(tiles=(2, 1)), dict(tiles=(2, 2)),
+              dict(tiles=(1, 2), loops="k_outer"), dict(tiles=(2, 2), loops="k_outer")],
+    "init": [dict(init=i) for i in ("cbuf", "bias_col", "bias_row", "const")],
+    "epilogue": [dict(epilogue=e) for e in ("relu", "scale", "bias", "cast")],
+    "loops": [dict(loops="k_outer"), dict(loops="swap_tiles")],
+    "unroll": [dict(unroll="none"), dict(unroll="k")],
+    "sizes": [dict(sizes="symbolic")],
+    "batch": [dict(batch=True)],
+    "parallel": [dict(parallel=True)],
+    "form": [dict(form="single"), dict(form="single", sizes="symbolic")],
+    "accumulators": [dict(form="two_acc")],
+}
+# Crosses that users write together (types and layouts with the other dimensions).
+AMX_CROSSES = {
+    "types": [dict(types="i8*i8", b="vnni"), dict(types="u8*u8", b="vnni")],
+    "b_layout": [dict(b="vnni", sizes="symbolic"), dict(b="vnni", tiles=(2, 2))],
+}
+
+WMMA_AXES = {
+    "types": [dict(types=t) for t in ("bf16>f32", "f16>f16", "i8>i32", "u8>i32",
+                                      "f64>f64", "tf32>f32")],
+    "b_layout": [dict(b="col")],
+    "a_layout": [dict(a="col")],
+    "order": [dict(order="ba")],
+    "shape": [dict(M=32, N=8), dict(M=8, N=32)],
+    "chunk": [dict(chunk=32), dict(chunk=64)],
+    "K": [dict(K=16), dict(K=128)],
+    "tiles": [dict(tiles=(1, 2)), dict(tiles=(2, 1)), dict(tiles=(2, 2))],
+    "init": [dict(init=i) for i in ("cbuf", "bias_col", "bias_row", "const")],
+    "epilogue": [dict(epilogue=e) for e in ("relu", "scale", "bias", "cast")],
+    "sizes": [dict(sizes="symbolic")],
+    "batch": [dict(batch=True)],
+    "widen": [dict(types="i8>i32", widen="i16")],
+}
+WMMA_CROSSES = {
+    "types": [dict(types="i8>i32", M=32, N=8), dict(types="u8>i32", M=8, N=32),
+              dict(types="bf16>f32", b="col"), dict(types="f16>f16", sizes="symbolic"),
+              dict(types="i8>i32", b="col", sizes="symbolic")],
+    "shape": [dict(M=32, N=8, b="col"), dict(M=8, N=32, sizes="symbolic")],
+    "sizes": [dict(sizes="symbolic", b="col"), dict(sizes="symbolic", init="cbuf")],
+}
+# AMX dimensions crossed with every operand type, WMMA ones with every shape.
+AMX_TYPE_CROSS = ("init", "epilogue", "order", "b_layout", "tiles", "sizes", "form")
+WMMA_TYPE_CROSS = ("init", "epilogue", "b_layout", "sizes")
+WMMA_SHAPE_CROSS = ("init", "epilogue", "b_layout", "a_layout", "sizes", "chunk", "order")
+
+
+def _name(spec, base):
+    parts = [spec["acc"]]
+    for key, value in spec.items():
+        if key != "acc" and value != base[key]:
+            text = "x".join(map(str, value)) if isinstance(value, tuple) else str(value)
+            text = text.replace("*", "").replace(">", "to")
+            parts.append(f"{key}-{text}" if not isinstance(value, bool) else key)
+    return "_".join(parts) if len(parts) > 1 else f"{spec['acc']}_base"
+
+
+def variants():
+    """name -> (dimension, spec), in a fixed order."""
+    out = {}
+
+    def add(dimension, base, overrides):
+        spec = dict(base, **overrides)
+        out.setdefault(_name(spec, base), (dimension, spec))
+
+    add("base", AMX_BASE, {})
+    for dim, values in AMX_AXES.items():
+        for o in values:
+            add(dim, AMX_BASE, o)
+    for dim, values in AMX_CROSSES.items():
+        for o in values:
+            add(dim, AMX_BASE, o)
+    for types, layout in (("i8*i8", "vnni"), ("u8*i8", "vnni"), ("u8*u8", "std"),
+                          ("bf16", "vnni")):
+        for dim in AMX_TYPE_CROSS:
+            for o in AMX_AXES[dim]:
+                add(dim, AMX_BASE, dict(o, types=types, b=o.get("b", layout)))
+    add("base", WMMA_BASE, {})
+    for dim, values in WMMA_AXES.items():
+        for o in values:
+            add(dim, WMMA_BASE, o)
+    for dim, values in WMMA_CROSSES.items():
+        for o in values:
+            add(dim, WMMA_BASE, o)
+    for types in ("bf16>f32", "i8>i32", "f16>f16"):
+        for dim in WMMA_TYPE_CROSS:
+            for o in WMMA_AXES[dim]:
+                add(dim, WMMA_BASE, dict(o, types=types))
+    for shape in (dict(M=32, N=8), dict(M=8, N=32)):
+        for dim in WMMA_SHAPE_CROSS:
+            for o in WMMA_AXES[dim]:
+                add(dim, WMMA_BASE, dict(shape, **o))
+    return out
+
+
+# ---------------------------------------------------------------- AMX pipelines
+
+def _amx_elem(hl, name):
+    return {"bf16": hl.BFloat(16), "i8": hl.Int(8), "u8": hl.UInt(8)}[name]
+
+
+def build_amx(s):
+    """One AMX variant. Output columns y (innermost), rows x; mm is in AMXTile."""
+    hl = gf._hl()
+    a_t, b_t = ("bf16", "bf16") if s["types"] == "bf16" else s["types"].split("*")
+    fp = a_t == "bf16"
+    kp = 2 if fp else 4
+    rk = (32 if fp else 64) * (2 if s["chunk"] == "2x" else 1)
+    acc_t = hl.Float(32) if fp else hl.Int(32)
+    M, N, K = s["M"], s["N"], s["K"]
+    ny, nx = s["tiles"]
+    # Two outer tiles each way, so the loops over tiles are real loops.
+    rows, cols = (M, N) if s["form"] == "single" else (2 * M * nx, 2 * N * ny)
+    extra = [hl.Var("n")] if s["batch"] else []
+    x, y = hl.Var("x"), hl.Var("y")
+    nb = len(extra)
+    A = hl.ImageParam(_amx_elem(hl, a_t), 2 + nb, "A")
+    B = hl.ImageParam(_amx_elem(hl, b_t), (3 if s["b"] == "vnni" else 2) + nb, "B")
+    r = hl.RDom([(0, K)], "r")
+    a = A[[x, r.x] + extra] if s["a"] == "col" else A[[r.x, x] + extra]
+    b = {"std": lambda: B[[y, r.x] + extra], "nk": lambda: B[[r.x, y] + extra],
+         "vnni": lambda: B[[r.x % kp, y, r.x // kp] + extra]}[s["b"]]()
+    params = [A, B]
+    zero = hl.cast(acc_t, 0)
+    mm = hl.Func("mm")
+    init = zero
+    if s["init"] == "cbuf":
+        C = hl.ImageParam(acc_t, 2 + nb, "C")
+        params.append(C)
+        init = C[[y, x] + extra]
+    elif s["init"] in ("bias_col", "bias_row"):
+        bias = hl.ImageParam(acc_t, 1, "bias")
+        params.append(bias)
+        init = bias[y] if s["init"] == "bias_col" else bias[x]
+    elif s["init"] == "const":
+        init = hl.cast(acc_t, 3)
+    args = [y, x] + extra
+    mm[args] = init
+    prod = hl.cast(acc_t, b) * hl.cast(acc_t, a) if s["order"] == "ba" \
+        else hl.cast(acc_t, a) * hl.cast(acc_t, b)
+    mm[args] += prod
+    value = mm[args]
+    if s["epilogue"] == "relu":
+        value = hl.max(value, zero)
+    elif s["epilogue"] == "scale":
+        value = value * hl.cast(acc_t, 3)
+    elif s["epilogue"] == "bias":
+        ebias = hl.ImageParam(acc_t, 1, "ebias")
+        params.append(ebias)
+        value = value + ebias[y]
+    elif s["epilogue"] == "cast":
+        value = hl.cast(hl.BFloat(16) if fp else hl.Int(8), value)
+    if s["epilogue"] == "none":
+        out = mm.in_()
+    else:
+        out = hl.Func("out")
+        out[args] = value
+    if s["form"] == "two_acc":  # two accumulators in AMXTile, summed by the consumer
+        mm2 = hl.Func("mm2")
+        mm2[args] = zero
+        mm2[args] += hl.cast(acc_t, a) * hl.cast(acc_t, b)
+        final = hl.Func("out")
+        final[args] = mm[args] + mm2[args]
+        out = final
+    out.bound(x, 0, rows).bound(y, 0, cols)
+    if s["batch"]:
+        out.bound(extra[0], 0, 2)
+    if s["sizes"] == "const":
+        a_shape = (rows, K) if s["a"] == "col" else (K, rows)
+        b_shape = {"std": (cols, K), "nk": (K, cols), "vnni": (kp, cols, K // kp)}[s["b"]]
+        batch = (2,) if s["batch"] else ()
+        gf.dense(A, *a_shape, *batch)
+        gf.dense(B, *b_shape, *batch)
+        gf.dense(out.output_buffer(), cols, rows, *batch)
+        for p in params[2:]:
+            if p.dimensions() == 1:  # bias[x] runs down the rows, the others along y
+                gf.dense(p, rows if s["init"] == "bias_row" and p.name() == "bias" else cols)
+            else:
+                gf.dense(p, cols, rows, *batch)
+    accs = [mm] + ([mm2] if s["form"] == "two_acc" else [])
+    for f in accs:
+        f.store_in(gf.amx_tile())
+    if s["form"] == "single":  # the paper's example: one tile, everything vectorized
+        mm.compute_at(out, x)
+        mm.vectorize(x, M).vectorize(y, N)
+        mm.update().atomic().vectorize(x, M).vectorize(y, N).vectorize(r.x, min(rk, K))
+        out.vectorize(x, M).vectorize(y, N)
+        return out, params
+    yo, xo, yi, xi, cy, cx = (hl.Var(n) for n in ("yo", "xo", "yi", "xi", "cy", "cx"))
+    rro, rri = hl.RVar("rro"), hl.RVar("rri")
+    out.tile(y, x, yo, xo, yi, xi, N * ny, M * nx)
+    out.tile(yi, xi, cy, cx, yi, xi, N, M).reorder(yi, xi, cy, cx, yo, xo)
+    out.vectorize(yi).vectorize(xi).unroll(cy).unroll(cx)
+    if s["parallel"]:
+        out.parallel(xo)
+    for f in accs:
+        f.compute_at(out, yo)
+        f.tile(y, x, cy, cx, yi, xi, N, M).reorder(yi, xi, cy, cx)
+        f.vectorize(yi).vectorize(xi).unroll(cy).unroll(cx)
+        upd = f.update().split(r.x, rro, rri, min(rk, K)).tile(y, x, cy, cx, yi, xi, N, M)
+        if s["loops"] == "k_outer":
+            upd.reorder(rri, yi, xi, cy, cx, rro)
+        elif s["loops"] == "swap_tiles":
+            upd.reorder(rri, yi, xi, rro, cx, cy)
+        else:
+            upd.reorder(rri, yi, xi, rro, cy, cx)
+        upd.atomic().vectorize(rri).vectorize(yi).vectorize(xi)
+        if s["unroll"] == "tiles":
+            upd.unroll(cy).unroll(cx)
+        elif s["unroll"] == "k":
+            upd.unroll(cy).unroll(cx).unroll(rro, 2)
+    return out, params
+
+
+# --------------------------------------------------------------- WMMA pipelines
+
+def _wmma_types(hl, types):
+    a, acc = types.split(">")
+    elem = {"f16": hl.Float(16), "bf16": hl.BFloat(16), "i8": hl.Int(8), "u8": hl.UInt(8),
+            "f64": hl.Float(64), "tf32": hl.Float(32)}[a]
+    return elem, {"f32": hl.Float(32), "f16": hl.Float(16), "i32": hl.Int(32),
+                  "f64": hl.Float(64)}[acc]
+
+
+def build_wmma(s):
+    """One WMMA variant. Output columns x (innermost), rows y; prod is in Register."""
+    hl = gf._hl()
+    elem, acc_t = _wmma_types(hl, s["types"])
+    if s["types"] == "f64>f64" and (s["M"], s["N"], s["chunk"]) == (16, 16, 16):
+        s = dict(s, M=8, N=8, chunk=4)  # the only f64 shape: m8n8k4
+    if s["types"] == "tf32>f32" and s["chunk"] == 16:
+        s = dict(s, chunk=8)  # tf32 is m16n16k8
+    M, N, K, chunk = s["M"], s["N"], s["K"], s["chunk"]
+    my, mx = s["tiles"]
+    n = 64
+    nb = 1 if s["batch"] else 0
+    A = hl.ImageParam(elem, 2 + nb, "A")
+    B = hl.ImageParam(elem, 2 + nb, "B")
+    x, y = hl.Var("x"), hl.Var("y")
+    extra = [hl.Var("n")] if s["batch"] else []
+    k = hl.RDom([(0, K)], "k")
+    a = A[[y, k.x] + extra] if s["a"] == "col" else A[[k.x, y] + extra]
+    b = B[[k.x, x] + extra] if s["b"] == "col" else B[[x, k.x] + extra]
+    params = [A, B]
+    cast = (lambda v: v) if elem == acc_t else (lambda v: hl.cast(acc_t, v))
+    if s["widen"]:
+        cast = lambda v: hl.cast(acc_t, hl.cast(hl.Int(16), v))  # noqa: E731
+    zero = hl.cast(acc_t, 0)
+    args = [x, y] + extra
+    prod = hl.Func("prod")
+    init = zero
+    if s["init"] == "cbuf":
+        C = hl.ImageParam(acc_t, 2 + nb, "C")
+        params.append(C)
+        init = C[args]
+    elif s["init"] in ("bias_col", "bias_row"):
+        bias = hl.ImageParam(acc_t, 1, "bias")
+        params.append(bias)
+        init = bias[x] if s["init"] == "bias_col" else bias[y]
+    elif s["init"] == "const":
+        init = hl.cast(acc_t, 3)
+    prod[args] = init
+    prod[args] += cast(b) * cast(a) if s["order"] == "ba" else cast(a) * cast(b)
+    value = prod[args]
+    if s["epilogue"] == "relu":
+        value = hl.max(value, zero)
+    elif s["epilogue"] == "scale":
+        value = value * hl.cast(acc_t, 3)
+    elif s["epilogue"] == "bias":
+        ebias = hl.ImageParam(acc_t, 1, "ebias")
+        params.append(ebias)
+        value = value + ebias[x]
+    elif s["epilogue"] == "cast":
+        value = hl.cast(hl.Float(16) if acc_t.is_float() else hl.Int(8), value)
+    if s["epilogue"] == "none":
+        out = prod.in_()
+    else:
+        out = hl.Func("out")
+        out[args] = value
+    out.bound(x, 0, n).bound(y, 0, n)
+    if s["batch"]:
+        out.bound(extra[0], 0, 2)
+    batch = (2,) if s["batch"] else ()
+    for p in (A, B):  # dimension 0 is k for a row-major A and a column-major B
+        shape = (K, n) if (p is A and s["a"] == "row") or (p is B and s["b"] == "col") \
+            else (n, K)
+        if s["sizes"] == "symbolic":
+            p.dim(0).set_bounds(0, shape[0]).set_stride(1)
+            p.dim(1).set_bounds(0, shape[1])
+        else:
+            gf.dense(p, *shape, *batch)
+    for p in params[2:]:
+        if p.dimensions() == 1:
+            gf.dense(p, n)
+        elif s["sizes"] == "symbolic":
+            p.dim(0).set_bounds(0, n).set_stride(1)
+            p.dim(1).set_bounds(0, n)
+        else:
+            gf.dense(p, n, n, *batch)
+    gf.dense(out.output_buffer(), n, n, *batch)
+    xo, yo, xi, yi = (hl.Var(v) for v in ("xo", "yo", "xi", "yi"))
+    ko, ki = hl.RVar("ko"), hl.RVar("ki")
+    out.tile(x, y, xo, yo, xi, yi, N * mx, M * my).vectorize(xi).vectorize(yi)
+    if s["batch"]:
+        out.gpu_blocks(xo, yo, extra[0])
+    else:
+        out.gpu_blocks(xo, yo)
+    gf.wmma_acc(prod).compute_at(out, xo).vectorize(x, N * mx).vectorize(y, M * my)
+    prod.update().split(k.x, ko, ki, min(chunk, K)).reorder(ki, x, y, ko).atomic() \
+        .vectorize(ki).vectorize(x, N * mx).vectorize(y, M * my)
+    return out, params
+
+
+# ---------------------------------------------------------------- child / parent
+
+def child(name, out_path):
+    hl = gf._hl()
+    _dimension, spec = variants()[name]
+    out, params = (build_amx if spec["acc"] == "amx" else build_wmma)(spec)
+    target = gf.AMX_TARGET if spec["acc"] == "amx" else gf.CUDA_TARGET
+    if spec["types"] in ("f64>f64", "tf32>f32"):
+        target = target.replace("cuda_capability_80", "cuda_capability_86")
+    try:
+        out.compile_to_lowered_stmt(out_path, params, hl.StmtOutputFormat.Text,
+                                    hl.Target(target))
+    except hl.HalideError as e:
+        print("HALIDE_ERROR: " + " ".join(str(e).split()), file=sys.stderr)
+        sys.exit(3)
+
+
+def generate(name):
+    """Return the manifest entry of one variant, writing its dump."""
+    import tempfile
+    dimension, spec = variants()[name]
+    cuda = spec["acc"] == "wmma"
+    entry = dict(dimension=dimension, spec={k: list(v) if isinstance(v, tuple) else v
+                                            for k, v in spec.items()})
+    with tempfile.TemporaryDirectory(prefix="gen_sweep_") as tmp:
+        lines, rc, stopped = gf.run_child(name, tmp, cuda, gf.CUDA_TIMEOUT_S if cuda
+                                          else gf.CPU_TIMEOUT_S, script=__file__)
+    stages = gf.split_stages(lines)
+    if "vectorizing" not in stages:
+        entry["halide_error"] = gf.error_text(lines)
+        return entry
+    (SWEEP / f"{name}.stmt").write_bytes(stages["vectorizing"])
+    if not cuda:
+        extracted = stages.get("extracting tile operations", b"")
+        if rc != 0 and not extracted:
+            entry["upstream_amx"] = "refused: " + gf.error_text(lines)[:160]
+        elif b"tile_matmul" in extracted:
+            entry["upstream_amx"] = "accepted"
+        else:
+            entry["upstream_amx"] = "ignored"
+    return entry
+
+
+def main(argv):
+    if argv[:1] == ["--child"]:
+        child(argv[1], argv[2])
+        return 0
+    all_variants = variants()
+    if argv[:1] == ["--list"]:
+        for name, (dimension, _spec) in all_variants.items():
+            print(f"{dimension:14s} {name}")
+        print(f"{len(all_variants)} variants", file=sys.stderr)
+        return 0
+    names = argv or list(all_variants)
+    unknown = [n for n in names if n not in all_variants]
+    if unknown:
+        print(f"unknown variant(s): {' '.join(unknown)} (see --list)", file=sys.stderr)
+        return 2
+    SWEEP.mkdir(parents=True, exist_ok=True)
+    manifest_path = SWEEP / "MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    manifest = {k: v for k, v in manifest.items() if k in all_variants}
+    if not argv:  # a full run: drop dumps of variants that no longer exist
+        for stale in SWEEP.glob("*.stmt"):
+            if stale.stem not in all_variants:
+                stale.unlink()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for name, entry in zip(names, pool.map(generate, names)):
+            manifest[name] = entry
+            status = entry.get("halide_error", entry.get("upstream_amx", "ok"))
+            print(f"{name:60s} {status[:70]}", flush=True)
+    manifest_path.write_text(json.dumps(dict(sorted(manifest.items())), indent=1) + "\n")
+    failed = [n for n in names if "halide_error" in manifest[n]]
+    print(f"{len(names) - len(failed)} generated, {len(failed)} rejected by Halide")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
