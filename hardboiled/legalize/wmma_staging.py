@@ -110,10 +110,17 @@ def stage_unaligned_operands(stmt: ir.Stmt, element_types: dict[str, ir.Type],
             stage = f"{pointer.name}{ir.WMMA_STAGE}{counter[0]}"
             counter[0] += 1
             lanes = rows * cols
-            staged.append((stage, element, lanes))
-            dense = ir.Ramp(ir.IntImm(0), ir.IntImm(1), lanes)
+            # The stage keeps the matrix in its layout's order, each row (or
+            # column) padded to the leading-dimension alignment: 8 int8
+            # columns still need a 16-byte leading dimension.
+            inner, outer = (cols, rows) if layout is Layout.ROW else (rows, cols)
+            pad = core.leading_dimension_alignment // math.gcd(core.leading_dimension_alignment, element.bytes)
+            padded = -(-inner // pad) * pad
+            staged.append((stage, element, padded * outer))
+            dense = (ir.Ramp(ir.IntImm(0), ir.IntImm(1), lanes) if padded == inner
+                     else _matrix_index(ir.IntImm(0), ir.IntImm(padded), rows, cols, layout))
             source = _matrix_index(offset, ldm, rows, cols, layout)
-            dense_ldm = ir.IntImm(cols if layout is Layout.ROW else rows)
+            dense_ldm = ir.IntImm(padded)
             stage_pointer = ir.Variable(stage, ir.handle_type())
             memory_type = element_types.get(pointer.name, element).with_lanes(lanes)
             if store:
