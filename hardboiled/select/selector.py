@@ -26,9 +26,11 @@ from hardboiled.select.extract import (
     SelectedStore,
     accelerator_allocations,
     encode_stores,
+    iter_stores,
     select_stores,
 )
 from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, reinsert
+from hardboiled.select.spill import SPILL, reads_accelerator_in_arithmetic, spill_accelerator_reads
 from hardboiled.select.rules import Schedule, load_schedule, saturate
 from hardboiled.select.terms import parse_term
 from hardboiled.support.cache import ResultCache
@@ -102,8 +104,31 @@ def select_instructions(
 ) -> SelectionResult:
     """Lower every store that touches accelerator memory to tile or fragment
     operations, and put them where the stores were."""
-    allocations = accelerator_allocations(stmt, options.store_in)
     _check_store_in(stmt, options.store_in, filename)
+    return _select(stmt, options, filename, source, store_lines, spill=True)
+
+
+def _lines_after_spilling(stmt: ir.Stmt, store_lines: tuple[int, ...]) -> tuple[int, ...]:
+    """Source lines of the stores after spilling: a copy of an accumulator
+    has the line of the store that reads it (the next original store)."""
+    original = iter(store_lines)
+    lines: list[int] = []
+    pending = 0
+    for store in iter_stores(stmt):
+        if SPILL in store.name:
+            pending += 1
+            continue
+        line = next(original, None)
+        if line is None:
+            break
+        lines.extend([line] * (pending + 1))
+        pending = 0
+    return tuple(lines)
+
+
+def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str,
+            store_lines: tuple[int, ...], spill: bool) -> SelectionResult:
+    allocations = accelerator_allocations(stmt, options.store_in)
     if not allocations:
         return SelectionResult(stmt, (), None, None, 0.0)
     schedule = load_schedule(options.schedule_path, options.iterations)
@@ -121,6 +146,15 @@ def select_instructions(
     terms = dict(zip((s.position for s in lowerable), result.terms if result else ()))
     replacements, reports, misses = _decode_selected(selected, terms, decoder, encoding, options,
                                                      filename, source, store_lines)
+    spillable = {s.position for s in selected if s.position not in replacements
+                 and reads_accelerator_in_arithmetic(s.store, set(allocations))}
+    if spillable and spill:
+        # An epilogue computes with an accumulator: read a copy in memory
+        # instead, and select again (the copy is a plain tile store).
+        accelerators = {name: ACCELERATOR_MEMORY[options.store_in.get(name, a.memory_type)]
+                        for name, a in allocations.items()}
+        spilled = spill_accelerator_reads(stmt, spillable, accelerators)
+        return _select(spilled, options, filename, source, _lines_after_spilling(spilled, store_lines), spill=False)
     if misses and not options.allow_fallback:
         raise SelectionMiss(misses)
     memory = dict(options.store_in)

@@ -1,0 +1,63 @@
+"""Spilling an accumulator that an epilogue reads.
+
+A tile or fragment can only be stored, or fed to the next matmul; a
+consumer that computes with the accumulator (a ReLU, a scale, a bias, a
+cast to bf16) reads it inside arithmetic, which no instruction does. The
+consumer is rewritten to read a copy in ordinary memory instead:
+
+    allocate mm.spill.0[float32 * 256] in Stack
+     mm.spill.0[ramp(0, 1, 256)] = mm[ramp(0, 1, 256)]     <- a tile_store
+     out[...] = max(mm.spill.0[ramp(0, 1, 256)], x256(0))   <- plain vector code
+
+The copy keeps the lanes in the order the consumer read them, so the
+rewrite changes no value; selection then lowers the copy like any store of
+an accumulator. On Tensor Cores the copy lives in shared memory, where
+store_matrix_sync can write it for the whole warp.
+"""
+
+from __future__ import annotations
+
+from hardboiled import ir
+from hardboiled.ir.visitor import map_expr, map_stmt
+from hardboiled.select.extract import iter_stores
+
+SPILL = ".spill."
+"""Infix of the name of a spilled accumulator copy."""
+
+SPILL_MEMORY = {"AMX": "Stack", "WMMA": "GPUShared"}
+"""Where the copy of an accumulator lives, per accelerator."""
+
+
+def reads_accelerator_in_arithmetic(store: ir.Store, accelerator_buffers: set[str]) -> bool:
+    """Whether ``store`` writes ordinary memory from a value that computes
+    with an accelerator buffer (rather than copying it out)."""
+    if store.name in accelerator_buffers or isinstance(store.value, ir.Load):
+        return False
+    return any(isinstance(n, ir.Load) and n.name in accelerator_buffers for n in ir.walk(store.value))
+
+
+def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: dict[str, str]) -> ir.Stmt:
+    """Rewrite the stores at these pre-order positions to read copies of the
+    accelerator buffers (``accelerators``: buffer -> "AMX" or "WMMA")."""
+    targets = {id(store) for position, store in enumerate(iter_stores(stmt)) if position in positions}
+    counter = [0]
+
+    def visit(node: ir.Stmt) -> ir.Stmt | None:
+        if not (isinstance(node, ir.Store) and id(node) in targets):
+            return None
+        copies: dict[ir.Load, ir.Load] = {}
+        for n in ir.walk(node.value):
+            if isinstance(n, ir.Load) and n.name in accelerators and n not in copies:
+                lanes = n.type.lanes
+                spill = f"{n.name}{SPILL}{counter[0]}"
+                counter[0] += 1
+                copies[n] = ir.Load(spill, ir.Ramp(ir.IntImm(0), ir.IntImm(1), lanes), n.type)
+        value = map_expr(node.value, lambda e: copies.get(e) if isinstance(e, ir.Load) else None)
+        fills = [ir.Store(copy.name, load, copy.index) for load, copy in copies.items()]
+        result = ir.make_block([*fills, ir.Store(node.name, value, node.index, node.predicate, node.alignment)])
+        for load, copy in reversed(copies.items()):
+            result = ir.Allocate(copy.name, load.type.element(), SPILL_MEMORY[accelerators[load.name]],
+                                 (ir.IntImm(load.type.lanes),), result)
+        return result
+
+    return map_stmt(stmt, visit)
