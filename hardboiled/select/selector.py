@@ -26,11 +26,11 @@ from hardboiled.select.extract import (
     SelectedStore,
     accelerator_allocations,
     encode_stores,
-    iter_stores,
     select_stores,
 )
 from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, reinsert
-from hardboiled.select.spill import SPILL, reads_accelerator_in_arithmetic, spill_accelerator_reads
+from hardboiled.select.partition import partition_accumulators
+from hardboiled.select.spill import reads_accelerator_in_arithmetic, spill_accelerator_reads
 from hardboiled.select.rules import Schedule, load_schedule, saturate
 from hardboiled.select.terms import parse_term
 from hardboiled.support.cache import ResultCache
@@ -105,29 +105,41 @@ def select_instructions(
     """Lower every store that touches accelerator memory to tile or fragment
     operations, and put them where the stores were."""
     _check_store_in(stmt, options.store_in, filename)
-    return _select(stmt, options, filename, source, store_lines, spill=True)
+    return _select(stmt, options, filename, source, store_lines, retry=True)
 
 
-def _lines_after_spilling(stmt: ir.Stmt, store_lines: tuple[int, ...]) -> tuple[int, ...]:
-    """Source lines of the stores after spilling: a copy of an accumulator
-    has the line of the store that reads it (the next original store)."""
-    original = iter(store_lines)
+def _rewrite_for_retry(stmt: ir.Stmt, selected: list[SelectedStore], lowered: dict[int, ir.Stmt],
+                       allocations: dict[str, ir.Allocate], options: SelectionOptions,
+                       store_lines: tuple[int, ...]) -> tuple[ir.Stmt, tuple[int, ...]]:
+    """The program rewritten so that the missed stores may lower: an
+    epilogue that computes with an accumulator reads a copy in memory
+    (spill.py), and statements bigger than one instruction are cut into
+    pieces (partition.py). Returns ``stmt`` itself when neither applies."""
+    accelerators = {name: ACCELERATOR_MEMORY[options.store_in.get(name, a.memory_type)]
+                    for name, a in allocations.items()}
+    missed = [s for s in selected if s.position not in lowered]
+    spillable = {s.position for s in missed if reads_accelerator_in_arithmetic(s.store, set(allocations))}
+    for rewrite in (lambda p: spill_accelerator_reads(p, spillable, accelerators),
+                    lambda p: partition_accumulators(p, {b: accelerators[b] for s in missed for b in s.buffers})):
+        replacements = rewrite(stmt)
+        if replacements:
+            store_lines = _lines_after(stmt, replacements, store_lines)
+            stmt = reinsert(stmt, replacements)
+    return stmt, store_lines
+
+
+def _lines_after(stmt: ir.Stmt, replacements: dict[int, ir.Stmt], store_lines: tuple[int, ...]) -> tuple[int, ...]:
+    """Source lines of the stores once ``replacements`` are in: the stores
+    of a replacement have the line of the store it replaces."""
     lines: list[int] = []
-    pending = 0
-    for store in iter_stores(stmt):
-        if SPILL in store.name:
-            pending += 1
-            continue
-        line = next(original, None)
-        if line is None:
-            break
-        lines.extend([line] * (pending + 1))
-        pending = 0
+    for position, line in enumerate(store_lines):
+        replacement = replacements.get(position)
+        lines.extend([line] * (sum(isinstance(n, ir.Store) for n in ir.walk(replacement)) if replacement else 1))
     return tuple(lines)
 
 
 def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str,
-            store_lines: tuple[int, ...], spill: bool) -> SelectionResult:
+            store_lines: tuple[int, ...], retry: bool) -> SelectionResult:
     allocations = accelerator_allocations(stmt, options.store_in)
     if not allocations:
         return SelectionResult(stmt, (), None, None, 0.0)
@@ -146,15 +158,10 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
     terms = dict(zip((s.position for s in lowerable), result.terms if result else ()))
     replacements, reports, misses = _decode_selected(selected, terms, decoder, encoding, options,
                                                      filename, source, store_lines)
-    spillable = {s.position for s in selected if s.position not in replacements
-                 and reads_accelerator_in_arithmetic(s.store, set(allocations))}
-    if spillable and spill:
-        # An epilogue computes with an accumulator: read a copy in memory
-        # instead, and select again (the copy is a plain tile store).
-        accelerators = {name: ACCELERATOR_MEMORY[options.store_in.get(name, a.memory_type)]
-                        for name, a in allocations.items()}
-        spilled = spill_accelerator_reads(stmt, spillable, accelerators)
-        return _select(spilled, options, filename, source, _lines_after_spilling(spilled, store_lines), spill=False)
+    if misses and retry:
+        rewritten_stmt, lines = _rewrite_for_retry(stmt, selected, replacements, allocations, options, store_lines)
+        if rewritten_stmt is not stmt:
+            return _select(rewritten_stmt, options, filename, source, lines, retry=False)
     if misses and not options.allow_fallback:
         raise SelectionMiss(misses)
     memory = dict(options.store_in)

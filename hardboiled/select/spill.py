@@ -18,7 +18,7 @@ store_matrix_sync can write it for the whole warp.
 from __future__ import annotations
 
 from hardboiled import ir
-from hardboiled.ir.visitor import map_expr, map_stmt
+from hardboiled.ir.visitor import map_expr
 from hardboiled.select.extract import iter_stores
 
 SPILL = ".spill."
@@ -36,28 +36,26 @@ def reads_accelerator_in_arithmetic(store: ir.Store, accelerator_buffers: set[st
     return any(isinstance(n, ir.Load) and n.name in accelerator_buffers for n in ir.walk(store.value))
 
 
-def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: dict[str, str]) -> ir.Stmt:
-    """Rewrite the stores at these pre-order positions to read copies of the
-    accelerator buffers (``accelerators``: buffer -> "AMX" or "WMMA")."""
-    targets = {id(store) for position, store in enumerate(iter_stores(stmt)) if position in positions}
-    counter = [0]
-
-    def visit(node: ir.Stmt) -> ir.Stmt | None:
-        if not (isinstance(node, ir.Store) and id(node) in targets):
-            return None
+def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: dict[str, str]) -> dict[int, ir.Stmt]:
+    """For the stores at these pre-order positions, the statement that reads
+    copies of the accelerator buffers instead (``accelerators``: buffer ->
+    "AMX" or "WMMA"), by position."""
+    replacements: dict[int, ir.Stmt] = {}
+    counter = 0
+    for position, store in enumerate(iter_stores(stmt)):
+        if position not in positions:
+            continue
         copies: dict[ir.Load, ir.Load] = {}
-        for n in ir.walk(node.value):
+        for n in ir.walk(store.value):
             if isinstance(n, ir.Load) and n.name in accelerators and n not in copies:
-                lanes = n.type.lanes
-                spill = f"{n.name}{SPILL}{counter[0]}"
-                counter[0] += 1
-                copies[n] = ir.Load(spill, ir.Ramp(ir.IntImm(0), ir.IntImm(1), lanes), n.type)
-        value = map_expr(node.value, lambda e: copies.get(e) if isinstance(e, ir.Load) else None)
+                spill = f"{n.name}{SPILL}{counter}"
+                counter += 1
+                copies[n] = ir.Load(spill, ir.Ramp(ir.IntImm(0), ir.IntImm(1), n.type.lanes), n.type)
+        value = map_expr(store.value, lambda e: copies.get(e) if isinstance(e, ir.Load) else None)
         fills = [ir.Store(copy.name, load, copy.index) for load, copy in copies.items()]
-        result = ir.make_block([*fills, ir.Store(node.name, value, node.index, node.predicate, node.alignment)])
+        result = ir.make_block([*fills, ir.Store(store.name, value, store.index, store.predicate, store.alignment)])
         for load, copy in reversed(copies.items()):
             result = ir.Allocate(copy.name, load.type.element(), SPILL_MEMORY[accelerators[load.name]],
                                  (ir.IntImm(load.type.lanes),), result)
-        return result
-
-    return map_stmt(stmt, visit)
+        replacements[position] = result
+    return replacements

@@ -1,0 +1,307 @@
+"""Partitioning a statement that is bigger than one instruction.
+
+The paper's central point is that one Halide statement need not match one
+instruction. A schedule may vectorize a 32 x 32 accumulator, or a K chunk
+of 64 bf16 values, in one statement; AMX tiles hold at most 16 rows of 64
+bytes and a WMMA fragment is 16 x 16 x 16 (or 32 x 8, 8 x 32). Such a
+statement is cut into hardware-sized pieces before selection:
+
+* output rows and columns: one statement per M x N piece of the
+  accumulator, each with the lanes of that piece;
+* the reduction: an update ``acc = sum_K(A * B) + acc`` with K larger than
+  one instruction's becomes K / k updates of k products each.
+
+Slicing works on the vector index forms Halide prints (nested ramps and
+broadcasts over the lanes' row-major M x N [x K] shape), so every piece is
+again the kind of statement the rules match. The accumulator itself is
+private to the pipeline, so its pieces are laid out as whole tiles: piece
+(i, j) of rows r0.. of a W-column accumulator lives at
+``ramp(slot * m * n, 1, m * n)`` with ``slot = (r0 / m + i) * (W / n) + j``,
+which is how the backends address tile registers and fragments.
+
+The sizes come from the target tables (AMX_TILE, WMMA_TENSOR_CORE); a
+statement whose index forms do not fit that shape is left as it is, and
+selection explains the miss.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hardboiled import ir
+from hardboiled.select.extract import iter_stores
+from hardboiled.targets.amx import AMX_TILE
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE
+
+LoadHook = Callable[[ir.Load, int, int, int], ir.Expr | None]
+"""Slices a load of the accumulator itself: (load, axis, start, count)."""
+
+
+# ------------------------------------------------------------------ slicing
+
+def _split_extents(extents: tuple[int, ...], outer_lanes: int) -> int | None:
+    """The position p where extents[:p] multiply to ``outer_lanes``."""
+    product = 1
+    for p, extent in enumerate(extents):
+        if product == outer_lanes:
+            return p
+        product *= extent
+    return len(extents) if product == outer_lanes else None
+
+
+def _scaled(e: ir.Expr, factor: int) -> ir.Expr:
+    if factor == 1:
+        return e
+    if isinstance(e, ir.IntImm):
+        return ir.IntImm(e.value * factor, e.type)
+    if isinstance(e, ir.Broadcast) and isinstance(e.value, ir.IntImm):
+        return ir.Broadcast(ir.IntImm(e.value.value * factor, e.value.type), e.lanes)
+    lanes = e.type.lanes
+    constant: ir.Expr = ir.IntImm(factor, e.type.element())
+    return ir.Binary(ir.BinOp.MUL, e, constant if lanes == 1 else ir.Broadcast(constant, lanes))
+
+
+def _plus(a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    if isinstance(b, ir.IntImm) and b.value == 0:
+        return a
+    if isinstance(a, ir.IntImm) and isinstance(b, ir.IntImm):
+        return ir.IntImm(a.value + b.value, a.type)
+    return ir.Binary(ir.BinOp.ADD, a, b)
+
+
+def _ramp(base: ir.Expr, stride: ir.Expr, lanes: int) -> ir.Expr:
+    return base if lanes == 1 else ir.Ramp(base, stride, lanes)
+
+
+class _Slicer:
+    def __init__(self, accumulator_load: LoadHook):
+        self.accumulator_load = accumulator_load
+
+    def slice(self, e: ir.Expr, extents: tuple[int, ...], axis: int, start: int, count: int) -> ir.Expr | None:
+        """Lanes of ``e`` (laid out row-major over ``extents``) with index
+        ``axis`` in [start, start + count); None if the form does not allow it."""
+        if e.type.lanes == 1 or (start == 0 and count == extents[axis]):
+            return e
+        if math.prod(extents) != e.type.lanes:
+            return None
+        if isinstance(e, ir.Ramp):
+            return self._ramp(e, extents, axis, start, count)
+        if isinstance(e, ir.Broadcast):
+            p = _split_extents(extents, e.lanes)
+            if p is None:
+                return None
+            if axis >= p:
+                inner = self.slice(e.value, extents[p:], axis - p, start, count)
+                return None if inner is None else ir.Broadcast(inner, e.lanes)
+            return ir.Broadcast(e.value, e.lanes // extents[axis] * count)
+        if isinstance(e, ir.Load):
+            if (hooked := self.accumulator_load(e, axis, start, count)) is not None:
+                return hooked
+            index = self.slice(e.index, extents, axis, start, count)
+            if index is None or e.predicate is not None:
+                return None
+            return ir.Load(e.name, index, e.type.with_lanes(index.type.lanes))
+        if isinstance(e, ir.Binary):
+            a = self.slice(e.a, extents, axis, start, count)
+            b = self.slice(e.b, extents, axis, start, count)
+            return None if a is None or b is None else ir.Binary(e.op, a, b)
+        if isinstance(e, ir.Cast):
+            value = self.slice(e.value, extents, axis, start, count)
+            return None if value is None else ir.Cast(e.type.with_lanes(value.type.lanes), value)
+        if isinstance(e, ir.VectorReduce):
+            factor = e.value.type.lanes // e.type.lanes
+            value = self.slice(e.value, (*extents, factor), axis, start, count)
+            if value is None:
+                return None
+            return ir.VectorReduce(e.op, value, e.type.with_lanes(value.type.lanes // factor))
+        return None
+
+    def _ramp(self, e: ir.Ramp, extents: tuple[int, ...], axis: int, start: int,
+              count: int) -> ir.Expr | None:
+        p = _split_extents(extents, e.lanes)
+        if p is None:
+            return None
+        if axis >= p:
+            base = self.slice(e.base, extents[p:], axis - p, start, count)
+            stride = self.slice(e.stride, extents[p:], axis - p, start, count)
+            return None if base is None or stride is None else ir.Ramp(base, stride, e.lanes)
+        # The ramp's own lanes run over extents[:p], row-major: lane i of
+        # the ramp is base + i * stride, and i = sum(index_d * weight_d).
+        weights = [math.prod(extents[d + 1 : p]) for d in range(p)]
+        base = _plus(e.base, _scaled(e.stride, start * weights[axis]))
+        inner = _ramp(base, e.stride, count * weights[axis])
+        outer_lanes = math.prod(extents[:axis])
+        if outer_lanes == 1:
+            return inner
+        step = _scaled(e.stride, weights[axis - 1])
+        return ir.Ramp(inner, step if inner.type.lanes == 1 else ir.Broadcast(step, inner.type.lanes),
+                       outer_lanes)
+
+
+# ---------------------------------------------------------------- planning
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    rows: int
+    cols: int
+    k: int
+    """Products per instruction; an update with more is cut along K."""
+
+
+def _dense_base(index: ir.Expr, lanes: int) -> int | None:
+    if (isinstance(index, ir.Ramp) and isinstance(index.base, ir.IntImm) and isinstance(index.stride, ir.IntImm)
+            and index.stride.value == 1 and index.lanes == lanes):
+        return index.base.value
+    return None
+
+
+def _largest_divisor(n: int, limit: int) -> int:
+    return max(d for d in range(1, min(n, limit) + 1) if n % d == 0)
+
+
+def _reduction(value: ir.Expr) -> ir.VectorReduce | None:
+    return next((n for n in ir.walk(value) if isinstance(n, ir.VectorReduce)), None)
+
+
+def _operand_type(reduce: ir.VectorReduce, accumulator: str) -> ir.Type | None:
+    loads = [n for n in ir.walk(reduce.value) if isinstance(n, ir.Load) and n.name != accumulator]
+    return loads[0].type.element() if loads else None
+
+
+def _piece(accelerator: str, rows: int, width: int, reduces: list[ir.VectorReduce],
+           accumulator: str) -> _Piece | None:
+    """The instruction-sized piece of an accumulator whose statements cover
+    ``rows`` (their gcd) of ``width`` columns."""
+    factors = [r.value.type.lanes // r.type.lanes for r in reduces]
+    k_total = math.gcd(*factors) if factors else 0
+    operand = _operand_type(reduces[0], accumulator) if reduces else None
+    if accelerator == "AMX":
+        acc_bytes = 4
+        m = _largest_divisor(rows, AMX_TILE.max_rows)
+        n = _largest_divisor(width, AMX_TILE.max_colbytes // acc_bytes)
+        k = k_total
+        if operand is not None and k_total:
+            k = _largest_divisor(k_total, AMX_TILE.max_colbytes // operand.bytes)
+        return _Piece(m, n, k)
+    element = WMMA_TENSOR_CORE.element(operand) if operand is not None else None
+    if element is None:
+        return None
+    fits = [s for s in WMMA_TENSOR_CORE.shapes if rows % s.m == 0 and width % s.n == 0 and k_total % s.k == 0]
+    if not fits:
+        return None
+    shape = max(fits, key=lambda s: (s.m * s.n, s.m == s.n))
+    return _Piece(shape.m, shape.n, shape.k)
+
+
+def partition_accumulators(stmt: ir.Stmt, buffers: dict[str, str]) -> dict[int, ir.Stmt]:
+    """Cut every statement on these accumulators (name -> "AMX" or "WMMA")
+    into instruction-sized pieces where one is too big: the pieces of each
+    cut store, by its pre-order position."""
+    allocations = {n.name: n for n in ir.walk(stmt) if isinstance(n, ir.Allocate) and n.name in buffers}
+    by_id: dict[int, ir.Stmt] = {}
+    for name, alloc in allocations.items():
+        planned = _plan(stmt, name, alloc, buffers[name])
+        if planned is not None:
+            by_id.update(planned)
+    return {position: by_id[id(store)] for position, store in enumerate(iter_stores(stmt)) if id(store) in by_id}
+
+
+def _touches(store: ir.Store, name: str) -> bool:
+    return store.name == name or any(isinstance(n, ir.Load) and n.name == name for n in ir.walk(store.value))
+
+
+def _plan(stmt: ir.Stmt, name: str, alloc: ir.Allocate, accelerator: str) -> dict[int, ir.Stmt] | None:
+    """The pieces of every statement on accumulator ``name``, by the id of
+    the statement; None when nothing needs cutting or a form does not fit."""
+    if not alloc.extents or not isinstance(alloc.extents[0], ir.IntImm) or alloc.type.lanes != 1:
+        return None
+    width = alloc.extents[0].value
+    stores = [s for s in iter_stores(stmt) if _touches(s, name)]
+    row_counts = []
+    for store in stores:
+        lanes = store.value.type.lanes
+        accesses = [n.index for n in ir.walk(store.value) if isinstance(n, ir.Load) and n.name == name]
+        if store.name == name:
+            accesses.append(store.index)
+        bases = [_dense_base(index, lanes) for index in accesses]
+        if not accesses or None in bases or lanes % width or any(b % width for b in bases if b is not None):
+            return None
+        row_counts.append(lanes // width)
+    reduces = [r for s in stores if s.name == name and (r := _reduction(s.value)) is not None]
+    piece = _piece(accelerator, math.gcd(*row_counts), width, reduces, name)
+    if piece is None:
+        return None
+    factors = [r.value.type.lanes // r.type.lanes for r in reduces]
+    if all(rows == piece.rows for rows in row_counts) and width == piece.cols and all(f == piece.k for f in factors):
+        return None  # every statement is one instruction already
+    result: dict[int, ir.Stmt] = {}
+    for store, rows in zip(stores, row_counts):
+        pieces = _cut(store, name, width, rows, piece)
+        if pieces is None:
+            return None
+        result[id(store)] = ir.make_block(pieces)
+    return result
+
+
+def _cut(store: ir.Store, name: str, width: int, rows: int, piece: _Piece) -> list[ir.Stmt] | None:
+    """Store ``store`` (``rows`` rows of the accumulator) as its pieces."""
+    if store.predicate is not None:
+        return None
+    lanes = piece.rows * piece.cols
+
+    def tile_of(load: ir.Load, axis: int, start: int, count: int) -> ir.Expr | None:
+        # Rows of a dense accumulator access slice like any ramp; a column
+        # range of them is a whole tile, at its slot.
+        if load.name != name or axis != 1:
+            return None
+        first_row = _dense_base(load.index, load.type.lanes)
+        assert first_row is not None
+        slot = first_row // width // piece.rows * (width // piece.cols) + start // piece.cols
+        return ir.Load(name, ir.Ramp(ir.IntImm(slot * lanes), ir.IntImm(1), lanes), load.type.with_lanes(lanes))
+
+    slicer = _Slicer(tile_of)
+
+    def cut(e: ir.Expr, i: int, j: int) -> ir.Expr | None:
+        by_rows = slicer.slice(e, (rows, width), 0, i * piece.rows, piece.rows)
+        return None if by_rows is None else slicer.slice(by_rows, (piece.rows, width), 1, j * piece.cols, piece.cols)
+
+    pieces: list[ir.Stmt] = []
+    for i in range(rows // piece.rows):
+        for j in range(width // piece.cols):
+            value = cut(store.value, i, j)
+            if store.name == name:
+                index = cut(ir.Load(name, store.index, store.value.type), i, j)
+                index = index.index if isinstance(index, ir.Load) else None
+            else:
+                index = cut(store.index, i, j)
+            if value is None or index is None:
+                return None
+            cut_store = ir.Store(store.name, value, index, None, None if store.name == name else store.alignment)
+            pieces.extend(_cut_reduction(cut_store, name, piece) if store.name == name else [cut_store])
+    return pieces
+
+
+def _cut_reduction(store: ir.Store, name: str, piece: _Piece) -> list[ir.Stmt]:
+    """An update ``acc = sum(A * B) + acc`` with more than ``piece.k``
+    products per output, as several updates of ``piece.k`` each."""
+    value = store.value
+    if not (isinstance(value, ir.Binary) and value.op is ir.BinOp.ADD):
+        return [store]
+    reduce, rest = (value.a, value.b) if isinstance(value.a, ir.VectorReduce) else (value.b, value.a)
+    if not isinstance(reduce, ir.VectorReduce) or not piece.k:
+        return [store]
+    factor = reduce.value.type.lanes // reduce.type.lanes
+    if factor <= piece.k or factor % piece.k:
+        return [store]
+    slicer = _Slicer(lambda load, axis, start, count: None)
+    extents = (piece.rows, piece.cols, factor)
+    updates: list[ir.Stmt] = []
+    for start in range(0, factor, piece.k):
+        products = slicer.slice(reduce.value, extents, 2, start, piece.k)
+        if products is None:
+            return [store]
+        part = ir.VectorReduce(reduce.op, products, reduce.type)
+        updates.append(ir.Store(name, ir.Binary(ir.BinOp.ADD, part, rest), store.index))
+    return updates
