@@ -93,7 +93,7 @@ WMMA_AXES = {
     "tiles": [dict(tiles=(1, 2)), dict(tiles=(2, 1)), dict(tiles=(2, 2))],
     "init": [dict(init=i) for i in ("cbuf", "bias_col", "bias_row", "const")],
     "epilogue": [dict(epilogue=e) for e in ("relu", "scale", "bias", "cast")],
-    "sizes": [dict(sizes="symbolic")],
+    "sizes": [dict(sizes="symbolic"), dict(sizes="output")],
     "batch": [dict(batch=True)],
     "widen": [dict(types="i8>i32", widen="i16")],
 }
@@ -128,6 +128,12 @@ def variants():
         spec = dict(base, **overrides)
         out.setdefault(_name(spec, base), (dimension, spec))
 
+    _amx_variants(add)
+    _wmma_variants(add)
+    return out
+
+
+def _amx_variants(add):
     add("base", AMX_BASE, {})
     for dim, values in AMX_AXES.items():
         for o in values:
@@ -142,6 +148,9 @@ def variants():
         for dim in AMX_TYPE_CROSS:
             for o in AMX_AXES[dim]:
                 add(dim, AMX_BASE, dict(o, types=types, b=o.get("b", layout)))
+
+
+def _wmma_variants(add):
     add("base", WMMA_BASE, {})
     for dim, values in WMMA_AXES.items():
         for o in values:
@@ -157,13 +166,47 @@ def variants():
         for dim in WMMA_SHAPE_CROSS:
             for o in WMMA_AXES[dim]:
                 add(dim, WMMA_BASE, dict(shape, **o))
-    return out
 
 
 # ---------------------------------------------------------------- AMX pipelines
 
 def _amx_elem(hl, name):
     return {"bf16": hl.BFloat(16), "i8": hl.Int(8), "u8": hl.UInt(8)}[name]
+
+
+def _initial_value(hl, s, acc_t, args, col, row, params):
+    """The accumulator's pure definition: zero, a C buffer (C += A * B), a
+    bias along the columns or down the rows, or a constant."""
+    if s["init"] == "cbuf":
+        C = hl.ImageParam(acc_t, len(args), "C")
+        params.append(C)
+        return C[args]
+    if s["init"] in ("bias_col", "bias_row"):
+        bias = hl.ImageParam(acc_t, 1, "bias")
+        params.append(bias)
+        return bias[col] if s["init"] == "bias_col" else bias[row]
+    return hl.cast(acc_t, 3 if s["init"] == "const" else 0)
+
+
+def _consumer(hl, s, acc, args, col, narrow_t, params):
+    """The Func that reads the accumulator: a plain copy (acc.in()) or an
+    epilogue that computes with it."""
+    value = acc[args]
+    if s["epilogue"] == "none":
+        return acc.in_()
+    if s["epilogue"] == "relu":
+        value = hl.max(value, 0)
+    elif s["epilogue"] == "scale":
+        value = value * 3
+    elif s["epilogue"] == "bias":
+        ebias = hl.ImageParam(acc.type(), 1, "ebias")
+        params.append(ebias)
+        value = value + ebias[col]
+    elif s["epilogue"] == "cast":
+        value = hl.cast(narrow_t, value)
+    out = hl.Func("out")
+    out[args] = value
+    return out
 
 
 def build_amx(s):
@@ -190,38 +233,12 @@ def build_amx(s):
     params = [A, B]
     zero = hl.cast(acc_t, 0)
     mm = hl.Func("mm")
-    init = zero
-    if s["init"] == "cbuf":
-        C = hl.ImageParam(acc_t, 2 + nb, "C")
-        params.append(C)
-        init = C[[y, x] + extra]
-    elif s["init"] in ("bias_col", "bias_row"):
-        bias = hl.ImageParam(acc_t, 1, "bias")
-        params.append(bias)
-        init = bias[y] if s["init"] == "bias_col" else bias[x]
-    elif s["init"] == "const":
-        init = hl.cast(acc_t, 3)
     args = [y, x] + extra
-    mm[args] = init
+    mm[args] = _initial_value(hl, s, acc_t, args, y, x, params)
     prod = hl.cast(acc_t, b) * hl.cast(acc_t, a) if s["order"] == "ba" \
         else hl.cast(acc_t, a) * hl.cast(acc_t, b)
     mm[args] += prod
-    value = mm[args]
-    if s["epilogue"] == "relu":
-        value = hl.max(value, zero)
-    elif s["epilogue"] == "scale":
-        value = value * hl.cast(acc_t, 3)
-    elif s["epilogue"] == "bias":
-        ebias = hl.ImageParam(acc_t, 1, "ebias")
-        params.append(ebias)
-        value = value + ebias[y]
-    elif s["epilogue"] == "cast":
-        value = hl.cast(hl.BFloat(16) if fp else hl.Int(8), value)
-    if s["epilogue"] == "none":
-        out = mm.in_()
-    else:
-        out = hl.Func("out")
-        out[args] = value
+    out = _consumer(hl, s, mm, args, y, hl.BFloat(16) if fp else hl.Int(8), params)
     if s["form"] == "two_acc":  # two accumulators in AMXTile, summed by the consumer
         mm2 = hl.Func("mm2")
         mm2[args] = zero
@@ -312,39 +329,13 @@ def build_wmma(s):
     cast = (lambda v: v) if elem == acc_t else (lambda v: hl.cast(acc_t, v))
     if s["widen"]:
         cast = lambda v: hl.cast(acc_t, hl.cast(hl.Int(16), v))  # noqa: E731
-    zero = hl.cast(acc_t, 0)
     args = [x, y] + extra
     prod = hl.Func("prod")
-    init = zero
-    if s["init"] == "cbuf":
-        C = hl.ImageParam(acc_t, 2 + nb, "C")
-        params.append(C)
-        init = C[args]
-    elif s["init"] in ("bias_col", "bias_row"):
-        bias = hl.ImageParam(acc_t, 1, "bias")
-        params.append(bias)
-        init = bias[x] if s["init"] == "bias_col" else bias[y]
-    elif s["init"] == "const":
-        init = hl.cast(acc_t, 3)
-    prod[args] = init
+    prod[args] = _initial_value(hl, s, acc_t, args, x, y, params)
     prod[args] += cast(b) * cast(a) if s["order"] == "ba" else cast(a) * cast(b)
-    value = prod[args]
-    if s["epilogue"] == "relu":
-        value = hl.max(value, zero)
-    elif s["epilogue"] == "scale":
-        value = value * hl.cast(acc_t, 3)
-    elif s["epilogue"] == "bias":
-        ebias = hl.ImageParam(acc_t, 1, "ebias")
-        params.append(ebias)
-        value = value + ebias[x]
-    elif s["epilogue"] == "cast":
-        value = hl.cast(hl.Float(16) if acc_t.is_float() else hl.Int(8), value)
-    if s["epilogue"] == "none":
-        out = prod.in_()
-    else:
-        out = hl.Func("out")
-        out[args] = value
-    out.bound(x, 0, n).bound(y, 0, n)
+    out = _consumer(hl, s, prod, args, x, hl.Float(16) if acc_t.is_float() else hl.Int(8), params)
+    if s["sizes"] != "output":  # "output": the output's size is known only at run time
+        out.bound(x, 0, n).bound(y, 0, n)
     if s["batch"]:
         out.bound(extra[0], 0, 2)
     batch = (2,) if s["batch"] else ()
@@ -354,6 +345,8 @@ def build_wmma(s):
         if s["sizes"] == "symbolic":
             p.dim(0).set_bounds(0, shape[0]).set_stride(1)
             p.dim(1).set_bounds(0, shape[1])
+        elif s["sizes"] == "output":
+            p.dim(0).set_stride(1)
         else:
             gf.dense(p, *shape, *batch)
     for p in params[2:]:
@@ -364,7 +357,8 @@ def build_wmma(s):
             p.dim(1).set_bounds(0, n)
         else:
             gf.dense(p, n, n, *batch)
-    gf.dense(out.output_buffer(), n, n, *batch)
+    if s["sizes"] != "output":
+        gf.dense(out.output_buffer(), n, n, *batch)
     xo, yo, xi, yi = (hl.Var(v) for v in ("xo", "yo", "xi", "yi"))
     ko, ki = hl.RVar("ko"), hl.RVar("ki")
     out.tile(x, y, xo, yo, xi, yi, N * mx, M * my).vectorize(xi).vectorize(yi)

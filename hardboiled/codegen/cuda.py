@@ -116,6 +116,13 @@ def _host_memory(what: str) -> CodegenError:
     ))
 
 
+def _holds_block_loop(s: ir.Stmt) -> bool:
+    """Whether ``s`` is a gpu_block loop, possibly under more lets."""
+    while isinstance(s, ir.LetStmt):
+        s = s.body
+    return isinstance(s, ir.For) and s.kind is ir.ForKind.GPU_BLOCK
+
+
 def required_sm(stmt: ir.Stmt) -> int:
     """The oldest architecture whose Tensor Cores run every WMMA operation
     in ``stmt`` (bf16 needs sm_80)."""
@@ -173,10 +180,26 @@ class CudaGenerator(CFamilyEmitter):
     def _launch(self, nest: ir.For) -> None:
         self.comment(nest)
         blocks: list[ir.For] = []
+        lets: list[ir.LetStmt] = []
         body: ir.Stmt = nest
-        while isinstance(body, ir.For) and body.kind is ir.ForKind.GPU_BLOCK:
-            blocks.append(body)
-            body = body.body
+        while True:
+            if isinstance(body, ir.For) and body.kind is ir.ForKind.GPU_BLOCK:
+                bounds = {n.name for e in (body.min, body.extent) for n in ir.walk(e) if isinstance(n, ir.Variable)}
+                if any(let.name in bounds for let in lets):
+                    raise codegen_error(f"the bounds of gpu_block loop '{body.name}' depend on a value the "
+                                        "enclosing block computes")
+                blocks.append(body)
+                body = body.body
+            elif blocks and isinstance(body, ir.LetStmt) and _holds_block_loop(body.body):
+                # A value of the outer block index between two block loops
+                # (Halide's tail handling, with symbolic sizes): every block
+                # computes it at the start of the kernel.
+                lets.append(body)
+                body = body.body
+            else:
+                break
+        for let in reversed(lets):
+            body = ir.LetStmt(let.name, let.value, body)
         if len(blocks) > 3:
             raise codegen_error(f"{len(blocks)} nested gpu_block loops; CUDA grids have 3 dimensions")
         kernel = KernelGenerator(self, body, f"{self.function}_k{len(self.kernels)}")

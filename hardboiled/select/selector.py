@@ -28,10 +28,10 @@ from hardboiled.select.extract import (
     encode_stores,
     select_stores,
 )
-from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, reinsert
 from hardboiled.select.partition import partition_accumulators
-from hardboiled.select.spill import reads_accelerator_in_arithmetic, spill_accelerator_reads
+from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, reinsert
 from hardboiled.select.rules import Schedule, load_schedule, saturate
+from hardboiled.select.spill import reads_accelerator_in_arithmetic, spill_accelerator_reads
 from hardboiled.select.terms import parse_term
 from hardboiled.support.cache import ResultCache
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location

@@ -17,6 +17,8 @@ store_matrix_sync can write it for the whole warp.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hardboiled import ir
 from hardboiled.ir.visitor import map_expr
 from hardboiled.select.extract import iter_stores
@@ -36,6 +38,10 @@ def reads_accelerator_in_arithmetic(store: ir.Store, accelerator_buffers: set[st
     return any(isinstance(n, ir.Load) and n.name in accelerator_buffers for n in ir.walk(store.value))
 
 
+def _replacing(copies: dict[ir.Load, ir.Load]) -> Callable[[ir.Expr], ir.Expr | None]:
+    return lambda e: copies.get(e) if isinstance(e, ir.Load) else None
+
+
 def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: dict[str, str]) -> dict[int, ir.Stmt]:
     """For the stores at these pre-order positions, the statement that reads
     copies of the accelerator buffers instead (``accelerators``: buffer ->
@@ -51,7 +57,7 @@ def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: di
                 spill = f"{n.name}{SPILL}{counter}"
                 counter += 1
                 copies[n] = ir.Load(spill, ir.Ramp(ir.IntImm(0), ir.IntImm(1), n.type.lanes), n.type)
-        value = map_expr(store.value, lambda e: copies.get(e) if isinstance(e, ir.Load) else None)
+        value = map_expr(store.value, _replacing(copies))
         fills = [ir.Store(copy.name, load, copy.index) for load, copy in copies.items()]
         result = ir.make_block([*fills, ir.Store(store.name, value, store.index, store.predicate, store.alignment)])
         for load, copy in reversed(copies.items()):

@@ -23,7 +23,11 @@ from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.verify.interp import BufferT, Interpreter, InterpreterError, dtype_of
 
 DEFAULT_SEED = 0
-DEFAULT_OUTPUT_EXTENT = 19
+DEFAULT_OUTPUT_EXTENTS = (19, 64, 256)
+"""Sizes tried, in order, for an output dimension that nothing else fixes:
+an odd one first (it exercises tail handling), then sizes that satisfy the
+asserts of schedules with large tiles (ShiftInwards needs an output at
+least one tile wide)."""
 """Extent of an output dimension that neither the dump nor --param bounds
 (odd, so that vector tails run)."""
 
@@ -87,8 +91,12 @@ def _random_data(t: ir.Type, size: int, rng: np.random.Generator) -> np.ndarray:
     return rng.integers(low, high, size, endpoint=True, dtype=np.int64 if t.is_int else np.uint64).astype(dtype)
 
 
-def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int) -> tuple[dict[str, BufferT], set[str]]:
-    """Random input and output buffers sized by the dump's bounds checks."""
+def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int,
+                 default_extent: int = DEFAULT_OUTPUT_EXTENTS[0],
+                 defaulted: list[str] | None = None) -> tuple[dict[str, BufferT], set[str]]:
+    """Random input and output buffers sized by the dump's bounds checks.
+    Output dimensions that nothing fixes get ``default_extent``; their
+    fields are appended to ``defaulted``."""
     specs = discover_buffers(stmt)
     _check_params(params, specs)
     known: dict[str, int] = dict(params)
@@ -109,7 +117,10 @@ def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int) -> tuple[dict
             ext = _param(known, spec, f"extent.{d}")
             if spec.output and _needs_own_size(spec, d, known):
                 lo = 0 if lo is None else lo
-                ext = DEFAULT_OUTPUT_EXTENT if ext is None else ext
+                if ext is None:
+                    ext = default_extent
+                    if defaulted is not None:
+                        defaulted.append(f"{spec.name}.extent.{d}")
             if (lo is None or ext is None) and d in spec.required:
                 lo_req = _evaluate(spec.required[d][0], known, spec.name, lets)
                 hi_req = _evaluate(spec.required[d][1], known, spec.name, lets)
@@ -256,12 +267,36 @@ def compare(name: str, t: ir.Type, expected: np.ndarray, actual: np.ndarray) -> 
     )
 
 
+def run_original(original: ir.Stmt, params: dict[str, int], seed: int
+                 ) -> tuple[dict[str, BufferT], set[str], dict[str, BufferT]]:
+    """Buffers on which the original program runs, its outputs, and what it
+    computes. Output sizes the dump leaves open are chosen so that the
+    program's own asserts hold (a 32-row tile needs 32 rows); when none of
+    the defaults does, the error names the --param to pass."""
+    for extent in DEFAULT_OUTPUT_EXTENTS:
+        defaulted: list[str] = []
+        buffers, outputs = make_buffers(original, params, seed, extent, defaulted)
+        if not outputs:
+            raise HardboiledError(Diagnostic("error", "the original program has no output buffer to compare"))
+        try:
+            return buffers, outputs, run_program(original, buffers)
+        except InterpreterError as exc:
+            if not defaulted or "assertion failed" not in exc.diagnostic.message:
+                raise
+            failure = exc
+    sizes = ", ".join(f"{name}={DEFAULT_OUTPUT_EXTENTS[-1]}" for name in defaulted)
+    raise HardboiledError(Diagnostic(
+        "error", f"the original program fails its own checks on every size tried: {failure.diagnostic.message}",
+        notes=(f"the dump does not fix {', '.join(defaulted)}; tried extents "
+               f"{', '.join(map(str, DEFAULT_OUTPUT_EXTENTS))} (last: {sizes})",
+               "pass sizes that satisfy the pipeline's asserts with --param, e.g. --param "
+               f"{defaulted[0]}=N"),
+    ))
+
+
 def verify(original: ir.Stmt, rewritten: ir.Stmt, *, seed: int = DEFAULT_SEED,
            params: dict[str, int] | None = None) -> VerificationResult:
-    buffers, outputs = make_buffers(original, params or {}, seed)
-    if not outputs:
-        raise HardboiledError(Diagnostic("error", "the original program has no output buffer to compare"))
-    expected = run_program(original, buffers)
+    buffers, outputs, expected = run_original(original, params or {}, seed)
     try:
         actual = run_program(rewritten, buffers)
     except InterpreterError as exc:

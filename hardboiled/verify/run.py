@@ -12,7 +12,7 @@ from hardboiled import ir
 from hardboiled.codegen.abi import kernel_signature
 from hardboiled.codegen.toolchain import compile_c, cpu_has_amx, find_compiler, resolve_amx_mode
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
-from hardboiled.verify.compare import DEFAULT_SEED, VerificationResult, compare, make_buffers, run_program
+from hardboiled.verify.compare import DEFAULT_SEED, VerificationResult, compare, run_original
 from hardboiled.verify.interp import BufferT
 
 
@@ -46,8 +46,7 @@ def run_generated_c(original: ir.Stmt, rewritten: ir.Stmt, source: str, *, cc: s
             "error", "--amx native cannot run here: this CPU has no AMX (no amx_tile in /proc/cpuinfo)",
             notes=("use --amx emulate (or auto) to run, or --build alone to compile with native intrinsics",),
         ))
-    buffers, outputs = make_buffers(original, params or {}, seed)
-    expected = run_program(original, buffers)
+    buffers, outputs, expected = run_original(original, params or {}, seed)
     actual = copy.deepcopy(buffers)
     with tempfile.TemporaryDirectory(prefix="hardboiled-run-") as tmp:
         library = Path(tmp) / "kernel.so"
