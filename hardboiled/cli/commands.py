@@ -7,6 +7,7 @@ in the GNU ``file:line:col: error:`` format. Exit statuses are the
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -248,6 +249,9 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
               help="Rounds of the rule schedule (default 20).")
 @click.option("--allow-fallback", is_flag=True,
               help="Leave stores that cannot be lowered as they are (with a warning) instead of failing.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Report every store that cannot be lowered, in full (by default: the root causes, "
+              "with long expressions shortened).")
 @click.option("--verify", "verify_result", is_flag=True,
               help="Run the original and the rewritten IR in the reference interpreter on random inputs "
               "and compare their outputs (exit 5 on a mismatch).")
@@ -296,7 +300,8 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
 @handles_errors
 def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_types: tuple[str, ...],
                     output_path: str | None, emit: str, store_in: tuple[str, ...], schedule_path: str | None,
-                    iterations: int | None, allow_fallback: bool, verify_result: bool, run_kernel: bool,
+                    iterations: int | None, allow_fallback: bool, verbose: bool, verify_result: bool,
+                    run_kernel: bool,
                     build_path: str | None, cuda_arch: str, cc: str | None, amx_mode: str, seed: int,
                     params: tuple[str, ...],
                     egglog_timeout: float | None, egglog_memory: int | None, cache_dir: str | None,
@@ -318,6 +323,7 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     _check_compile_usage(input_paths, output_path, kinds, build_path, bool(params), verify_result or run_kernel)
     selection = _selection_options(store_in, schedule_path, iterations, allow_fallback, egglog_timeout,
                                    egglog_memory, None if no_cache else str(cache_dir or _default_cache_dir()))
+    selection = dataclasses.replace(selection, verbose=verbose)
     options = CompileOptions(
         stage=stage, buffer_types=_parse_buffer_types(buffer_types), selection=selection, emit=kinds,
         verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", int), cc=cc,

@@ -117,6 +117,7 @@ def _file_cache(name: str, data: bytes, options: CompileOptions) -> tuple[Any, s
         return None, ""
     settings = repr((name, options.stage, sorted((k, str(v)) for k, v in options.buffer_types.items()),
                      sorted(options.selection.store_in.items()), options.selection.allow_fallback,
+                     options.selection.verbose,
                      options.emit, options.selection.timeout_s, options.selection.memory_mb))
     texts = ["file", settings, hashlib.sha256(data).hexdigest(), schedule, amx_facts()]
     texts += [rule_text(f) for f in RULE_FILES]

@@ -29,6 +29,12 @@ def explain_miss(sel: SelectedStore, term: str, encoding: Encoding) -> str:
     wmma = sel.accelerator == "WMMA"
     unit = "WMMA fragment" if wmma else "AMX tile"
     accelerator_buffers = set(encoding.accelerator_buffers)
+    if store.name in accelerator_buffers and store.value.type.lanes == 1:
+        return (f"Halide left this statement of '{store.name}' scalar: a tile operation needs the whole "
+                f"{unit} as one vector statement. In the schedule, vectorize the update of '{store.name}' "
+                "over the tile's rows and columns; Halide vectorizes an atomic update only when the "
+                "accumulator's index is one ramp, so put several tiles of one accumulator one below the "
+                "other (split the rows), not side by side")
     if store.name in accelerator_buffers:
         reduce = next((n for n in ir.walk(value) if isinstance(n, ir.VectorReduce)), None)
         if reduce is not None:
@@ -78,8 +84,15 @@ def _explain_wmma_matmul(reduce: ir.VectorReduce) -> str:
         element = core.element(load.type.element())
         if element is None:
             names = ", ".join(str(e.type) for e in core.elements)
-            return (f"operand {label} (a load of '{load.name}') has type {load.type.element()}; "
-                    f"Tensor Cores multiply {names}")
+            found = load.type.element()
+            if found == ir.Float(64):
+                return (f"not supported: operand {label} (a load of '{load.name}') is float64; double-precision "
+                        "Tensor Core operations (m8n8k4, sm_80 and newer) are not in hardboiled's WMMA table")
+            why = (" (their tf32 mode rounds float32 operands to 10 mantissa bits, which would change the "
+                   "program's float32 results)" if found == ir.Float(32) else "")
+            return (f"hardware limit: operand {label} (a load of '{load.name}') has type {found}; Tensor Cores "
+                    f"multiply {names}{why}. To use them, cast the operands of the reduction to one of "
+                    "these types in the Func's definition")
         if reduce.type.element() not in element.accumulators:
             names = ", ".join(str(t) for t in element.accumulators)
             return (f"{element.type} operands accumulate into {names} on Tensor Cores, "
@@ -109,7 +122,9 @@ def _explain_matmul(reduce: ir.VectorReduce) -> str:
     for label, load in zip("AB", operands):
         if load.type.code not in kinds or load.type.bits not in {t.type.bits for t in AMX_TILE.elements}:
             names = ", ".join(str(t.type) for t in AMX_TILE.elements)
-            return f"operand {label} (a load of '{load.name}') has type {load.type.element()}; AMX multiplies {names}"
+            return (f"hardware limit: operand {label} (a load of '{load.name}') has type {load.type.element()}; "
+                    f"AMX multiplies {names}. To use it, cast the operands of the reduction to one of these "
+                    "types in the Func's definition")
     a_load, b_load = operands
     return (
         "no AMX operand layout matched. After normalization, operand A (a load of "

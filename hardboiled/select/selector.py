@@ -48,6 +48,9 @@ class SelectionOptions:
     memory_mb: int = DEFAULT_MEMORY_MB
     cache_dir: str | None = None
     """Where equality-saturation results are cached; None turns caching off."""
+    verbose: bool = False
+    """Report every missed store in full; by default only the root causes,
+    with long expressions shortened."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +165,7 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
         rewritten_stmt, lines = _rewrite_for_retry(stmt, selected, replacements, allocations, options, store_lines)
         if rewritten_stmt is not stmt:
             return _select(rewritten_stmt, options, filename, source, lines, retry=False)
+    misses = _root_causes_first(selected, replacements, misses, options.verbose)
     if misses and not options.allow_fallback:
         raise SelectionMiss(misses)
     memory = dict(options.store_in)
@@ -206,6 +210,42 @@ def _decode_selected(selected: list[SelectedStore], terms: dict[int, str], decod
         reports.append(StoreReport(sel.store.name, line, sel.accelerator, False, (), explanation))
         misses.append(_miss_diagnostic(sel, explanation, filename, source, line, options.allow_fallback))
     return replacements, reports, misses
+
+
+def _root_causes_first(selected: list[SelectedStore], lowered: dict[int, ir.Stmt], misses: list[Diagnostic],
+                       verbose: bool) -> list[Diagnostic]:
+    """The misses with their root causes first. A reduction into an
+    accumulator that cannot be lowered is the root cause; the other stores
+    of that accumulator (its initial value, the store that copies it out)
+    then fail only because no matmul fixes the tile's shape. Without
+    --verbose those follow-on misses are one note on their root."""
+    missed = [s for s in selected if s.position not in lowered]
+    assert len(missed) == len(misses)
+    roots = {s.position for s in missed if any(isinstance(n, ir.VectorReduce) for n in ir.walk(s.store.value))}
+    root_buffers = {b for s in missed if s.position in roots for b in s.buffers}
+    follow_on = [i for i, s in enumerate(missed) if s.position not in roots and set(s.buffers) & root_buffers]
+    ordered = [m for i, m in enumerate(misses) if i not in follow_on] + [misses[i] for i in follow_on]
+    if verbose:
+        return ordered
+    kept = [_shortened(m) for i, m in enumerate(misses) if i not in follow_on]
+    if not follow_on:
+        return kept
+    others = len(follow_on)
+    first = kept[0]
+    note = (f"{others} other store{'s' if others > 1 else ''} of the same accumulator cannot be lowered "
+            "because of this one (--verbose lists them)")
+    return [dataclasses.replace(first, notes=(*first.notes, note)), *kept[1:]]
+
+
+MAX_NOTE_CHARS = 600
+"""A note longer than this is cut (the rest with --verbose): the index
+expressions of a big tile print to tens of kilobytes."""
+
+
+def _shortened(diagnostic: Diagnostic) -> Diagnostic:
+    notes = tuple(n if len(n) <= MAX_NOTE_CHARS else n[:MAX_NOTE_CHARS] + " ... (--verbose shows all)"
+                  for n in diagnostic.notes)
+    return dataclasses.replace(diagnostic, notes=notes)
 
 
 def _fall_back(selected: list[SelectedStore], replacements: dict[int, ir.Stmt]) -> set[str]:
