@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: help install test lint fixtures goldens terms bench clean
+.PHONY: help install test lint fixtures sweep-fixtures goldens terms bench sweep clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -24,6 +24,12 @@ lint: ## Style (ruff), types (mypy) and the one-way imports between stages (lint
 
 fixtures: ## Regenerate tests/fixtures/halide with the halide package
 	$(BIN)/python tools/gen_fixtures.py
+
+sweep-fixtures: ## Regenerate the schedule sweep in tests/fixtures/sweep with the halide package
+	$(BIN)/python tools/gen_sweep.py
+
+sweep: ## Compile every sweep variant (verify, run or build) and write docs/coverage.md
+	$(BIN)/python bench/sweep.py
 
 goldens: ## Regenerate tests/goldens (expected outputs of every fixture) after an intended change
 	$(BIN)/python -m tests.goldens

@@ -43,6 +43,29 @@ def manifest() -> dict[str, dict[str, Any]]:
     return data
 
 
+def issue_class(spec: dict[str, Any]) -> str:
+    """The class of issue 13's list a variant belongs to (the first that
+    applies), or "-" for the dimensions that were already covered."""
+    amx = spec["acc"] == "amx"
+    if amx:
+        big = spec["M"] > 16 or spec["N"] > 16 or spec["chunk"] == "2x"
+    else:
+        big = spec["chunk"] in (32, 64) or spec["tiles"] != [1, 1]
+    checks = [
+        ("1 AMX dense single tile", amx and spec["form"] == "single"),
+        ("2 AMX initial value", amx and spec["init"] != "zero"),
+        ("3 several instructions per statement", big),
+        ("4 WMMA types", not amx and spec["types"] not in ("f16>f32", "f16>f16", "bf16>f32")),
+        ("5 AMX epilogue", amx and (spec["epilogue"] != "none" or spec["form"] == "two_acc")),
+        ("6 AMX operand order B*A", amx and spec["order"] == "ba"),
+        ("7 AMX transposed operands", amx and (spec["a"] != "row" or spec["b"] == "nk")),
+        ("8 WMMA epilogue, init, widening", not amx and (spec["epilogue"] != "none" or spec["init"] != "zero"
+                                                         or spec.get("widen") is not None)),
+        ("symbolic sizes", spec["sizes"] != "const"),
+    ]
+    return next((label for label, applies in checks if applies), "-")
+
+
 def compile_variant(name: str, build: bool) -> dict[str, Any]:
     """Compile one variant in this process; return its outcome row."""
     from hardboiled.cli.driver import compile_text
@@ -75,6 +98,7 @@ def compile_variant(name: str, build: bool) -> dict[str, Any]:
     else:
         outcome = {5: "wrong", 70: "error"}.get(code, "other")
     return dict(name=name, accelerator="wmma" if wmma else "amx", dimension=entry["dimension"],
+                issue_class=issue_class(entry["spec"]),
                 exit=code, outcome=outcome, message=message, notes=notes,
                 upstream=entry.get("upstream_amx"), seconds=round(seconds, 3))
 
@@ -128,6 +152,10 @@ def coverage_markdown(rows: list[dict[str, Any]], built: bool) -> str:
         f"on the {len(amx)} AMX variants: {upstream['accepted']} accepted, "
         f"{upstream['refused']} refused, {upstream['ignored']} left the accumulator alone. "
         f"hardboiled lowers {ours_not_theirs} variants that upstream does not.",
+        "",
+        "## By class of issue 13",
+        "",
+        *_table(rows, "issue_class"),
         "",
         "## By dimension",
         "",
