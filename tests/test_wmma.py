@@ -229,10 +229,12 @@ def test_a_sliding_window_becomes_a_toeplitz_product(case: str, chunks: int,
 
 def test_a_polyphase_upsampling_is_an_explained_miss() -> None:
     """Upsampling by 2 interleaves four phases into the output; no fragment
-    store covers that order: a miss that says what the store must look like."""
+    store covers that order: a miss that says what the store must look like
+    (with --verbose: by default that follow-on miss is a note on the root
+    cause, the 8-long reduction)."""
     stmt = _load("wmma_upsample2")
     with pytest.raises(SelectionMiss) as info:
-        tensorize(stmt, SelectionOptions(store_in={"conv": "WMMAAccumulator"}))
+        tensorize(stmt, SelectionOptions(store_in={"conv": "WMMAAccumulator"}, verbose=True))
     messages = [d.message + " " + " ".join(d.notes) for d in info.value.diagnostics]
     assert any("cannot be lowered to WMMA fragment operations" in m for m in messages)
     assert any("store_matrix_sync needs a row-major" in m for m in messages)
