@@ -171,16 +171,15 @@ def _operand_type(reduce: ir.VectorReduce, accumulator: str) -> ir.Type | None:
 
 
 def _piece(accelerator: str, rows: int, width: int, reduces: list[ir.VectorReduce],
-           accumulator: str) -> _Piece | None:
+           accumulator: ir.Allocate) -> _Piece | None:
     """The instruction-sized piece of an accumulator whose statements cover
     ``rows`` (their gcd) of ``width`` columns."""
     factors = [r.value.type.lanes // r.type.lanes for r in reduces]
     k_total = math.gcd(*factors) if factors else 0
-    operand = _operand_type(reduces[0], accumulator) if reduces else None
+    operand = _operand_type(reduces[0], accumulator.name) if reduces else None
     if accelerator == "AMX":
-        acc_bytes = 4
         m = _largest_divisor(rows, AMX_TILE.max_rows)
-        n = _largest_divisor(width, AMX_TILE.max_colbytes // acc_bytes)
+        n = _largest_divisor(width, AMX_TILE.max_colbytes // accumulator.type.bytes)
         k = k_total
         if operand is not None and k_total:
             k = _largest_divisor(k_total, AMX_TILE.max_colbytes // operand.bytes)
@@ -219,6 +218,9 @@ def _plan(stmt: ir.Stmt, name: str, alloc: ir.Allocate, accelerator: str) -> dic
         return None
     width = alloc.extents[0].value
     stores = [s for s in iter_stores(stmt) if _touches(s, name)]
+    loads_in_stores = sum(isinstance(n, ir.Load) and n.name == name for s in stores for n in ir.walk(s))
+    if loads_in_stores != sum(isinstance(n, ir.Load) and n.name == name for n in ir.walk(stmt)):
+        return None  # read outside a store (a let, a condition): its layout must stay Halide's
     row_counts = []
     for store in stores:
         lanes = store.value.type.lanes
@@ -230,7 +232,7 @@ def _plan(stmt: ir.Stmt, name: str, alloc: ir.Allocate, accelerator: str) -> dic
             return None
         row_counts.append(lanes // width)
     reduces = [r for s in stores if s.name == name and (r := _reduction(s.value)) is not None]
-    piece = _piece(accelerator, math.gcd(*row_counts), width, reduces, name)
+    piece = _piece(accelerator, math.gcd(*row_counts), width, reduces, alloc)
     if piece is None:
         return None
     factors = [r.value.type.lanes // r.type.lanes for r in reduces]
