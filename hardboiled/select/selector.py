@@ -164,7 +164,8 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
     if misses and retry:
         rewritten_stmt, lines = _rewrite_for_retry(stmt, selected, replacements, allocations, options, store_lines)
         if rewritten_stmt is not stmt:
-            return _select(rewritten_stmt, options, filename, source, lines, retry=False)
+            second = _select(rewritten_stmt, options, filename, source, lines, retry=False)
+            return dataclasses.replace(second, seconds=second.seconds + seconds)
     misses = _root_causes_first(selected, replacements, misses, options.verbose)
     if misses and not options.allow_fallback:
         raise SelectionMiss(misses)
@@ -227,14 +228,19 @@ def _root_causes_first(selected: list[SelectedStore], lowered: dict[int, ir.Stmt
     ordered = [m for i, m in enumerate(misses) if i not in follow_on] + [misses[i] for i in follow_on]
     if verbose:
         return ordered
-    kept = [_shortened(m) for i, m in enumerate(misses) if i not in follow_on]
-    if not follow_on:
-        return kept
-    others = len(follow_on)
-    first = kept[0]
-    note = (f"{others} other store{'s' if others > 1 else ''} of the same accumulator cannot be lowered "
-            "because of this one (--verbose lists them)")
-    return [dataclasses.replace(first, notes=(*first.notes, note)), *kept[1:]]
+    kept: list[Diagnostic] = []
+    for i, (sel, miss) in enumerate(zip(missed, misses)):
+        if i in follow_on:
+            continue
+        miss = _shortened(miss)
+        if sel.position in roots:
+            others = sum(1 for j in follow_on if set(missed[j].buffers) & set(sel.buffers))
+            if others:
+                note = (f"{others} other store{'s' if others > 1 else ''} of the same accumulator cannot be "
+                        "lowered because of this one (--verbose lists them)")
+                miss = dataclasses.replace(miss, notes=(*miss.notes, note))
+        kept.append(miss)
+    return kept
 
 
 MAX_NOTE_CHARS = 600
