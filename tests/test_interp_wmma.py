@@ -15,8 +15,13 @@ from hardboiled.targets import wmma
 from hardboiled.verify.interp import Interpreter, InterpreterError, Pointer
 
 TC = wmma.WMMA_TENSOR_CORE
-SUFFIX = {np.dtype(np.float16): "f16", np.dtype(ml_dtypes.bfloat16): "bf16", np.dtype(np.float32): "f32"}
-IR_TYPE = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
+SUFFIX = {np.dtype(np.float16): "f16", np.dtype(ml_dtypes.bfloat16): "bf16", np.dtype(np.float32): "f32",
+          np.dtype(np.float64): "f64"}
+IR_TYPE = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
+DTYPES = {ir.BFloat(16): np.dtype(ml_dtypes.bfloat16), ir.Float(64): np.dtype(np.float64),
+          ir.Float(32): np.dtype(np.float32)}
+"""numpy types of the operands and accumulators (integer operands are
+exercised as float16 here: the lanes and layouts are the same)."""
 
 
 def _layout_memory(matrix: np.ndarray, layout: str, ldm: int, offset: int, dtype: np.dtype) -> np.ndarray:
@@ -38,7 +43,7 @@ def _run(program: str, **buffers: np.ndarray) -> None:
 
 
 CASES = [(shape, element, acc, a_layout, b_layout)
-         for shape in TC.shapes for element in TC.elements for acc in element.accumulators
+         for element in TC.elements for shape in TC.shapes_of(element) for acc in element.accumulators
          for a_layout, b_layout in (("row", "row"), ("col", "row"), ("row", "col"), ("col", "col"))]
 
 
@@ -47,8 +52,8 @@ CASES = [(shape, element, acc, a_layout, b_layout)
 def test_load_mma_store_computes_a_times_b_plus_c(shape: wmma.WMMAShape, element: wmma.WMMAElement,
                                                    acc: ir.Type, a_layout: str, b_layout: str) -> None:
     rng = np.random.default_rng(shape.m * 100 + shape.n)
-    in_dtype = np.dtype(ml_dtypes.bfloat16) if element.type == ir.BFloat(16) else np.dtype(np.float16)
-    acc_dtype = np.dtype(np.float32) if acc == ir.Float(32) else np.dtype(np.float16)
+    in_dtype = DTYPES.get(element.type, np.dtype(np.float16))
+    acc_dtype = DTYPES.get(acc, np.dtype(np.float16))
     # Small integers: every product and sum is exact in every type involved,
     # so the expected value is exact whatever the summation order.
     a = rng.integers(-3, 4, (shape.m, shape.k)).astype(in_dtype)

@@ -19,7 +19,7 @@ WMMA_INTRINSICS = WMMA_TENSOR_CORE.intrinsics()
 
 def test_the_wmma_table_defines_every_kind_of_operation() -> None:
     assert {i.op for i in WMMA_INTRINSICS} == set(WMMAOp)
-    assert {i.shape for i in WMMA_INTRINSICS} == set(WMMA_TENSOR_CORE.shapes)
+    assert {i.shape for i in WMMA_INTRINSICS} == set(WMMA_TENSOR_CORE.all_shapes)
     assert len(set(WMMA_INTRINSICS)) == len(WMMA_INTRINSICS)
 
 
@@ -40,7 +40,7 @@ def test_the_names_are_the_ptx_spellings() -> None:
 
 
 @pytest.mark.parametrize("name", [
-    "wmma.fill.m16n16k16", "wmma.fill.m16n16k16.f64", "wmma.load.d.sync.aligned.row.m16n16k16.f32",
+    "wmma.fill.m16n16k16", "wmma.fill.m16n16k16.f128", "wmma.load.d.sync.aligned.row.m16n16k16.f32",
     "wmma.load.a.sync.aligned.diag.m16n16k16.f16", "wmma.mma.sync.aligned.row.m16n16k16.f32.f32",
     "wmma.store.c.sync.aligned.row.m16n16k16.f32", "wmma.load.a.sync.aligned.row.m016n16k16.f16",
     "tile_load", "wmma.copy.m16n16k16.f32",
@@ -53,6 +53,14 @@ def test_a_shape_outside_the_table_parses_but_is_not_defined() -> None:
     intrinsic = WMMAIntrinsic.parse("wmma.load.a.sync.aligned.row.m16n8k16.f16")
     assert intrinsic is not None and intrinsic.extent == (16, 16)
     assert not WMMA_TENSOR_CORE.defines(intrinsic)
+
+
+def test_float64_fragments_come_only_in_their_own_shape() -> None:
+    for name, defined in (("wmma.fill.m8n8k4.f64", True), ("wmma.fill.m16n16k16.f64", False),
+                          ("wmma.mma.sync.aligned.row.col.m8n8k4.f64.f64", True),
+                          ("wmma.load.a.sync.aligned.row.m8n8k4.f16", False)):
+        intrinsic = WMMAIntrinsic.parse(name)
+        assert intrinsic is not None and WMMA_TENSOR_CORE.defines(intrinsic) is defined, name
 
 
 def test_extents_cuda_spellings_and_sm() -> None:

@@ -47,13 +47,13 @@ extern "C" __global__ void kernel(const {element.cuda_type} *a, const {element.c
 """
 
 
-_CUDA_ACCUMULATORS = {"f32": "float", "f16": "__half", "s32": "int"}
+_CUDA_ACCUMULATORS = {"f32": "float", "f16": "__half", "s32": "int", "f64": "double"}
 
 
 def _combinations():
     for element in TC.elements:
         for accumulator in element.accumulators:
-            for shape in TC.shapes:
+            for shape in TC.shapes_of(element):
                 yield element, accumulator, shape
 
 

@@ -85,9 +85,6 @@ def _explain_wmma_matmul(reduce: ir.VectorReduce) -> str:
         if element is None:
             names = ", ".join(str(e.type) for e in core.elements)
             found = load.type.element()
-            if found == ir.Float(64):
-                return (f"not supported: operand {label} (a load of '{load.name}') is float64; double-precision "
-                        "Tensor Core operations (m8n8k4, sm_80 and newer) are not in hardboiled's WMMA table")
             why = (" (their tf32 mode rounds float32 operands to 10 mantissa bits, which would change the "
                    "program's float32 results)" if found == ir.Float(32) else "")
             return (f"hardware limit: operand {label} (a load of '{load.name}') has type {found}; Tensor Cores "
@@ -99,8 +96,9 @@ def _explain_wmma_matmul(reduce: ir.VectorReduce) -> str:
                     f"not {reduce.type.element()}")
     m_n = reduce.type.lanes
     k = reduce.value.type.lanes // m_n if m_n else 0
-    shapes = ", ".join(s.name for s in core.shapes)
-    if not any(s.m * s.n == m_n and s.k == k for s in core.shapes):
+    element_shapes = core.shapes_of(element) if element is not None else core.shapes
+    shapes = ", ".join(s.name for s in element_shapes)
+    if not any(s.m * s.n == m_n and s.k == k for s in element_shapes):
         return (f"the product is {m_n} outputs with a reduction of {k}; no WMMA fragment shape "
                 f"({shapes}) has that size")
     a, b = operands

@@ -26,10 +26,10 @@ def amx_facts(tile: AMXTile = AMX_TILE) -> str:
 def wmma_facts(core: WMMATensorCore = WMMA_TENSOR_CORE) -> str:
     """The facts the WMMA rules query (declared in rules/supporting.egg)."""
     lines = [";; generated from hardboiled/targets/wmma.py"]
-    for shape in core.shapes:
-        lines.append(f"(wmma-shape {shape.m} {shape.n} {shape.k})")
     for element in core.elements:
         t = element.type
+        for shape in core.shapes_of(element):
+            lines.append(f"(wmma-shape ({type_code_name(t.code)}) {t.bits} {shape.m} {shape.n} {shape.k})")
         for acc in element.accumulators:
             lines.append(
                 f"(wmma-element ({type_code_name(t.code)}) {t.bits} ({type_code_name(acc.code)}) {acc.bits})"

@@ -187,7 +187,8 @@ def _piece(accelerator: str, rows: int, width: int, reduces: list[ir.VectorReduc
     element = WMMA_TENSOR_CORE.element(operand) if operand is not None else None
     if element is None:
         return None
-    fits = [s for s in WMMA_TENSOR_CORE.shapes if rows % s.m == 0 and width % s.n == 0 and k_total % s.k == 0]
+    fits = [s for s in WMMA_TENSOR_CORE.shapes_of(element)
+            if rows % s.m == 0 and width % s.n == 0 and k_total % s.k == 0]
     if not fits:
         return None
     shape = max(fits, key=lambda s: (s.m * s.n, s.m == s.n))

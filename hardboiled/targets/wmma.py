@@ -41,6 +41,8 @@ class WMMAElement:
     cuda_type: str
     accumulators: tuple[ir.Type, ...]
     min_sm: int
+    shapes: tuple[WMMAShape, ...] = ()
+    """Its fragment shapes; empty: the table's common ones."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,8 @@ class WMMATensorCore:
         WMMAElement(ir.BFloat(16), "__nv_bfloat16", (ir.Float(32),), 80),
         WMMAElement(ir.Int(8), "signed char", (ir.Int(32),), 75),
         WMMAElement(ir.UInt(8), "unsigned char", (ir.Int(32),), 75),
+        # double precision (DMMA) has one shape of its own
+        WMMAElement(ir.Float(64), "double", (ir.Float(64),), 80, (WMMAShape(8, 8, 4),)),
     )
     warp_size: int = 32
     """Every WMMA operation is executed by a whole warp."""
@@ -77,6 +81,23 @@ class WMMATensorCore:
     def element(self, t: ir.Type) -> WMMAElement | None:
         return next((e for e in self.elements if e.type == t), None)
 
+    def shapes_of(self, element: WMMAElement) -> tuple[WMMAShape, ...]:
+        """The fragment shapes operands of ``element`` come in."""
+        return element.shapes or self.shapes
+
+    @property
+    def all_shapes(self) -> tuple[WMMAShape, ...]:
+        return tuple(dict.fromkeys(s for e in self.elements for s in self.shapes_of(e)))
+
+    def _shape_allowed(self, intrinsic: WMMAIntrinsic) -> bool:
+        """Whether some element type whose fragments this operation moves or
+        multiplies comes in the intrinsic's shape."""
+        if intrinsic.op is WMMAOp.LOAD and intrinsic.matrix in (MatrixUse.A, MatrixUse.B):
+            owners = [e for e in self.elements if e.type == intrinsic.type]
+        else:  # an accumulator (fill, C load, store, mma): the operand types that feed it
+            owners = [e for e in self.elements if intrinsic.type in e.accumulators]
+        return any(intrinsic.shape in self.shapes_of(e) for e in owners)
+
 
     @property
     def accumulator_types(self) -> tuple[ir.Type, ...]:
@@ -99,7 +120,7 @@ class WMMATensorCore:
     def defines(self, intrinsic: WMMAIntrinsic) -> bool:
         """Whether the table has this operation: its shape, and types that
         fragments of its kind may hold."""
-        if intrinsic.shape not in self.shapes:
+        if not self._shape_allowed(intrinsic):
             return False
         if intrinsic.op is WMMAOp.MMA:
             return (intrinsic.type, intrinsic.c_type) in self.accumulator_pairs
@@ -108,15 +129,18 @@ class WMMATensorCore:
     def intrinsics(self) -> tuple[WMMAIntrinsic, ...]:
         """Every fragment operation the table defines."""
         found: list[WMMAIntrinsic] = []
-        accumulators = self.accumulator_types
-        for shape in self.shapes:
+        for shape in self.all_shapes:
+            elements = [e for e in self.elements if shape in self.shapes_of(e)]
+            accumulators = tuple(dict.fromkeys(t for e in elements for t in e.accumulators))
+            pairs = tuple(dict.fromkeys(p for e in elements for p in itertools.product(e.accumulators, repeat=2)))
             found += [WMMAIntrinsic.fill(shape, t) for t in accumulators]
             for layout in Layout:
-                for use in (MatrixUse.A, MatrixUse.B, MatrixUse.C):
-                    found += [WMMAIntrinsic.load(use, layout, shape, t) for t in self.fragment_types(use)]
+                for use in (MatrixUse.A, MatrixUse.B):
+                    found += [WMMAIntrinsic.load(use, layout, shape, e.type) for e in elements]
+                found += [WMMAIntrinsic.load(MatrixUse.C, layout, shape, t) for t in accumulators]
                 found += [WMMAIntrinsic.store(layout, shape, t) for t in accumulators]
             for a_layout, b_layout in itertools.product(Layout, Layout):
-                found += [WMMAIntrinsic.mma(a_layout, b_layout, shape, d, c) for d, c in self.accumulator_pairs]
+                found += [WMMAIntrinsic.mma(a_layout, b_layout, shape, d, c) for d, c in pairs]
         return tuple(found)
 
     def min_sm_of(self, intrinsic: WMMAIntrinsic) -> int:
@@ -266,12 +290,12 @@ WMMA_TENSOR_CORE = WMMATensorCore()
 
 
 WMMA_TYPE_NAMES = {"f16": ir.Float(16), "bf16": ir.BFloat(16), "f32": ir.Float(32),
-                   "s8": ir.Int(8), "u8": ir.UInt(8), "s32": ir.Int(32)}
+                   "s8": ir.Int(8), "u8": ir.UInt(8), "s32": ir.Int(32), "f64": ir.Float(64)}
 """Fragment element types by their PTX-style name, as the wmma.* calls spell them."""
 
 
 def wmma_type_suffix(t: ir.Type) -> str:
-    """The PTX-style name of a fragment element type (f16, bf16, f32, s8, u8, s32)."""
+    """The PTX-style name of a fragment element type (f16, bf16, f32, s8, u8, s32, f64)."""
     return next(name for name, named in WMMA_TYPE_NAMES.items() if named == t.element())
 
 

@@ -678,7 +678,7 @@ def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
     intrinsic = wmma.WMMAIntrinsic.parse(call.name)
     if intrinsic is None:
         raise _fail(f"the interpreter does not know the WMMA call '{call.name}'")
-    if intrinsic.shape not in wmma.WMMA_TENSOR_CORE.shapes:
+    if intrinsic.shape not in wmma.WMMA_TENSOR_CORE.all_shapes:
         raise _fail(f"{call.name}: {intrinsic.shape.name} is not a WMMA fragment shape")
     if not wmma.WMMA_TENSOR_CORE.defines(intrinsic):
         raise _fail(f"the interpreter does not know the WMMA call '{call.name}'")
