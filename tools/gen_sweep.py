@@ -133,6 +133,24 @@ def variants():
     return out
 
 
+# Pairs of the dimensions above, for combinations nobody listed: each pair
+# of these overrides, merged (the second wins where both set a field).
+AMX_PAIRED = [dict(init="cbuf"), dict(init="bias_row"), dict(epilogue="relu"), dict(epilogue="cast"),
+              dict(order="ba"), dict(b="nk"), dict(M=32), dict(chunk="2x"), dict(sizes="symbolic"),
+              dict(batch=True), dict(tiles=(1, 2), loops="k_outer"), dict(types="u8*i8", b="vnni")]
+WMMA_PAIRED = [dict(init="cbuf"), dict(init="bias_row"), dict(epilogue="bias"), dict(epilogue="cast"),
+               dict(b="col"), dict(a="col"), dict(chunk=32), dict(tiles=(2, 2)), dict(sizes="output"),
+               dict(types="i8>i32"), dict(M=32, N=8), dict(batch=True)]
+
+
+def _pairs(add, base, overrides):
+    for i, first in enumerate(overrides):
+        for second in overrides[i + 1:]:
+            if set(first) & set(second):
+                continue  # the same dimension twice: one would hide the other
+            add("pairs", base, dict(first, **second))
+
+
 def _amx_variants(add):
     add("base", AMX_BASE, {})
     for dim, values in AMX_AXES.items():
@@ -148,6 +166,7 @@ def _amx_variants(add):
         for dim in AMX_TYPE_CROSS:
             for o in AMX_AXES[dim]:
                 add(dim, AMX_BASE, dict(o, types=types, b=o.get("b", layout)))
+    _pairs(add, AMX_BASE, AMX_PAIRED)
 
 
 def _wmma_variants(add):
@@ -166,6 +185,7 @@ def _wmma_variants(add):
         for dim in WMMA_SHAPE_CROSS:
             for o in WMMA_AXES[dim]:
                 add(dim, WMMA_BASE, dict(shape, **o))
+    _pairs(add, WMMA_BASE, WMMA_PAIRED)
 
 
 # ---------------------------------------------------------------- AMX pipelines
