@@ -37,6 +37,7 @@ REGRESSIONS = {
     "32 x 32 AMX accumulator": "amx_M-32_N-32",
     "32 x 32 with C += A B": "amx_M-32_N-32_init-cbuf",
     "WMMA K chunk of 32": "wmma_chunk-32",
+    "WMMA K chunk of 8, padded to 16": "wmma_chunk-8",
     "32 x 32 WMMA accumulator": "wmma_tiles-2x2",
     # class 4: WMMA integer types, and the int8 leading dimension
     "WMMA int8 m32n8k16": "wmma_types-i8toi32_M-32_N-8",
@@ -115,6 +116,16 @@ def test_a_32x32_accumulator_becomes_four_tiles_and_k64_two_matmuls() -> None:
     assert tall.exit_code == 0
     # 32 x 16 with 64 bf16 products per statement: 2 row tiles x 2 chunks of K = 32
     assert tall.outputs["ir"].count("tile_matmul") == 4
+
+
+def test_a_short_wmma_reduction_is_padded_with_zero_products() -> None:
+    result = _compile("wmma_chunk-8", _options("wmma_chunk-8"))
+    assert result.exit_code == 0
+    text = result.outputs["ir"]
+    # A (16 x 8) and B (8 x 16) copied into zeroed 16 x 16 buffers, one m16n16k16 mma
+    assert "allocate A.kpad.0[float16 * 256] in GPUShared" in text
+    assert "allocate B.kpad.1[float16 * 256] in GPUShared" in text
+    assert text.count("wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32") == 1
 
 
 def test_scalarized_update_is_explained_in_schedule_terms() -> None:

@@ -55,7 +55,7 @@ AMX_AXES = {
     "order": [dict(order="ba")],
     "tile": [dict(M=8), dict(N=8), dict(M=8, N=8), dict(M=4, N=16), dict(M=16, N=4),
              dict(M=32), dict(N=32), dict(M=32, N=32)],
-    "chunk": [dict(chunk="2x")],
+    "chunk": [dict(chunk="2x"), dict(chunk="half")],
     "K": [dict(K=32), dict(K=128), dict(K=256)],
     "tiles": [dict(tiles=(1, 2)), dict(tiles=(1, 4)), dict(tiles=(1, 2), loops="k_outer")],
     "init": [dict(init=i) for i in ("cbuf", "bias_col", "bias_row", "const")],
@@ -88,7 +88,7 @@ WMMA_AXES = {
     "a_layout": [dict(a="col")],
     "order": [dict(order="ba")],
     "shape": [dict(M=32, N=8), dict(M=8, N=32)],
-    "chunk": [dict(chunk=32), dict(chunk=64)],
+    "chunk": [dict(chunk=32), dict(chunk=64), dict(chunk=8)],
     "K": [dict(K=16), dict(K=128)],
     "tiles": [dict(tiles=(1, 2)), dict(tiles=(2, 1)), dict(tiles=(2, 2))],
     "init": [dict(init=i) for i in ("cbuf", "bias_col", "bias_row", "const")],
@@ -235,7 +235,8 @@ def build_amx(s):
     a_t, b_t = ("bf16", "bf16") if s["types"] == "bf16" else s["types"].split("*")
     fp = a_t == "bf16"
     kp = 2 if fp else 4
-    rk = (32 if fp else 64) * (2 if s["chunk"] == "2x" else 1)
+    rk = (32 if fp else 64) * {"2x": 2, "half": 0.5}.get(s["chunk"], 1)
+    rk = int(rk)
     acc_t = hl.Float(32) if fp else hl.Int(32)
     M, N, K = s["M"], s["N"], s["K"]
     ny, nx = s["tiles"]

@@ -147,7 +147,10 @@ class _Piece:
     rows: int
     cols: int
     k: int
-    """Products per instruction; an update with more is cut along K."""
+    """Products per instruction; an update with more is cut along K, one
+    with fewer is padded (where ``pad_memory`` says where the padded
+    operands live)."""
+    pad_memory: str | None = None
 
 
 def _dense_base(index: ir.Expr, lanes: int) -> int | None:
@@ -187,12 +190,14 @@ def _piece(accelerator: str, rows: int, width: int, reduces: list[ir.VectorReduc
     element = WMMA_TENSOR_CORE.element(operand) if operand is not None else None
     if element is None:
         return None
+    # A fragment's K is fixed: a longer reduction is cut, a shorter one that
+    # divides it is padded with zero products.
     fits = [s for s in WMMA_TENSOR_CORE.shapes_of(element)
-            if rows % s.m == 0 and width % s.n == 0 and k_total % s.k == 0]
+            if rows % s.m == 0 and width % s.n == 0 and k_total and (k_total % s.k == 0 or s.k % k_total == 0)]
     if not fits:
         return None
-    shape = max(fits, key=lambda s: (s.m * s.n, s.m == s.n))
-    return _Piece(shape.m, shape.n, shape.k)
+    shape = max(fits, key=lambda s: (s.m * s.n, s.m == s.n, k_total % s.k == 0))
+    return _Piece(shape.m, shape.n, shape.k, pad_memory="GPUShared")
 
 
 def partition_accumulators(stmt: ir.Stmt, buffers: dict[str, str]) -> dict[int, ir.Stmt]:
@@ -296,6 +301,9 @@ def _cut_reduction(store: ir.Store, name: str, piece: _Piece) -> list[ir.Stmt]:
     if not isinstance(reduce, ir.VectorReduce) or not piece.k:
         return [store]
     factor = reduce.value.type.lanes // reduce.type.lanes
+    if factor < piece.k and piece.k % factor == 0 and piece.pad_memory is not None:
+        padded = _padded_reduction(store, reduce, rest, piece, factor)
+        return [store] if padded is None else [padded]
     if factor <= piece.k or factor % piece.k:
         return [store]
     slicer = _Slicer(lambda load, axis, start, count: None)
@@ -308,3 +316,89 @@ def _cut_reduction(store: ir.Store, name: str, piece: _Piece) -> list[ir.Stmt]:
         part = ir.VectorReduce(reduce.op, products, reduce.type)
         updates.append(ir.Store(name, ir.Binary(ir.BinOp.ADD, part, rest), store.index))
     return updates
+
+
+def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr, piece: _Piece,
+                      factor: int) -> ir.Stmt | None:
+    """``acc = sum_k(A * B) + acc`` with fewer products than a fragment's
+    K, as a product of operands copied into zero-padded buffers: A as an
+    M x k row-major block, B as a k x N row-major block. The extra products
+    are 0 * 0, so the sums are the same."""
+    product = reduce.value
+    if not (isinstance(product, ir.Binary) and product.op is ir.BinOp.MUL) or reduce.op is not ir.ReduceOp.ADD:
+        return None
+    m, n, k = piece.rows, piece.cols, piece.k
+    extents = (m, n, factor)
+    slicer = _Slicer(lambda load, axis, start, count: None)
+
+    def invariant(side: ir.Expr, axis: int) -> bool:
+        first = slicer.slice(side, extents, axis, 0, 1)
+        return first is not None and first == slicer.slice(side, extents, axis, 1, 1)
+
+    sides = (product.a, product.b)
+    a_side = next((x for x in sides if invariant(x, 1) and not invariant(x, 0)), None)
+    b_side = next((x for x in sides if x is not a_side and invariant(x, 0)), None)
+    if a_side is None or b_side is None:
+        return None
+    fills: list[ir.Stmt] = []
+    allocations: list[tuple[str, ir.Type, int]] = []
+    operands = []
+    for side, axis, (rows, cols), copy_index, read_index in (
+        # A: element (m, k) at m * k_pad + k; read as ramp(xN(ramp(0, 1, k)), x(N*k)(k), M)
+        (a_side, 1, (m, k), ir.Ramp(_ramp_i(0, 1, factor), ir.Broadcast(ir.IntImm(k), factor), m),
+         ir.Ramp(ir.Broadcast(_ramp_i(0, 1, k), n), ir.Broadcast(ir.IntImm(k), n * k), m)),
+        # B: element (k, n) at k * N + n, the slice's lanes are (n, k); read as xM(ramp(ramp(0, N, k), xk(1), N))
+        (b_side, 0, (k, n), ir.Ramp(_ramp_i(0, n, factor), ir.Broadcast(ir.IntImm(1), factor), n),
+         ir.Broadcast(ir.Ramp(_ramp_i(0, n, k), ir.Broadcast(ir.IntImm(1), k), n), m)),
+    ):
+        values = slicer.slice(side, extents, axis, 0, 1)
+        load = _operand_load(side)
+        if values is None or load is None:
+            return None
+        name = f"{load.name}.kpad.{len(allocations)}"
+        element = load.type.element()
+        allocations.append((name, element, rows * cols))
+        fills.append(ir.Store(name, ir.Broadcast(_zero(element), rows * cols), _ramp_i(0, 1, rows * cols)))
+        fills.append(ir.Store(name, _uncast(values), copy_index))
+        operands.append(_recast(side, ir.Load(name, read_index, element.with_lanes(m * n * k))))
+    a, b = operands
+    wide = ir.VectorReduce(reduce.op, ir.Binary(ir.BinOp.MUL, a, b), reduce.type)
+    result = ir.make_block([*fills, ir.Store(store.name, ir.Binary(ir.BinOp.ADD, wide, rest), store.index)])
+    for name, element, size in reversed(allocations):
+        result = ir.Allocate(name, element, piece.pad_memory or "Stack", (ir.IntImm(size),), result)
+    return result
+
+
+def _ramp_i(base: int, stride: int, lanes: int) -> ir.Expr:
+    return ir.Ramp(ir.IntImm(base), ir.IntImm(stride), lanes)
+
+
+def _zero(t: ir.Type) -> ir.Expr:
+    return ir.FloatImm(0.0, t) if t.is_float else ir.IntImm(0, t)
+
+
+def _operand_load(e: ir.Expr) -> ir.Load | None:
+    """The load under an operand's casts and broadcasts."""
+    while isinstance(e, (ir.Cast, ir.Broadcast)):
+        e = e.value
+    return e if isinstance(e, ir.Load) else None
+
+
+def _uncast(e: ir.Expr) -> ir.Expr:
+    while isinstance(e, ir.Cast):
+        e = e.value
+    return e
+
+
+def _recast(side: ir.Expr, load: ir.Load) -> ir.Expr:
+    """``load`` under the casts that ``side`` applies to its load (a
+    widening, possibly in steps such as int8 -> int16 -> int32)."""
+    casts = []
+    while isinstance(side, (ir.Cast, ir.Broadcast)):
+        if isinstance(side, ir.Cast):
+            casts.append(side.type)
+        side = side.value
+    result: ir.Expr = load
+    for t in reversed(casts):
+        result = ir.Cast(t.with_lanes(load.type.lanes), result)
+    return result
