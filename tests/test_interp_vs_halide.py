@@ -163,6 +163,8 @@ def run(spec, out):
             return hl.clamp(build(e[2]), hl.cast(HL[e[1]], e[3]), hl.cast(HL[e[1]], e[4]))
         if kind == "select":
             return hl.select(build(e[1]), build(e[2]), build(e[3]))
+        if kind == "math":
+            return {"abs": hl.abs, "sin": hl.sin, "strict": hl.strict_float}[e[1]](build(e[2]))
         a, b = build(e[2]), build(e[3])
         return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
                 "%": lambda: a % b, "min": lambda: hl.min(a, b), "max": lambda: hl.max(a, b),
@@ -498,13 +500,21 @@ def _expr(draw, t: str, depth: int, inputs: list[str], producer: bool = False) -
     """A (tree, bound on its magnitude) of type ``t``."""
     if depth == 0:
         return draw(_leaf(t, inputs, producer))
-    op = draw(st.sampled_from(["+", "-", "*", "/", "%", "min", "max", "select", "cast", "leaf"]))
+    op = draw(st.sampled_from(["+", "-", "*", "/", "%", "min", "max", "select", "cast", "math", "leaf"]))
 
     def sub(tt: str = t) -> st.SearchStrategy[tuple[list, float]]:
         return _expr(tt, depth - 1, inputs, producer)
 
     if op == "leaf":
         return draw(_leaf(t, inputs, producer))
+    if op == "math":
+        # abs (of an integer: the unsigned type of its width, cast back),
+        # sin (sin_f32/sin_f64) and strict_float
+        a, ba = draw(sub())
+        name = draw(st.sampled_from(["abs", "sin", "strict"] if t in ("float32", "float64") else ["abs"]))
+        if name == "abs" and not _is_float(t):
+            return ["cast", t, ["math", "abs", a]], ba
+        return ["math", name, a], (1.0 if name == "sin" else ba)
     if op == "cast":
         src = draw(st.sampled_from([u for u in TYPES if u != t]))
         if _is_float(src) and not _is_float(t):
@@ -789,6 +799,18 @@ PINNED = {
         _pointwise(["int16"], "float16",
                    _bin("%", _cast("float16", _bin("*", _load(0), _const("int16", 20))), _const("float16", 1.5))),
         lambda s: True,
+    ),
+    # Math calls the applications use: sin_f32 and strict_float on vectors,
+    # abs of a float and of a signed integer (an unsigned result, cast back).
+    "sin_strict_abs_float": (
+        _pointwise(["float32"], "float32",
+                   _bin("+", ["math", "sin", _load(0)],
+                        ["math", "strict", _bin("*", ["math", "abs", _load(0, "shift", 1)], _const("float32", 0.5))])),
+        lambda s: {"sin_f32", "abs", "strict_mul"} <= {c.name for c in _nodes(s, ir.Call)},
+    ),
+    "abs_int": (
+        _pointwise(["int16"], "int16", _cast("int16", ["math", "abs", _bin("-", _load(0), _load(0, "shift", 1))])),
+        lambda s: any(c.name == "abs" and c.type.lanes > 1 for c in _nodes(s, ir.Call)),
     ),
     # Serial matmul with x vectorized, bf16 products accumulated in float32.
     "matmul_bf16_f32": (

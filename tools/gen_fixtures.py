@@ -407,6 +407,21 @@ def cpu_strings_and_types():
     return f, [A, B, C]
 
 
+@_coverage("cpu_math_calls", "The math calls of the paper's applications on vectors: abs of a float "
+           "and of a signed integer (an unsigned result), sin_f32, and strict_float (which Halide "
+           "lowers to strict_add/strict_mul calls).")
+def cpu_math_calls():
+    hl = _hl()
+    A = hl.ImageParam(hl.Float(32), 1, "A")
+    B = hl.ImageParam(hl.Int(16), 1, "B")
+    x = hl.Var("x")
+    f = hl.Func("f")
+    smooth = hl.strict_float(A[x] * 0.5 + A[x + 1] * 0.25)
+    f[x] = hl.sin(A[x]) + hl.abs(A[x + 1]) * smooth + hl.f32(hl.abs(B[x] - B[x + 1]))
+    f.vectorize(x, 8)
+    return f, [A, B]
+
+
 def wmma_acc(f):
     return f.store_in(_hl().MemoryType.Register)  # stock Halide has no WMMAAccumulator
 

@@ -592,12 +592,31 @@ class CFamilyEmitter(Visitor[Any]):
             return "0"
         if name == "alloca":
             return f"alloca({self.expr(args[0])})"
-        if name == "abs" and e.type.lanes == 1:
-            value = self.expr(args[0])
-            if args[0].type.is_float:
-                return f"(({c_type(e.type)})fabs({value}))"
-            return f"(({c_type(e.type)})({value} < 0 ? -(uint64_t)({value}) : (uint64_t)({value})))"
+        if name == "strict_float":  # C without -ffast-math is strict already
+            return self.expr(args[0])
+        if name in ir.STRICT_FLOAT_OPS:  # what Halide lowers strict_float(e) to
+            return self.expr(ir.Binary(ir.STRICT_FLOAT_OPS[name], args[0], args[1]))
+        if name == "abs":
+            return self._abs(e)
         raise codegen_error(f"the C generator does not know the call '{name}'")
+
+    def _abs(self, e: ir.Call) -> str:
+        """Halide's abs: a float's magnitude, or a signed integer's as the
+        unsigned type of its width (abs(INT_MIN) does not overflow)."""
+        source = e.args[0]
+        value = self.expr(source)
+        element = c_type(e.type.element())
+
+        def of(x: str) -> str:
+            if source.type.is_float:
+                return f"(({element})fabs({x}))"
+            return f"(({element})({x} < 0 ? -(uint64_t)({x}) : (uint64_t)({x})))"
+
+        if e.type.lanes == 1:
+            return of(value)
+        out = self._vector(e.type)
+        self.emit(f"for (int i = 0; i < {e.type.lanes}; i++) {out}[i] = {of(f'{value}[i]')};")
+        return out
 
     def _buffer_query(self, e: ir.Call) -> str:
         target = e.args[0]
@@ -630,7 +649,9 @@ _NO_OP_CALLS = ("halide_print", "halide_msan_annotate_memory_is_initialized")
 
 MATH_CALLS = {"sqrt_f32": "sqrtf", "sqrt_f64": "sqrt", "exp_f32": "expf", "exp_f64": "exp",
                "log_f32": "logf", "log_f64": "log", "floor_f32": "floorf", "floor_f64": "floor",
-               "ceil_f32": "ceilf", "ceil_f64": "ceil", "round_f32": "nearbyintf", "trunc_f32": "truncf"}
+               "ceil_f32": "ceilf", "ceil_f64": "ceil", "round_f32": "nearbyintf", "trunc_f32": "truncf",
+               "sin_f32": "sinf", "sin_f64": "sin", "cos_f32": "cosf", "cos_f64": "cos",
+               "tan_f32": "tanf", "tan_f64": "tan"}
 
 
 def int_constant(e: ir.Expr) -> int:

@@ -709,3 +709,11 @@ def is_wmma_call(node: Node) -> TypeGuard[Call]:
     """A Tensor Core fragment operation (``wmma.load...``, ``wmma.mma...``,
     ``wmma.store.d...``, ``wmma.fill...``), as selection emits them."""
     return isinstance(node, Call) and node.name.startswith("wmma.")
+
+
+STRICT_FLOAT_OPS = {"strict_add": BinOp.ADD, "strict_sub": BinOp.SUB, "strict_mul": BinOp.MUL,
+                    "strict_div": BinOp.DIV, "strict_min": BinOp.MIN, "strict_max": BinOp.MAX,
+                    "strict_lt": BinOp.LT, "strict_le": BinOp.LE, "strict_eq": BinOp.EQ}
+"""What Halide lowers ``strict_float(e)`` to: calls that are these operators,
+never reassociated or contracted (the interpreter never does either; the
+generated C is built with -ffp-contract=off)."""

@@ -440,6 +440,10 @@ _EXACT = {
 """Operators whose numpy result is already Halide's."""
 
 
+def _strict(op: ir.BinOp) -> Callable[[ir.Call, list[Value]], Value]:
+    return lambda call, args: _binary(op, args[0], args[1])
+
+
 def _binary(op: ir.BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         if op in _WRAPPING:
@@ -524,6 +528,14 @@ def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]
         "exp_f32": unary(np.exp), "exp_f64": unary(np.exp), "log_f32": unary(np.log), "log_f64": unary(np.log),
         "floor_f32": unary(np.floor), "floor_f64": unary(np.floor), "ceil_f32": unary(np.ceil),
         "ceil_f64": unary(np.ceil), "round_f32": unary(np.rint), "trunc_f32": unary(np.trunc),
+        "sin_f32": unary(np.sin), "sin_f64": unary(np.sin), "cos_f32": unary(np.cos), "cos_f64": unary(np.cos),
+        "tan_f32": unary(np.tan), "tan_f64": unary(np.tan),
+        # a marker that forbids float rewrites; the interpreter makes none
+        "strict_float": lambda call, args: args[0],
+        # strict_float(e) lowers to these: the same operations, never
+        # reassociated or contracted (the interpreter never does either)
+        **{name: _strict(op) for name, op in ir.STRICT_FLOAT_OPS.items()},
+        "strict_fma": lambda call, args: _binary(ir.BinOp.ADD, _binary(ir.BinOp.MUL, args[0], args[1]), args[2]),
         "return_second": lambda call, args: args[1],
         "if_then_else": lambda call, args: _where(args[0], args[1], args[2]).astype(dtype_of(call.type)),
         "alloca": lambda call, args: Pointer(np.zeros(_as_int(args[0]), dtype=np.uint8), 0, "alloca"),
