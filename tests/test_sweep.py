@@ -99,29 +99,28 @@ def test_regression_variant_lowers_verifies_and_builds(variant: str, tmp_path: P
     assert ("wmma::mma_sync" if kind == "cuda" else "_tile_") in result.outputs[kind]
 
 
+def _lowered_ir(name: str) -> str:
+    """The rewritten IR of a variant that must lower."""
+    result = _compile(name, _options(name))
+    assert result.exit_code == 0, [d.render_text() for d in result.diagnostics]
+    return str(result.outputs["ir"])
+
+
 def test_an_epilogue_reads_a_spilled_copy_of_the_accumulator() -> None:
-    result = _compile("amx_epilogue-relu", _options("amx_epilogue-relu"))
-    assert result.exit_code == 0
-    ir_text = result.outputs["ir"]
+    ir_text = _lowered_ir("amx_epilogue-relu")
     assert "allocate mm.spill.0[float32 * 256] in Stack" in ir_text
     assert "tile_store(16, 64, mm.spill.0, 0, 64, mm[ramp(0, 1, 256)])" in ir_text
 
 
 def test_a_32x32_accumulator_becomes_four_tiles_and_k64_two_matmuls() -> None:
-    square = _compile("amx_M-32_N-32", _options("amx_M-32_N-32"))
-    assert square.exit_code == 0
-    text = square.outputs["ir"]
+    text = _lowered_ir("amx_M-32_N-32")
     assert text.count("tile_matmul") == text.count("tile_zero") == text.count("tile_store") == 4  # 2 x 2 tiles
-    tall = _compile("amx_M-32_chunk-2x", _options("amx_M-32_chunk-2x"))
-    assert tall.exit_code == 0
     # 32 x 16 with 64 bf16 products per statement: 2 row tiles x 2 chunks of K = 32
-    assert tall.outputs["ir"].count("tile_matmul") == 4
+    assert _lowered_ir("amx_M-32_chunk-2x").count("tile_matmul") == 4
 
 
 def test_a_short_wmma_reduction_is_padded_with_zero_products() -> None:
-    result = _compile("wmma_chunk-8", _options("wmma_chunk-8"))
-    assert result.exit_code == 0
-    text = result.outputs["ir"]
+    text = _lowered_ir("wmma_chunk-8")
     # A (16 x 8) and B (8 x 16) copied into zeroed 16 x 16 buffers, one m16n16k16 mma
     assert "allocate A.kpad.0[float16 * 256] in GPUShared" in text
     assert "allocate B.kpad.1[float16 * 256] in GPUShared" in text
