@@ -29,6 +29,11 @@ from hardboiled.select.terms import TERMS, Term, binop_name, make, type_code_nam
 ACCELERATOR_MEMORY = {"AMXTile": "AMX", "WMMAAccumulator": "WMMA"}
 """Memory types the selector targets, and the accelerator each one means."""
 
+SCRATCH_MEMORY = {"AMX": "Stack", "WMMA": "GPUShared"}
+"""Where selection keeps ordinary-memory copies of an accelerator's data (a
+spilled accumulator, zero-padded operands): on the CPU's stack, or in GPU
+shared memory, where a whole warp's load_/store_matrix_sync can reach them."""
+
 DATA_MOVEMENT = {"AMX": ("Mem2AMX", "AMX2Mem"), "WMMA": ("Mem2WMMA", "WMMA2Mem")}
 """Per accelerator: the egglog markers for moving a value in and out."""
 MARKERS = frozenset(m for pair in DATA_MOVEMENT.values() for m in pair)

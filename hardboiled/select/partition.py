@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hardboiled import ir
-from hardboiled.select.extract import iter_stores
+from hardboiled.select.extract import SCRATCH_MEMORY, iter_stores
 from hardboiled.targets.amx import AMX_TILE
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
 
@@ -140,6 +140,10 @@ class _Slicer:
                        outer_lanes)
 
 
+_PLAIN = _Slicer(lambda load, axis, start, count: None)
+"""A slicer that treats every load alike (operands, not the accumulator)."""
+
+
 # ---------------------------------------------------------------- planning
 
 @dataclass(frozen=True, slots=True)
@@ -147,10 +151,10 @@ class _Piece:
     rows: int
     cols: int
     k: int
-    """Products per instruction; an update with more is cut along K, one
-    with fewer is padded (where ``pad_memory`` says where the padded
-    operands live)."""
-    pad_memory: str | None = None
+    """Products per instruction; an update with more is cut along K."""
+    pads: bool = False
+    """An update with fewer products than ``k`` is padded with zero ones
+    (Tensor Cores: a fragment's K is fixed)."""
 
 
 def _dense_base(index: ir.Expr, lanes: int) -> int | None:
@@ -197,7 +201,7 @@ def _piece(accelerator: str, rows: int, width: int, reduces: list[ir.VectorReduc
     if not fits:
         return None
     shape = max(fits, key=lambda s: (s.m * s.n, s.m == s.n, k_total % s.k == 0))
-    return _Piece(shape.m, shape.n, shape.k, pad_memory="GPUShared")
+    return _Piece(shape.m, shape.n, shape.k, pads=True)
 
 
 def partition_accumulators(stmt: ir.Stmt, buffers: dict[str, str]) -> dict[int, ir.Stmt]:
@@ -301,16 +305,15 @@ def _cut_reduction(store: ir.Store, name: str, piece: _Piece) -> list[ir.Stmt]:
     if not isinstance(reduce, ir.VectorReduce) or not piece.k:
         return [store]
     factor = reduce.value.type.lanes // reduce.type.lanes
-    if factor < piece.k and piece.k % factor == 0 and piece.pad_memory is not None:
+    if factor < piece.k and piece.k % factor == 0 and piece.pads:
         padded = _padded_reduction(store, reduce, rest, piece, factor)
         return [store] if padded is None else [padded]
     if factor <= piece.k or factor % piece.k:
         return [store]
-    slicer = _Slicer(lambda load, axis, start, count: None)
     extents = (piece.rows, piece.cols, factor)
     updates: list[ir.Stmt] = []
     for start in range(0, factor, piece.k):
-        products = slicer.slice(reduce.value, extents, 2, start, piece.k)
+        products = _PLAIN.slice(reduce.value, extents, 2, start, piece.k)
         if products is None:
             return [store]
         part = ir.VectorReduce(reduce.op, products, reduce.type)
@@ -329,11 +332,10 @@ def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr, p
         return None
     m, n, k = piece.rows, piece.cols, piece.k
     extents = (m, n, factor)
-    slicer = _Slicer(lambda load, axis, start, count: None)
 
     def invariant(side: ir.Expr, axis: int) -> bool:
-        first = slicer.slice(side, extents, axis, 0, 1)
-        return first is not None and first == slicer.slice(side, extents, axis, 1, 1)
+        first = _PLAIN.slice(side, extents, axis, 0, 1)
+        return first is not None and first == _PLAIN.slice(side, extents, axis, 1, 1)
 
     sides = (product.a, product.b)
     a_side = next((x for x in sides if invariant(x, 1) and not invariant(x, 0)), None)
@@ -351,7 +353,7 @@ def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr, p
         (b_side, 0, (k, n), ir.Ramp(_ramp_i(0, n, factor), ir.Broadcast(ir.IntImm(1), factor), n),
          ir.Broadcast(ir.Ramp(_ramp_i(0, n, k), ir.Broadcast(ir.IntImm(1), k), n), m)),
     ):
-        values = slicer.slice(side, extents, axis, 0, 1)
+        values = _PLAIN.slice(side, extents, axis, 0, 1)
         load = _operand_load(side)
         if values is None or load is None:
             return None
@@ -365,7 +367,7 @@ def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr, p
     wide = ir.VectorReduce(reduce.op, ir.Binary(ir.BinOp.MUL, a, b), reduce.type)
     result = ir.make_block([*fills, ir.Store(store.name, ir.Binary(ir.BinOp.ADD, wide, rest), store.index)])
     for name, element, size in reversed(allocations):
-        result = ir.Allocate(name, element, piece.pad_memory or "Stack", (ir.IntImm(size),), result)
+        result = ir.Allocate(name, element, SCRATCH_MEMORY["WMMA"], (ir.IntImm(size),), result)
     return result
 
 

@@ -121,7 +121,8 @@ def _rewrite_for_retry(stmt: ir.Stmt, selected: list[SelectedStore], lowered: di
     accelerators = {name: ACCELERATOR_MEMORY[options.store_in.get(name, a.memory_type)]
                     for name, a in allocations.items()}
     missed = [s for s in selected if s.position not in lowered]
-    spillable = {s.position for s in missed if reads_accelerator_in_arithmetic(s.store, set(allocations))}
+    buffers = set(allocations)
+    spillable = {s.position for s in missed if reads_accelerator_in_arithmetic(s.store, buffers)}
     for rewrite in (lambda p: spill_accelerator_reads(p, spillable, accelerators),
                     lambda p: partition_accumulators(p, {b: accelerators[b] for s in missed for b in s.buffers})):
         replacements = rewrite(stmt)

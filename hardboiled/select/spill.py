@@ -11,8 +11,9 @@ consumer is rewritten to read a copy in ordinary memory instead:
 
 The copy keeps the lanes in the order the consumer read them, so the
 rewrite changes no value; selection then lowers the copy like any store of
-an accumulator. On Tensor Cores the copy lives in shared memory, where
-store_matrix_sync can write it for the whole warp.
+an accumulator. The copy lives in SCRATCH_MEMORY (extract.py): on Tensor
+Cores that is shared memory, where store_matrix_sync can write it for the
+whole warp.
 """
 
 from __future__ import annotations
@@ -21,13 +22,10 @@ from collections.abc import Callable
 
 from hardboiled import ir
 from hardboiled.ir.visitor import map_expr
-from hardboiled.select.extract import iter_stores
+from hardboiled.select.extract import SCRATCH_MEMORY, iter_stores
 
 SPILL = ".spill."
 """Infix of the name of a spilled accumulator copy."""
-
-SPILL_MEMORY = {"AMX": "Stack", "WMMA": "GPUShared"}
-"""Where the copy of an accumulator lives, per accelerator."""
 
 
 def reads_accelerator_in_arithmetic(store: ir.Store, accelerator_buffers: set[str]) -> bool:
@@ -61,7 +59,7 @@ def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: di
         fills = [ir.Store(copy.name, load, copy.index) for load, copy in copies.items()]
         result = ir.make_block([*fills, ir.Store(store.name, value, store.index, store.predicate, store.alignment)])
         for load, copy in reversed(copies.items()):
-            result = ir.Allocate(copy.name, load.type.element(), SPILL_MEMORY[accelerators[load.name]],
+            result = ir.Allocate(copy.name, load.type.element(), SCRATCH_MEMORY[accelerators[load.name]],
                                  (ir.IntImm(load.type.lanes),), result)
         replacements[position] = result
     return replacements

@@ -20,7 +20,7 @@ import numpy as np
 from hardboiled import ir
 from hardboiled.ir.buffers import BufferSpec, discover_buffers
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
-from hardboiled.verify.interp import BufferT, Interpreter, InterpreterError, dtype_of
+from hardboiled.verify.interp import BufferT, Interpreter, InterpreterError, ProgramAssertFailed, dtype_of
 
 DEFAULT_SEED = 0
 DEFAULT_OUTPUT_EXTENTS = (19, 64, 256)
@@ -280,8 +280,8 @@ def run_original(original: ir.Stmt, params: dict[str, int], seed: int
             raise HardboiledError(Diagnostic("error", "the original program has no output buffer to compare"))
         try:
             return buffers, outputs, run_program(original, buffers)
-        except InterpreterError as exc:
-            if not defaulted or "assertion failed" not in exc.diagnostic.message:
+        except ProgramAssertFailed as exc:
+            if not defaulted:
                 raise
             failure = exc
     sizes = ", ".join(f"{name}={DEFAULT_OUTPUT_EXTENTS[-1]}" for name in defaulted)

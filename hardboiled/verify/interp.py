@@ -44,6 +44,11 @@ class InterpreterError(HardboiledError):
     an out-of-bounds access."""
 
 
+class ProgramAssertFailed(InterpreterError):
+    """The program stopped at one of its own asserts (a bounds or size
+    check): the buffers it was given are not ones it accepts."""
+
+
 def _fail(message: str) -> InterpreterError:
     return InterpreterError(Diagnostic("error", message))
 
@@ -181,7 +186,7 @@ class Interpreter(Visitor[Any]):
         if not bool(np.all(self.eval(s.condition))):
             message = s.message
             text = message.name if isinstance(message, ir.Call) else str(message)
-            raise _fail(f"assertion failed in the program: {text}")
+            raise ProgramAssertFailed(Diagnostic("error", f"assertion failed in the program: {text}"))
 
     def visit_for(self, s: ir.For) -> None:
         if s.kind is ir.ForKind.GPU_LANE and _is_warp_collective(s):
