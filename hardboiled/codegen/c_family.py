@@ -248,6 +248,9 @@ class CFamilyEmitter(Visitor[Any]):
         pass
 
     def visit_let_stmt(self, s: ir.LetStmt) -> None:
+        if describes_halide_buffer(s):
+            raise codegen_error(f"the pipeline builds a halide_buffer_t ('{s.name}') to call an extern stage: "
+                                "generated code has no buffer objects to pass")
         # A let covers the rest of its block, which is the rest of the C
         # block: declare it in place (Halide names are unique by this stage;
         # a repeated one gets a block of its own).
@@ -642,6 +645,14 @@ class CFamilyEmitter(Visitor[Any]):
         if e.name in constants:
             return constants[e.name]
         raise codegen_error(f"the C generator does not know the call '{e.name}'")
+
+
+def describes_halide_buffer(s: ir.LetStmt) -> bool:
+    """``let X.buffer = _halide_buffer_init(...)``: a buffer the pipeline
+    allocates itself, described for Halide's runtime (a GPU stage computed at
+    root, or an extern stage's argument)."""
+    return any(isinstance(n, ir.Call) and n.name in ("_halide_buffer_init", "_halide_buffer_init_from_buffer")
+               for n in ir.walk(s.value))
 
 
 _NO_OP_CALLS = ("halide_print", "halide_msan_annotate_memory_is_initialized")

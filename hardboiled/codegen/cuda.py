@@ -51,6 +51,7 @@ from hardboiled.codegen.c_family import (
     binary_expr,
     c_type,
     codegen_error,
+    describes_halide_buffer,
     helper_functions,
     include_lines,
     storage_type,
@@ -116,6 +117,23 @@ def _host_memory(what: str) -> CodegenError:
     ))
 
 
+_DEVICE_RUNTIME_CALLS = ("halide_copy_to_device", "halide_copy_to_host", "halide_cuda_device_interface",
+                         "halide_device_malloc", "halide_device_and_host_malloc", "halide_device_free",
+                         "halide_device_and_host_free", "_halide_buffer_set_device_dirty",
+                         "_halide_buffer_set_host_dirty")
+
+
+def _host_stage(s: ir.For) -> bool:
+    """A loop nest outside the kernels that computes a stage: it touches
+    buffer contents and launches no kernel itself."""
+    touches = False
+    for node in ir.walk(s):
+        if isinstance(node, ir.For) and node.kind is ir.ForKind.GPU_BLOCK:
+            return False
+        touches = touches or isinstance(node, (ir.Load, ir.Store))
+    return touches
+
+
 def _holds_block_loop(s: ir.Stmt) -> bool:
     """Whether ``s`` is a gpu_block loop, possibly under more lets."""
     while isinstance(s, ir.LetStmt):
@@ -145,6 +163,8 @@ class CudaGenerator(CFamilyEmitter):
     def __init__(self, stmt: ir.Stmt, function: str = "hb_kernel"):
         super().__init__(stmt, function)
         self.kernels: list[list[str]] = []
+        self.device_allocations: list[str] = []
+        """C names of the enclosing cudaMalloc'd buffers, freed on every return."""
 
     linkage = 'extern "C" '
 
@@ -157,25 +177,73 @@ class CudaGenerator(CFamilyEmitter):
             self._launch(s)
         elif s.kind in (ir.ForKind.GPU_THREAD, ir.ForKind.GPU_LANE):
             raise codegen_error(f"GPU thread loop '{s.name}' outside any gpu_block loop")
+        elif _host_stage(s):
+            self._launch_host_stage(s)
         else:
             super().visit_for(s)
 
     def visit_call(self, e: ir.Call) -> str:
-        if e.name in ("halide_copy_to_device", "halide_copy_to_host", "halide_cuda_device_interface"):
-            return "0"  # the wrapper is given device pointers
+        if e.name in _DEVICE_RUNTIME_CALLS:
+            return "0"  # the wrapper is given device pointers and allocates device memory itself
         return super().visit_call(e)
 
-    # The wrapper's pointers are device memory: host code that touched
-    # buffer contents would read the GPU's memory on the CPU, and a host
-    # allocation could not be passed to a kernel. Such pipelines are refused.
+    def visit_let_stmt(self, s: ir.LetStmt) -> None:
+        if s.name.endswith(".buffer") and describes_halide_buffer(s):
+            # A stage computed at root on the GPU: Halide describes its
+            # device allocation for its runtime, which the wrapper does not
+            # use (the Allocate around it is the device memory).
+            self.stmt_(s.body)
+            return
+        super().visit_let_stmt(s)
+
+    def visit_evaluate(self, s: ir.Evaluate) -> None:
+        if isinstance(s.value, ir.Call) and s.value.name == "register_destructor":
+            return  # the wrapper frees its device allocations itself
+        super().visit_evaluate(s)
+
+    # The wrapper's pointers are device memory. A host stage (a loop nest
+    # or statement outside every gpu_block loop that touches buffers) runs
+    # as a kernel of one thread; host code that read buffer contents for its
+    # own control flow would read the GPU's memory on the CPU: refused.
     def visit_store(self, s: ir.Store) -> None:
-        raise _host_memory(f"host code writes buffer '{s.name}'")
+        self._launch_host_stage(s)
 
     def visit_load(self, e: ir.Load) -> str:
-        raise _host_memory(f"host code reads buffer '{e.name}'")
+        raise _host_memory(f"host code reads buffer '{e.name}' to decide what to run")
 
     def visit_allocate(self, s: ir.Allocate) -> None:
-        raise _host_memory(f"host code allocates '{s.name}'")
+        """A buffer between stages, in device memory (cudaMalloc aligns to
+        256 bytes, enough for load_matrix_sync)."""
+        self.comment(s)
+        size = self.expr(ir.IntImm(s.type.lanes))
+        for extent in s.extents:
+            size = f"({size}) * ({self.expr(extent)})"
+        name = self.cname(s.name)
+        elem = s.type.element()
+        self.element_types[s.name] = elem
+        storage = storage_type(elem)
+        self.emit("{")
+        self.indent += 1
+        self.emit(f"{storage} *{name} = NULL;")
+        self.emit(f"if (cudaMalloc((void **)&{name}, (size_t)({size}) * sizeof({storage})) != cudaSuccess) "
+                  f"{{ {self.release_on_return()}return -300003; }}")
+        self.device_allocations.append(name)
+        self.declared.append(set())
+        self.stmt_(s.body)
+        self.declared.pop()
+        self.device_allocations.pop()
+        self.emit(f"cudaFree({name});")
+        self.indent -= 1
+        self.emit("}")
+
+    def release_on_return(self) -> str:
+        return "".join(f"cudaFree({name}); " for name in reversed(self.device_allocations))
+
+    def _launch_host_stage(self, stage: ir.Stmt) -> None:
+        """Host code that computes a stage: one GPU thread runs it, so that
+        it reads and writes device memory like the kernels around it."""
+        self.comment(stage)
+        self._emit_launch(KernelGenerator(self, stage, f"{self.function}_k{len(self.kernels)}"), ["1", "1", "1"])
 
     def _launch(self, nest: ir.For) -> None:
         self.comment(nest)
@@ -213,6 +281,9 @@ class CudaGenerator(CFamilyEmitter):
             self.emit(f"int32_t {lo} = {self.expr(loop.min)};")
             grid[axis] = self.expr(loop.extent)
             kernel.bind_block(loop.name, lo, axis)
+        self._emit_launch(kernel, grid)
+
+    def _emit_launch(self, kernel: KernelGenerator, grid: list[str]) -> None:
         kernel.generate_body()
         self.kernels.append(kernel.definition())
         args = ", ".join(host for host, _ in kernel.parameters)
@@ -221,11 +292,13 @@ class CudaGenerator(CFamilyEmitter):
         parameters = {host for host, _ in kernel.parameters}
         for pointer in sorted(p for p in kernel.fragment_pointers if self.cname(p) in parameters):
             self.emit(f"if ((uintptr_t)({self.cname(pointer)}) % {WMMA_TENSOR_CORE.pointer_alignment} != 0) "
-                      f"return -300002;  /* load/store_matrix_sync need 32-byte aligned buffers */")
+                      f"{{ {self.release_on_return()}return -300002; }}  "
+                      "/* load/store_matrix_sync need 32-byte aligned buffers */")
         self.emit(f"dim3 hb_grid({', '.join(grid)}), hb_block({', '.join(str(d) for d in kernel.block_dims)});")
         self.emit(f"{kernel.function}<<<hb_grid, hb_block>>>({args});")
-        self.emit("if (cudaGetLastError() != cudaSuccess) return -300000;")
-        self.emit("if (cudaDeviceSynchronize() != cudaSuccess) return -300001;")
+        release = self.release_on_return()
+        self.emit(f"if (cudaGetLastError() != cudaSuccess) {{ {release}return -300000; }}")
+        self.emit(f"if (cudaDeviceSynchronize() != cudaSuccess) {{ {release}return -300001; }}")
         self.indent -= 1
         self.emit("}")
 

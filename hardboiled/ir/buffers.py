@@ -34,8 +34,13 @@ class BufferSpec:
 def discover_buffers(stmt: ir.Stmt) -> dict[str, BufferSpec]:
     """The pipeline's buffers and what the dump's checks say about them."""
     specs: dict[str, BufferSpec] = {}
+    # A stage computed at root on the GPU gets its own halide_buffer_t
+    # (``let pre.buffer = _halide_buffer_init(...)``): an allocation inside
+    # the pipeline, not an argument.
+    internal = {n.name for n in ir.walk(stmt) if isinstance(n, (ir.LetStmt, ir.Let))}
     for node in ir.walk(stmt):
-        if isinstance(node, ir.Variable) and node.name.endswith(".buffer") and node.type.is_handle:
+        if (isinstance(node, ir.Variable) and node.name.endswith(".buffer") and node.type.is_handle
+                and node.name not in internal):
             name = node.name[: -len(".buffer")]
             specs.setdefault(name, BufferSpec(name))
     for node in ir.walk(stmt):

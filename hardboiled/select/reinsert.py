@@ -176,6 +176,19 @@ class Decoder:
                 indices.append(tap if t.lo <= u < t.hi and 0 <= tap < t.taps else t.taps)
         return ir.Shuffle((taps_value, zero), tuple(indices))
 
+    def decode_padded_rows(self, t: Term) -> ir.Expr:
+        # Desugared right away: the rows' first `width` elements, each row
+        # padded with zeros to `cols`.
+        matrix_type = self.type(t.type)
+        base, ldm = self.expr(t.base), self.expr(t.ldm)
+        one = ir.IntImm(1, base.type)
+        window = ir.Load(t.input, ir.Ramp(ir.Ramp(base, one, t.width), ir.Broadcast(ldm, t.width), t.rows),
+                         matrix_type.with_lanes(t.rows * t.width))
+        zero = ir.FloatImm(0.0, matrix_type.element()) if matrix_type.is_float else ir.IntImm(0, matrix_type.element())
+        padding = t.rows * t.width
+        indices = tuple(i * t.width + c if c < t.width else padding for i in range(t.rows) for c in range(t.cols))
+        return ir.Shuffle((window, zero), indices)
+
     # ----------------------------------------------------------- WMMA fragments
     # Whole-fragment calls named after the PTX instructions (interp.py gives
     # them their meaning); enforce_wmma_lanes later makes them warp-wide.
@@ -216,7 +229,7 @@ class Decoder:
         return ir.Variable(temp.name, ir.handle_type())
 
 
-_TEMPORARY_KINDS = {"WindowMatrix": "toeplitz"}
+_TEMPORARY_KINDS = {"WindowMatrix": "toeplitz", "PaddedRows": "padded"}
 """How a temporary is named after the constructor of its value; the AMX
 operand copies (VNNI interleaves and gathers) are "amx_vnni"."""
 

@@ -196,6 +196,10 @@ SCHEMA = Schema(
                         "with u = shift + t, element (t, j) is kernel[kbase + u - stride * j]",
                         "where lo <= u < hi and 0 <= u - stride * j < taps, else zero",
                         "(materialized after extraction)")),
+                    Constructor("PaddedRows", _f("type:Type input:String base:Expr ldm:Expr rows:i64 "
+                                                 "width:i64 cols:i64"), comment=(
+                        "rows x cols matrix whose element (i, t) is input[base + ldm * i + t]",
+                        "for t < width, else zero (a window shorter than a fragment's K)",)),
                 )),
                 Sort("Buf", (Constructor("Named", _f("name:String")), Constructor("Temp", _f("value:Expr")))),
             ),

@@ -176,7 +176,16 @@ class Interpreter(Visitor[Any]):
         pass
 
     def visit_let_stmt(self, s: ir.LetStmt) -> None:
-        previous = self.env.bind(s.name, self.eval(s.value))
+        value = self.eval(s.value)
+        if isinstance(value, BufferT) and s.name.endswith(".buffer") and value.data.size == 0:
+            # A stage computed at root on the GPU: Halide describes its
+            # device allocation with a halide_buffer_t and no host memory.
+            # The interpreter has one memory: the Allocate of the same name.
+            storage = self.env.values.get(s.name[: -len(".buffer")])
+            if isinstance(storage, Pointer):
+                value = BufferT(s.name[: -len(".buffer")], value.type, storage.array,
+                                value.mins, value.extents, value.strides)
+        previous = self.env.bind(s.name, value)
         try:
             self.run(s.body)
         finally:
@@ -204,7 +213,9 @@ class Interpreter(Visitor[Any]):
             self.env.restore(s.name, previous)
 
     def visit_allocate(self, s: ir.Allocate) -> None:
-        if s.condition is not None and not bool(np.all(self.eval(s.condition))):
+        device_buffer = isinstance(s.body, ir.LetStmt) and s.body.name == f"{s.name}.buffer"
+        if (s.condition is not None and not device_buffer
+                and not bool(np.all(self.eval(s.condition)))):
             size = 0
         else:
             size = s.type.lanes
@@ -507,6 +518,16 @@ def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]
     def i32(v: int) -> Value:
         return np.array([v], dtype=np.int32)
 
+    def buffer_init(call: ir.Call, args: list[Value]) -> Value:
+        # (dst, dst_shape, host, device, device_interface, type code, bits,
+        #  dimensions, shape: make_struct(min, extent, stride, flags per dimension), flags)
+        code, bits, dims, shape = _as_int(args[5]), _as_int(args[6]), _as_int(args[7]), args[8]
+        host = args[2]
+        data = host.array if isinstance(host, Pointer) else np.zeros(0, dtype=np.uint8)
+        fields = [tuple(int(shape[4 * d + f]) for d in range(dims)) for f in range(3)]
+        return BufferT("", ir.type_from_packed_halide_type(code | (bits << 8) | (1 << 16)), data,
+                       fields[0], fields[1], fields[2])
+
     def unary(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[ir.Call, list[Value]], Value]:
         return lambda call, args: fn(args[0].astype(np.float64)).astype(dtype_of(call.type))
 
@@ -543,6 +564,10 @@ def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]
         "strict_fma": lambda call, args: _binary(ir.BinOp.ADD, _binary(ir.BinOp.MUL, args[0], args[1]), args[2]),
         "return_second": lambda call, args: args[1],
         "if_then_else": lambda call, args: _where(args[0], args[1], args[2]).astype(dtype_of(call.type)),
+        "make_struct": lambda call, args: np.array([_as_int(a) for a in args], dtype=np.int64),
+        "size_of_halide_buffer_t": lambda call, args: i32(0),
+        "_halide_buffer_init": buffer_init,
+        "register_destructor": lambda call, args: i32(0),
         "alloca": lambda call, args: Pointer(np.zeros(_as_int(args[0]), dtype=np.uint8), 0, "alloca"),
         "bitwise_not": lambda call, args: np.invert(args[0]),
         "bitwise_and": lambda call, args: np.bitwise_and(args[0], args[1]),
@@ -558,6 +583,7 @@ def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]
     # GPU pipelines: the interpreter has one memory, so a buffer is always
     # "on the device" and every copy between host and device succeeds.
     for name in ("halide_copy_to_device", "halide_copy_to_host", "halide_device_malloc",
+                 "halide_device_and_host_malloc", "halide_device_and_host_free",
                  "halide_cuda_device_interface", "halide_device_free"):
         table[name] = lambda call, args: i32(0)
     return table

@@ -303,11 +303,11 @@ extern "C" int hb_kernel(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, 
     /* gpu_block<CUDA> (output.s0.x.x.block_id_x, 0, 8) { */
     int32_t output_s0_x_x_block_id_x_lo = ((int32_t)0);
     {
-      if ((uintptr_t)(output) % 32 != 0) return -300002;  /* load/store_matrix_sync need 32-byte aligned buffers */
+      if ((uintptr_t)(output) % 32 != 0) { return -300002; }  /* load/store_matrix_sync need 32-byte aligned buffers */
       dim3 hb_grid(((int32_t)8), 1, 1), hb_block(32, 1, 1);
       hb_kernel_k0<<<hb_grid, hb_block>>>(I, K, output, I_min_0, K_min_0, output_s0_x_x_block_id_x_lo);
-      if (cudaGetLastError() != cudaSuccess) return -300000;
-      if (cudaDeviceSynchronize() != cudaSuccess) return -300001;
+      if (cudaGetLastError() != cudaSuccess) { return -300000; }
+      if (cudaDeviceSynchronize() != cudaSuccess) { return -300001; }
     }
   }
   return 0;

@@ -475,13 +475,13 @@ extern "C" int hb_kernel(float *bias_host_pointer, int32_t bias_host_pointer_min
     int32_t output_s0_x_xo_block_id_y_lo = ((int32_t)0);
     int32_t output_s0_y_block_id_z_lo = ((int32_t)0);
     {
-      if ((uintptr_t)(filter) % 32 != 0) return -300002;  /* load/store_matrix_sync need 32-byte aligned buffers */
-      if ((uintptr_t)(input) % 32 != 0) return -300002;  /* load/store_matrix_sync need 32-byte aligned buffers */
-      if ((uintptr_t)(output) % 32 != 0) return -300002;  /* load/store_matrix_sync need 32-byte aligned buffers */
+      if ((uintptr_t)(filter) % 32 != 0) { return -300002; }  /* load/store_matrix_sync need 32-byte aligned buffers */
+      if ((uintptr_t)(input) % 32 != 0) { return -300002; }  /* load/store_matrix_sync need 32-byte aligned buffers */
+      if ((uintptr_t)(output) % 32 != 0) { return -300002; }  /* load/store_matrix_sync need 32-byte aligned buffers */
       dim3 hb_grid(((int32_t)2), ((int32_t)1), ((int32_t)16)), hb_block(32, 1, 1);
       hb_kernel_k0<<<hb_grid, hb_block>>>(bias, filter, input, output, output_s0_c_co_block_id_x_lo, output_s0_x_xo_block_id_y_lo, output_s0_y_block_id_z_lo);
-      if (cudaGetLastError() != cudaSuccess) return -300000;
-      if (cudaDeviceSynchronize() != cudaSuccess) return -300001;
+      if (cudaGetLastError() != cudaSuccess) { return -300000; }
+      if (cudaDeviceSynchronize() != cudaSuccess) { return -300001; }
     }
   }
   return 0;

@@ -540,8 +540,8 @@ extern "C" int hb_kernel(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, 
     {
       dim3 hb_grid(((int32_t)2), ((int32_t)4), 1), hb_block(32, 1, 1);
       hb_kernel_k0<<<hb_grid, hb_block>>>(I, K, output, I_min_0, I_min_1, I_stride_1, K_min_0, K_min_1, K_stride_1, output_stride_1, output_s0_x_xo_block_id_x_lo, output_s0_y_yo_block_id_y_lo);
-      if (cudaGetLastError() != cudaSuccess) return -300000;
-      if (cudaDeviceSynchronize() != cudaSuccess) return -300001;
+      if (cudaGetLastError() != cudaSuccess) { return -300000; }
+      if (cudaDeviceSynchronize() != cudaSuccess) { return -300001; }
     }
   }
   return 0;

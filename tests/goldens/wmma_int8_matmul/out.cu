@@ -316,11 +316,11 @@ extern "C" int hb_kernel(int8_t *A_host_pointer, int32_t A_host_pointer_min0, in
     int32_t prod_global_wrapper_0_s0_x_xo_block_id_x_lo = ((int32_t)0);
     int32_t prod_global_wrapper_0_s0_y_yo_block_id_y_lo = ((int32_t)0);
     {
-      if ((uintptr_t)(prod_global_wrapper_0) % 32 != 0) return -300002;  /* load/store_matrix_sync need 32-byte aligned buffers */
+      if ((uintptr_t)(prod_global_wrapper_0) % 32 != 0) { return -300002; }  /* load/store_matrix_sync need 32-byte aligned buffers */
       dim3 hb_grid(((int32_t)4), ((int32_t)4), 1), hb_block(32, 1, 1);
       hb_kernel_k0<<<hb_grid, hb_block>>>(A, B, prod_global_wrapper_0, prod_global_wrapper_0_s0_x_xo_block_id_x_lo, prod_global_wrapper_0_s0_y_yo_block_id_y_lo);
-      if (cudaGetLastError() != cudaSuccess) return -300000;
-      if (cudaDeviceSynchronize() != cudaSuccess) return -300001;
+      if (cudaGetLastError() != cudaSuccess) { return -300000; }
+      if (cudaDeviceSynchronize() != cudaSuccess) { return -300001; }
     }
   }
   return 0;
