@@ -36,6 +36,8 @@ def wmma_facts(core: WMMATensorCore = WMMA_TENSOR_CORE) -> str:
             )
     window = core.window_shape
     lines.append(f"(wmma-window-shape {window.m} {window.n} {window.k})")
+    phased = core.phased_window_shape
+    lines.append(f"(wmma-phased-window-shape {phased.m} {phased.n} {phased.k})")
     for op in core.elementwise:
         lines.append(f"(wmma-elementwise ({binop_name(op)}))")
     return "\n".join(lines) + "\n"

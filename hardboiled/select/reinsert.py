@@ -160,20 +160,26 @@ class Decoder:
         return ir.Shuffle((self.expr(t.matrix),), indices)
 
     def decode_window_matrix(self, t: Term) -> ir.Expr:
-        # Desugared right away: the kernel's taps followed by a zero, picked
-        # into the rows x cols Toeplitz block (with u = shift + t, element
-        # (t, j) is tap u - stride * j when u is in [lo, hi), else the zero).
+        # Desugared right away: the kernel's taps (of every phase) followed
+        # by a zero, picked into the rows x cols Toeplitz block (with
+        # u = shift + t and j = phases * x + p, element (t, j) is tap
+        # u - stride * x of phase p when u is in [lo, hi), else the zero).
         block_type = self.type(t.type)
         kbase = self.expr(t.kbase)
-        taps_value = ir.Load(t.kernel, ir.Ramp(kbase, ir.IntImm(1, kbase.type), t.taps),
-                             block_type.with_lanes(t.taps))
+        one = ir.IntImm(1, kbase.type)
+        taps_index: ir.Expr = ir.Ramp(kbase, one, t.taps)
+        if t.phases > 1:
+            taps_index = ir.Ramp(taps_index, ir.Broadcast(ir.IntImm(t.phase_stride, kbase.type), t.taps), t.phases)
+        taps_value = ir.Load(t.kernel, taps_index, block_type.with_lanes(t.taps * t.phases))
         zero = ir.FloatImm(0.0, block_type.element()) if block_type.is_float else ir.IntImm(0, block_type.element())
         indices = []
         for row in range(t.rows):
             for col in range(t.cols):
                 u = t.shift + row
-                tap = u - t.stride * col
-                indices.append(tap if t.lo <= u < t.hi and 0 <= tap < t.taps else t.taps)
+                position, phase = divmod(col, t.phases)
+                tap = u - t.stride * position
+                inside = t.lo <= u < t.hi and 0 <= tap < t.taps
+                indices.append(phase * t.taps + tap if inside else t.taps * t.phases)
         return ir.Shuffle((taps_value, zero), tuple(indices))
 
     def decode_padded_rows(self, t: Term) -> ir.Expr:

@@ -31,7 +31,7 @@ from hardboiled.select.extract import (
 from hardboiled.select.partition import partition_accumulators
 from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, reinsert
 from hardboiled.select.rules import Schedule, load_schedule, saturate
-from hardboiled.select.spill import reads_accelerator_in_arithmetic, spill_accelerator_reads
+from hardboiled.select.spill import gathers_accelerator, reads_accelerator_in_arithmetic, spill_accelerator_reads
 from hardboiled.select.terms import parse_term
 from hardboiled.support.cache import ResultCache
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
@@ -122,8 +122,11 @@ def _rewrite_for_retry(stmt: ir.Stmt, selected: list[SelectedStore], lowered: di
                     for name, a in allocations.items()}
     missed = [s for s in selected if s.position not in lowered]
     buffers = set(allocations)
-    spillable = {s.position for s in missed if reads_accelerator_in_arithmetic(s.store, buffers)}
-    for rewrite in (lambda p: spill_accelerator_reads(p, spillable, accelerators),
+    gathers = {s.position for s in missed if gathers_accelerator(s.store, buffers)}
+    spillable = gathers | {s.position for s in missed if reads_accelerator_in_arithmetic(s.store, buffers)}
+    gathered = {s.store.value.name: allocations[s.store.value.name] for s in missed if s.position in gathers
+                if isinstance(s.store.value, ir.Load)}
+    for rewrite in (lambda p: spill_accelerator_reads(p, spillable, accelerators, gathered),
                     lambda p: partition_accumulators(p, {b: accelerators[b] for s in missed for b in s.buffers})):
         replacements = rewrite(stmt)
         if replacements:

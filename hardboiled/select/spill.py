@@ -11,7 +11,14 @@ consumer is rewritten to read a copy in ordinary memory instead:
 
 The copy keeps the lanes in the order the consumer read them, so the
 rewrite changes no value; selection then lowers the copy like any store of
-an accumulator. The copy lives in SCRATCH_MEMORY (extract.py): on Tensor
+an accumulator. A consumer that only copies the accumulator out, but in an
+order no fragment store writes (a multiphase upsample interleaves its four
+phases into the output), reads a copy of the whole accumulator instead, at
+its own index:
+
+    conv.spill.0[ramp(0, 1, 256)] = conv[ramp(0, 1, 256)]     <- a dense fragment store
+    output[...] = conv.spill.0[<the interleaving index>]        <- plain vector code
+ The copy lives in SCRATCH_MEMORY (extract.py): on Tensor
 Cores that is shared memory, where store_matrix_sync can write it for the
 whole warp.
 """
@@ -36,30 +43,57 @@ def reads_accelerator_in_arithmetic(store: ir.Store, accelerator_buffers: set[st
     return any(isinstance(n, ir.Load) and n.name in accelerator_buffers for n in ir.walk(store.value))
 
 
+def gathers_accelerator(store: ir.Store, accelerator_buffers: set[str]) -> bool:
+    """Whether ``store`` copies an accelerator buffer to ordinary memory
+    (selection decides whether a fragment store can do it in that order)."""
+    return (store.name not in accelerator_buffers and isinstance(store.value, ir.Load)
+            and store.value.name in accelerator_buffers)
+
+
+def _constant_size(allocation: ir.Allocate) -> int | None:
+    size = allocation.type.lanes
+    for extent in allocation.extents:
+        if not isinstance(extent, ir.IntImm):
+            return None
+        size *= extent.value
+    return size
+
+
 def _replacing(copies: dict[ir.Load, ir.Load]) -> Callable[[ir.Expr], ir.Expr | None]:
     return lambda e: copies.get(e) if isinstance(e, ir.Load) else None
 
 
-def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: dict[str, str]) -> dict[int, ir.Stmt]:
+def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: dict[str, str],
+                            whole: dict[str, ir.Allocate] | None = None) -> dict[int, ir.Stmt]:
     """For the stores at these pre-order positions, the statement that reads
     copies of the accelerator buffers instead (``accelerators``: buffer ->
-    "AMX" or "WMMA"), by position."""
+    "AMX" or "WMMA"), by position. A buffer in ``whole`` (its allocation)
+    is copied whole, in storage order, and read at the consumer's index."""
     replacements: dict[int, ir.Stmt] = {}
     counter = 0
+    whole = whole or {}
     for position, store in enumerate(iter_stores(stmt)):
         if position not in positions:
             continue
-        copies: dict[ir.Load, ir.Load] = {}
+        copies: dict[ir.Load, tuple[ir.Load, ir.Store, int]] = {}
         for n in ir.walk(store.value):
             if isinstance(n, ir.Load) and n.name in accelerators and n not in copies:
                 spill = f"{n.name}{SPILL}{counter}"
                 counter += 1
-                copies[n] = ir.Load(spill, ir.Ramp(ir.IntImm(0), ir.IntImm(1), n.type.lanes), n.type)
-        value = map_expr(store.value, _replacing(copies))
-        fills = [ir.Store(copy.name, load, copy.index) for load, copy in copies.items()]
+                size = _constant_size(whole[n.name]) if n.name in whole else None
+                if size is None:
+                    size, index = n.type.lanes, ir.Ramp(ir.IntImm(0), ir.IntImm(1), n.type.lanes)
+                    fill = ir.Store(spill, n, index)
+                else:
+                    index = n.index
+                    everything = ir.Ramp(ir.IntImm(0), ir.IntImm(1), size)
+                    fill = ir.Store(spill, ir.Load(n.name, everything, n.type.with_lanes(size)), everything)
+                copies[n] = (ir.Load(spill, index, n.type), fill, size)
+        value = map_expr(store.value, _replacing({load: copy for load, (copy, _, _) in copies.items()}))
+        fills = [fill for _, fill, _ in copies.values()]
         result = ir.make_block([*fills, ir.Store(store.name, value, store.index, store.predicate, store.alignment)])
-        for load, copy in reversed(copies.items()):
+        for load, (copy, _, size) in reversed(copies.items()):
             result = ir.Allocate(copy.name, load.type.element(), SCRATCH_MEMORY[accelerators[load.name]],
-                                 (ir.IntImm(load.type.lanes),), result)
+                                 (ir.IntImm(size),), result)
         replacements[position] = result
     return replacements

@@ -191,11 +191,12 @@ SCHEMA = Schema(
                     Constructor("FragStore", _f("layout:Major m:i64 n:i64 k:i64 buffer:String offset:Expr "
                                                 "ldm:Expr fragment:Expr")),
                     Constructor("WindowMatrix", _f("type:Type kernel:String kbase:Expr taps:i64 stride:i64 "
-                                                   "rows:i64 cols:i64 shift:i64 lo:i64 hi:i64"), comment=(
+                                                   "rows:i64 cols:i64 shift:i64 lo:i64 hi:i64 phases:i64 "
+                                                   "phase_stride:i64"), comment=(
                         "rows x cols block of the Toeplitz matrix of a convolution kernel:",
-                        "with u = shift + t, element (t, j) is kernel[kbase + u - stride * j]",
-                        "where lo <= u < hi and 0 <= u - stride * j < taps, else zero",
-                        "(materialized after extraction)")),
+                        "with u = shift + t, j = phases * x + p, element (t, j) is",
+                        "kernel[kbase + phase_stride * p + u - stride * x] where lo <= u < hi",
+                        "and 0 <= u - stride * x < taps, else zero (materialized after extraction)")),
                     Constructor("PaddedRows", _f("type:Type input:String base:Expr ldm:Expr rows:i64 "
                                                  "width:i64 cols:i64"), comment=(
                         "rows x cols matrix whose element (i, t) is input[base + ldm * i + t]",

@@ -78,6 +78,14 @@ class WMMATensorCore:
         outputs x = N * i + j fill an M x N fragment row by row."""
         return self.shapes[0]
 
+    @property
+    def phased_window_shape(self) -> WMMAShape:
+        """The shape a multiphase window (P kernel phases interleaved in the
+        output, as in a 2x upsample) is laid out on: the widest one, so that
+        a fragment row covers the most input positions of every phase and
+        the padded reduction wastes the least."""
+        return max(self.shapes, key=lambda s: (s.n, -s.m))
+
     def element(self, t: ir.Type) -> WMMAElement | None:
         return next((e for e in self.elements if e.type == t), None)
 

@@ -298,9 +298,9 @@ int hb_kernel(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_h
             {
               uint16_t *B_amx_vnni_0 = (uint16_t *)calloc((size_t)((((int32_t)1)) * (((int32_t)512))), sizeof(uint16_t));
               if (!B_amx_vnni_0) { _tile_release(); return -200000; }
-              /* B.amx_vnni.0[ramp(0, 1, 512)] = (bfloat16x512)B[ramp(ramp(ramp((((mm.s1.r$x.rro*16)*B.stride.2) + ((B.stride.1*mm_global_wrapper$0.s0.y.yo)*16)) - ... */
+              /* B.amx_vnni.0[ramp(0, 1, 512)] = (bfloat16x512)B[ramp(ramp(ramp(((mm.s1.r$x.rro*16)*B.stride.2) + (((B.stride.1*mm_global_wrapper$0.s0.y.yo)*16) - (... */
               int32_t t1[2];
-              for (int j = 0; j < 2; j++) for (int k = 0; k < 1; k++) t1[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)16))) * (uint32_t)B_stride_2)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_stride_1 * (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_min_2 * (uint32_t)B_stride_2)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_min_1 * (uint32_t)B_stride_1)) + (uint32_t)B_min_0)))))) + j * ((int32_t)1));
+              for (int j = 0; j < 2; j++) for (int k = 0; k < 1; k++) t1[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)16))) * (uint32_t)B_stride_2)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_stride_1 * (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_min_2 * (uint32_t)B_stride_2)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_min_1 * (uint32_t)B_stride_1)) + (uint32_t)B_min_0)))))))) + j * ((int32_t)1));
               int32_t t2[2];
               for (int j = 0; j < 2; j++) for (int k = 0; k < 1; k++) t2[j * 1 + k] = B_stride_1;
               int32_t t3[32];
