@@ -587,6 +587,8 @@ class CFamilyEmitter(Visitor[Any]):
             return self.expr(args[1])
         if name == "if_then_else":
             return self.visit_select(ir.Select(args[0], args[1], args[2]))
+        if name == "mux":
+            return self.expr(ir.mux_as_select(e))
         if name == "halide_print" and e.type.lanes > 1:
             out = self._vector(e.type)
             self.emit(f"memset({out}, 0, sizeof({out}));")

@@ -717,3 +717,15 @@ STRICT_FLOAT_OPS = {"strict_add": BinOp.ADD, "strict_sub": BinOp.SUB, "strict_mu
 """What Halide lowers ``strict_float(e)`` to: calls that are these operators,
 never reassociated or contracted (the interpreter never does either; the
 generated C is built with -ffp-contract=off)."""
+
+
+def mux_as_select(call: Call) -> Expr:
+    """Halide's ``mux(index, v0, ..., vn)`` (the value at ``index``, which is
+    clamped to the list) as nested selects: v_k where index <= k first holds."""
+    index, *values = call.args
+    result = values[-1]
+    for k in range(len(values) - 2, -1, -1):
+        bound = IntImm(k, index.type.element()) if index.type.lanes == 1 else \
+            Broadcast(IntImm(k, index.type.element()), index.type.lanes)
+        result = Select(Binary(BinOp.LE, index, bound), values[k], result)
+    return result

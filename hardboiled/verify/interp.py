@@ -392,6 +392,8 @@ class Interpreter(Visitor[Any]):
         return np.clip(groups.astype(np.int64).sum(axis=1), info.min, info.max).astype(dtype)
 
     def visit_call(self, e: ir.Call) -> Value:
+        if e.name == "mux":
+            return self.eval(ir.mux_as_select(e))
         if e.name == "halide_print":
             return np.zeros(e.type.lanes, dtype=dtype_of(e.type))  # output is not part of the result
         handler = self.calls.get(e.name)

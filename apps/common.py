@@ -1,0 +1,78 @@
+"""What every application generator shares: the App record and Halide helpers.
+
+An application module defines ``APP``: its name, accelerator, which Funcs hold
+accumulators (stock Halide has no WMMAAccumulator memory type, so the schedule
+says ``store_in(Register)`` and hardboiled is told ``--store-in NAME=...``),
+its sizes (``test``: small enough for the reference interpreter; ``paper``:
+the paper's problem, or as close as one dump allows) and ``pipeline(**size)``,
+which builds the Halide pipeline with the paper's schedule and returns
+``(outputs, arguments)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+CUDA_TARGET = "x86-64-linux-cuda-cuda_capability_80"
+AMX_TARGET = "x86-64-linux-avx512_sapphirerapids"
+
+
+@dataclass(frozen=True)
+class App:
+    name: str
+    accelerator: str  # "wmma" or "amx"
+    accumulators: tuple[str, ...]
+    description: str
+    pipeline: Callable[..., tuple[list[Any], list[Any]]]
+    sizes: dict[str, dict[str, int]] = field(default_factory=dict)
+    paper: str = ""
+    """The paper's figure for this application, for docs/applications.md."""
+
+    @property
+    def memory(self) -> str:
+        return "WMMAAccumulator" if self.accelerator == "wmma" else "AMXTile"
+
+    @property
+    def target(self) -> str:
+        return CUDA_TARGET if self.accelerator == "wmma" else AMX_TARGET
+
+
+def hl():
+    import halide  # imported lazily: only the dump child needs libHalide
+    return halide
+
+
+def f16(value):
+    return hl().cast(hl().Float(16), value)
+
+
+def f32(value):
+    return hl().cast(hl().Float(32), value)
+
+
+def vars_(names: str):
+    return [hl().Var(n) for n in names.split()]
+
+
+def rvars(names: str):
+    return [hl().RVar(n) for n in names.split()]
+
+
+def dense(param, *extents):
+    """Give a buffer constant mins of 0, these extents and dense strides."""
+    stride = 1
+    for d, extent in enumerate(extents):
+        param.dim(d).set_bounds(0, extent).set_stride(stride)
+        stride *= extent
+
+
+def accumulator(func):
+    """The Func holds tensor accumulators: Register memory in the dump, which
+    hardboiled is told to treat as WMMAAccumulator (or AMXTile)."""
+    return func.store_in(hl().MemoryType.Register)
+
+
+def amx_tile(func):
+    return func.store_in(hl().MemoryType(8))  # AMXTile; the Python enum lacks the name

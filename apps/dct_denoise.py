@@ -1,0 +1,80 @@
+"""DCT denoising (paper Sec. 7.2), the whole pipeline, with the direct (dense) DCT.
+
+The image is cut into 16x16 tiles overlapping by 8; each tile goes through a
+2-D DCT (DCT^T T DCT: two 16x16x16 products), small coefficients are zeroed,
+the inverse DCT (two more products) brings it back, and the four tiles that
+cover a pixel are added (the window in the IDCT matrix makes them sum to
+one). All four products are f16 x f16 accumulating in f16 on Tensor Cores, as
+in the artifact; thresholding and the overlap-add are CUDA stages.
+"""
+
+import math
+
+import numpy as np
+
+from apps.common import App, accumulator, dense, f16, hl, vars_
+
+
+def dct_matrices(size: int = 16):
+    """The analysis matrix (with a Hann window) and its windowed inverse."""
+    hann = [0.5 * (1 - math.cos(2 * math.pi * (i + 1) / (size + 1))) for i in range(size)]
+    inverse_hann = [1 / (hann[i] + hann[(i + size // 2) % size]) for i in range(size)]
+    dct = np.zeros((size, size), np.float16)
+    idct = np.zeros((size, size), np.float16)
+    for i in range(size):
+        for j in range(size):
+            alpha = math.sqrt((1 if j == 0 else 2) / size)
+            basis = alpha * math.cos(math.pi / size * (i + 0.5) * j)
+            dct[j, i] = basis * hann[i]       # DCT(i, j): Halide's (x, y) is numpy's [y, x]
+            idct[i, j] = basis * inverse_hann[i]  # IDCT(j, i)
+    return dct, idct
+
+
+def pipeline(tiles: int, strength: float = 0.1):
+    h = hl()
+    size = 16
+    inp = h.ImageParam(h.Float(16), 2, "input")
+    dct_m = h.ImageParam(h.Float(16), 2, "DCT")
+    idct_m = h.ImageParam(h.Float(16), 2, "IDCT")
+    xi, yi, x, y = vars_("xi yi x y")
+    r = h.RDom([(0, size)], "r")
+    tiled, dct_rows, dct_cols = h.Func("tiled"), h.Func("dct_rows"), h.Func("dct_cols")
+    thresholded, idct_rows, idct_cols = h.Func("thresholded"), h.Func("idct_rows"), h.Func("idct_cols")
+    averaged, output = h.Func("averaged"), h.Func("output")
+    zero = f16(0)
+    tiled[xi, yi, x, y] = inp[x * 8 + xi, y * 8 + yi]
+    dct_rows[xi, yi, x, y] = zero
+    dct_rows[xi, yi, x, y] += dct_m[r.x, xi] * tiled[r.x, yi, x, y]
+    dct_cols[xi, yi, x, y] = zero
+    dct_cols[xi, yi, x, y] += dct_m[r.x, yi] * dct_rows[xi, r.x, x, y]
+    coefficient = dct_cols[xi, yi, x, y]
+    thresholded[xi, yi, x, y] = h.select(h.abs(coefficient) < f16(strength), zero, coefficient)
+    idct_rows[xi, yi, x, y] = zero
+    idct_rows[xi, yi, x, y] += idct_m[r.x, xi] * thresholded[r.x, yi, x, y]
+    idct_cols[xi, yi, x, y] = zero
+    idct_cols[xi, yi, x, y] += idct_m[r.x, yi] * idct_rows[xi, r.x, x, y]
+    averaged[xi, yi, x, y] = (idct_cols[xi, yi, x + 1, y + 1] + idct_cols[xi + 8, yi, x, y + 1]
+                              + idct_cols[xi, yi + 8, x + 1, y] + idct_cols[xi + 8, yi + 8, x, y])
+    output[x, y] = h.clamp(averaged[x % 8, y % 8, x // 8, y // 8], zero, f16(1))
+    side = 8 * tiles
+    dense(inp, side + size, side + size)
+    dense(dct_m, size, size)
+    dense(idct_m, size, size)
+    dense(output.output_buffer(), side, side)
+    # Each transform: one 16x16 tile per block, its result in global memory
+    # (t.in()), its accumulator per tile.
+    for t in (dct_rows, dct_cols, idct_rows, idct_cols):
+        t.in_().compute_root().gpu_blocks(x, y).vectorize(xi, 16).vectorize(yi, 16)
+        accumulator(t).compute_at(t.in_(), x).vectorize(xi, 16).vectorize(yi, 16)
+        t.update().reorder(r.x, xi, yi, x, y).atomic().vectorize(r.x, 16).vectorize(xi, 16).vectorize(yi, 16)
+    thresholded.compute_root().gpu_blocks(x, y).gpu_threads(xi, yi)
+    output.compute_root().gpu_tile(x, y, xi, yi, 8, 8)
+    return [output], [inp, dct_m, idct_m]
+
+
+APP = App(
+    "dct_denoise", "wmma", ("dct_rows", "dct_cols", "idct_rows", "idct_cols"),
+    "DCT denoise, whole pipeline: four 16x16x16 f16 products per tile, thresholding and overlap-add on CUDA cores",
+    pipeline,
+    sizes={"test": dict(tiles=4), "paper": dict(tiles=127)},
+)
