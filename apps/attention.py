@@ -21,7 +21,7 @@ def pipeline(d: int, length: int, heads: int):
     query = h.ImageParam(h.Float(16), 3, "query")
     key = h.ImageParam(h.Float(16), 3, "key")
     value = h.ImageParam(h.Float(16), 3, "value")
-    k, q, n, dd, l, ki, qi, mmki, mmqi, di, li = vars_("k q n d l ki qi mmki mmqi di li")
+    k, q, n, dd, pos, ki, qi, mmki, mmqi, di, li = vars_("k q n d l ki qi mmki mmqi di li")
     rd = h.RDom([(0, d)], "rd")
     rk = h.RDom([(0, length)], "rk")
     rro, rri = rvars("rro rri")
@@ -36,9 +36,9 @@ def pipeline(d: int, length: int, heads: int):
     row_sum[q, n] = f32(0)
     row_sum[q, n] += exp_scores[rk.x, q, n]
     prob[k, q, n] = f16(exp_scores[k, q, n] / row_sum[q, n])
-    weighted[dd, l, n] = f32(0)
-    weighted[dd, l, n] += f32(prob[rk.x, l, n]) * f32(value[dd, rk.x, n])
-    output[dd, l, n] = weighted[dd, l, n]
+    weighted[dd, pos, n] = f32(0)
+    weighted[dd, pos, n] += f32(prob[rk.x, pos, n]) * f32(value[dd, rk.x, n])
+    output[dd, pos, n] = weighted[dd, pos, n]
     for p in (query, key, value):
         _dense3(p, d, length, heads)
     _dense3(output.output_buffer(), d, length, heads)
@@ -55,11 +55,11 @@ def pipeline(d: int, length: int, heads: int):
     prob.compute_root().split(q, q, qi, 16).split(k, k, ki, 16).reorder(ki, qi, k, q, n) \
         .gpu_blocks(k, q, n).gpu_threads(ki, qi)
     # P V: one 16x16 tile of the output per block
-    output.split(dd, dd, di, 16).split(l, l, li, 16).reorder(di, li, dd, l, n).gpu_blocks(dd, l, n) \
+    output.split(dd, dd, di, 16).split(pos, pos, li, 16).reorder(di, li, dd, pos, n).gpu_blocks(dd, pos, n) \
         .vectorize(di).vectorize(li)
-    accumulator(weighted).compute_at(output, dd).vectorize(dd, 16).vectorize(l, 16)
-    weighted.update().split(rk.x, rro, rri, 16).reorder(rri, dd, l, rro).atomic() \
-        .vectorize(rri).vectorize(dd, 16).vectorize(l, 16)
+    accumulator(weighted).compute_at(output, dd).vectorize(dd, 16).vectorize(pos, 16)
+    weighted.update().split(rk.x, rro, rri, 16).reorder(rri, dd, pos, rro).atomic() \
+        .vectorize(rri).vectorize(dd, 16).vectorize(pos, 16)
     return [output], [query, key, value]
 
 

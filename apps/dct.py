@@ -7,7 +7,7 @@ block structure into the image's 2-D index; both passes are 16x16x16
 products on Tensor Cores with f32 accumulators, computed at root on the GPU.
 """
 
-from apps.common import App, accumulator, dense, f16, f32, hl, rvars, vars_
+from apps.common import App, accumulator, dense, f16, f32, hl, vars_
 
 
 def pipeline(size: int):

@@ -42,7 +42,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from apps.common import App  # noqa: E402
 
-MODULES = ("conv1d", "conv2d", "downsample", "gemm", "conv_layer", "attention", "upsample", "dct_denoise", "rec_filter", "resize", "amx_conv1d", "dct")
+MODULES = ("conv1d", "conv2d", "downsample", "upsample", "resize", "rec_filter", "dct_denoise", "dct",
+           "conv_layer", "attention", "gemm", "amx_conv1d")
 FIXTURES = ROOT / "tests" / "fixtures" / "apps"
 DUMP_TIMEOUT_S = 600
 

@@ -7,7 +7,7 @@ phases innermost (reorder_storage(dx, dy, x, y)): 64 x-positions x 4 phases =
 256 outputs per tile, reduced over 8 taps of a kernel row at a time.
 """
 
-from apps.common import App, accumulator, dense, f32, hl, rvars, vars_
+from apps.common import App, accumulator, dense, f32, hl, vars_
 
 
 def pipeline(width: int, rows: int, taps: int = 16):
