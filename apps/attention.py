@@ -67,5 +67,5 @@ APP = App(
     "attention", "wmma", ("scores", "weighted_sum"),
     "attention, whole pipeline: Q K^T and P V on Tensor Cores, softmax on CUDA cores between them",
     pipeline,
-    sizes={"test": dict(d=32, length=64, heads=2), "paper": dict(d=64, length=4096, heads=64)},
+    sizes={"test": dict(d=32, length=32, heads=1), "paper": dict(d=64, length=4096, heads=64)},
 )

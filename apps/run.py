@@ -119,13 +119,12 @@ def tensorize(app: App, stmt: Path, out_dir: Path, verify: bool = True) -> dict:
                    peak_mib=round(peak_mib), verified=verify and result.returncode == 0)
     if result.returncode != 0:
         return figures
-    report_path = out_dir / f"{stmt.stem}.report.json"
-    report = json.loads(report_path.read_text()) if report_path.exists() else {}
-    figures["intrinsics"] = intrinsics(code.with_name(f"{stmt.stem}{code.suffix}").read_text(), cuda)
+    source = code.with_name(f"{stmt.stem}{code.suffix}").read_text()
+    figures["intrinsics"] = intrinsics(source, cuda)
+    figures["mma"] = count_mma(source, cuda)
     if cuda:
         ptx = binary.read_text()
         figures["mma_in_ptx"] = len(re.findall(r"\bwmma\.mma\.sync|\bmma\.sync", ptx))
-    figures["stores"] = report.get("summary", {})
     return figures
 
 
@@ -151,6 +150,54 @@ def run_app(app: App, size: str, out_root: Path, verify: bool) -> dict:
     return figures
 
 
+def count_mma(code: str, cuda: bool) -> int:
+    """Tensor instructions in the generated source (a static figure)."""
+    return code.count("wmma::mma_sync(") if cuda else len(re.findall(r"\b_tile_dp\w+\(", code))
+
+
+def applications_table(apps: dict[str, App], rows: dict[str, dict[str, dict]]) -> str:
+    """docs/applications.md: what each application lowers to and how long it takes."""
+    gpu = "not measured: no GPU was lent to the session that wrote this table"
+    lines = [
+        "# Applications",
+        "",
+        "The paper's applications as Halide 21 pipelines with the paper's schedules (`apps/`), each",
+        "tensorized end to end by `apps/run.py NAME` (`make app APP=NAME`): Halide's dump, `hardboiled",
+        "compile --verify`, and nvcc (CUDA) or the C compiler (AMX). Regenerate this page with `make apps`.",
+        "",
+        "* **test**: the sizes the end-to-end tests use (tests/fixtures/apps); the rewrite is verified in the",
+        "  reference interpreter (per-element error bounds) and, for AMX, the generated C is run.",
+        "* **paper**: the paper's problem sizes (or the nearest one dump allows), compiled and built, not",
+        "  interpreted (too large for numpy).",
+        "* **MMA**: `mma_sync` calls (Tensor Cores) or `_tile_dp*` calls (AMX) in the generated source; **PTX",
+        "  MMA**: `mma` instructions nvcc emitted for the test size.",
+        "* **compile**: wall time of `hardboiled compile` (selection, legalization, code generation, nvcc;",
+        "  with `--verify` at the test size), and its peak memory with its children (egglog, nvcc).",
+        f"* **GPU time**: {gpu}.",
+        "",
+        "| application | what | intrinsics | MMA (src) | PTX MMA | test: compile | paper: compile "
+        "| paper: peak MiB | GPU time |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, app in apps.items():
+        test, paper = rows.get(name, {}).get("test", {}), rows.get(name, {}).get("paper", {})
+
+        def cell(figures: dict, key: str, unit: str = "") -> str:
+            if not figures:
+                return "-"
+            if figures.get("exit") != 0:
+                return f"**failed (exit {figures.get('exit')})**"
+            value = figures.get(key)
+            return "-" if value is None else f"{value}{unit}"
+
+        lines.append(f"| {name} | {app.description} | {', '.join(test.get('intrinsics', [])) or '-'} | "
+                     f"{cell(test, 'mma')} | {cell(test, 'mma_in_ptx')} | {cell(test, 'seconds', ' s')} | "
+                     f"{cell(paper, 'seconds', ' s')} | {cell(paper, 'peak_mib')} | - |")
+    papers = [f"* {name}: {app.paper}" for name, app in apps.items() if app.paper]
+    lines += ["", "The paper's GPU figures, for when a GPU is lent (RTX 4070 and A100 in the paper):", "", *papers, ""]
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--child"]:
         child(argv[1], argv[2])
@@ -163,6 +210,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-verify", action="store_true", help="skip the interpreter check (paper sizes)")
     parser.add_argument("--fixtures", action="store_true", help="write the test-size dumps to tests/fixtures/apps")
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("--table", metavar="FILE", help="run every size (test verified, paper built) and write the "
+                        "applications table (docs/applications.md) to FILE")
     args = parser.parse_args(argv)
     apps = applications()
     if args.list:
@@ -180,6 +229,16 @@ def main(argv: list[str]) -> int:
             print(f"wrote {FIXTURES / name}.stmt", flush=True)
         return 0
     failed = 0
+    if args.table:
+        rows: dict[str, dict[str, dict]] = {}
+        for name in names:
+            for size in ("test", "paper"):
+                figures = run_app(apps[name], size, Path(args.out), size == "test")
+                rows.setdefault(name, {})[size] = figures
+                failed += figures["exit"] != 0
+        Path(args.table).write_text(applications_table({n: apps[n] for n in names}, rows))
+        print(f"wrote {args.table}")
+        return 1 if failed else 0
     for name in names:
         figures = run_app(apps[name], args.size, Path(args.out), not args.no_verify)
         failed += figures["exit"] != 0

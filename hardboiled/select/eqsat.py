@@ -225,13 +225,61 @@ def _count(egraph: Any) -> dict[str, int]:
 _PRIMITIVE_SORTS = frozenset({"i64", "f64", "String", "bool", "Unit", "BigInt", "BigRat"})
 
 
+def _top_level_forms(text: str) -> list[str]:
+    """The program's top-level forms, each padded with the newlines and
+    spaces that put it where it is in ``text``, so that egglog's positions
+    stay those of the file.
+
+    egglog's Python bindings give every parsed node a span that holds its own
+    copy of the whole text it was parsed from: parsing a program in one piece
+    costs nodes x length, gigabytes for a few hundred stores. A form parsed on
+    its own carries only itself and a few padding bytes per line before it.
+    Anything the splitter cannot make sense of (unbalanced parentheses) is
+    left to egglog, in one piece, so that it reports the error.
+    """
+    forms: list[str] = []
+    depth, start, line, line_start, i, n = 0, 0, 1, 0, 0, len(text)
+    start_line, start_column = 1, 0
+    while i < n:
+        c = text[i]
+        if c == ";":
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        if c == "\n":
+            line, line_start = line + 1, i + 1
+        elif c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                if text[i] == "\\":
+                    i += 1
+                elif text[i] == "\n":
+                    line, line_start = line + 1, i + 1
+                i += 1
+        elif c == "(":
+            if depth == 0:
+                start, start_line, start_column = i, line, i - line_start
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                forms.append("\n" * (start_line - 1) + " " * start_column + text[start:i + 1])
+            elif depth < 0:
+                return [text]
+        i += 1
+    if depth != 0 or not forms:
+        return [text]
+    return forms
+
+
 def _serve(request: dict[str, Any]) -> dict[str, Any]:
     b = _load_bindings()
     egraph = b.EGraph()
     report: dict[str, Any] = {}
     for chunk in request["chunks"]:
         try:
-            commands = egraph.parse_program(chunk["text"], filename=chunk["filename"])
+            commands = [command for form in _top_level_forms(chunk["text"])
+                        for command in egraph.parse_program(form, filename=chunk["filename"])]
             outputs = egraph.run_program(*commands)
         except b.EggSmolError as exc:
             return {"error": {"message": str(exc), "filename": chunk["filename"], "text": chunk["text"]}}

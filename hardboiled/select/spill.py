@@ -81,6 +81,7 @@ def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: di
                 spill = f"{n.name}{SPILL}{counter}"
                 counter += 1
                 size = _constant_size(whole[n.name]) if n.name in whole else None
+                index: ir.Expr
                 if size is None:
                     size, index = n.type.lanes, ir.Ramp(ir.IntImm(0), ir.IntImm(1), n.type.lanes)
                     fill = ir.Store(spill, n, index)

@@ -20,7 +20,8 @@ import numpy as np
 from hardboiled import ir
 from hardboiled.ir.buffers import BufferSpec, discover_buffers
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
-from hardboiled.verify.interp import BufferT, Interpreter, InterpreterError, ProgramAssertFailed, dtype_of
+from hardboiled.verify.error_bound import ERROR, NoErrorBound, bound_program, differing_buffers
+from hardboiled.verify.interp import BufferT, Interpreter, InterpreterError, Pointer, ProgramAssertFailed, dtype_of
 
 DEFAULT_SEED = 0
 DEFAULT_OUTPUT_EXTENTS = (19, 64, 256)
@@ -49,6 +50,14 @@ class BufferComparison:
     actual: float | None = None
     coordinates: tuple[int, ...] | None = None
     """The first mismatch as buffer coordinates (x, y, ...)."""
+    per_element: bool = False
+    """Whether the tolerance is the error bound of each element (else one
+    for the whole buffer)."""
+    tolerance_there: float | None = None
+    """The tolerance at the first mismatch."""
+    vacuous: int = 0
+    """Elements whose error bound is wider than the output's range (their
+    comparison says little)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +81,9 @@ class VerificationResult:
             status = "equal" if c.first_mismatch is None else f"MISMATCH at {c.name}{shown}"
             parts.append(
                 f"{c.name}: {status} ({c.elements} elements, max abs error {c.max_abs_error:.3g}, "
-                f"max rel error {c.max_rel_error:.3g}, tolerance {c.tolerance:.3g})"
+                f"max rel error {c.max_rel_error:.3g}, "
+                f"tolerance {'per element, up to ' if c.per_element else ''}{c.tolerance:.3g}"
+                + (f"; {c.vacuous} elements' bounds are wider than the output's range" if c.vacuous else "") + ")"
             )
         return f"verify (seed {self.seed}): " + "; ".join(parts)
 
@@ -229,7 +240,8 @@ def run_program(stmt: ir.Stmt, buffers: dict[str, BufferT]) -> dict[str, BufferT
 
 
 def tolerance(t: ir.Type, reference: np.ndarray) -> float:
-    """How far a rewritten result may be from the original's.
+    """How far a rewritten result may be from the original's when the
+    error model (error_bound.py) cannot bound it per element.
 
     Integers must match exactly. Floats are sums of products accumulated in
     float32 (bf16/f16 inputs) or in the output type, in whatever order the
@@ -248,23 +260,75 @@ def tolerance(t: ir.Type, reference: np.ndarray) -> float:
     return relative * max(scale, 1.0)
 
 
-def compare(name: str, t: ir.Type, expected: np.ndarray, actual: np.ndarray) -> BufferComparison:
+def error_bounds(original: ir.Stmt, rewritten: ir.Stmt, buffers: dict[str, BufferT],
+                 outputs: set[str]) -> dict[str, np.ndarray] | None:
+    """Per element of each float output, a bound on how far the original's
+    value is from the exact one where the rewritten program computes it
+    another way (error_bound.py); None where the error model does not cover
+    the program."""
+    floats = {name for name in outputs if buffers[name].type.is_float}
+    if not floats:
+        return {}
+    try:
+        program = bound_program(original, floats, differing_buffers(original, rewritten))
+    except NoErrorBound:
+        return None
+    extra = {name + ERROR: Pointer(np.zeros(buffers[name].data.size, np.float64), 0, name + ERROR)
+             for name in floats}
+    try:
+        Interpreter(params=dict(extra), buffers=copy.deepcopy(buffers)).run(program)
+    except InterpreterError:
+        return None
+    return {name: extra[name + ERROR].array for name in floats}
+
+
+def compare(name: str, t: ir.Type, expected: np.ndarray, actual: np.ndarray,
+            error_bound: np.ndarray | None = None) -> BufferComparison:
+    """Compare an output; with ``error_bound`` (per element, from the
+    original), two programs within it of the exact result may differ by
+    twice it; without, by the global ``tolerance``."""
     e = expected.astype(np.float64)
     a = actual.astype(np.float64)
     same = (e == a) | (np.isnan(e) & np.isnan(a))  # equal infinities too
     with np.errstate(invalid="ignore"):
         diff = np.where(same, 0.0, np.abs(e - a))
     diff = np.where(np.isnan(diff), np.inf, diff)  # NaN against a number
-    tol = tolerance(t, expected)
+    per_element = error_bound is not None and t.is_float
+    vacuous = 0
+    tol: np.ndarray | float
+    if per_element:
+        assert error_bound is not None
+        tol = np.where(np.isnan(error_bound), np.inf, 2.0 * error_bound)
+        # A bound wider than every value the output holds says nothing
+        # about the element (a geometric recurrence, heavy cancellation).
+        finite = np.abs(e[np.isfinite(e)])
+        vacuous = int(np.count_nonzero(tol > (finite.max() if finite.size else 0.0)))
+    else:
+        tol = tolerance(t, expected)
     bad = np.nonzero(diff > tol)[0]
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(np.abs(e) > 0, diff / np.abs(e), np.where(diff > 0, np.inf, 0.0))
     first = int(bad[0]) if bad.size else None
+    tolerances = np.broadcast_to(np.asarray(tol, dtype=np.float64), e.shape)
     return BufferComparison(
         name, int(e.size), float(diff.max()) if diff.size else 0.0, float(rel.max()) if rel.size else 0.0,
-        tol, first,
+        float(tolerances.max()) if tolerances.size else 0.0, first,
         float(e[first]) if first is not None else None, float(a[first]) if first is not None else None,
+        per_element=per_element, tolerance_there=float(tolerances[first]) if first is not None else None,
+        vacuous=vacuous,
     )
+
+
+def compare_outputs(buffers: dict[str, BufferT], outputs: set[str], expected: dict[str, BufferT],
+                    actual: dict[str, BufferT], bounds: dict[str, np.ndarray] | None) -> tuple[BufferComparison, ...]:
+    comparisons = []
+    for name in sorted(outputs):
+        c = compare(name, buffers[name].type, expected[name].data, actual[name].data,
+                    None if bounds is None else bounds.get(name))
+        if c.first_mismatch is not None:
+            c = dataclasses.replace(c, coordinates=_coordinates(buffers[name], c.first_mismatch))
+        comparisons.append(c)
+    return tuple(comparisons)
 
 
 def run_original(original: ir.Stmt, params: dict[str, int], seed: int
@@ -301,13 +365,8 @@ def verify(original: ir.Stmt, rewritten: ir.Stmt, *, seed: int = DEFAULT_SEED,
         actual = run_program(rewritten, buffers)
     except InterpreterError as exc:
         return VerificationResult(seed, (), exc.diagnostic.message)
-    comparisons = []
-    for name in sorted(outputs):
-        c = compare(name, buffers[name].type, expected[name].data, actual[name].data)
-        if c.first_mismatch is not None:
-            c = dataclasses.replace(c, coordinates=_coordinates(buffers[name], c.first_mismatch))
-        comparisons.append(c)
-    return VerificationResult(seed, tuple(comparisons))
+    return VerificationResult(seed, compare_outputs(buffers, outputs, expected, actual,
+                                                    error_bounds(original, rewritten, buffers, outputs)))
 
 
 def _coordinates(buf: BufferT, flat: int) -> tuple[int, ...] | None:
@@ -325,7 +384,8 @@ def mismatch_error(result: VerificationResult) -> VerificationMismatch:
     for c in result.outputs:
         if c.first_mismatch is not None:
             where = list(c.coordinates) if c.coordinates is not None else f"element {c.first_mismatch}"
-            notes.append(f"{c.name}{where}: expected {c.expected!r}, got {c.actual!r}")
+            notes.append(f"{c.name}{where}: expected {c.expected!r}, got {c.actual!r} "
+                         f"(tolerance there {c.tolerance_there:.3g})")
     notes.append(f"replay with --seed {result.seed}")
     return VerificationMismatch(Diagnostic(
         "error", "the rewritten program computes different results from the original", notes=tuple(notes),

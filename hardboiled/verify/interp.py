@@ -527,8 +527,10 @@ def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]
         host = args[2]
         data = host.array if isinstance(host, Pointer) else np.zeros(0, dtype=np.uint8)
         fields = [tuple(int(shape[4 * d + f]) for d in range(dims)) for f in range(3)]
-        return BufferT("", ir.type_from_packed_halide_type(code | (bits << 8) | (1 << 16)), data,
-                       fields[0], fields[1], fields[2])
+        element = ir.type_from_packed_halide_type(code | (bits << 8) | (1 << 16))
+        if element is None:
+            raise _fail(f"_halide_buffer_init of an unknown type (code {code}, {bits} bits)")
+        return BufferT("", element, data, fields[0], fields[1], fields[2])
 
     def unary(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[ir.Call, list[Value]], Value]:
         return lambda call, args: fn(args[0].astype(np.float64)).astype(dtype_of(call.type))

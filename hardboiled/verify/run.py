@@ -12,7 +12,7 @@ from hardboiled import ir
 from hardboiled.codegen.abi import kernel_signature
 from hardboiled.codegen.toolchain import compile_c, cpu_has_amx, find_compiler, resolve_amx_mode
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
-from hardboiled.verify.compare import DEFAULT_SEED, VerificationResult, compare, run_original
+from hardboiled.verify.compare import DEFAULT_SEED, VerificationResult, compare_outputs, error_bounds, run_original
 from hardboiled.verify.interp import BufferT
 
 
@@ -56,7 +56,6 @@ def run_generated_c(original: ir.Stmt, rewritten: ir.Stmt, source: str, *, cc: s
     if status != 0:
         return VerificationResult(seed, (), f"the generated kernel returned {status} (a failed check)"), \
             compiler.name, mode
-    comparisons = tuple(
-        compare(name, buffers[name].type, expected[name].data, actual[name].data) for name in sorted(outputs)
-    )
+    bounds = error_bounds(original, rewritten, buffers, outputs)
+    comparisons = compare_outputs(buffers, outputs, expected, actual, bounds)
     return VerificationResult(seed, comparisons), compiler.name, mode

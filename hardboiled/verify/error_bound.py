@@ -1,0 +1,286 @@
+"""How far a float result may be from exact: a bound per element.
+
+Two programs that compute the same sums of products in another order, or
+with another accumulation type (a Tensor Core adds 16 products at once; a
+16-bit accumulation rounds at every step), give different floats. How
+different depends on the element: on how many roundings produced it, in
+which types, and on the size of what was added (a small value that is the
+difference of large terms carries their error). A tolerance global to the
+buffer is too loose where values are small and too tight where they cancel.
+
+``bound_program`` extends the original program so that, next to every float
+value X[i] it stores, it stores ``X.err[i]`` (float64): a bound on how far
+X[i] is from the exact result, by running error analysis over the values the
+program really computes. With u the unit roundoff of an operation's type
+(2^-11 for float16, 2^-8 for bfloat16, 2^-24 for float32):
+
+* a + b: err(a) + err(b) + u * |a + b|;
+* a * b: err(a) * |b| + |a| * err(b) + err(a) * err(b) + u * |a * b|;
+* a / b: (err(a) + |a / b| * err(b)) / (|b| - err(b)) + u * |a / b|;
+* a sum of f lanes (vector_reduce_add): the lanes' errors plus
+  (f - 1) * u * sum |lane|, whatever order the lanes are added in;
+* a cast to a narrower float: err + u * |value|;
+* select, min and max: the error of the operand the original chose;
+* a smooth math call f(x) (exp, sin, cos, tanh): err(x) * (|f(x)| + 1).
+
+Accumulating N products into one element, chunk by chunk, thus allows about
+N * u * sum |product|: the bound grows with the accumulation length and
+depends on the types. Both programs are within ``X.err`` of the exact result,
+so they may differ by twice that. Only what the rewrite computes another
+way counts: stages both programs compute alike (a kernel's weights, a
+producer upstream of the tensor stage) round alike, so their values are
+taken as exact, and an output the rewrite does not reach must be equal. Conditions and everything integer are
+taken from the original's values: a rewrite that flips a comparison because
+of rounding is not covered. What the model cannot bound (an unknown call,
+a float that becomes an integer index) raises ``NoErrorBound``; verification
+then falls back to its global tolerance. A recurrence whose coefficients
+sum to more than one in magnitude (a recursive filter) gets a bound that
+grows geometrically: verification reports how many elements' bounds are
+wider than the output's own range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any, cast
+
+from hardboiled import ir
+from hardboiled.ir.visitor import map_stmt
+
+ERROR = ".err"
+F64 = ir.Float(64)
+
+_UNIT_ROUNDOFF = {(ir.TypeCode.FLOAT, 16): 2.0 ** -11, (ir.TypeCode.BFLOAT, 16): 2.0 ** -8,
+                  (ir.TypeCode.FLOAT, 32): 2.0 ** -24, (ir.TypeCode.FLOAT, 64): 2.0 ** -53}
+
+_PASS_THROUGH = ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "strict_float")
+_SMOOTH_CALLS = ("exp_f32", "exp_f64", "sin_f32", "sin_f64", "cos_f32", "cos_f64", "tanh_f32", "tanh_f64")
+_STEP_CALLS = ("floor_f32", "floor_f64", "ceil_f32", "ceil_f64", "round_f32", "trunc_f32")
+
+
+class NoErrorBound(Exception):
+    """The program computes something the error model does not cover."""
+
+
+def unit_roundoff(t: ir.Type) -> float:
+    return _UNIT_ROUNDOFF[(t.code, t.bits)]
+
+
+def _f64(t: ir.Type) -> ir.Type:
+    return F64.with_lanes(t.lanes)
+
+
+def _const(value: float, lanes: int) -> ir.Expr:
+    imm = ir.FloatImm(value, F64)
+    return imm if lanes == 1 else ir.Broadcast(imm, lanes)
+
+
+def _add(a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    return ir.Binary(ir.BinOp.ADD, a, b)
+
+
+def _mul(a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    return ir.Binary(ir.BinOp.MUL, a, b)
+
+
+def _abs(e: ir.Expr) -> ir.Expr:
+    return ir.Call("abs", (e,), e.type)
+
+
+def _scaled(e: ir.Expr, factor: float) -> ir.Expr:
+    return _mul(e, _const(factor, e.type.lanes))
+
+
+def _value(e: ir.Expr) -> ir.Expr:
+    """|e| in float64: the size of what the original computes."""
+    return _abs(ir.Cast(_f64(e.type), e))
+
+
+class _Bounds:
+    """Rewrites a float expression into a float64 expression bounding its
+    rounding error, over the program's X.err buffers and its own values."""
+
+    def __init__(self, tracked: set[str]):
+        self.tracked = tracked
+        """Float buffers with X.err beside them."""
+
+    def error(self, e: ir.Expr) -> ir.Expr:
+        t = e.type
+        if not t.is_float:
+            if t.is_int or t.is_uint or t.is_bool:
+                return _const(0.0, t.lanes)  # converted to float below
+            raise NoErrorBound(f"a {t} value")
+        rule: Callable[[_Bounds, Any], ir.Expr] | None = _RULES.get(type(e))
+        if rule is None:
+            raise NoErrorBound(f"a float {type(e).__name__}")
+        return rule(self, e)
+
+    def _imm(self, e: ir.FloatImm) -> ir.Expr:
+        return _const(0.0, 1)
+
+    def _load(self, e: ir.Load) -> ir.Expr:
+        if e.name in self.tracked:
+            return ir.Load(e.name + ERROR, e.index, _f64(e.type), e.predicate)
+        return _const(0.0, e.type.lanes)  # an input: exact
+
+    def _variable(self, e: ir.Variable) -> ir.Expr:
+        return ir.Variable(e.name + ERROR, _f64(e.type))
+
+    def _cast(self, e: ir.Cast) -> ir.Expr:
+        err = self.error(e.value)
+        source = e.value.type
+        if not source.is_float or unit_roundoff(e.type) > unit_roundoff(source):
+            return _add(err, _scaled(_value(e), unit_roundoff(e.type)))
+        return err
+
+    def _binary(self, e: ir.Binary) -> ir.Expr:
+        u = unit_roundoff(e.type)
+        ea, eb = self.error(e.a), self.error(e.b)
+        if e.op in (ir.BinOp.ADD, ir.BinOp.SUB):
+            return _add(_add(ea, eb), _scaled(_value(e), u))
+        if e.op is ir.BinOp.MUL:
+            propagated = _add(_add(_mul(ea, _value(e.b)), _mul(_value(e.a), eb)), _mul(ea, eb))
+            return _add(propagated, _scaled(_value(e), u))
+        if e.op is ir.BinOp.DIV:
+            quotient = _value(e)
+            divisor = ir.Binary(ir.BinOp.MAX, ir.Binary(ir.BinOp.SUB, _value(e.b), eb), _const(0.0, e.type.lanes))
+            err = ir.Binary(ir.BinOp.DIV, _add(ea, _mul(quotient, eb)), divisor)
+            return _add(err, _scaled(quotient, u))
+        if e.op in (ir.BinOp.MIN, ir.BinOp.MAX):
+            first = ir.Binary(ir.BinOp.LE if e.op is ir.BinOp.MIN else ir.BinOp.GE, e.a, e.b)
+            return ir.Select(first, ea, eb)
+        raise NoErrorBound(f"float operator {e.op.value}")
+
+    def _select(self, e: ir.Select) -> ir.Expr:
+        return ir.Select(e.condition, self.error(e.true_value), self.error(e.false_value))
+
+    def _broadcast(self, e: ir.Broadcast) -> ir.Expr:
+        return ir.Broadcast(self.error(e.value), e.lanes)
+
+    def _shuffle(self, e: ir.Shuffle) -> ir.Expr:
+        return ir.Shuffle(tuple(self.error(v) for v in e.vectors), e.indices)
+
+    def _reduce(self, e: ir.VectorReduce) -> ir.Expr:
+        err = self.error(e.value)
+        out = _f64(e.type)
+        if e.op is ir.ReduceOp.ADD:
+            factor = e.value.type.lanes // e.type.lanes
+            lanes = ir.VectorReduce(ir.ReduceOp.ADD, _value(e.value), out)
+            summed = ir.VectorReduce(ir.ReduceOp.ADD, err, out)
+            return _add(summed, _scaled(lanes, (factor - 1) * unit_roundoff(e.type)))
+        if e.op in (ir.ReduceOp.MIN, ir.ReduceOp.MAX):
+            return ir.VectorReduce(ir.ReduceOp.MAX, err, out)  # the largest error of any lane
+        raise NoErrorBound(f"vector_reduce_{e.op.value}")
+
+    def _let(self, e: ir.Let) -> ir.Expr:
+        body = self.error(e.body)
+        if e.value.type.is_float:
+            body = ir.Let(e.name + ERROR, self.error(e.value), body)
+        return ir.Let(e.name, e.value, body)
+
+    def _call(self, e: ir.Call) -> ir.Expr:
+        if e.name in _PASS_THROUGH or e.name == "abs":
+            return self.error(e.args[0])
+        if e.name in ir.STRICT_FLOAT_OPS:
+            return self._binary(ir.Binary(ir.STRICT_FLOAT_OPS[e.name], e.args[0], e.args[1]))
+        if e.name == "mux":
+            return self.error(ir.mux_as_select(e))
+        if e.name in _SMOOTH_CALLS:
+            propagated = _mul(self.error(e.args[0]), _add(_value(e), _const(1.0, e.type.lanes)))
+            return _add(propagated, _scaled(_value(e), unit_roundoff(e.type)))
+        if e.name in _STEP_CALLS:
+            # exact, unless the argument's error crosses an integer: then up to one
+            return ir.Select(ir.Binary(ir.BinOp.GT, self.error(e.args[0]), _const(0.0, e.type.lanes)),
+                             _add(self.error(e.args[0]), _const(1.0, e.type.lanes)), _const(0.0, e.type.lanes))
+        raise NoErrorBound(f"the call '{e.name}'")
+
+
+_RULES: dict[type, Callable[[_Bounds, Any], ir.Expr]] = {
+    ir.FloatImm: _Bounds._imm, ir.Load: _Bounds._load, ir.Variable: _Bounds._variable, ir.Cast: _Bounds._cast,
+    ir.Binary: _Bounds._binary, ir.Select: _Bounds._select, ir.Broadcast: _Bounds._broadcast,
+    ir.Shuffle: _Bounds._shuffle, ir.VectorReduce: _Bounds._reduce, ir.Let: _Bounds._let, ir.Call: _Bounds._call}
+"""The error rule of each float expression kind."""
+
+
+def _float_buffers(stmt: ir.Stmt) -> set[str]:
+    return {n.name for n in ir.walk(stmt) if isinstance(n, ir.Allocate) and n.type.is_float}
+
+
+_LEAVES = (ir.FloatImm, ir.Variable, ir.Let)
+"""Float expressions kept whole when a stored value is taken apart."""
+
+
+def _take_apart(e: ir.Expr, bindings: list[tuple[str, ir.Expr]], names: Iterator[str]) -> ir.Expr:
+    """``e`` with every float subexpression bound to a name (appended to
+    ``bindings`` innermost first), so that the error expressions, which read
+    the values of the subexpressions, compute each of them once."""
+    if not e.type.is_float or isinstance(e, _LEAVES):
+        return e
+    parts = {f.name: getattr(e, f.name) for f in dataclasses.fields(cast(Any, e))}
+    rebuilt: dict[str, Any] = {}
+    for name, part in parts.items():
+        if isinstance(part, ir.Expr) and not isinstance(e, ir.Load):
+            rebuilt[name] = _take_apart(part, bindings, names)
+        elif isinstance(part, tuple) and part and all(isinstance(p, ir.Expr) for p in part):
+            rebuilt[name] = tuple(_take_apart(p, bindings, names) for p in part)
+    node: ir.Expr = dataclasses.replace(cast(Any, e), **rebuilt) if rebuilt else e
+    name = next(names)
+    bindings.append((name, node))
+    return ir.Variable(name, e.type)
+
+
+def differing_buffers(original: ir.Stmt, rewritten: ir.Stmt) -> set[str]:
+    """Buffers that some store of ``original`` writes and ``rewritten`` no
+    longer writes the same way: where the two programs part."""
+    kept = {n for n in ir.walk(rewritten) if isinstance(n, ir.Store)}
+    return {n.name for n in ir.walk(original) if isinstance(n, ir.Store) and n not in kept}
+
+
+def _downstream(stmt: ir.Stmt, sources: set[str]) -> set[str]:
+    """``sources`` and every buffer a store computes from them, transitively."""
+    stores = [n for n in ir.walk(stmt) if isinstance(n, ir.Store)]
+    reached = set(sources)
+    while True:
+        more = {s.name for s in stores if s.name not in reached
+                and any(isinstance(n, ir.Load) and n.name in reached for n in ir.walk(s.value))}
+        if not more:
+            return reached
+        reached |= more
+
+
+def bound_program(stmt: ir.Stmt, float_outputs: set[str], differing: set[str]) -> ir.Stmt:
+    """``stmt`` extended to store X.err (float64, X's shape) beside every
+    float buffer X, allocated or output, that the buffers in ``differing``
+    (computed another way by the rewritten program) reach. What the two
+    programs compute alike from the same inputs has the same rounding in
+    both: it is exact for the comparison. The caller binds the outputs'
+    X.err (zero where no difference reaches them: they must be equal)."""
+    tracked = (_float_buffers(stmt) | float_outputs) & _downstream(stmt, differing)
+    bounds = _Bounds(tracked)
+    names = (f"hb.bound.{i}" for i in itertools.count())
+
+    def visit(node: ir.Stmt) -> ir.Stmt | None:
+        if isinstance(node, ir.Store) and node.name in tracked:
+            bindings: list[tuple[str, ir.Expr]] = []
+            value = _take_apart(node.value, bindings, names)
+            # The bound reads the operands before the store overwrites them.
+            result: ir.Stmt = ir.make_block([
+                ir.Store(node.name + ERROR, bounds.error(value), node.index, node.predicate),
+                dataclasses.replace(node, value=value)])
+            for name, bound in reversed(bindings):
+                result = ir.LetStmt(name, bound, ir.LetStmt(name + ERROR, bounds.error(bound), result))
+            return result
+        if isinstance(node, ir.Allocate) and node.name in tracked:
+            body = dataclasses.replace(node, body=map_stmt(node.body, visit))
+            return ir.Allocate(node.name + ERROR, F64.with_lanes(node.type.lanes), "Heap", node.extents, body)
+        if isinstance(node, ir.LetStmt) and node.value.type.is_float:
+            inner = ir.LetStmt(node.name + ERROR, bounds.error(node.value), map_stmt(node.body, visit))
+            return ir.LetStmt(node.name, node.value, inner)
+        return None
+
+    return map_stmt(stmt, visit)
+
+
+__all__ = ["ERROR", "NoErrorBound", "bound_program", "differing_buffers", "unit_roundoff"]
