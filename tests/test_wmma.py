@@ -29,7 +29,7 @@ from hardboiled.ir.printer import print_ir
 from hardboiled.legalize.wmma_fragments import push_fragment_allocations
 from hardboiled.legalize.wmma_lanes import WMMA_LANE
 from hardboiled.legalize.wmma_staging import known_multiple
-from hardboiled.select.selector import SelectionMiss, SelectionOptions
+from hardboiled.select.selector import SelectionOptions
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
 from hardboiled.verify.compare import make_buffers, verify
 
