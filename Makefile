@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: help install test lint fixtures sweep-fixtures goldens terms bench sweep clean
+.PHONY: help install test lint fixtures sweep-fixtures app-fixtures goldens terms bench sweep app apps clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -18,7 +18,7 @@ test: ## Run the test suite (fails if no test ran)
 	$(BIN)/python -m pytest
 
 lint: ## Style (ruff), types (mypy) and the one-way imports between stages (lint-imports)
-	$(BIN)/ruff check hardboiled tests bench tools
+	$(BIN)/ruff check hardboiled tests bench tools apps
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
@@ -27,6 +27,15 @@ fixtures: ## Regenerate tests/fixtures/halide with the halide package
 
 sweep-fixtures: ## Regenerate the schedule sweep in tests/fixtures/sweep with the halide package
 	$(BIN)/python tools/gen_sweep.py
+
+app-fixtures: ## Regenerate tests/fixtures/apps (the applications at test size) with the halide package
+	$(BIN)/python apps/run.py --fixtures
+
+app: ## One application end to end (APP=conv1d; SIZE=paper for the paper's size): dump, tensorize, verify, build
+	$(BIN)/python apps/run.py $(APP) --size $(or $(SIZE),test) $(if $(filter paper,$(SIZE)),--no-verify,)
+
+apps: ## Every application at both sizes, and docs/applications.md
+	$(BIN)/python apps/run.py --all --table docs/applications.md
 
 sweep: ## Compile every sweep variant (verify, run or build) and write docs/coverage.md
 	$(BIN)/python bench/sweep.py
