@@ -63,11 +63,19 @@ def pipeline(tiles: int, strength: float = 0.1):
     dense(output.output_buffer(), side, side)
     # Each transform: one 16x16 tile per block, its result in global memory
     # (t.in()), its accumulator per tile.
+    # As in the artifact, a block transforms two tiles side by side; with an
+    # odd number of tiles the last block shifts inwards (Halide's
+    # min(likely_if_innermost(...)) offsets in every index).
+    xo = h.Var("xo")
     for t in (dct_rows, dct_cols, idct_rows, idct_cols):
-        t.in_().compute_root().gpu_blocks(x, y).vectorize(xi, 16).vectorize(yi, 16)
+        t.in_().compute_root().split(x, xo, x, 2).reorder(xi, yi, x, xo, y).gpu_blocks(xo, y).unroll(x) \
+            .vectorize(xi, 16).vectorize(yi, 16)
         accumulator(t).compute_at(t.in_(), x).vectorize(xi, 16).vectorize(yi, 16)
         t.update().reorder(r.x, xi, yi, x, y).atomic().vectorize(r.x, 16).vectorize(xi, 16).vectorize(yi, 16)
-    thresholded.compute_root().gpu_blocks(x, y).gpu_threads(xi, yi)
+    # the artifact's schedule: a warp's 32 lanes over the tile, 8 lanes wide
+    xii, z = h.Var("xii"), h.Var("z")
+    thresholded.compute_root().gpu_blocks(x, y).split(xi, xi, xii, 8).fuse(xi, yi, z) \
+        .vectorize(xii).gpu_lanes(z)
     output.compute_root().gpu_tile(x, y, xi, yi, 8, 8)
     return [output], [inp, dct_m, idct_m]
 

@@ -44,3 +44,36 @@ APP = App(
     sizes={"test": dict(n=128), "paper": dict(n=1024)},
     paper="A100: 66 us at 1024^2, 1.5x off cuBLASLt",
 )
+
+
+def pipeline_wide(n: int):
+    """The artifact's accumulator, prod(x, y) over a 64 x 64 block, with each
+    update statement 64 columns wide and 16 rows high: four 16 x 16 fragments
+    side by side in one statement, which selection cuts into four."""
+    h = hl()
+    mat_a = h.ImageParam(h.Float(16), 2, "matA")
+    mat_b = h.ImageParam(h.Float(16), 2, "matB")
+    x, y, xi, yi, yii = vars_("x y xi yi yii")
+    k = h.RDom([(0, n)], "k")
+    rro, rri = rvars("rro rri")
+    prod, output = h.Func("prod"), h.Func("output")
+    prod[x, y] = f32(0)
+    prod[x, y] += f32(mat_a[k.x, y]) * f32(mat_b[x, k.x])
+    output[x, y] = prod[x, y]
+    dense(mat_a, n, n)
+    dense(mat_b, n, n)
+    dense(output.output_buffer(), n, n)
+    output.tile(x, y, xi, yi, 64, 64).split(yi, yi, yii, 16).reorder(xi, yii, yi, x, y).gpu_blocks(x, y) \
+        .vectorize(xi).vectorize(yii).unroll(yi)
+    accumulator(prod).compute_at(output, x).split(y, y, yii, 16).vectorize(x, 64).vectorize(yii).unroll(y)
+    prod.update().split(y, y, yii, 16).split(k.x, rro, rri, 16).reorder(rri, x, yii, y, rro).unroll(y) \
+        .atomic().vectorize(rri).vectorize(x, 64).vectorize(yii)
+    return [output], [mat_a, mat_b]
+
+
+APP_WIDE = App(
+    "gemm_wide", "wmma", ("prod",),
+    "f16 GEMM, 64x64 blocks as the artifact stores them: each statement four 16x16 fragments side by side",
+    pipeline_wide,
+    sizes={"test": dict(n=128), "paper": dict(n=1024)},
+)

@@ -34,8 +34,8 @@ FIXTURES = ROOT / "tests" / "fixtures" / "apps"
 
 TENSOR_INSTRUCTIONS = {
     "conv1d": 4, "conv1d_8x32": 1, "conv2d": 4, "conv2d_k32": 8, "conv2d_8x32": 2, "downsample": 12,
-    "downsample_k32": 16, "upsample": 1, "resize": 2, "resize_up": 2, "rec_filter": 2, "dct_denoise": 4, "dct": 2,
-    "conv_layer": 16, "conv_layer_c32": 32, "attention": 2, "gemm": 64, "amx_conv1d": 1,
+    "downsample_k32": 16, "upsample": 1, "resize": 2, "resize_up": 2, "rec_filter": 2, "dct_denoise": 8, "dct": 2,
+    "conv_layer": 16, "conv_layer_c32": 32, "attention": 2, "gemm": 64, "gemm_wide": 16, "amx_conv1d": 1,
 }
 """Tensor instructions (mma_sync, or _tile_dp* for AMX) in the generated source: a
 static figure that changes only when selection does."""
@@ -105,3 +105,26 @@ def test_host_stages_beside_gpu_stages_run_as_one_thread_kernels(tmp_path_factor
     assert re.search(r"cudaMalloc\(\(void \*\*\)&convolved_global_wrapper_0,", source)
     # two outputs: the filtered signal and the FIR part
     assert "float *fir_part_host_pointer" in source and "uint16_t *output_host_pointer" in source
+
+
+def test_a_thread_loop_lets_in_the_threads_its_inner_loops_need(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """DCT denoise's overlap-add is an 8 x 8 gpu_tile: a y thread loop around
+    an x thread loop. Threads with threadIdx.x != 0 must enter the y loop to
+    reach their x iteration (a guard "threadIdx.x == 0" on the outer loop
+    computed one column in eight); its thresholding is the schedule's own
+    gpu_lanes loop, one iteration per lane."""
+    result, _ = _compiled("dct_denoise", tmp_path_factory)
+    source = next(iter(result.outputs.values()))
+    assert "if ((int32_t)threadIdx.y < ((int32_t)8)) {" in source
+    assert "threadIdx.y < ((int32_t)8) && threadIdx.x == 0" not in source
+    lanes = re.search(r"gpu_lane<CUDA> \(thresholded\.\S+, 0, 32\) \{ \*/\n\s*if \(\(int32_t\)threadIdx\.x < \(\(int32_t\)32\)\)",
+                      source)
+    assert lanes, "the schedule's gpu_lanes loop is one iteration per lane"
+
+
+def test_edge_tiles_shifted_inwards_lower_too() -> None:
+    """DCT denoise transforms two tiles per block; with five tiles per row
+    the last block shifts inwards, so every operand index carries Halide's
+    min(likely_if_innermost(...)) offset: a scalar base like any other."""
+    text = (FIXTURES / "dct_denoise.stmt").read_text()
+    assert "min(likely_if_innermost(" in text

@@ -134,6 +134,12 @@ def _host_stage(s: ir.For) -> bool:
     return touches
 
 
+def _performs_wmma(loop: ir.For) -> bool:
+    """A lane loop that legalization built around WMMA operations (the warp
+    acts together), as opposed to the schedule's own gpu_lanes loop."""
+    return any(ir.is_wmma_call(n) for n in ir.walk(loop.body))
+
+
 def _holds_block_loop(s: ir.Stmt) -> bool:
     """Whether ``s`` is a gpu_block loop, possibly under more lets."""
     while isinstance(s, ir.LetStmt):
@@ -319,6 +325,9 @@ class KernelGenerator(CFamilyEmitter):
         self.fragments: dict[str, tuple[ir.Type, tuple[int, int, int]]] = {}
         self.fragment_pointers: set[str] = set()
         self.lane_depth = 0
+        """Depth in warp-wide WMMA lane loops (legalization's)."""
+        self.user_lane_depth = 0
+        """Depth in the schedule's own gpu_lanes loops (one iteration per lane)."""
         self.parameters: list[tuple[str, str]] = []
         """(host expression, kernel parameter declaration)."""
         self.lanes = any(isinstance(n, ir.For) and n.kind is ir.ForKind.GPU_LANE for n in ir.walk(body))
@@ -410,14 +419,22 @@ class KernelGenerator(CFamilyEmitter):
 
     def visit_for(self, s: ir.For) -> None:
         var = self.cname(s.name)
-        if s.kind is ir.ForKind.GPU_LANE:
-            guard = self._idle_threads_skip(bound=set())
+        if s.kind is ir.ForKind.GPU_LANE and not _performs_wmma(s):
+            # The schedule's own gpu_lanes loop: each lane of the warp runs
+            # its iteration (threadIdx.x), as a thread loop would.
+            guard = " && ".join(filter(None, [f"(int32_t)threadIdx.x < {self.expr(s.extent)}",
+                                              self._idle_threads_skip(bound=self._axes_inside(s))]))
+            self._gpu_loop(s, f"if ({guard}) {{",
+                           f"const int32_t {var} = {self.expr(s.min)} + (int32_t)threadIdx.x;",
+                           "user_lane_depth", axis=None)
+        elif s.kind is ir.ForKind.GPU_LANE:
+            guard = self._idle_threads_skip(bound=self._axes_inside(s))
             self._gpu_loop(s, f"if ({guard}) {{" if guard else "{",
                            f"const int32_t {var} = (int32_t)threadIdx.x; (void){var};", "lane_depth", axis=None)
         elif s.kind is ir.ForKind.GPU_THREAD:
             axis = self.thread_axis[s.name]
             guard = " && ".join(filter(None, [f"(int32_t)threadIdx.{_DIMS[axis]} < {self.expr(s.extent)}",
-                                              self._idle_threads_skip(bound={axis})]))
+                                              self._idle_threads_skip(bound={axis} | self._axes_inside(s))]))
             self._gpu_loop(s, f"if ({guard}) {{",
                            f"const int32_t {var} = {self.expr(s.min)} + (int32_t)threadIdx.{_DIMS[axis]};",
                            "thread_depth", axis=axis)
@@ -447,6 +464,12 @@ class KernelGenerator(CFamilyEmitter):
         self.emit("}")
         if at_block_level and self.block_dims[1] * self.block_dims[2] > 1:
             self.emit("__syncthreads();")
+
+    def _axes_inside(self, loop: ir.For) -> set[int]:
+        """Thread axes that loops nested in ``loop`` bind: the threads along
+        them must enter ``loop`` too, to reach their own iterations."""
+        return {self.thread_axis[n.name] for n in ir.walk(loop.body)
+                if isinstance(n, ir.For) and n.kind is ir.ForKind.GPU_THREAD and n.name in self.thread_axis}
 
     def _idle_threads_skip(self, bound: set[int]) -> str:
         """The condition that keeps threads off a loop that does not use their
@@ -534,7 +557,7 @@ class KernelGenerator(CFamilyEmitter):
         (thread 0, between block barriers, which every thread reaches since
         the enclosing control flow is the same for the whole block), inside
         them once per warp (lane 0, between warp barriers)."""
-        if self.block_dims == [1, 1, 1] or (self.thread_depth > 0 and not self.lanes):
+        if self.block_dims == [1, 1, 1] or (self.thread_depth > 0 and not self.lanes) or self.user_lane_depth:
             emit()
             return
         block_level = self.thread_depth == 0
