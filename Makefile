@@ -35,7 +35,7 @@ app: ## One application end to end (APP=conv1d; SIZE=paper for the paper's size)
 	$(BIN)/python apps/run.py $(APP) --size $(or $(SIZE),test) $(if $(filter paper,$(SIZE)),--no-verify,)
 
 apps: ## Every application at both sizes, and docs/applications.md
-	$(BIN)/python apps/run.py --all --table docs/applications.md
+	$(BIN)/python bench/apps.py
 
 sweep: ## Compile every sweep variant (verify, run or build) and write docs/coverage.md
 	$(BIN)/python bench/sweep.py

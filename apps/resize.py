@@ -34,7 +34,7 @@ def pipeline(size: int, out_size: int):
     kernel_scaling = min(scale, 1.0)
     span = _span(scale)
     inp = h.ImageParam(h.Float(16), 2, "input")
-    x, y, k, xo, yo, xi, yi = vars_("x y k xo yo xi yi")
+    x, y, k, xo, yo, xi, yi, yii, z = vars_("x y k xo yo xi yi yii z")
     r = h.RDom([(0, span)], "r")
     ro, ri = rvars("ro ri")
 
@@ -77,11 +77,18 @@ def pipeline(size: int, out_size: int):
     pass_y = resized_y.in_()
     pass_y.compute_root().bound(x, 0, size).bound(y, 0, out_size) \
         .tile(x, y, xo, yo, xi, yi, TILE, TILE).gpu_blocks(xo, yo).vectorize(xi).vectorize(yi)
+    # The second pass as in the artifact: its result in shared memory per
+    # 16 x 16 output tile (resized_x.in()), the clamp to [0, 1] by the warp's
+    # 32 lanes, each taking 8 of the tile's pixels (the schedule's own
+    # gpu_lanes).
+    pass_x = resized_x.in_()
+    output.tile(x, y, xo, yo, xi, yi, TILE, TILE).gpu_blocks(xo, yo) \
+        .split(yi, yi, yii, 2).fuse(xi, yii, z).gpu_lanes(z).unroll(yi)
+    pass_x.compute_at(output, xo).vectorize(x, TILE).vectorize(y, TILE)
     for acc, at in ((resized_y, pass_y), (resized_x, output)):
         accumulator(acc).compute_at(at, xo).vectorize(x, TILE).vectorize(y, TILE)
         acc.update().split(r.x, ro, ri, TILE).reorder(ri, x, y, ro).atomic() \
             .vectorize(ri).vectorize(x, TILE).vectorize(y, TILE)
-    output.tile(x, y, xo, yo, xi, yi, TILE, TILE).gpu_blocks(xo, yo).vectorize(xi).vectorize(yi)
     return [output], [inp]
 
 

@@ -501,15 +501,26 @@ def test_a_loop_runs_only_on_index_zero_of_the_axes_it_does_not_bind() -> None:
     _compiles(definition)
 
 
-def test_host_code_that_touches_buffers_is_refused() -> None:
+def test_host_stages_run_as_one_thread_kernels_and_host_reads_are_refused() -> None:
+    """A host stage beside the GPU stages (a store outside every gpu_block
+    loop, here into a buffer the pipeline allocates) runs as a kernel of one
+    thread, on the device memory the wrapper allocated; host code that reads
+    a buffer to decide what to run cannot (the wrapper has device pointers)."""
     from hardboiled.codegen.c_family import CodegenError
 
-    text = "out[0] = 1.000000f\n" + _THREADS_KERNEL
-    stmt = parse_input(text, "host.stmt", buffer_types={"out": ir.Float(32), "tmp": ir.Float(32),
-                                                         "res": ir.Float(32)}).ir
+    types = {"out": ir.Float(32), "tmp": ir.Float(32), "res": ir.Float(32), "host": ir.Float(32)}
+    buffers = "allocate out[float32 * 8] in Heap\nallocate res[float32 * 2048] in Heap\nallocate host[float32 * 4] in Heap\n"
+    stage = buffers + "host[0] = 1.000000f\n" + _THREADS_KERNEL
+    source = generate_cuda(parse_input(stage, "host.stmt", buffer_types=types).ir)
+    assert "cudaMalloc((void **)&host, " in source and "cudaFree(host);" in source
+    assert "cudaFree(host); cudaFree(res); cudaFree(out); return -300000;" in source  # freed on every error
+    assert source.count("dim3 hb_grid(1, 1, 1), hb_block(1, 1, 1);") == 1
+    assert source.count("__global__ void") == 2
+
+    reads = buffers + "if (0.000000f < host[0]) {\n" + _THREADS_KERNEL + "}\n"
     with pytest.raises(CodegenError) as info:
-        generate_cuda(stmt)
-    assert "host code writes buffer 'out' outside every gpu_block loop" in info.value.diagnostic.message
+        generate_cuda(parse_input(reads, "host.stmt", buffer_types=types).ir)
+    assert "host code reads buffer 'host' to decide what to run" in info.value.diagnostic.message
 
 
 def test_bf16_fragments_need_sm_80(tmp_path: Path) -> None:
