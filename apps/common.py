@@ -11,9 +11,14 @@ which builds the Halide pipeline with the paper's schedule and returns
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from gen_fixtures import dense  # noqa: E402,F401 - constant mins, extents, dense strides
 
 CUDA_TARGET = "x86-64-linux-cuda-cuda_capability_80"
 AMX_TARGET = "x86-64-linux-avx512_sapphirerapids"
@@ -58,14 +63,6 @@ def vars_(names: str):
 
 def rvars(names: str):
     return [hl().RVar(n) for n in names.split()]
-
-
-def dense(param, *extents):
-    """Give a buffer constant mins of 0, these extents and dense strides."""
-    stride = 1
-    for d, extent in enumerate(extents):
-        param.dim(d).set_bounds(0, extent).set_stride(stride)
-        stride *= extent
 
 
 def accumulator(func):

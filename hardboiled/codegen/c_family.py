@@ -330,15 +330,21 @@ class CFamilyEmitter(Visitor[Any]):
         self.element_types[s.name] = elem
         self.emit("{")
         self.indent += 1
-        storage = storage_type(elem)
-        self.emit(f"{storage} *{name} = ({storage} *)calloc((size_t)({size}), sizeof({storage}));")
-        self.emit(f"if (!{name}) {{ {self.release_on_return()}return -200000; }}")
+        self.acquire_memory(name, storage_type(elem), size)
         self.declared.append(set())
         self.stmt_(s.body)
         self.declared.pop()
-        self.emit(f"free({name});")
+        self.release_memory(name)
         self.indent -= 1
         self.emit("}")
+
+    def acquire_memory(self, name: str, storage: str, size: str) -> None:
+        """Declare ``name`` as ``size`` elements of ``storage`` (zeroed host memory here)."""
+        self.emit(f"{storage} *{name} = ({storage} *)calloc((size_t)({size}), sizeof({storage}));")
+        self.emit(f"if (!{name}) {{ {self.release_on_return()}return -200000; }}")
+
+    def release_memory(self, name: str) -> None:
+        self.emit(f"free({name});")
 
     def visit_free(self, s: ir.Free) -> None:
         pass

@@ -217,30 +217,17 @@ class CudaGenerator(CFamilyEmitter):
     def visit_load(self, e: ir.Load) -> str:
         raise _host_memory(f"host code reads buffer '{e.name}' to decide what to run")
 
-    def visit_allocate(self, s: ir.Allocate) -> None:
-        """A buffer between stages, in device memory (cudaMalloc aligns to
-        256 bytes, enough for load_matrix_sync)."""
-        self.comment(s)
-        size = self.expr(ir.IntImm(s.type.lanes))
-        for extent in s.extents:
-            size = f"({size}) * ({self.expr(extent)})"
-        name = self.cname(s.name)
-        elem = s.type.element()
-        self.element_types[s.name] = elem
-        storage = storage_type(elem)
-        self.emit("{")
-        self.indent += 1
+    # A buffer between stages is device memory (cudaMalloc aligns to 256
+    # bytes, enough for load_matrix_sync), freed on every return.
+    def acquire_memory(self, name: str, storage: str, size: str) -> None:
         self.emit(f"{storage} *{name} = NULL;")
         self.emit(f"if (cudaMalloc((void **)&{name}, (size_t)({size}) * sizeof({storage})) != cudaSuccess) "
                   f"{{ {self.release_on_return()}return -300003; }}")
         self.device_allocations.append(name)
-        self.declared.append(set())
-        self.stmt_(s.body)
-        self.declared.pop()
+
+    def release_memory(self, name: str) -> None:
         self.device_allocations.pop()
         self.emit(f"cudaFree({name});")
-        self.indent -= 1
-        self.emit("}")
 
     def release_on_return(self) -> str:
         return "".join(f"cudaFree({name}); " for name in reversed(self.device_allocations))
