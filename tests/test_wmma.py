@@ -611,3 +611,26 @@ def test_int8_operands_run_on_integer_tensor_cores(case: str, operands: str, cud
     assert "wmma::fragment<wmma::accumulator" in source and "int32_t> prod[1]" in source
     ptx = compile_cuda(source, tmp_path / "kernel.ptx", kind="ptx", sm=75, extra=GENERATED_CUDA_FLAGS).read_text()
     assert f".s32.{operands}.s32" in ptx
+
+
+def test_nested_thread_loops_let_in_the_inner_threads_but_write_once_per_halide_thread() -> None:
+    """A y thread loop around an x thread loop (Halide's gpu_tile): every x
+    thread must enter the y loop to reach its own iteration, and a store of
+    the y loop outside the x loop is one Halide thread's, written by the
+    first x thread only."""
+    text = (
+        "gpu_block<CUDA> (f.s0.b.block_id_x, 0, 2) {\n"
+        " gpu_thread<CUDA> (f.s0.y.thread_id_y, 0, 4) {\n"
+        "  g[f.s0.y.thread_id_y] = 1.000000f\n"
+        "  gpu_thread<CUDA> (f.s0.x.thread_id_x, 0, 8) {\n"
+        "   f[(f.s0.y.thread_id_y*8) + f.s0.x.thread_id_x] = 2.000000f\n"
+        "  }\n"
+        " }\n"
+        "}\n"
+    )
+    dims, body, definition = _kernel(text, {"f": ir.Float(32), "g": ir.Float(32)})
+    assert dims == [8, 4, 1]
+    assert "if ((int32_t)threadIdx.y < ((int32_t)4)) {" in body
+    assert "if (threadIdx.x == 0) {" in body  # the y loop's own store
+    assert "if ((int32_t)threadIdx.x < ((int32_t)8)) {" in body
+    _compiles(definition)

@@ -545,7 +545,17 @@ class KernelGenerator(CFamilyEmitter):
         the enclosing control flow is the same for the whole block), inside
         them once per warp (lane 0, between warp barriers)."""
         if self.block_dims == [1, 1, 1] or (self.thread_depth > 0 and not self.lanes) or self.user_lane_depth:
+            # Inside thread loops, the threads along an axis no enclosing loop
+            # binds (an outer y loop lets in the x threads of its inner x
+            # loop) are the same Halide thread: only the first one writes.
+            idle = self._idle_threads_skip(bound=set()) if self.thread_depth or self.user_lane_depth else ""
+            if idle:
+                self.emit(f"if ({idle}) {{")
+                self.indent += 1
             emit()
+            if idle:
+                self.indent -= 1
+                self.emit("}")
             return
         block_level = self.thread_depth == 0
         barrier = "__syncthreads();" if block_level else "__syncwarp();"
