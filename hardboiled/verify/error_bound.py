@@ -105,6 +105,9 @@ class _Bounds:
     def __init__(self, tracked: set[str]):
         self.tracked = tracked
         """Float buffers with X.err beside them."""
+        self.bound: set[str] = set()
+        """Float names bound with a NAME.err beside them (lets, parts of
+        stored values); any other float variable is a parameter: exact."""
 
     def error(self, e: ir.Expr) -> ir.Expr:
         t = e.type
@@ -126,7 +129,9 @@ class _Bounds:
         return _const(0.0, e.type.lanes)  # an input: exact
 
     def _variable(self, e: ir.Variable) -> ir.Expr:
-        return ir.Variable(e.name + ERROR, _f64(e.type))
+        if e.name in self.bound:
+            return ir.Variable(e.name + ERROR, _f64(e.type))
+        return _const(0.0, e.type.lanes)
 
     def _cast(self, e: ir.Cast) -> ir.Expr:
         err = self.error(e.value)
@@ -175,6 +180,8 @@ class _Bounds:
         raise NoErrorBound(f"vector_reduce_{e.op.value}")
 
     def _let(self, e: ir.Let) -> ir.Expr:
+        if e.value.type.is_float:
+            self.bound.add(e.name)
         body = self.error(e.body)
         if e.value.type.is_float:
             body = ir.Let(e.name + ERROR, self.error(e.value), body)
@@ -265,6 +272,7 @@ def bound_program(stmt: ir.Stmt, float_outputs: set[str], differing: set[str]) -
         if isinstance(node, ir.Store) and node.name in tracked:
             bindings: list[tuple[str, ir.Expr]] = []
             value = _take_apart(node.value, bindings, names)
+            bounds.bound.update(name for name, _ in bindings)
             # The bound reads the operands before the store overwrites them.
             result: ir.Stmt = ir.make_block([
                 ir.Store(node.name + ERROR, bounds.error(value), node.index, node.predicate),
@@ -276,6 +284,7 @@ def bound_program(stmt: ir.Stmt, float_outputs: set[str], differing: set[str]) -
             body = dataclasses.replace(node, body=map_stmt(node.body, visit))
             return ir.Allocate(node.name + ERROR, F64.with_lanes(node.type.lanes), "Heap", node.extents, body)
         if isinstance(node, ir.LetStmt) and node.value.type.is_float:
+            bounds.bound.add(node.name)
             inner = ir.LetStmt(node.name + ERROR, bounds.error(node.value), map_stmt(node.body, visit))
             return ir.LetStmt(node.name, node.value, inner)
         return None
