@@ -221,8 +221,11 @@ def test_an_interrupted_run_leaves_no_output(tmp_path: Path) -> None:
                         "(run-schedule (repeat 100000000 (run grow)))\n")
     out = tmp_path / "out.stmt"
     env = dict(os.environ, HARDBOILED_CACHE_DIR=str(tmp_path / "cache"))
+    # A shell's background job starts with SIGINT ignored, and Python keeps
+    # that; a user's Ctrl-C reaches a foreground run, which the child is here.
     proc = subprocess.Popen([str(HARDBOILED), "compile", str(SINGLE / "vectorizing.stmt"), "--schedule", str(schedule),
-                             "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                             "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(2.0)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
