@@ -84,5 +84,5 @@ APP = App(
     "dct_denoise", "wmma", ("dct_rows", "dct_cols", "idct_rows", "idct_cols"),
     "DCT denoise, whole pipeline: four 16x16x16 f16 products per tile, thresholding and overlap-add on CUDA cores",
     pipeline,
-    sizes={"test": dict(tiles=4), "paper": dict(tiles=127)},
+    sizes={"test": dict(tiles=2), "paper": dict(tiles=127)},
 )

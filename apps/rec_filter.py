@@ -80,5 +80,5 @@ APP = App(
     "rec_filter", "wmma", ("convolved",),
     "2nd-order recursive filter dilated by 8: 16-tap FIR on Tensor Cores, recursion on CUDA cores, 2 outputs",
     pipeline,
-    sizes={"test": dict(samples=1024, channels=2), "paper": dict(samples=1 << 21, channels=2)},
+    sizes={"test": dict(samples=512, channels=2), "paper": dict(samples=1 << 21, channels=2)},
 )
