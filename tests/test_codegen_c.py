@@ -100,3 +100,35 @@ def test_a_compiler_failure_is_a_toolchain_error_with_its_message(tmp_path: Path
     text = result.stderr.decode()
     assert "broken-cc failed to compile the generated C" in text and "simulated compiler failure" in text
     assert not out.exists() and not (tmp_path / "ir.stmt").exists()
+
+
+@pytest.mark.parametrize("case", AMX_CASES)
+def test_every_tile_load_follows_a_compiler_barrier(case: str) -> None:
+    """gcc's and clang's _tile_loadd is inline assembly with no memory
+    clobber: without a barrier a store into a repack buffer may move after
+    the tile load that reads it."""
+    _, rewritten = _rewritten(case)
+    lines = [line for line in generate_c(rewritten).splitlines() if "_tile_loadd(" in line]
+    assert lines and all("hb_amx_barrier(); _tile_loadd(" in line for line in lines)
+
+
+@pytest.mark.skipif(not COMPILERS, reason="no C compiler")
+def test_amx_permission_is_asked_once(tmp_path: Path) -> None:
+    """hb_amx_enable() asks Linux for the tile state (arch_prctl) on the first
+    call only: a program that defines syscall() itself counts the calls."""
+    from hardboiled.codegen.toolchain import runtime_dir
+
+    (tmp_path / "main.c").write_text(
+        "#include <stdarg.h>\n#include <stdio.h>\n#include \"hb_amx.h\"\n"
+        "static int calls = 0;\n"
+        "long syscall(long number, ...) { (void)number; calls++; return 0; }\n"
+        "int main(void) {\n"
+        "  for (int i = 0; i < 3; i++) if (hb_amx_enable() != 0) return 2;\n"
+        "  hb_amx_barrier();\n"
+        "  printf(\"%d\\n\", calls);\n  return 0;\n}\n")
+    import subprocess
+
+    compiler = COMPILERS[0]
+    subprocess.run([compiler, "-O2", "-mamx-tile", "-mamx-bf16", "-mamx-int8", f"-I{runtime_dir()}",
+                    str(tmp_path / "main.c"), "-o", str(tmp_path / "main")], check=True)
+    assert subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, check=True).stdout == "1\n"

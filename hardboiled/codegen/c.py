@@ -205,9 +205,11 @@ class CGenerator(CFamilyEmitter):
         return reg
 
     def _tile_loadd(self, reg: int, call: ir.Call) -> str:
+        # The barrier keeps the C stores that filled the buffer before the
+        # load (hb_amx.h: _tile_loadd has no memory clobber).
         _, _, buf, offset, stride = call.args
-        return (f"{AMX_INTRINSIC[AMXOp.LOAD].c_name}({reg}, (const char *){self.expr(buf)} + ({self.expr(offset)}), "
-                f"{self.expr(stride)});")
+        return (f"hb_amx_barrier(); {AMX_INTRINSIC[AMXOp.LOAD].c_name}({reg}, "
+                f"(const char *){self.expr(buf)} + ({self.expr(offset)}), {self.expr(stride)});")
 
 
 _MATMUL = AMX_INTRINSIC[AMXOp.MATMUL]

@@ -12,7 +12,11 @@
  * never -ffast-math); check hb_amx_emulation_error() after running.
  *
  * In both cases:
- *     static int hb_amx_enable(void);   returns 0 on success, -1 on failure.
+ *     static int hb_amx_enable(void);   returns 0 on success, -1 on failure;
+ *                                       asks the kernel once (per translation
+ *                                       unit), thread-safely, and remembers.
+ *     hb_amx_barrier();                 a compiler memory barrier: no store
+ *                                       of C code moves past it.
  */
 #ifndef HB_AMX_H
 #define HB_AMX_H
@@ -24,6 +28,16 @@
 #define HB_AMX_UNUSED __attribute__((unused))
 #else
 #define HB_AMX_UNUSED
+#endif
+
+/* gcc's and clang's _tile_loadd is inline assembly without a memory
+   clobber: a store into a buffer (a VNNI repack, a spilled tile) may be
+   moved after the tile load that reads it. The generated code puts this
+   barrier before every tile load. */
+#if defined(__GNUC__)
+#define hb_amx_barrier() __asm__ __volatile__("" ::: "memory")
+#else
+#define hb_amx_barrier() ((void)0)
 #endif
 
 #ifdef HB_AMX_EMULATE
@@ -61,7 +75,16 @@ extern long syscall(long number, ...);
    ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA); other systems need no request. */
 static HB_AMX_UNUSED int hb_amx_enable(void) {
 #if defined(__linux__) && defined(SYS_arch_prctl)
-    return syscall(SYS_arch_prctl, HB_ARCH_REQ_XCOMP_PERM, HB_XFEATURE_XTILEDATA) == 0 ? 0 : -1;
+    /* 0: not asked yet, 1: granted, -1: refused. Two threads may both ask
+       the first time (the request is idempotent); after that, no system
+       call: at small sizes it cost as much as the kernel. */
+    static int state = 0;
+    int known = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+    if (known == 0) {
+        known = syscall(SYS_arch_prctl, HB_ARCH_REQ_XCOMP_PERM, HB_XFEATURE_XTILEDATA) == 0 ? 1 : -1;
+        __atomic_store_n(&state, known, __ATOMIC_RELEASE);
+    }
+    return known == 1 ? 0 : -1;
 #elif defined(__linux__)
     return -1; /* no arch_prctl on this architecture: no AMX either */
 #else

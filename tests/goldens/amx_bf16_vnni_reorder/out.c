@@ -314,12 +314,12 @@ int hb_kernel(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_h
               for (int j = 0; j < 512; j++) for (int k = 0; k < 1; k++) t7[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
               for (int i = 0; i < 512; i++) B_amx_vnni_0[t7[i]] = hb_f32_to_bf16(t6[i]);
               /* mm[ramp(0, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(0, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, ((mm.s1.r$x... */
-              _tile_loadd(2, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
-              _tile_loadd(3, (const char *)B_amx_vnni_0 + (((int32_t)0)), ((int32_t)64));
+              hb_amx_barrier(); _tile_loadd(2, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
+              hb_amx_barrier(); _tile_loadd(3, (const char *)B_amx_vnni_0 + (((int32_t)0)), ((int32_t)64));
               _tile_dpbf16ps(0, 2, 3);
               /* mm[ramp(256, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(256, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, (((A.st... */
-              _tile_loadd(2, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
-              _tile_loadd(3, (const char *)B_amx_vnni_0 + (((int32_t)0)), ((int32_t)64));
+              hb_amx_barrier(); _tile_loadd(2, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
+              hb_amx_barrier(); _tile_loadd(3, (const char *)B_amx_vnni_0 + (((int32_t)0)), ((int32_t)64));
               _tile_dpbf16ps(1, 2, 3);
               free(B_amx_vnni_0);
             }

@@ -315,8 +315,8 @@ int hb_kernel(uint8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_ho
                   for (int j = 0; j < 1024; j++) for (int k = 0; k < 1; k++) t7[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
                   for (int i = 0; i < 1024; i++) B_amx_vnni_0[t7[i]] = t6[i];
                   /* mm[ramp(0, 1, 256)] = (int32x256)tile_matmul(16, 64, 64, (int32x256)mm[ramp(0, 1, 256)], (uint8x1024)tile_load(16, 64, (void *)A, (((A.stride.1*mm_... */
-                  _tile_loadd(1, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)mm_global_wrapper_0_s0_x_xo)) * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)64))))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0))))), A_stride_1);
-                  _tile_loadd(2, (const char *)B_amx_vnni_0 + (((int32_t)0)), ((int32_t)64));
+                  hb_amx_barrier(); _tile_loadd(1, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)mm_global_wrapper_0_s0_x_xo)) * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)64))))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0))))), A_stride_1);
+                  hb_amx_barrier(); _tile_loadd(2, (const char *)B_amx_vnni_0 + (((int32_t)0)), ((int32_t)64));
                   _tile_dpbusd(0, 1, 2);
                   free(B_amx_vnni_0);
                 }
