@@ -12,11 +12,12 @@ For each application this writes, under build/apps/NAME-SIZE/:
 * vectorizing.stmt: what Halide 21 prints after "Lowering after vectorizing:"
   for the pipeline and its paper schedule (a child process with
   HL_DEBUG_CODEGEN=2, stopped once that stage is printed);
-* NAME.cu (or NAME.c) and NAME.ptx (or NAME.so): hardboiled's output, from
+* vectorizing.cu (or .c) and NAME.ptx (or NAME.so): hardboiled's output, from
   ``hardboiled compile --verify --emit cuda,report --build NAME.ptx``: every
   accelerator store is lowered, the rewritten pipeline is checked against the
-  original in the reference interpreter, and nvcc builds it;
-* NAME.report.json: the selection report.
+  original in the reference interpreter (for AMX the C is run too), and nvcc
+  (or the C compiler) builds it;
+* vectorizing.report.json: the selection report.
 
 It prints the intrinsics, the number of MMA instructions in the PTX, the compile
 time and the peak memory of hardboiled's process.
@@ -97,7 +98,7 @@ _MEASURED = (
 def tensorize(app: App, stmt: Path, out_dir: Path, verify: bool = True) -> dict:
     """Run hardboiled on the dump; return the figures for the table."""
     cuda = app.accelerator == "wmma"
-    code = out_dir / f"{app.name}.{'cu' if cuda else 'c'}"
+    code = out_dir / f"{stmt.stem}.{'cu' if cuda else 'c'}"  # -o DIR names outputs after the input
     binary = out_dir / f"{app.name}.{'ptx' if cuda else 'so'}"
     command = [str(ROOT / ".venv" / "bin" / "hardboiled"), "compile", str(stmt),
                *[arg for acc in app.accumulators for arg in ("--store-in", f"{acc}={app.memory}")],
@@ -120,7 +121,7 @@ def tensorize(app: App, stmt: Path, out_dir: Path, verify: bool = True) -> dict:
                    peak_mib=round(peak_mib), verified=verify and result.returncode == 0)
     if result.returncode != 0:
         return figures
-    source = code.with_name(f"{stmt.stem}{code.suffix}").read_text()
+    source = code.read_text()
     figures["intrinsics"] = intrinsics(source, cuda)
     figures["mma"] = count_mma(source, cuda)
     if cuda:

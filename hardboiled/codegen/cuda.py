@@ -469,11 +469,9 @@ class KernelGenerator(CFamilyEmitter):
 
     def visit_allocate(self, s: ir.Allocate) -> None:
         self.comment(s)
-        size = s.type.lanes
-        for extent in s.extents:
-            if not isinstance(extent, ir.IntImm):
-                raise codegen_error(f"allocation '{s.name}' inside a kernel has a symbolic size")
-            size *= extent.value
+        size = s.constant_elements
+        if size is None:
+            raise codegen_error(f"allocation '{s.name}' inside a kernel has a symbolic size")
         name = self.cname(s.name)
         elem = s.type.element()
         self.emit("{")

@@ -541,6 +541,17 @@ class Allocate(Stmt):
     """Extra elements after the extents' product (Halide prints it only with
     two or more extents; with one, ``(e + pad)`` is just an extent)."""
 
+    @property
+    def constant_elements(self) -> int | None:
+        """How many elements (lanes counted) the allocation holds when every
+        extent is a constant; None for a symbolic size."""
+        size = self.type.lanes
+        for extent in self.extents:
+            if not isinstance(extent, IntImm):
+                return None
+            size *= extent.value
+        return size
+
 
 @dataclass(frozen=True, slots=True)
 class Free(Stmt):
@@ -717,6 +728,12 @@ STRICT_FLOAT_OPS = {"strict_add": BinOp.ADD, "strict_sub": BinOp.SUB, "strict_mu
 """What Halide lowers ``strict_float(e)`` to: calls that are these operators,
 never reassociated or contracted (the interpreter never does either; the
 generated C is built with -ffp-contract=off)."""
+
+
+def zero_of(t: Type) -> Expr:
+    """The scalar zero of ``t``'s element type."""
+    element = t.element()
+    return FloatImm(0.0, element) if element.is_float else IntImm(0, element)
 
 
 def mux_as_select(call: Call) -> Expr:

@@ -36,12 +36,10 @@ def check_amx(stmt: ir.Stmt, amx_buffers: dict[str, ir.Allocate], tile: AMXTile 
                 )
     accumulator_tiles = 0
     for name, alloc in amx_buffers.items():
-        elements = 1
-        for extent in alloc.extents:
-            if not isinstance(extent, ir.IntImm):
-                raise legal_error(f"AMX buffer '{name}' has a symbolic size; tile registers are fixed")
-            elements *= extent.value
-        total_bytes = elements * alloc.type.bytes * alloc.type.lanes
+        elements = alloc.constant_elements
+        if elements is None:
+            raise legal_error(f"AMX buffer '{name}' has a symbolic size; tile registers are fixed")
+        total_bytes = elements * alloc.type.bytes
         accumulator_tiles += max(1, -(-total_bytes // tile.tile_bytes))
         _check_tile_indexing(stmt, name, alloc, tile)
     # Each tile_matmul also needs its A and B operands in registers.

@@ -360,7 +360,7 @@ def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr, p
         name = f"{load.name}.kpad.{len(allocations)}"
         element = load.type.element()
         allocations.append((name, element, rows * cols))
-        fills.append(ir.Store(name, ir.Broadcast(_zero(element), rows * cols), _ramp_i(0, 1, rows * cols)))
+        fills.append(ir.Store(name, ir.Broadcast(ir.zero_of(element), rows * cols), _ramp_i(0, 1, rows * cols)))
         fills.append(ir.Store(name, _uncast(values), copy_index))
         operands.append(_recast(side, ir.Load(name, read_index, element.with_lanes(m * n * k))))
     a, b = operands
@@ -374,9 +374,6 @@ def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr, p
 def _ramp_i(base: int, stride: int, lanes: int) -> ir.Expr:
     return ir.Ramp(ir.IntImm(base), ir.IntImm(stride), lanes)
 
-
-def _zero(t: ir.Type) -> ir.Expr:
-    return ir.FloatImm(0.0, t) if t.is_float else ir.IntImm(0, t)
 
 
 def _operand_load(e: ir.Expr) -> ir.Load | None:

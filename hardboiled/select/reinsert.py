@@ -171,7 +171,7 @@ class Decoder:
         if t.phases > 1:
             taps_index = ir.Ramp(taps_index, ir.Broadcast(ir.IntImm(t.phase_stride, kbase.type), t.taps), t.phases)
         taps_value = ir.Load(t.kernel, taps_index, block_type.with_lanes(t.taps * t.phases))
-        zero = ir.FloatImm(0.0, block_type.element()) if block_type.is_float else ir.IntImm(0, block_type.element())
+        zero = ir.zero_of(block_type)
         indices = []
         for row in range(t.rows):
             for col in range(t.cols):
@@ -190,7 +190,7 @@ class Decoder:
         one = ir.IntImm(1, base.type)
         window = ir.Load(t.input, ir.Ramp(ir.Ramp(base, one, t.width), ir.Broadcast(ldm, t.width), t.rows),
                          matrix_type.with_lanes(t.rows * t.width))
-        zero = ir.FloatImm(0.0, matrix_type.element()) if matrix_type.is_float else ir.IntImm(0, matrix_type.element())
+        zero = ir.zero_of(matrix_type)
         padding = t.rows * t.width
         indices = tuple(i * t.width + c if c < t.width else padding for i in range(t.rows) for c in range(t.cols))
         return ir.Shuffle((window, zero), indices)

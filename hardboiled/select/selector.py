@@ -122,11 +122,9 @@ def _rewrite_for_retry(stmt: ir.Stmt, selected: list[SelectedStore], lowered: di
                     for name, a in allocations.items()}
     missed = [s for s in selected if s.position not in lowered]
     buffers = set(allocations)
-    gathers = {s.position for s in missed if gathers_accelerator(s.store, buffers)}
-    spillable = gathers | {s.position for s in missed if reads_accelerator_in_arithmetic(s.store, buffers)}
-    gathered = {s.store.value.name: allocations[s.store.value.name] for s in missed if s.position in gathers
-                if isinstance(s.store.value, ir.Load)}
-    for rewrite in (lambda p: spill_accelerator_reads(p, spillable, accelerators, gathered),
+    spillable = {s.position for s in missed
+                 if gathers_accelerator(s.store, buffers) or reads_accelerator_in_arithmetic(s.store, buffers)}
+    for rewrite in (lambda p: spill_accelerator_reads(p, spillable, accelerators, allocations),
                     lambda p: partition_accumulators(p, {b: accelerators[b] for s in missed for b in s.buffers})):
         replacements = rewrite(stmt)
         if replacements:

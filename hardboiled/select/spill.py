@@ -18,9 +18,9 @@ its own index:
 
     conv.spill.0[ramp(0, 1, 256)] = conv[ramp(0, 1, 256)]     <- a dense fragment store
     output[...] = conv.spill.0[<the interleaving index>]        <- plain vector code
- The copy lives in SCRATCH_MEMORY (extract.py): on Tensor
-Cores that is shared memory, where store_matrix_sync can write it for the
-whole warp.
+
+The copy lives in SCRATCH_MEMORY (extract.py): on Tensor Cores that is
+shared memory, where store_matrix_sync can write it for the whole warp.
 """
 
 from __future__ import annotations
@@ -50,37 +50,29 @@ def gathers_accelerator(store: ir.Store, accelerator_buffers: set[str]) -> bool:
             and store.value.name in accelerator_buffers)
 
 
-def _constant_size(allocation: ir.Allocate) -> int | None:
-    size = allocation.type.lanes
-    for extent in allocation.extents:
-        if not isinstance(extent, ir.IntImm):
-            return None
-        size *= extent.value
-    return size
-
-
 def _replacing(copies: dict[ir.Load, ir.Load]) -> Callable[[ir.Expr], ir.Expr | None]:
     return lambda e: copies.get(e) if isinstance(e, ir.Load) else None
 
 
 def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: dict[str, str],
-                            whole: dict[str, ir.Allocate] | None = None) -> dict[int, ir.Stmt]:
+                            allocations: dict[str, ir.Allocate]) -> dict[int, ir.Stmt]:
     """For the stores at these pre-order positions, the statement that reads
     copies of the accelerator buffers instead (``accelerators``: buffer ->
-    "AMX" or "WMMA"), by position. A buffer in ``whole`` (its allocation)
-    is copied whole, in storage order, and read at the consumer's index."""
+    "AMX" or "WMMA"), by position. A store that only copies an accumulator
+    out (``gathers_accelerator``) reads a copy of the whole allocation, in
+    storage order, at its own index."""
     replacements: dict[int, ir.Stmt] = {}
     counter = 0
-    whole = whole or {}
     for position, store in enumerate(iter_stores(stmt)):
         if position not in positions:
             continue
+        gather = gathers_accelerator(store, set(allocations))
         copies: dict[ir.Load, tuple[ir.Load, ir.Store, int]] = {}
         for n in ir.walk(store.value):
             if isinstance(n, ir.Load) and n.name in accelerators and n not in copies:
                 spill = f"{n.name}{SPILL}{counter}"
                 counter += 1
-                size = _constant_size(whole[n.name]) if n.name in whole else None
+                size = allocations[n.name].constant_elements if gather else None
                 index: ir.Expr
                 if size is None:
                     size, index = n.type.lanes, ir.Ramp(ir.IntImm(0), ir.IntImm(1), n.type.lanes)
