@@ -88,9 +88,15 @@ def test_symbolic_vnni_stride_is_gathered_into_a_temporary() -> None:
     stmt = _select("amx_bf16_matmul_vnni_tiled").stmt
     temps = [n for n in ir.walk(stmt) if isinstance(n, ir.Allocate) and ".amx_vnni." in n.name]
     assert len(temps) == 1
-    # Gathered inside the reduction loop: the block it reads depends on it.
-    loop = next(n for n in ir.walk(stmt) if isinstance(n, ir.For) and n.name == "mm.s1.r$x.rro")
-    assert any(n is temps[0] for n in ir.walk(loop))
+    # Gathered once per call, before the loop nest: one block per reduction
+    # step and column tile, filled by loops over the two.
+    assert not any(n is temps[0] for loop in _loops(stmt, "mm.s1.r$x.rro") for n in ir.walk(loop))
+    fill_loops = [n.name for n in ir.walk(temps[0].body.stmts[0]) if isinstance(n, ir.For)]
+    assert fill_loops == ["mm_global_wrapper$0.s0.y.yo", "mm.s1.r$x.rro"]
+
+
+def _loops(stmt: ir.Stmt, name: str) -> list[ir.For]:
+    return [n for n in ir.walk(stmt) if isinstance(n, ir.For) and n.name == name]
 
 
 def test_byte_offsets_and_strides_for_bf16_and_int8() -> None:
@@ -110,9 +116,9 @@ def test_temporaries_under_control_flow_get_a_copy_per_branch() -> None:
                   and "A.stride.1" in {v.name for v in ir.walk(n.condition) if isinstance(v, ir.Variable)})
     for side in (branch.then_case, branch.else_case):
         assert side is not None
-        loop = next(n for n in ir.walk(side) if isinstance(n, ir.For) and n.name == "mm.s1.r$x.rro")
-        temps = [n for n in ir.walk(loop) if isinstance(n, ir.Allocate) and ".amx_vnni." in n.name]
-        assert len(temps) == 1  # inside the loop whose variable its index reads
+        temps = [n for n in ir.walk(side) if isinstance(n, ir.Allocate) and ".amx_vnni." in n.name]
+        assert len(temps) == 1  # inside the branch, then hoisted out of its loops
+        assert isinstance(side, ir.Allocate) and side is temps[0]
 
 
 def test_multiple_accumulator_tiles_keep_their_tile_index() -> None:

@@ -50,6 +50,12 @@ def _place_temporaries(stmt: ir.Stmt, selection: SelectionResult) -> ir.Stmt:
     return place_temporaries(stmt, list(selection.temporaries))
 
 
+def _hoist_operand_copies(stmt: ir.Stmt, selection: SelectionResult) -> ir.Stmt:
+    from hardboiled.legalize.operand_hoisting import hoist_operand_copies
+
+    return hoist_operand_copies(stmt, [t.name for t in selection.temporaries])
+
+
 def _retag_memory(stmt: ir.Stmt, selection: SelectionResult) -> ir.Stmt:
     from hardboiled.legalize.memory import apply_memory_overrides
 
@@ -85,6 +91,8 @@ def _wmma_fragments(stmt: ir.Stmt, _selection: SelectionResult) -> ir.Stmt:
 LEGALIZATION: tuple[StmtPass, ...] = (
     StmtPass("place-temporaries", "allocate and fill the operand temporaries selection introduced",
              _place_temporaries),
+    StmtPass("hoist-operand-copies", "fill each VNNI operand copy once, outside the loops that read it",
+             _hoist_operand_copies),
     StmtPass("retag-memory", "move buffers to the memory --store-in names (Auto after a fallback)", _retag_memory),
     StmtPass("check-amx", "tile shapes, whole-tile indexing and tile-register pressure", _check_amx),
     StmtPass("stage-wmma-operands", "copy operands not provably aligned through shared memory",

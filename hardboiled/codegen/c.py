@@ -37,18 +37,32 @@ from hardboiled.codegen.c_family import (
     helper_functions,
     include_lines,
     int_constant,
+    storage_type,
 )
+from hardboiled.codegen.copies import PermutedCopy, match_permuted_copy
 from hardboiled.targets.amx import AMX_INTRINSIC, AMX_TILE, AMXIntrinsic, AMXOp
+
+Shape = tuple[int, int]
+"""A tile register's configuration: rows, and bytes per row."""
 
 
 @dataclass
 class _TileRegisters:
-    """Which AMX tile register holds what, and each register's shape."""
+    """Which AMX tile register holds what, and each register's shape.
+
+    Every whole tile of an AMX buffer (an accumulator, or an operand the
+    schedule keeps in AMXTile) owns a register. The others form one pool
+    per operand shape for the tiles that matmuls load; a load whose tile a
+    register of the pool still holds, from earlier in the same run of tile
+    statements, is not repeated (``held``)."""
 
     by_tile: dict[tuple[str, int], int] = field(default_factory=dict)
-    shapes: dict[int, tuple[int, int]] = field(default_factory=dict)
-    operand_a: int | None = None
-    operand_b: int | None = None
+    shapes: dict[int, Shape] = field(default_factory=dict)
+    operand_pools: dict[Shape, list[int]] = field(default_factory=dict)
+    held: dict[int, ir.Call] = field(default_factory=dict)
+    """Pool register -> the tile_load whose tile it holds right now."""
+    recent: list[int] = field(default_factory=list)
+    """Pool registers, least recently used first."""
 
     def register(self, buffer: str, tile: int) -> int:
         key = (buffer, tile)
@@ -60,6 +74,25 @@ class _TileRegisters:
         previous = self.shapes.setdefault(register, (rows, colbytes))
         if previous != (rows, colbytes):
             raise codegen_error(f"tile register {register} is used with two shapes: {previous} and {(rows, colbytes)}")
+
+    def forget(self) -> None:
+        """Code that is not a tile statement runs next: it may write what
+        a held tile was loaded from, or run more than once."""
+        self.held.clear()
+
+    def operand(self, load: ir.Call, shape: Shape, keep: int | None) -> tuple[int, bool]:
+        """The pool register for ``load`` and whether it must be loaded:
+        the register already holding it, else the least recently used one
+        other than ``keep`` (the matmul's other operand)."""
+        pool = self.operand_pools[shape]
+        register = next((r for r in pool if self.held.get(r) == load), None)
+        fresh = register is None
+        if register is None:
+            register = next(r for r in self.recent if r in pool and r != keep)
+            self.held[register] = load
+        self.recent.remove(register)
+        self.recent.append(register)
+        return register, fresh
 
 
 class CGenerator(CFamilyEmitter):
@@ -76,7 +109,16 @@ class CGenerator(CFamilyEmitter):
         return include_lines(C_HEADERS, ("hb_amx.h",)) + "\n" + helper_functions()
 
     def _uses_tiles(self) -> bool:
-        return bool(self.tiles.by_tile) or self.tiles.operand_a is not None
+        return bool(self.tiles.shapes)
+
+    def stmt_(self, s: ir.Stmt) -> None:
+        # Held operand tiles survive only from one tile statement to the next.
+        tile_statement = isinstance(s, ir.Store) and s.name in self.amx_buffers
+        if not tile_statement:
+            self.tiles.forget()
+        super().stmt_(s)
+        if not tile_statement:
+            self.tiles.forget()
 
     def prepare(self) -> None:
         self._plan_tiles()
@@ -94,21 +136,8 @@ class CGenerator(CFamilyEmitter):
 
     # ------------------------------------------------------------ AMX plan
     def _plan_tiles(self) -> None:
-        """One tile register per whole tile of every AMX buffer, plus one for
-        each matmul operand that is loaded rather than held in a buffer."""
-        self._assign_registers()
-        for call in ir.calls(self.stmt):
-            if _amx_op(call) is AMXOp.MATMUL:
-                for operand, reg in ((_MATMUL.argument(call, "a"), self.tiles.operand_a),
-                                     (_MATMUL.argument(call, "b"), self.tiles.operand_b)):
-                    if isinstance(operand, ir.Call) and reg is not None:
-                        self.tiles.shape(reg, int_constant(operand.args[0]), int_constant(operand.args[1]))
-        for (name, tile), reg in self.tiles.by_tile.items():
-            if reg not in self.tiles.shapes:
-                raise codegen_error(f"cannot tell the shape of tile {tile} of AMX buffer '{name}'")
-
-    def _assign_registers(self) -> None:
-        loads_operand = {"a": False, "b": False}
+        """One tile register per whole tile of every AMX buffer; the rest
+        hold the operands matmuls load, pooled by shape."""
         for node in ir.walk(self.stmt):
             if isinstance(node, ir.Store) and node.name in self.amx_buffers:
                 reg = self.tiles.register(node.name, self._tile_index(node.name, node.index))
@@ -117,16 +146,34 @@ class CGenerator(CFamilyEmitter):
                 if isinstance(value, ir.Call) and intrinsic is not None and intrinsic.writes_tile:
                     self.tiles.shape(reg, int_constant(intrinsic.argument(value, "rows")),
                                      int_constant(intrinsic.argument(value, "colbytes")))
-            if isinstance(node, ir.Call) and _amx_op(node) is AMXOp.MATMUL:
-                for operand in loads_operand:
-                    loads_operand[operand] |= isinstance(_MATMUL.argument(node, operand), ir.Call)
-        count = len(self.tiles.by_tile)
-        if loads_operand["a"]:
-            self.tiles.operand_a, count = count, count + 1
-        if loads_operand["b"]:
-            self.tiles.operand_b, count = count, count + 1
+        for (name, tile), reg in self.tiles.by_tile.items():
+            if reg not in self.tiles.shapes:
+                raise codegen_error(f"cannot tell the shape of tile {tile} of AMX buffer '{name}'")
+        self._plan_operand_pools()
+
+    def _plan_operand_pools(self) -> None:
+        """Each operand shape gets a register (two where one matmul loads
+        both operands in it); the free registers left go round the shapes,
+        so that more loaded tiles stay held."""
+        needed: dict[Shape, int] = {}
+        for call in ir.calls(self.stmt):
+            if _amx_op(call) is AMXOp.MATMUL:
+                loaded = [_load_shape(op) for op in (_MATMUL.argument(call, "a"), _MATMUL.argument(call, "b"))
+                          if isinstance(op, ir.Call)]
+                for shape in loaded:
+                    needed[shape] = max(needed.get(shape, 1), loaded.count(shape))
+        first_free = len(self.tiles.by_tile)
+        count = first_free + sum(needed.values())
         if count > AMX_TILE.registers:
             raise codegen_error(f"the kernel needs {count} AMX tile registers; AMX has {AMX_TILE.registers}")
+        pools: dict[Shape, list[int]] = {shape: [] for shape in needed}
+        shapes = [shape for shape, n in needed.items() for _ in range(n)]
+        spare = list(needed) * AMX_TILE.registers
+        for reg, shape in zip(range(first_free, AMX_TILE.registers), shapes + spare):
+            pools[shape].append(reg)
+            self.tiles.shape(reg, *shape)
+        self.tiles.operand_pools = pools
+        self.tiles.recent = [reg for pool in pools.values() for reg in pool]
 
     def _tile_index(self, name: str, index: ir.Expr) -> int:
         alloc = self.amx_buffers[name]
@@ -172,7 +219,40 @@ class CGenerator(CFamilyEmitter):
             self.comment(s)
             self._tile_store_into_register(s)
             return
+        copy = match_permuted_copy(s, self.element_types)
+        if copy is not None:
+            self.comment(s)
+            self._permuted_copy(copy)
+            return
         super().visit_store(s)
+
+    def _permuted_copy(self, copy: PermutedCopy) -> None:
+        """Storage words copied by loops over the source block's rows and
+        columns (codegen/copies.py): an operand repacked into VNNI order
+        this way is a few vector permutes per row pair."""
+        storage = storage_type(self.element_types[copy.destination])
+        to, source, row_stride, column_stride = (self.temp() for _ in range(4))
+        self.emit("{")
+        self.indent += 1
+        self.emit(f"{storage} *{to} = {self.cname(copy.destination)} + ({self.expr(copy.to)});")
+        self.emit(f"const {storage} *{source} = {self.cname(copy.source)} + ({self.expr(copy.from_)});")
+        self.emit(f"const int32_t {row_stride} = {self.expr(copy.row_stride)}, "
+                  f"{column_stride} = {self.expr(copy.column_stride)};")
+        group = copy.vnni_group
+        if group is not None:
+            self.emit(f"for (int r = 0; r < {copy.rows // group}; r++) for (int c = 0; c < {copy.columns}; c++) "
+                      f"for (int p = 0; p < {group}; p++)")
+            self.emit(f"  {to}[(r * {copy.columns} + c) * {group} + p] = "
+                      f"{source}[(r * {group} + p) * {row_stride} + c * {column_stride}];")
+        else:
+            table = self.temp()
+            lanes = ", ".join(str(i) for i in copy.permutation)
+            self.emit(f"static const int32_t {table}[{len(copy.permutation)}] = {{{lanes}}};")
+            self.emit(f"for (int i = 0; i < {len(copy.permutation)}; i++) {to}[i] = "
+                      f"{source}[({table}[i] / {copy.columns}) * {row_stride} + ({table}[i] % {copy.columns}) * "
+                      f"{column_stride}];")
+        self.indent -= 1
+        self.emit("}")
 
     def visit_load(self, e: ir.Load) -> str:
         if e.name in self.amx_buffers:
@@ -191,17 +271,21 @@ class CGenerator(CFamilyEmitter):
             self.emit(self._tile_loadd(reg, value))
         elif op is AMXOp.MATMUL:
             a, b = _MATMUL.argument(value, "a"), _MATMUL.argument(value, "b")
-            a_reg = self._operand(a, self.tiles.operand_a)
-            b_reg = self._operand(b, self.tiles.operand_b)
+            a_reg = self._operand(a, keep=None)
+            b_reg = self._operand(b, keep=a_reg)
             self.emit(f"{_dot_product(a.type, b.type)}({reg}, {a_reg}, {b_reg});")
         else:
             raise codegen_error(f"AMX buffer '{s.name}' is written by '{value.name}'")
 
-    def _operand(self, operand: ir.Expr, reg: int | None) -> int:
+    def _operand(self, operand: ir.Expr, keep: int | None) -> int:
         if isinstance(operand, ir.Load) and operand.name in self.amx_buffers:
             return self.tiles.by_tile[(operand.name, self._tile_index(operand.name, operand.index))]
-        assert isinstance(operand, ir.Call) and _amx_op(operand) is AMXOp.LOAD and reg is not None
-        self.emit(self._tile_loadd(reg, operand))
+        assert isinstance(operand, ir.Call) and _amx_op(operand) is AMXOp.LOAD
+        reg, fresh = self.tiles.operand(operand, _load_shape(operand), keep)
+        if fresh:
+            self.emit(self._tile_loadd(reg, operand))
+        else:
+            self.emit(f"/* tile register {reg} still holds this operand */")
         return reg
 
     def _tile_loadd(self, reg: int, call: ir.Call) -> str:
@@ -213,6 +297,10 @@ class CGenerator(CFamilyEmitter):
 
 
 _MATMUL = AMX_INTRINSIC[AMXOp.MATMUL]
+
+
+def _load_shape(load: ir.Call) -> Shape:
+    return int_constant(load.args[0]), int_constant(load.args[1])
 
 
 def _amx_intrinsic(e: ir.Expr | ir.Stmt) -> AMXIntrinsic | None:

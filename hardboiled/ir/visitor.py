@@ -184,3 +184,14 @@ def with_exprs(stmt: ir.Stmt, fn: Callable[[ir.Expr], ir.Expr | None]) -> ir.Stm
 
     result: ir.Stmt = rewrite(stmt, own_expressions)
     return result
+
+
+def map_all_exprs(stmt: ir.Stmt, fn: Callable[[ir.Expr], ir.Expr | None]) -> ir.Stmt:
+    """``stmt`` with ``map_expr`` applied to the expressions of every
+    statement inside it (substituting a variable, shifting an index)."""
+
+    def expressions_only(node: Any) -> Any:
+        return fn(node) if isinstance(node, ir.Expr) else None
+
+    result: ir.Stmt = rewrite(stmt, expressions_only)
+    return result

@@ -11,7 +11,7 @@ gpu_block loop; uses that no single such statement covers get a copy each.
 from __future__ import annotations
 
 from hardboiled import ir
-from hardboiled.ir.visitor import map_stmt, with_exprs
+from hardboiled.ir.visitor import map_all_exprs, map_stmt
 from hardboiled.legalize.common import LegalizationError, path_to_uses, uses_variable
 from hardboiled.select.reinsert import Temporary
 from hardboiled.support.diagnostics import Diagnostic
@@ -34,7 +34,7 @@ def _binds(node: ir.Stmt) -> set[str]:
     return set()
 
 
-def _writes(node: ir.Stmt) -> set[str]:
+def written_inside(node: ir.Stmt) -> set[str]:
     """Buffers written or (re)allocated anywhere inside ``node``."""
     names: set[str] = set()
     for n in ir.walk(node):
@@ -85,7 +85,7 @@ def _choose_position(path: list[ir.Stmt], needed: set[str], reads: set[str]) -> 
         return None  # used by kernels, but no single kernel holds every use: one copy per kernel
     bound_above: set[str] = set()
     for i, node in enumerate(path):
-        if i >= first and needed <= bound_above and not (reads & _writes(node)):
+        if i >= first and needed <= bound_above and not (reads & written_inside(node)):
             return i
         bound_above |= _binds(node)
     return None
@@ -113,13 +113,7 @@ def _rename_variable(stmt: ir.Stmt, old: str, new: str) -> ir.Stmt:
     def rename(e: ir.Expr) -> ir.Expr | None:
         return ir.Variable(new, e.type) if isinstance(e, ir.Variable) and e.name == old else None
 
-    def statement(s: ir.Stmt) -> ir.Stmt | None:
-        rebuilt = with_exprs(s, rename)
-        if rebuilt is s:
-            return None
-        return map_stmt(rebuilt, lambda n: statement(n) if n is not rebuilt else None)
-
-    return map_stmt(stmt, statement)
+    return map_all_exprs(stmt, rename)
 
 
 def _allocate(temp: Temporary, before: ir.Stmt) -> ir.Stmt:

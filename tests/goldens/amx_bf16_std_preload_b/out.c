@@ -69,6 +69,10 @@ int hb_kernel(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_h
   hb_tile_config[18] = 64; hb_tile_config[19] = 0; hb_tile_config[49] = 16;
   hb_tile_config[20] = 64; hb_tile_config[21] = 0; hb_tile_config[50] = 16;
   hb_tile_config[22] = 64; hb_tile_config[23] = 0; hb_tile_config[51] = 16;
+  hb_tile_config[24] = 64; hb_tile_config[25] = 0; hb_tile_config[52] = 16;
+  hb_tile_config[26] = 64; hb_tile_config[27] = 0; hb_tile_config[53] = 16;
+  hb_tile_config[28] = 64; hb_tile_config[29] = 0; hb_tile_config[54] = 16;
+  hb_tile_config[30] = 64; hb_tile_config[31] = 0; hb_tile_config[55] = 16;
   if (hb_amx_enable() != 0) return -100000;
   _tile_loadconfig(hb_tile_config);
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)mm_global_wrapper$0.buffer) != (uint64)0, halide_error_buffer_argument_is_null("mm_global_wrap... */
@@ -258,64 +262,67 @@ int hb_kernel(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_h
     /* assert((0 <= mm_global_wrapper$0.min.1) && ((mm_global_wrapper$0.extent.1 + mm_global_wrapper$0.min.1) <= 32), halide_error_explicit_bounds_too_sma... */
     if (!(((((int32_t)0) <= mm_global_wrapper_0_min_1) && (((int32_t)((uint32_t)mm_global_wrapper_0_extent_1 + (uint32_t)mm_global_wrapper_0_min_1)) <= ((int32_t)32))))) { _tile_release(); return -41; }
     /* produce mm_global_wrapper$0 */
-    /* for (mm_global_wrapper$0.s0.y.yo, 0, 2) { */
+    /* allocate B.amx_vnni.0[bfloat16 * 2048] */
     {
-      int32_t mm_global_wrapper_0_s0_y_yo_lo = ((int32_t)0), mm_global_wrapper_0_s0_y_yo_end = mm_global_wrapper_0_s0_y_yo_lo + ((int32_t)2);
-      for (int32_t mm_global_wrapper_0_s0_y_yo = mm_global_wrapper_0_s0_y_yo_lo; mm_global_wrapper_0_s0_y_yo < mm_global_wrapper_0_s0_y_yo_end; mm_global_wrapper_0_s0_y_yo++) {
-        /* allocate mm[float32 * 16 * 32] in AMXTile */
-        /* mm lives in AMX tile registers */
-        /* produce mm */
-        /* mm[ramp(0, 1, 256)] = (float32x256)tile_zero(16, 64) */
-        _tile_zero(0);
-        /* mm[ramp(256, 1, 256)] = (float32x256)tile_zero(16, 64) */
-        _tile_zero(1);
-        /* for (mm.s1.r$x.rro, 0, 2) { */
-        {
-          int32_t mm_s1_r_x_rro_lo = ((int32_t)0), mm_s1_r_x_rro_end = mm_s1_r_x_rro_lo + ((int32_t)2);
-          for (int32_t mm_s1_r_x_rro = mm_s1_r_x_rro_lo; mm_s1_r_x_rro < mm_s1_r_x_rro_end; mm_s1_r_x_rro++) {
-            /* allocate B.amx_vnni.0[bfloat16 * 512] */
-            {
-              uint16_t *B_amx_vnni_0 = (uint16_t *)calloc((size_t)((((int32_t)1)) * (((int32_t)512))), sizeof(uint16_t));
-              if (!B_amx_vnni_0) { _tile_release(); return -200000; }
-              /* B.amx_vnni.0[ramp(0, 1, 512)] = shuffle((bfloat16x512)B[ramp(ramp(((((B.stride.1*mm.s1.r$x.rro)*2) + mm_global_wrapper$0.s0.y.yo)*16) - ((B.min.1*B... */
-              int32_t t1[16];
-              for (int j = 0; j < 16; j++) for (int k = 0; k < 1; k++) t1[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_stride_1 * (uint32_t)mm_s1_r_x_rro)) * (uint32_t)((int32_t)2))) + (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_min_1 * (uint32_t)B_stride_1)) + (uint32_t)B_min_0)))) + j * ((int32_t)1));
-              int32_t t2[16];
-              for (int j = 0; j < 16; j++) for (int k = 0; k < 1; k++) t2[j * 1 + k] = B_stride_1;
-              int32_t t3[512];
-              for (int j = 0; j < 32; j++) for (int k = 0; k < 16; k++) t3[j * 16 + k] = (int32_t)(t1[k] + j * t2[k]);
-              float t4[512];
-              for (int i = 0; i < 512; i++) t4[i] = hb_bf16_to_f32(B[t3[i]]);
-              float t5[512];
-              memcpy(t5 + 0, t4, sizeof(t5[0]) * 512);
-              static const int32_t t6[512] = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31, 32, 48, 33, 49, 34, 50, 35, 51, 36, 52, 37, 53, 38, 54, 39, 55, 40, 56, 41, 57, 42, 58, 43, 59, 44, 60, 45, 61, 46, 62, 47, 63, 64, 80, 65, 81, 66, 82, 67, 83, 68, 84, 69, 85, 70, 86, 71, 87, 72, 88, 73, 89, 74, 90, 75, 91, 76, 92, 77, 93, 78, 94, 79, 95, 96, 112, 97, 113, 98, 114, 99, 115, 100, 116, 101, 117, 102, 118, 103, 119, 104, 120, 105, 121, 106, 122, 107, 123, 108, 124, 109, 125, 110, 126, 111, 127, 128, 144, 129, 145, 130, 146, 131, 147, 132, 148, 133, 149, 134, 150, 135, 151, 136, 152, 137, 153, 138, 154, 139, 155, 140, 156, 141, 157, 142, 158, 143, 159, 160, 176, 161, 177, 162, 178, 163, 179, 164, 180, 165, 181, 166, 182, 167, 183, 168, 184, 169, 185, 170, 186, 171, 187, 172, 188, 173, 189, 174, 190, 175, 191, 192, 208, 193, 209, 194, 210, 195, 211, 196, 212, 197, 213, 198, 214, 199, 215, 200, 216, 201, 217, 202, 218, 203, 219, 204, 220, 205, 221, 206, 222, 207, 223, 224, 240, 225, 241, 226, 242, 227, 243, 228, 244, 229, 245, 230, 246, 231, 247, 232, 248, 233, 249, 234, 250, 235, 251, 236, 252, 237, 253, 238, 254, 239, 255, 256, 272, 257, 273, 258, 274, 259, 275, 260, 276, 261, 277, 262, 278, 263, 279, 264, 280, 265, 281, 266, 282, 267, 283, 268, 284, 269, 285, 270, 286, 271, 287, 288, 304, 289, 305, 290, 306, 291, 307, 292, 308, 293, 309, 294, 310, 295, 311, 296, 312, 297, 313, 298, 314, 299, 315, 300, 316, 301, 317, 302, 318, 303, 319, 320, 336, 321, 337, 322, 338, 323, 339, 324, 340, 325, 341, 326, 342, 327, 343, 328, 344, 329, 345, 330, 346, 331, 347, 332, 348, 333, 349, 334, 350, 335, 351, 352, 368, 353, 369, 354, 370, 355, 371, 356, 372, 357, 373, 358, 374, 359, 375, 360, 376, 361, 377, 362, 378, 363, 379, 364, 380, 365, 381, 366, 382, 367, 383, 384, 400, 385, 401, 386, 402, 387, 403, 388, 404, 389, 405, 390, 406, 391, 407, 392, 408, 393, 409, 394, 410, 395, 411, 396, 412, 397, 413, 398, 414, 399, 415, 416, 432, 417, 433, 418, 434, 419, 435, 420, 436, 421, 437, 422, 438, 423, 439, 424, 440, 425, 441, 426, 442, 427, 443, 428, 444, 429, 445, 430, 446, 431, 447, 448, 464, 449, 465, 450, 466, 451, 467, 452, 468, 453, 469, 454, 470, 455, 471, 456, 472, 457, 473, 458, 474, 459, 475, 460, 476, 461, 477, 462, 478, 463, 479, 480, 496, 481, 497, 482, 498, 483, 499, 484, 500, 485, 501, 486, 502, 487, 503, 488, 504, 489, 505, 490, 506, 491, 507, 492, 508, 493, 509, 494, 510, 495, 511};
-              float t7[512];
-              for (int i = 0; i < 512; i++) t7[i] = t5[t6[i]];
-              int32_t t8[512];
-              for (int j = 0; j < 512; j++) for (int k = 0; k < 1; k++) t8[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-              for (int i = 0; i < 512; i++) B_amx_vnni_0[t8[i]] = hb_f32_to_bf16(t7[i]);
+      uint16_t *B_amx_vnni_0 = (uint16_t *)calloc((size_t)((((int32_t)1)) * (((int32_t)2048))), sizeof(uint16_t));
+      if (!B_amx_vnni_0) { _tile_release(); return -200000; }
+      /* for (mm_global_wrapper$0.s0.y.yo, 0, 2) { */
+      {
+        int32_t mm_global_wrapper_0_s0_y_yo_lo = ((int32_t)0), mm_global_wrapper_0_s0_y_yo_end = mm_global_wrapper_0_s0_y_yo_lo + ((int32_t)2);
+        for (int32_t mm_global_wrapper_0_s0_y_yo = mm_global_wrapper_0_s0_y_yo_lo; mm_global_wrapper_0_s0_y_yo < mm_global_wrapper_0_s0_y_yo_end; mm_global_wrapper_0_s0_y_yo++) {
+          /* for (mm.s1.r$x.rro, 0, 2) { */
+          {
+            int32_t mm_s1_r_x_rro_lo = ((int32_t)0), mm_s1_r_x_rro_end = mm_s1_r_x_rro_lo + ((int32_t)2);
+            for (int32_t mm_s1_r_x_rro = mm_s1_r_x_rro_lo; mm_s1_r_x_rro < mm_s1_r_x_rro_end; mm_s1_r_x_rro++) {
+              /* B.amx_vnni.0[ramp((mm.s1.r$x.rro*512) + (mm_global_wrapper$0.s0.y.yo*1024), 1, 512)] = shuffle((bfloat16x512)B[ramp(ramp(((((B.stride.1*mm.s1.r$x.r... */
+              {
+                uint16_t *t1 = B_amx_vnni_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)1024))))));
+                const uint16_t *t2 = B + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_stride_1 * (uint32_t)mm_s1_r_x_rro)) * (uint32_t)((int32_t)2))) + (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_min_1 * (uint32_t)B_stride_1)) + (uint32_t)B_min_0)))));
+                const int32_t t3 = B_stride_1, t4 = ((int32_t)1);
+                for (int r = 0; r < 16; r++) for (int c = 0; c < 16; c++) for (int p = 0; p < 2; p++)
+                  t1[(r * 16 + c) * 2 + p] = t2[(r * 2 + p) * t3 + c * t4];
+              }
+            }
+          }
+        }
+      }
+      /* for (mm_global_wrapper$0.s0.y.yo, 0, 2) { */
+      {
+        int32_t mm_global_wrapper_0_s0_y_yo_lo = ((int32_t)0), mm_global_wrapper_0_s0_y_yo_end = mm_global_wrapper_0_s0_y_yo_lo + ((int32_t)2);
+        for (int32_t mm_global_wrapper_0_s0_y_yo = mm_global_wrapper_0_s0_y_yo_lo; mm_global_wrapper_0_s0_y_yo < mm_global_wrapper_0_s0_y_yo_end; mm_global_wrapper_0_s0_y_yo++) {
+          /* allocate mm[float32 * 16 * 32] in AMXTile */
+          /* mm lives in AMX tile registers */
+          /* produce mm */
+          /* mm[ramp(0, 1, 256)] = (float32x256)tile_zero(16, 64) */
+          _tile_zero(0);
+          /* mm[ramp(256, 1, 256)] = (float32x256)tile_zero(16, 64) */
+          _tile_zero(1);
+          /* for (mm.s1.r$x.rro, 0, 2) { */
+          {
+            int32_t mm_s1_r_x_rro_lo = ((int32_t)0), mm_s1_r_x_rro_end = mm_s1_r_x_rro_lo + ((int32_t)2);
+            for (int32_t mm_s1_r_x_rro = mm_s1_r_x_rro_lo; mm_s1_r_x_rro < mm_s1_r_x_rro_end; mm_s1_r_x_rro++) {
               /* allocate B_im_global_wrapper$0[bfloat16 * 16 * 32] in AMXTile */
               /* B_im_global_wrapper$0 lives in AMX tile registers */
               /* produce B_im_global_wrapper$0 */
-              /* B_im_global_wrapper$0[ramp(0, 1, 512)] = (bfloat16x512)tile_load(16, 64, (void *)B.amx_vnni.0, 0, 64) */
-              hb_amx_barrier(); _tile_loadd(2, (const char *)B_amx_vnni_0 + (((int32_t)0)), ((int32_t)64));
+              /* B_im_global_wrapper$0[ramp(0, 1, 512)] = (bfloat16x512)tile_load(16, 64, (void *)B.amx_vnni.0, ((mm.s1.r$x.rro*512)*2) + ((mm_global_wrapper$0.s0.y... */
+              hb_amx_barrier(); _tile_loadd(2, (const char *)B_amx_vnni_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)512))) * (uint32_t)((int32_t)2))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)1024))) * (uint32_t)((int32_t)2)))))), ((int32_t)64));
               /* consume B_im_global_wrapper$0 */
               /* mm[ramp(0, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(0, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, ((mm.s1.r$x... */
               hb_amx_barrier(); _tile_loadd(3, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
               _tile_dpbf16ps(0, 3, 2);
               /* mm[ramp(256, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(256, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, (((A.st... */
-              hb_amx_barrier(); _tile_loadd(3, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
-              _tile_dpbf16ps(1, 3, 2);
-              free(B_amx_vnni_0);
+              hb_amx_barrier(); _tile_loadd(4, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
+              _tile_dpbf16ps(1, 4, 2);
             }
           }
+          /* consume mm */
+          /* tile_store(16, 64, (void *)mm_global_wrapper$0, (mm_global_wrapper$0.s0.y.yo*16)*4, mm_global_wrapper$0.stride.1*4, (float32x256)mm[ramp(0, 1, 256)]) */
+          _tile_stored(0, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)((uint32_t)mm_global_wrapper_0_stride_1 * (uint32_t)((int32_t)4))));
+          /* tile_store(16, 64, (void *)mm_global_wrapper$0, ((mm_global_wrapper$0.s0.y.yo + mm_global_wrapper$0.stride.1)*16)*4, mm_global_wrapper$0.stride.1*4... */
+          _tile_stored(1, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo + (uint32_t)mm_global_wrapper_0_stride_1)) * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)((uint32_t)mm_global_wrapper_0_stride_1 * (uint32_t)((int32_t)4))));
         }
-        /* consume mm */
-        /* tile_store(16, 64, (void *)mm_global_wrapper$0, (mm_global_wrapper$0.s0.y.yo*16)*4, mm_global_wrapper$0.stride.1*4, (float32x256)mm[ramp(0, 1, 256)]) */
-        _tile_stored(0, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)((uint32_t)mm_global_wrapper_0_stride_1 * (uint32_t)((int32_t)4))));
-        /* tile_store(16, 64, (void *)mm_global_wrapper$0, ((mm_global_wrapper$0.s0.y.yo + mm_global_wrapper$0.stride.1)*16)*4, mm_global_wrapper$0.stride.1*4... */
-        _tile_stored(1, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo + (uint32_t)mm_global_wrapper_0_stride_1)) * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)((uint32_t)mm_global_wrapper_0_stride_1 * (uint32_t)((int32_t)4))));
       }
+      free(B_amx_vnni_0);
     }
   }
   _tile_release();

@@ -69,6 +69,10 @@ int hb_kernel(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_h
   hb_tile_config[18] = 64; hb_tile_config[19] = 0; hb_tile_config[49] = 16;
   hb_tile_config[20] = 64; hb_tile_config[21] = 0; hb_tile_config[50] = 16;
   hb_tile_config[22] = 64; hb_tile_config[23] = 0; hb_tile_config[51] = 16;
+  hb_tile_config[24] = 64; hb_tile_config[25] = 0; hb_tile_config[52] = 16;
+  hb_tile_config[26] = 64; hb_tile_config[27] = 0; hb_tile_config[53] = 16;
+  hb_tile_config[28] = 64; hb_tile_config[29] = 0; hb_tile_config[54] = 16;
+  hb_tile_config[30] = 64; hb_tile_config[31] = 0; hb_tile_config[55] = 16;
   if (hb_amx_enable() != 0) return -100000;
   _tile_loadconfig(hb_tile_config);
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)mm_global_wrapper$0.buffer) != (uint64)0, halide_error_buffer_argument_is_null("mm_global_wrap... */
@@ -278,26 +282,19 @@ int hb_kernel(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_h
     /* assert((0 <= mm_global_wrapper$0.min.1) && ((mm_global_wrapper$0.extent.1 + mm_global_wrapper$0.min.1) <= 32), halide_error_explicit_bounds_too_sma... */
     if (!(((((int32_t)0) <= mm_global_wrapper_0_min_1) && (((int32_t)((uint32_t)mm_global_wrapper_0_extent_1 + (uint32_t)mm_global_wrapper_0_min_1)) <= ((int32_t)32))))) { _tile_release(); return -45; }
     /* produce mm_global_wrapper$0 */
-    /* for (mm_global_wrapper$0.s0.y.yo, 0, 2) { */
+    /* allocate B.amx_vnni.0[bfloat16 * 2048] */
     {
-      int32_t mm_global_wrapper_0_s0_y_yo_lo = ((int32_t)0), mm_global_wrapper_0_s0_y_yo_end = mm_global_wrapper_0_s0_y_yo_lo + ((int32_t)2);
-      for (int32_t mm_global_wrapper_0_s0_y_yo = mm_global_wrapper_0_s0_y_yo_lo; mm_global_wrapper_0_s0_y_yo < mm_global_wrapper_0_s0_y_yo_end; mm_global_wrapper_0_s0_y_yo++) {
-        /* allocate mm[float32 * 16 * 32] in AMXTile */
-        /* mm lives in AMX tile registers */
-        /* produce mm */
-        /* mm[ramp(0, 1, 256)] = (float32x256)tile_zero(16, 64) */
-        _tile_zero(0);
-        /* mm[ramp(256, 1, 256)] = (float32x256)tile_zero(16, 64) */
-        _tile_zero(1);
-        /* for (mm.s1.r$x.rro, 0, 2) { */
-        {
-          int32_t mm_s1_r_x_rro_lo = ((int32_t)0), mm_s1_r_x_rro_end = mm_s1_r_x_rro_lo + ((int32_t)2);
-          for (int32_t mm_s1_r_x_rro = mm_s1_r_x_rro_lo; mm_s1_r_x_rro < mm_s1_r_x_rro_end; mm_s1_r_x_rro++) {
-            /* allocate B.amx_vnni.0[bfloat16 * 512] */
-            {
-              uint16_t *B_amx_vnni_0 = (uint16_t *)calloc((size_t)((((int32_t)1)) * (((int32_t)512))), sizeof(uint16_t));
-              if (!B_amx_vnni_0) { _tile_release(); return -200000; }
-              /* B.amx_vnni.0[ramp(0, 1, 512)] = (bfloat16x512)B[ramp(ramp(ramp((((B.stride.1*mm_global_wrapper$0.s0.y.yo) + (B.stride.2*mm.s1.r$x.rro))*16) - ((B.m... */
+      uint16_t *B_amx_vnni_0 = (uint16_t *)calloc((size_t)((((int32_t)1)) * (((int32_t)2048))), sizeof(uint16_t));
+      if (!B_amx_vnni_0) { _tile_release(); return -200000; }
+      /* for (mm_global_wrapper$0.s0.y.yo, 0, 2) { */
+      {
+        int32_t mm_global_wrapper_0_s0_y_yo_lo = ((int32_t)0), mm_global_wrapper_0_s0_y_yo_end = mm_global_wrapper_0_s0_y_yo_lo + ((int32_t)2);
+        for (int32_t mm_global_wrapper_0_s0_y_yo = mm_global_wrapper_0_s0_y_yo_lo; mm_global_wrapper_0_s0_y_yo < mm_global_wrapper_0_s0_y_yo_end; mm_global_wrapper_0_s0_y_yo++) {
+          /* for (mm.s1.r$x.rro, 0, 2) { */
+          {
+            int32_t mm_s1_r_x_rro_lo = ((int32_t)0), mm_s1_r_x_rro_end = mm_s1_r_x_rro_lo + ((int32_t)2);
+            for (int32_t mm_s1_r_x_rro = mm_s1_r_x_rro_lo; mm_s1_r_x_rro < mm_s1_r_x_rro_end; mm_s1_r_x_rro++) {
+              /* B.amx_vnni.0[ramp((mm.s1.r$x.rro*512) + (mm_global_wrapper$0.s0.y.yo*1024), 1, 512)] = (bfloat16x512)B[ramp(ramp(ramp((((B.stride.1*mm_global_wrapp... */
               int32_t t1[2];
               for (int j = 0; j < 2; j++) for (int k = 0; k < 1; k++) t1[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_stride_1 * (uint32_t)mm_global_wrapper_0_s0_y_yo)) + (uint32_t)((int32_t)((uint32_t)B_stride_2 * (uint32_t)mm_s1_r_x_rro)))) * (uint32_t)((int32_t)16))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_min_2 * (uint32_t)B_stride_2)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_min_1 * (uint32_t)B_stride_1)) + (uint32_t)B_min_0)))))) + j * ((int32_t)1));
               int32_t t2[2];
@@ -311,30 +308,49 @@ int hb_kernel(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_h
               float t6[512];
               for (int i = 0; i < 512; i++) t6[i] = hb_bf16_to_f32(B[t5[i]]);
               int32_t t7[512];
-              for (int j = 0; j < 512; j++) for (int k = 0; k < 1; k++) t7[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
+              for (int j = 0; j < 512; j++) for (int k = 0; k < 1; k++) t7[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)1024))))) + j * ((int32_t)1));
               for (int i = 0; i < 512; i++) B_amx_vnni_0[t7[i]] = hb_f32_to_bf16(t6[i]);
+            }
+          }
+        }
+      }
+      /* for (mm_global_wrapper$0.s0.y.yo, 0, 2) { */
+      {
+        int32_t mm_global_wrapper_0_s0_y_yo_lo = ((int32_t)0), mm_global_wrapper_0_s0_y_yo_end = mm_global_wrapper_0_s0_y_yo_lo + ((int32_t)2);
+        for (int32_t mm_global_wrapper_0_s0_y_yo = mm_global_wrapper_0_s0_y_yo_lo; mm_global_wrapper_0_s0_y_yo < mm_global_wrapper_0_s0_y_yo_end; mm_global_wrapper_0_s0_y_yo++) {
+          /* allocate mm[float32 * 16 * 32] in AMXTile */
+          /* mm lives in AMX tile registers */
+          /* produce mm */
+          /* mm[ramp(0, 1, 256)] = (float32x256)tile_zero(16, 64) */
+          _tile_zero(0);
+          /* mm[ramp(256, 1, 256)] = (float32x256)tile_zero(16, 64) */
+          _tile_zero(1);
+          /* for (mm.s1.r$x.rro, 0, 2) { */
+          {
+            int32_t mm_s1_r_x_rro_lo = ((int32_t)0), mm_s1_r_x_rro_end = mm_s1_r_x_rro_lo + ((int32_t)2);
+            for (int32_t mm_s1_r_x_rro = mm_s1_r_x_rro_lo; mm_s1_r_x_rro < mm_s1_r_x_rro_end; mm_s1_r_x_rro++) {
               /* allocate B_im_global_wrapper$0[bfloat16 * 2 * 16 * 16] in AMXTile */
               /* B_im_global_wrapper$0 lives in AMX tile registers */
               /* produce B_im_global_wrapper$0 */
-              /* B_im_global_wrapper$0[ramp(0, 1, 512)] = (bfloat16x512)tile_load(16, 64, (void *)B.amx_vnni.0, 0, 64) */
-              hb_amx_barrier(); _tile_loadd(2, (const char *)B_amx_vnni_0 + (((int32_t)0)), ((int32_t)64));
+              /* B_im_global_wrapper$0[ramp(0, 1, 512)] = (bfloat16x512)tile_load(16, 64, (void *)B.amx_vnni.0, ((mm.s1.r$x.rro*512)*2) + ((mm_global_wrapper$0.s0.y... */
+              hb_amx_barrier(); _tile_loadd(2, (const char *)B_amx_vnni_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)512))) * (uint32_t)((int32_t)2))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)1024))) * (uint32_t)((int32_t)2)))))), ((int32_t)64));
               /* consume B_im_global_wrapper$0 */
               /* mm[ramp(0, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(0, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, ((mm.s1.r$x... */
               hb_amx_barrier(); _tile_loadd(3, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
               _tile_dpbf16ps(0, 3, 2);
               /* mm[ramp(256, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(256, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, (((A.st... */
-              hb_amx_barrier(); _tile_loadd(3, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
-              _tile_dpbf16ps(1, 3, 2);
-              free(B_amx_vnni_0);
+              hb_amx_barrier(); _tile_loadd(4, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
+              _tile_dpbf16ps(1, 4, 2);
             }
           }
+          /* consume mm */
+          /* tile_store(16, 64, (void *)mm_global_wrapper$0, (mm_global_wrapper$0.s0.y.yo*16)*4, mm_global_wrapper$0.stride.1*4, (float32x256)mm[ramp(0, 1, 256)]) */
+          _tile_stored(0, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)((uint32_t)mm_global_wrapper_0_stride_1 * (uint32_t)((int32_t)4))));
+          /* tile_store(16, 64, (void *)mm_global_wrapper$0, ((mm_global_wrapper$0.s0.y.yo + mm_global_wrapper$0.stride.1)*16)*4, mm_global_wrapper$0.stride.1*4... */
+          _tile_stored(1, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo + (uint32_t)mm_global_wrapper_0_stride_1)) * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)((uint32_t)mm_global_wrapper_0_stride_1 * (uint32_t)((int32_t)4))));
         }
-        /* consume mm */
-        /* tile_store(16, 64, (void *)mm_global_wrapper$0, (mm_global_wrapper$0.s0.y.yo*16)*4, mm_global_wrapper$0.stride.1*4, (float32x256)mm[ramp(0, 1, 256)]) */
-        _tile_stored(0, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)((uint32_t)mm_global_wrapper_0_stride_1 * (uint32_t)((int32_t)4))));
-        /* tile_store(16, 64, (void *)mm_global_wrapper$0, ((mm_global_wrapper$0.s0.y.yo + mm_global_wrapper$0.stride.1)*16)*4, mm_global_wrapper$0.stride.1*4... */
-        _tile_stored(1, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo + (uint32_t)mm_global_wrapper_0_stride_1)) * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)((uint32_t)mm_global_wrapper_0_stride_1 * (uint32_t)((int32_t)4))));
       }
+      free(B_amx_vnni_0);
     }
   }
   _tile_release();

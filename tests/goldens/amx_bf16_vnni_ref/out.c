@@ -68,6 +68,11 @@ int hb_kernel(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_h
   hb_tile_config[16] = 64; hb_tile_config[17] = 0; hb_tile_config[48] = 16;
   hb_tile_config[18] = 64; hb_tile_config[19] = 0; hb_tile_config[49] = 16;
   hb_tile_config[20] = 64; hb_tile_config[21] = 0; hb_tile_config[50] = 16;
+  hb_tile_config[22] = 64; hb_tile_config[23] = 0; hb_tile_config[51] = 16;
+  hb_tile_config[24] = 64; hb_tile_config[25] = 0; hb_tile_config[52] = 16;
+  hb_tile_config[26] = 64; hb_tile_config[27] = 0; hb_tile_config[53] = 16;
+  hb_tile_config[28] = 64; hb_tile_config[29] = 0; hb_tile_config[54] = 16;
+  hb_tile_config[30] = 64; hb_tile_config[31] = 0; hb_tile_config[55] = 16;
   if (hb_amx_enable() != 0) return -100000;
   _tile_loadconfig(hb_tile_config);
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)mm_global_wrapper$0.buffer) != (uint64)0, halide_error_buffer_argument_is_null("mm_global_wrap... */
@@ -277,57 +282,69 @@ int hb_kernel(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_h
     /* assert((0 <= mm_global_wrapper$0.min.1) && ((mm_global_wrapper$0.extent.1 + mm_global_wrapper$0.min.1) <= 32), halide_error_explicit_bounds_too_sma... */
     if (!(((((int32_t)0) <= mm_global_wrapper_0_min_1) && (((int32_t)((uint32_t)mm_global_wrapper_0_extent_1 + (uint32_t)mm_global_wrapper_0_min_1)) <= ((int32_t)32))))) { _tile_release(); return -45; }
     /* produce mm_global_wrapper$0 */
-    /* for (mm_global_wrapper$0.s0.x.xo, 0, 2) { */
+    /* allocate B.amx_vnni.0[bfloat16 * 2048] */
     {
-      int32_t mm_global_wrapper_0_s0_x_xo_lo = ((int32_t)0), mm_global_wrapper_0_s0_x_xo_end = mm_global_wrapper_0_s0_x_xo_lo + ((int32_t)2);
-      for (int32_t mm_global_wrapper_0_s0_x_xo = mm_global_wrapper_0_s0_x_xo_lo; mm_global_wrapper_0_s0_x_xo < mm_global_wrapper_0_s0_x_xo_end; mm_global_wrapper_0_s0_x_xo++) {
-        /* for (mm_global_wrapper$0.s0.y.yo, 0, 2) { */
-        {
-          int32_t mm_global_wrapper_0_s0_y_yo_lo = ((int32_t)0), mm_global_wrapper_0_s0_y_yo_end = mm_global_wrapper_0_s0_y_yo_lo + ((int32_t)2);
-          for (int32_t mm_global_wrapper_0_s0_y_yo = mm_global_wrapper_0_s0_y_yo_lo; mm_global_wrapper_0_s0_y_yo < mm_global_wrapper_0_s0_y_yo_end; mm_global_wrapper_0_s0_y_yo++) {
-            /* allocate mm[float32 * 16 * 16] in AMXTile */
-            /* mm lives in AMX tile registers */
-            /* produce mm */
-            /* mm[ramp(0, 1, 256)] = (float32x256)tile_zero(16, 64) */
-            _tile_zero(0);
-            /* for (mm.s1.r$x.rro, 0, 2) { */
-            {
-              int32_t mm_s1_r_x_rro_lo = ((int32_t)0), mm_s1_r_x_rro_end = mm_s1_r_x_rro_lo + ((int32_t)2);
-              for (int32_t mm_s1_r_x_rro = mm_s1_r_x_rro_lo; mm_s1_r_x_rro < mm_s1_r_x_rro_end; mm_s1_r_x_rro++) {
-                /* allocate B.amx_vnni.0[bfloat16 * 512] */
-                {
-                  uint16_t *B_amx_vnni_0 = (uint16_t *)calloc((size_t)((((int32_t)1)) * (((int32_t)512))), sizeof(uint16_t));
-                  if (!B_amx_vnni_0) { _tile_release(); return -200000; }
-                  /* B.amx_vnni.0[ramp(0, 1, 512)] = (bfloat16x512)B[ramp(ramp(ramp(((mm.s1.r$x.rro*16)*B.stride.2) + (((B.stride.1*mm_global_wrapper$0.s0.y.yo)*16) - (... */
-                  int32_t t1[2];
-                  for (int j = 0; j < 2; j++) for (int k = 0; k < 1; k++) t1[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)16))) * (uint32_t)B_stride_2)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_stride_1 * (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_min_2 * (uint32_t)B_stride_2)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_min_1 * (uint32_t)B_stride_1)) + (uint32_t)B_min_0)))))))) + j * ((int32_t)1));
-                  int32_t t2[2];
-                  for (int j = 0; j < 2; j++) for (int k = 0; k < 1; k++) t2[j * 1 + k] = B_stride_1;
-                  int32_t t3[32];
-                  for (int j = 0; j < 16; j++) for (int k = 0; k < 2; k++) t3[j * 2 + k] = (int32_t)(t1[k] + j * t2[k]);
-                  int32_t t4[32];
-                  for (int j = 0; j < 32; j++) for (int k = 0; k < 1; k++) t4[j * 1 + k] = B_stride_2;
-                  int32_t t5[512];
-                  for (int j = 0; j < 16; j++) for (int k = 0; k < 32; k++) t5[j * 32 + k] = (int32_t)(t3[k] + j * t4[k]);
-                  float t6[512];
-                  for (int i = 0; i < 512; i++) t6[i] = hb_bf16_to_f32(B[t5[i]]);
-                  int32_t t7[512];
-                  for (int j = 0; j < 512; j++) for (int k = 0; k < 1; k++) t7[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-                  for (int i = 0; i < 512; i++) B_amx_vnni_0[t7[i]] = hb_f32_to_bf16(t6[i]);
-                  /* mm[ramp(0, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(0, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, ((((A.strid... */
-                  hb_amx_barrier(); _tile_loadd(1, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)mm_global_wrapper_0_s0_x_xo)) * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
-                  hb_amx_barrier(); _tile_loadd(2, (const char *)B_amx_vnni_0 + (((int32_t)0)), ((int32_t)64));
-                  _tile_dpbf16ps(0, 1, 2);
-                  free(B_amx_vnni_0);
-                }
-              }
+      uint16_t *B_amx_vnni_0 = (uint16_t *)calloc((size_t)((((int32_t)1)) * (((int32_t)2048))), sizeof(uint16_t));
+      if (!B_amx_vnni_0) { _tile_release(); return -200000; }
+      /* for (mm_global_wrapper$0.s0.y.yo, 0, 2) { */
+      {
+        int32_t mm_global_wrapper_0_s0_y_yo_lo = ((int32_t)0), mm_global_wrapper_0_s0_y_yo_end = mm_global_wrapper_0_s0_y_yo_lo + ((int32_t)2);
+        for (int32_t mm_global_wrapper_0_s0_y_yo = mm_global_wrapper_0_s0_y_yo_lo; mm_global_wrapper_0_s0_y_yo < mm_global_wrapper_0_s0_y_yo_end; mm_global_wrapper_0_s0_y_yo++) {
+          /* for (mm.s1.r$x.rro, 0, 2) { */
+          {
+            int32_t mm_s1_r_x_rro_lo = ((int32_t)0), mm_s1_r_x_rro_end = mm_s1_r_x_rro_lo + ((int32_t)2);
+            for (int32_t mm_s1_r_x_rro = mm_s1_r_x_rro_lo; mm_s1_r_x_rro < mm_s1_r_x_rro_end; mm_s1_r_x_rro++) {
+              /* B.amx_vnni.0[ramp((mm.s1.r$x.rro*512) + (mm_global_wrapper$0.s0.y.yo*1024), 1, 512)] = (bfloat16x512)B[ramp(ramp(ramp(((mm.s1.r$x.rro*16)*B.stride.... */
+              int32_t t1[2];
+              for (int j = 0; j < 2; j++) for (int k = 0; k < 1; k++) t1[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)16))) * (uint32_t)B_stride_2)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_stride_1 * (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_min_2 * (uint32_t)B_stride_2)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_min_1 * (uint32_t)B_stride_1)) + (uint32_t)B_min_0)))))))) + j * ((int32_t)1));
+              int32_t t2[2];
+              for (int j = 0; j < 2; j++) for (int k = 0; k < 1; k++) t2[j * 1 + k] = B_stride_1;
+              int32_t t3[32];
+              for (int j = 0; j < 16; j++) for (int k = 0; k < 2; k++) t3[j * 2 + k] = (int32_t)(t1[k] + j * t2[k]);
+              int32_t t4[32];
+              for (int j = 0; j < 32; j++) for (int k = 0; k < 1; k++) t4[j * 1 + k] = B_stride_2;
+              int32_t t5[512];
+              for (int j = 0; j < 16; j++) for (int k = 0; k < 32; k++) t5[j * 32 + k] = (int32_t)(t3[k] + j * t4[k]);
+              float t6[512];
+              for (int i = 0; i < 512; i++) t6[i] = hb_bf16_to_f32(B[t5[i]]);
+              int32_t t7[512];
+              for (int j = 0; j < 512; j++) for (int k = 0; k < 1; k++) t7[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)1024))))) + j * ((int32_t)1));
+              for (int i = 0; i < 512; i++) B_amx_vnni_0[t7[i]] = hb_f32_to_bf16(t6[i]);
             }
-            /* consume mm */
-            /* tile_store(16, 64, (void *)mm_global_wrapper$0, (((mm_global_wrapper$0.s0.x.xo*mm_global_wrapper$0.stride.1) + mm_global_wrapper$0.s0.y.yo)*16)*4, ... */
-            _tile_stored(0, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_x_xo * (uint32_t)mm_global_wrapper_0_stride_1)) + (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)((uint32_t)mm_global_wrapper_0_stride_1 * (uint32_t)((int32_t)4))));
           }
         }
       }
+      /* for (mm_global_wrapper$0.s0.x.xo, 0, 2) { */
+      {
+        int32_t mm_global_wrapper_0_s0_x_xo_lo = ((int32_t)0), mm_global_wrapper_0_s0_x_xo_end = mm_global_wrapper_0_s0_x_xo_lo + ((int32_t)2);
+        for (int32_t mm_global_wrapper_0_s0_x_xo = mm_global_wrapper_0_s0_x_xo_lo; mm_global_wrapper_0_s0_x_xo < mm_global_wrapper_0_s0_x_xo_end; mm_global_wrapper_0_s0_x_xo++) {
+          /* for (mm_global_wrapper$0.s0.y.yo, 0, 2) { */
+          {
+            int32_t mm_global_wrapper_0_s0_y_yo_lo = ((int32_t)0), mm_global_wrapper_0_s0_y_yo_end = mm_global_wrapper_0_s0_y_yo_lo + ((int32_t)2);
+            for (int32_t mm_global_wrapper_0_s0_y_yo = mm_global_wrapper_0_s0_y_yo_lo; mm_global_wrapper_0_s0_y_yo < mm_global_wrapper_0_s0_y_yo_end; mm_global_wrapper_0_s0_y_yo++) {
+              /* allocate mm[float32 * 16 * 16] in AMXTile */
+              /* mm lives in AMX tile registers */
+              /* produce mm */
+              /* mm[ramp(0, 1, 256)] = (float32x256)tile_zero(16, 64) */
+              _tile_zero(0);
+              /* for (mm.s1.r$x.rro, 0, 2) { */
+              {
+                int32_t mm_s1_r_x_rro_lo = ((int32_t)0), mm_s1_r_x_rro_end = mm_s1_r_x_rro_lo + ((int32_t)2);
+                for (int32_t mm_s1_r_x_rro = mm_s1_r_x_rro_lo; mm_s1_r_x_rro < mm_s1_r_x_rro_end; mm_s1_r_x_rro++) {
+                  /* mm[ramp(0, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(0, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, ((((A.strid... */
+                  hb_amx_barrier(); _tile_loadd(1, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)mm_global_wrapper_0_s0_x_xo)) * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
+                  hb_amx_barrier(); _tile_loadd(2, (const char *)B_amx_vnni_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)512))) * (uint32_t)((int32_t)2))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)1024))) * (uint32_t)((int32_t)2)))))), ((int32_t)64));
+                  _tile_dpbf16ps(0, 1, 2);
+                }
+              }
+              /* consume mm */
+              /* tile_store(16, 64, (void *)mm_global_wrapper$0, (((mm_global_wrapper$0.s0.x.xo*mm_global_wrapper$0.stride.1) + mm_global_wrapper$0.s0.y.yo)*16)*4, ... */
+              _tile_stored(0, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_x_xo * (uint32_t)mm_global_wrapper_0_stride_1)) + (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)((uint32_t)mm_global_wrapper_0_stride_1 * (uint32_t)((int32_t)4))));
+            }
+          }
+        }
+      }
+      free(B_amx_vnni_0);
     }
   }
   _tile_release();

@@ -68,6 +68,11 @@ int hb_kernel(int8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_hos
   hb_tile_config[16] = 64; hb_tile_config[17] = 0; hb_tile_config[48] = 16;
   hb_tile_config[18] = 64; hb_tile_config[19] = 0; hb_tile_config[49] = 16;
   hb_tile_config[20] = 64; hb_tile_config[21] = 0; hb_tile_config[50] = 16;
+  hb_tile_config[22] = 64; hb_tile_config[23] = 0; hb_tile_config[51] = 16;
+  hb_tile_config[24] = 64; hb_tile_config[25] = 0; hb_tile_config[52] = 16;
+  hb_tile_config[26] = 64; hb_tile_config[27] = 0; hb_tile_config[53] = 16;
+  hb_tile_config[28] = 64; hb_tile_config[29] = 0; hb_tile_config[54] = 16;
+  hb_tile_config[30] = 64; hb_tile_config[31] = 0; hb_tile_config[55] = 16;
   if (hb_amx_enable() != 0) return -100000;
   _tile_loadconfig(hb_tile_config);
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)mm_global_wrapper$0.buffer) != (uint64)0, halide_error_buffer_argument_is_null("mm_global_wrap... */
@@ -257,58 +262,61 @@ int hb_kernel(int8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_hos
     /* assert((0 <= mm_global_wrapper$0.min.1) && ((mm_global_wrapper$0.extent.1 + mm_global_wrapper$0.min.1) <= 64), halide_error_explicit_bounds_too_sma... */
     if (!(((((int32_t)0) <= mm_global_wrapper_0_min_1) && (((int32_t)((uint32_t)mm_global_wrapper_0_extent_1 + (uint32_t)mm_global_wrapper_0_min_1)) <= ((int32_t)64))))) { _tile_release(); return -41; }
     /* produce mm_global_wrapper$0 */
-    /* for (mm_global_wrapper$0.s0.x.xo, 0, 4) { */
+    /* allocate B.amx_vnni.0[int8 * 8192] */
     {
-      int32_t mm_global_wrapper_0_s0_x_xo_lo = ((int32_t)0), mm_global_wrapper_0_s0_x_xo_end = mm_global_wrapper_0_s0_x_xo_lo + ((int32_t)4);
-      for (int32_t mm_global_wrapper_0_s0_x_xo = mm_global_wrapper_0_s0_x_xo_lo; mm_global_wrapper_0_s0_x_xo < mm_global_wrapper_0_s0_x_xo_end; mm_global_wrapper_0_s0_x_xo++) {
-        /* for (mm_global_wrapper$0.s0.y.yo, 0, 4) { */
-        {
-          int32_t mm_global_wrapper_0_s0_y_yo_lo = ((int32_t)0), mm_global_wrapper_0_s0_y_yo_end = mm_global_wrapper_0_s0_y_yo_lo + ((int32_t)4);
-          for (int32_t mm_global_wrapper_0_s0_y_yo = mm_global_wrapper_0_s0_y_yo_lo; mm_global_wrapper_0_s0_y_yo < mm_global_wrapper_0_s0_y_yo_end; mm_global_wrapper_0_s0_y_yo++) {
-            /* allocate mm[int32 * 16 * 16] in AMXTile */
-            /* mm lives in AMX tile registers */
-            /* produce mm */
-            /* mm[ramp(0, 1, 256)] = (int32x256)tile_zero(16, 64) */
-            _tile_zero(0);
-            /* for (mm.s1.r$x.rro, 0, 2) { */
-            {
-              int32_t mm_s1_r_x_rro_lo = ((int32_t)0), mm_s1_r_x_rro_end = mm_s1_r_x_rro_lo + ((int32_t)2);
-              for (int32_t mm_s1_r_x_rro = mm_s1_r_x_rro_lo; mm_s1_r_x_rro < mm_s1_r_x_rro_end; mm_s1_r_x_rro++) {
-                /* allocate B.amx_vnni.0[int8 * 1024] */
-                {
-                  int8_t *B_amx_vnni_0 = (int8_t *)calloc((size_t)((((int32_t)1)) * (((int32_t)1024))), sizeof(int8_t));
-                  if (!B_amx_vnni_0) { _tile_release(); return -200000; }
-                  /* B.amx_vnni.0[ramp(0, 1, 1024)] = shuffle((int8x1024)B[ramp(ramp(((((B.stride.1*mm.s1.r$x.rro)*4) + mm_global_wrapper$0.s0.y.yo)*16) - ((B.min.1*B.s... */
-                  int32_t t1[16];
-                  for (int j = 0; j < 16; j++) for (int k = 0; k < 1; k++) t1[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_stride_1 * (uint32_t)mm_s1_r_x_rro)) * (uint32_t)((int32_t)4))) + (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_min_1 * (uint32_t)B_stride_1)) + (uint32_t)B_min_0)))) + j * ((int32_t)1));
-                  int32_t t2[16];
-                  for (int j = 0; j < 16; j++) for (int k = 0; k < 1; k++) t2[j * 1 + k] = B_stride_1;
-                  int32_t t3[1024];
-                  for (int j = 0; j < 64; j++) for (int k = 0; k < 16; k++) t3[j * 16 + k] = (int32_t)(t1[k] + j * t2[k]);
-                  int8_t t4[1024];
-                  for (int i = 0; i < 1024; i++) t4[i] = B[t3[i]];
-                  int8_t t5[1024];
-                  memcpy(t5 + 0, t4, sizeof(t5[0]) * 1024);
-                  static const int32_t t6[1024] = {0, 16, 32, 48, 1, 17, 33, 49, 2, 18, 34, 50, 3, 19, 35, 51, 4, 20, 36, 52, 5, 21, 37, 53, 6, 22, 38, 54, 7, 23, 39, 55, 8, 24, 40, 56, 9, 25, 41, 57, 10, 26, 42, 58, 11, 27, 43, 59, 12, 28, 44, 60, 13, 29, 45, 61, 14, 30, 46, 62, 15, 31, 47, 63, 64, 80, 96, 112, 65, 81, 97, 113, 66, 82, 98, 114, 67, 83, 99, 115, 68, 84, 100, 116, 69, 85, 101, 117, 70, 86, 102, 118, 71, 87, 103, 119, 72, 88, 104, 120, 73, 89, 105, 121, 74, 90, 106, 122, 75, 91, 107, 123, 76, 92, 108, 124, 77, 93, 109, 125, 78, 94, 110, 126, 79, 95, 111, 127, 128, 144, 160, 176, 129, 145, 161, 177, 130, 146, 162, 178, 131, 147, 163, 179, 132, 148, 164, 180, 133, 149, 165, 181, 134, 150, 166, 182, 135, 151, 167, 183, 136, 152, 168, 184, 137, 153, 169, 185, 138, 154, 170, 186, 139, 155, 171, 187, 140, 156, 172, 188, 141, 157, 173, 189, 142, 158, 174, 190, 143, 159, 175, 191, 192, 208, 224, 240, 193, 209, 225, 241, 194, 210, 226, 242, 195, 211, 227, 243, 196, 212, 228, 244, 197, 213, 229, 245, 198, 214, 230, 246, 199, 215, 231, 247, 200, 216, 232, 248, 201, 217, 233, 249, 202, 218, 234, 250, 203, 219, 235, 251, 204, 220, 236, 252, 205, 221, 237, 253, 206, 222, 238, 254, 207, 223, 239, 255, 256, 272, 288, 304, 257, 273, 289, 305, 258, 274, 290, 306, 259, 275, 291, 307, 260, 276, 292, 308, 261, 277, 293, 309, 262, 278, 294, 310, 263, 279, 295, 311, 264, 280, 296, 312, 265, 281, 297, 313, 266, 282, 298, 314, 267, 283, 299, 315, 268, 284, 300, 316, 269, 285, 301, 317, 270, 286, 302, 318, 271, 287, 303, 319, 320, 336, 352, 368, 321, 337, 353, 369, 322, 338, 354, 370, 323, 339, 355, 371, 324, 340, 356, 372, 325, 341, 357, 373, 326, 342, 358, 374, 327, 343, 359, 375, 328, 344, 360, 376, 329, 345, 361, 377, 330, 346, 362, 378, 331, 347, 363, 379, 332, 348, 364, 380, 333, 349, 365, 381, 334, 350, 366, 382, 335, 351, 367, 383, 384, 400, 416, 432, 385, 401, 417, 433, 386, 402, 418, 434, 387, 403, 419, 435, 388, 404, 420, 436, 389, 405, 421, 437, 390, 406, 422, 438, 391, 407, 423, 439, 392, 408, 424, 440, 393, 409, 425, 441, 394, 410, 426, 442, 395, 411, 427, 443, 396, 412, 428, 444, 397, 413, 429, 445, 398, 414, 430, 446, 399, 415, 431, 447, 448, 464, 480, 496, 449, 465, 481, 497, 450, 466, 482, 498, 451, 467, 483, 499, 452, 468, 484, 500, 453, 469, 485, 501, 454, 470, 486, 502, 455, 471, 487, 503, 456, 472, 488, 504, 457, 473, 489, 505, 458, 474, 490, 506, 459, 475, 491, 507, 460, 476, 492, 508, 461, 477, 493, 509, 462, 478, 494, 510, 463, 479, 495, 511, 512, 528, 544, 560, 513, 529, 545, 561, 514, 530, 546, 562, 515, 531, 547, 563, 516, 532, 548, 564, 517, 533, 549, 565, 518, 534, 550, 566, 519, 535, 551, 567, 520, 536, 552, 568, 521, 537, 553, 569, 522, 538, 554, 570, 523, 539, 555, 571, 524, 540, 556, 572, 525, 541, 557, 573, 526, 542, 558, 574, 527, 543, 559, 575, 576, 592, 608, 624, 577, 593, 609, 625, 578, 594, 610, 626, 579, 595, 611, 627, 580, 596, 612, 628, 581, 597, 613, 629, 582, 598, 614, 630, 583, 599, 615, 631, 584, 600, 616, 632, 585, 601, 617, 633, 586, 602, 618, 634, 587, 603, 619, 635, 588, 604, 620, 636, 589, 605, 621, 637, 590, 606, 622, 638, 591, 607, 623, 639, 640, 656, 672, 688, 641, 657, 673, 689, 642, 658, 674, 690, 643, 659, 675, 691, 644, 660, 676, 692, 645, 661, 677, 693, 646, 662, 678, 694, 647, 663, 679, 695, 648, 664, 680, 696, 649, 665, 681, 697, 650, 666, 682, 698, 651, 667, 683, 699, 652, 668, 684, 700, 653, 669, 685, 701, 654, 670, 686, 702, 655, 671, 687, 703, 704, 720, 736, 752, 705, 721, 737, 753, 706, 722, 738, 754, 707, 723, 739, 755, 708, 724, 740, 756, 709, 725, 741, 757, 710, 726, 742, 758, 711, 727, 743, 759, 712, 728, 744, 760, 713, 729, 745, 761, 714, 730, 746, 762, 715, 731, 747, 763, 716, 732, 748, 764, 717, 733, 749, 765, 718, 734, 750, 766, 719, 735, 751, 767, 768, 784, 800, 816, 769, 785, 801, 817, 770, 786, 802, 818, 771, 787, 803, 819, 772, 788, 804, 820, 773, 789, 805, 821, 774, 790, 806, 822, 775, 791, 807, 823, 776, 792, 808, 824, 777, 793, 809, 825, 778, 794, 810, 826, 779, 795, 811, 827, 780, 796, 812, 828, 781, 797, 813, 829, 782, 798, 814, 830, 783, 799, 815, 831, 832, 848, 864, 880, 833, 849, 865, 881, 834, 850, 866, 882, 835, 851, 867, 883, 836, 852, 868, 884, 837, 853, 869, 885, 838, 854, 870, 886, 839, 855, 871, 887, 840, 856, 872, 888, 841, 857, 873, 889, 842, 858, 874, 890, 843, 859, 875, 891, 844, 860, 876, 892, 845, 861, 877, 893, 846, 862, 878, 894, 847, 863, 879, 895, 896, 912, 928, 944, 897, 913, 929, 945, 898, 914, 930, 946, 899, 915, 931, 947, 900, 916, 932, 948, 901, 917, 933, 949, 902, 918, 934, 950, 903, 919, 935, 951, 904, 920, 936, 952, 905, 921, 937, 953, 906, 922, 938, 954, 907, 923, 939, 955, 908, 924, 940, 956, 909, 925, 941, 957, 910, 926, 942, 958, 911, 927, 943, 959, 960, 976, 992, 1008, 961, 977, 993, 1009, 962, 978, 994, 1010, 963, 979, 995, 1011, 964, 980, 996, 1012, 965, 981, 997, 1013, 966, 982, 998, 1014, 967, 983, 999, 1015, 968, 984, 1000, 1016, 969, 985, 1001, 1017, 970, 986, 1002, 1018, 971, 987, 1003, 1019, 972, 988, 1004, 1020, 973, 989, 1005, 1021, 974, 990, 1006, 1022, 975, 991, 1007, 1023};
-                  int8_t t7[1024];
-                  for (int i = 0; i < 1024; i++) t7[i] = t5[t6[i]];
-                  int32_t t8[1024];
-                  for (int j = 0; j < 1024; j++) for (int k = 0; k < 1; k++) t8[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-                  for (int i = 0; i < 1024; i++) B_amx_vnni_0[t8[i]] = t7[i];
-                  /* mm[ramp(0, 1, 256)] = (int32x256)tile_matmul(16, 64, 64, (int32x256)mm[ramp(0, 1, 256)], (int8x1024)tile_load(16, 64, (void *)A, (((A.stride.1*mm_g... */
-                  hb_amx_barrier(); _tile_loadd(1, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)mm_global_wrapper_0_s0_x_xo)) * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)64))))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0))))), A_stride_1);
-                  hb_amx_barrier(); _tile_loadd(2, (const char *)B_amx_vnni_0 + (((int32_t)0)), ((int32_t)64));
-                  _tile_dpbssd(0, 1, 2);
-                  free(B_amx_vnni_0);
-                }
+      int8_t *B_amx_vnni_0 = (int8_t *)calloc((size_t)((((int32_t)1)) * (((int32_t)8192))), sizeof(int8_t));
+      if (!B_amx_vnni_0) { _tile_release(); return -200000; }
+      /* for (mm_global_wrapper$0.s0.y.yo, 0, 4) { */
+      {
+        int32_t mm_global_wrapper_0_s0_y_yo_lo = ((int32_t)0), mm_global_wrapper_0_s0_y_yo_end = mm_global_wrapper_0_s0_y_yo_lo + ((int32_t)4);
+        for (int32_t mm_global_wrapper_0_s0_y_yo = mm_global_wrapper_0_s0_y_yo_lo; mm_global_wrapper_0_s0_y_yo < mm_global_wrapper_0_s0_y_yo_end; mm_global_wrapper_0_s0_y_yo++) {
+          /* for (mm.s1.r$x.rro, 0, 2) { */
+          {
+            int32_t mm_s1_r_x_rro_lo = ((int32_t)0), mm_s1_r_x_rro_end = mm_s1_r_x_rro_lo + ((int32_t)2);
+            for (int32_t mm_s1_r_x_rro = mm_s1_r_x_rro_lo; mm_s1_r_x_rro < mm_s1_r_x_rro_end; mm_s1_r_x_rro++) {
+              /* B.amx_vnni.0[ramp((mm.s1.r$x.rro*1024) + (mm_global_wrapper$0.s0.y.yo*2048), 1, 1024)] = shuffle((int8x1024)B[ramp(ramp(((((B.stride.1*mm.s1.r$x.rr... */
+              {
+                int8_t *t1 = B_amx_vnni_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)1024))) + (uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)2048))))));
+                const int8_t *t2 = B + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_stride_1 * (uint32_t)mm_s1_r_x_rro)) * (uint32_t)((int32_t)4))) + (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_min_1 * (uint32_t)B_stride_1)) + (uint32_t)B_min_0)))));
+                const int32_t t3 = B_stride_1, t4 = ((int32_t)1);
+                for (int r = 0; r < 16; r++) for (int c = 0; c < 16; c++) for (int p = 0; p < 4; p++)
+                  t1[(r * 16 + c) * 4 + p] = t2[(r * 4 + p) * t3 + c * t4];
               }
             }
-            /* consume mm */
-            /* tile_store(16, 64, (void *)mm_global_wrapper$0, (((mm_global_wrapper$0.s0.x.xo*mm_global_wrapper$0.stride.1) + mm_global_wrapper$0.s0.y.yo)*16)*4, ... */
-            _tile_stored(0, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_x_xo * (uint32_t)mm_global_wrapper_0_stride_1)) + (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)((uint32_t)mm_global_wrapper_0_stride_1 * (uint32_t)((int32_t)4))));
           }
         }
       }
+      /* for (mm_global_wrapper$0.s0.x.xo, 0, 4) { */
+      {
+        int32_t mm_global_wrapper_0_s0_x_xo_lo = ((int32_t)0), mm_global_wrapper_0_s0_x_xo_end = mm_global_wrapper_0_s0_x_xo_lo + ((int32_t)4);
+        for (int32_t mm_global_wrapper_0_s0_x_xo = mm_global_wrapper_0_s0_x_xo_lo; mm_global_wrapper_0_s0_x_xo < mm_global_wrapper_0_s0_x_xo_end; mm_global_wrapper_0_s0_x_xo++) {
+          /* for (mm_global_wrapper$0.s0.y.yo, 0, 4) { */
+          {
+            int32_t mm_global_wrapper_0_s0_y_yo_lo = ((int32_t)0), mm_global_wrapper_0_s0_y_yo_end = mm_global_wrapper_0_s0_y_yo_lo + ((int32_t)4);
+            for (int32_t mm_global_wrapper_0_s0_y_yo = mm_global_wrapper_0_s0_y_yo_lo; mm_global_wrapper_0_s0_y_yo < mm_global_wrapper_0_s0_y_yo_end; mm_global_wrapper_0_s0_y_yo++) {
+              /* allocate mm[int32 * 16 * 16] in AMXTile */
+              /* mm lives in AMX tile registers */
+              /* produce mm */
+              /* mm[ramp(0, 1, 256)] = (int32x256)tile_zero(16, 64) */
+              _tile_zero(0);
+              /* for (mm.s1.r$x.rro, 0, 2) { */
+              {
+                int32_t mm_s1_r_x_rro_lo = ((int32_t)0), mm_s1_r_x_rro_end = mm_s1_r_x_rro_lo + ((int32_t)2);
+                for (int32_t mm_s1_r_x_rro = mm_s1_r_x_rro_lo; mm_s1_r_x_rro < mm_s1_r_x_rro_end; mm_s1_r_x_rro++) {
+                  /* mm[ramp(0, 1, 256)] = (int32x256)tile_matmul(16, 64, 64, (int32x256)mm[ramp(0, 1, 256)], (int8x1024)tile_load(16, 64, (void *)A, (((A.stride.1*mm_g... */
+                  hb_amx_barrier(); _tile_loadd(1, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)mm_global_wrapper_0_s0_x_xo)) * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)64))))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0))))), A_stride_1);
+                  hb_amx_barrier(); _tile_loadd(2, (const char *)B_amx_vnni_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)1024))) + (uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)2048)))))), ((int32_t)64));
+                  _tile_dpbssd(0, 1, 2);
+                }
+              }
+              /* consume mm */
+              /* tile_store(16, 64, (void *)mm_global_wrapper$0, (((mm_global_wrapper$0.s0.x.xo*mm_global_wrapper$0.stride.1) + mm_global_wrapper$0.s0.y.yo)*16)*4, ... */
+              _tile_stored(0, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_x_xo * (uint32_t)mm_global_wrapper_0_stride_1)) + (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)((uint32_t)mm_global_wrapper_0_stride_1 * (uint32_t)((int32_t)4))));
+            }
+          }
+        }
+      }
+      free(B_amx_vnni_0);
     }
   }
   _tile_release();

@@ -68,6 +68,11 @@ int hb_kernel(int8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_hos
   hb_tile_config[16] = 64; hb_tile_config[17] = 0; hb_tile_config[48] = 16;
   hb_tile_config[18] = 64; hb_tile_config[19] = 0; hb_tile_config[49] = 16;
   hb_tile_config[20] = 64; hb_tile_config[21] = 0; hb_tile_config[50] = 16;
+  hb_tile_config[22] = 64; hb_tile_config[23] = 0; hb_tile_config[51] = 16;
+  hb_tile_config[24] = 64; hb_tile_config[25] = 0; hb_tile_config[52] = 16;
+  hb_tile_config[26] = 64; hb_tile_config[27] = 0; hb_tile_config[53] = 16;
+  hb_tile_config[28] = 64; hb_tile_config[29] = 0; hb_tile_config[54] = 16;
+  hb_tile_config[30] = 64; hb_tile_config[31] = 0; hb_tile_config[55] = 16;
   if (hb_amx_enable() != 0) return -100000;
   _tile_loadconfig(hb_tile_config);
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)mm_global_wrapper$0.buffer) != (uint64)0, halide_error_buffer_argument_is_null("mm_global_wrap... */
