@@ -58,6 +58,7 @@ from hardboiled.codegen.c import generate_c  # noqa: E402
 from hardboiled.codegen.toolchain import compile_c, cpu_has_amx, find_compiler, runtime_dir  # noqa: E402
 from hardboiled.frontend.parse import parse_input  # noqa: E402
 from hardboiled.select.selector import SelectionOptions  # noqa: E402
+from hardboiled.targets.amx import AMX_TILE  # noqa: E402
 from hardboiled.verify.tile_counts import count_tile_operations, operand_copy_work  # noqa: E402
 
 AMX_TARGET = "x86-64-linux-avx512_sapphirerapids"
@@ -291,18 +292,75 @@ def syscalls_per_1000_calls(workdir: Path) -> int:
     return int(subprocess.run([str(workdir / "enable")], capture_output=True, text=True, check=True).stdout)
 
 
-def static_figures(compiled: Compiled) -> dict:
+_NULL_AMX = r"""
+#include "hb_amx.h"
+/* Tile instructions compiled out: what is left is everything else the
+   kernel does (repacks, loops, address arithmetic, checks). A tile load
+   hands its address to a function the compiler cannot see into, so the
+   stores that fill the buffer it would read are kept. */
+__attribute__((noinline)) void hb_null_sink(const void *p, long s) {
+    __asm__ volatile("" :: "r"(p), "r"(s) : "memory");
+}
+#undef _tile_loadconfig
+#undef _tile_release
+#undef _tile_zero
+#undef _tile_loadd
+#undef _tile_stored
+#define _tile_loadconfig(c) ((void)(c))
+#define _tile_release() ((void)0)
+#define _tile_zero(t) ((void)0)
+#define _tile_loadd(t, b, s) hb_null_sink((const void *)(b), (long)(s))
+#define _tile_stored(t, b, s) hb_null_sink((const void *)(b), (long)(s))
+"""
+
+
+def overhead_microseconds(pipeline: Pipeline, compiled: Compiled, workdir: Path, rounds: int) -> float:
+    """Time per call of the kernel with its tile instructions compiled out
+    (best of ``rounds``): the work around the tile instructions, which any
+    CPU can measure."""
+    import re
+
+    dot_products = "|".join(d.c_name for d in AMX_TILE.dot_products)
+    source = re.sub(rf"\b({dot_products})\(", "(void)(", compiled.source)
+    directory = Path(tempfile.mkdtemp(prefix="null_", dir=workdir))
+    library = directory / "null.so"
+    compile_c(_NULL_AMX + source + _timing_entry(compiled.order), library, shared=True, amx="emulate",
+              compiler=find_compiler(None))
+    lib = ctypes.CDLL(str(library))
+    lib.hb_bench.restype = ctypes.c_double
+    pointers, shapes, _ = _kernel_arguments(pipeline, compiled, np.random.default_rng(0))
+    reps = max(1, int(2e8 / pipeline.size ** 2))
+    return min(lib.hb_bench(reps, pointers, shapes) for _ in range(rounds)) / reps * 1e6
+
+
+def _kernel_arguments(pipeline: Pipeline, compiled: Compiled, rng: np.random.Generator):
+    """ctypes pointers and (extent, stride) tables for hb_bench, and the
+    arrays behind them (A, B in the pipeline's layout, the output)."""
+    data = operands(pipeline, rng)
+    arrays = {"A": data["A"], "B": b_in_layout(pipeline, data["B"])}
+    output = data["out"]
+    assert len([name for name, _ in compiled.order if name not in arrays]) == 1
+    pointers = (ctypes.c_void_p * len(compiled.order))(
+        *[arrays.get(name, output).ctypes.data for name, _ in compiled.order])
+    shapes = (ctypes.c_int * 8 * len(compiled.order))()
+    for i, (name, _) in enumerate(compiled.order):
+        for j, v in enumerate(_dims(arrays.get(name, output))):
+            shapes[i][j] = v
+    return pointers, shapes, {**arrays, "out": output}
+
+
+def static_figures(pipeline: Pipeline, compiled: Compiled, workdir: Path, rounds: int) -> dict:
     counts = count_tile_operations(compiled.original, compiled.rewritten, compiled.source)
     work = operand_copy_work(compiled.rewritten)
     return {"tile_loads": counts.tile_loads, "dot_products": counts.dot_products,
             "loads_per_matmul": round(counts.loads_per_matmul, 3),
-            "copy_elements": work.total, "copy_elements_in_matmul_loops": work.in_matmul_loops}
+            "copy_elements": work.total, "copy_elements_in_matmul_loops": work.in_matmul_loops,
+            "overhead_us": round(overhead_microseconds(pipeline, compiled, workdir, rounds), 2)}
 
 
 def measure(pipeline: Pipeline, compiled: Compiled, workdir: Path, rounds: int, peak: float,
             halide_target: str, amx: str) -> dict:
-    rng = np.random.default_rng(0)
-    data = operands(pipeline, rng)
+    data = operands(pipeline, np.random.default_rng(0))  # the same values _kernel_arguments makes
     a, b, out = data["A"], data["B"], data["out"]
     b_pipeline = b_in_layout(pipeline, b)
     reference = a.astype(np.float32) @ b.astype(np.float32)
@@ -317,17 +375,9 @@ def measure(pipeline: Pipeline, compiled: Compiled, workdir: Path, rounds: int, 
               compiler=find_compiler(None))
     lib = ctypes.CDLL(str(library))
     lib.hb_bench.restype = ctypes.c_double
-    arrays = {"A": a, "B": b_pipeline}
-    outputs = [name for name, _ in compiled.order if name not in arrays]
-    hb_out = np.zeros_like(out)
-    pointers = (ctypes.c_void_p * len(compiled.order))(
-        *[(arrays.get(name, hb_out)).ctypes.data for name, _ in compiled.order])
-    shapes = (ctypes.c_int * 8 * len(compiled.order))()
-    for i, (name, _) in enumerate(compiled.order):
-        for j, v in enumerate(_dims(arrays.get(name, hb_out))):
-            shapes[i][j] = v
+    pointers, shapes, arrays = _kernel_arguments(pipeline, compiled, np.random.default_rng(0))
+    hb_out = arrays["out"]
     variants["hardboiled"] = lambda reps: lib.hb_bench(reps, pointers, shapes)
-    assert len(outputs) == 1, outputs
 
     halide = halide_library(pipeline, halide_target, workdir)
     halide_out = np.zeros_like(out)
@@ -346,29 +396,13 @@ def measure(pipeline: Pipeline, compiled: Compiled, workdir: Path, rounds: int, 
                                                           ctypes.c_void_p(b_pipeline.ctypes.data),
                                                           ctypes.c_void_p(halide_out.ctypes.data),
                                                           da, db, dc, code, bits, out_code)
-    a32, b32 = a.astype(np.float32), b.astype(np.float32)
-
-    def numpy_f32(reps: int) -> float:
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            a32 @ b32
-        return time.perf_counter() - t0
-
-    variants["numpy_f32"] = numpy_f32
+    variants["numpy_f32"] = _python_matmul(a.astype(np.float32), b.astype(np.float32))
     try:
         import torch
 
         torch.set_num_threads(1)
         ta = torch.from_numpy(a.astype(np.float32)).to(torch.bfloat16 if pipeline.types == "bf16" else torch.float32)
-        tb = torch.from_numpy(b.astype(np.float32)).to(ta.dtype)
-
-        def torch_matmul(reps: int) -> float:
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                ta @ tb
-            return time.perf_counter() - t0
-
-        variants["torch"] = torch_matmul
+        variants["torch"] = _python_matmul(ta, torch.from_numpy(b.astype(np.float32)).to(ta.dtype))
     except ImportError:
         pass
     reps = max(1, int(2e9 / flops))  # about a second of work per round at 1 TFLOP/s, at least once
@@ -387,6 +421,18 @@ def measure(pipeline: Pipeline, compiled: Compiled, workdir: Path, rounds: int, 
         result["halide"]["correct"] = bool(np.abs(halide_out.reshape(reference.shape) - reference).max()
                                            <= tolerance)
     return result
+
+
+def _python_matmul(a, b):
+    """A timing function for ``a @ b`` (numpy or torch): seconds for ``reps`` products."""
+
+    def run(reps: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            a @ b
+        return time.perf_counter() - t0
+
+    return run
 
 
 def main() -> None:
@@ -417,19 +463,21 @@ def main() -> None:
             print("no AMX here: no speed is measured; static figures only"
                   + (" (emulated timings below check the harness, they are no speed)" if args.time_emulated else ""))
         report["peak_tflops"] = peak
-        print(f"{'pipeline':28} {'loads':>8} {'dp':>8} {'ld/mm':>6} {'copy':>9} {'in mm loops':>12}  speed")
+        print(f"{'pipeline':28} {'loads':>8} {'dp':>8} {'ld/mm':>6} {'copy':>9} {'in mm loops':>12} "
+              f"{'other us':>9}  speed")
         for pipeline in pipelines(sorted(set(sizes) | set(static_sizes))):
             entry: dict = {}
             compiled = compile_with_hardboiled(vectorizing_stage(pipeline))
             if pipeline.size in static_sizes:
-                entry["static"] = static_figures(compiled)
+                entry["static"] = static_figures(pipeline, compiled, workdir, args.rounds)
             if pipeline.size in sizes and (has_amx or args.time_emulated):
                 entry["speed"] = measure(pipeline, compiled, workdir, args.rounds, peak, args.halide_target,
                                          "native" if has_amx else "emulate")
             report["pipelines"][pipeline.key] = entry
             s = entry.get("static")
             figures = (f"{s['tile_loads']:>8} {s['dot_products']:>8} {s['loads_per_matmul']:>6} "
-                       f"{s['copy_elements']:>9} {s['copy_elements_in_matmul_loops']:>12}") if s else " " * 47
+                       f"{s['copy_elements']:>9} {s['copy_elements_in_matmul_loops']:>12} "
+                       f"{s['overhead_us']:>9}") if s else " " * 57
             speed = "  ".join(f"{k} {v['gflops']} GFLOP/s" + (f" ({v['peak_pct']}%)" if v.get("peak_pct") else "")
                               + ("" if v.get("correct", True) else " WRONG")
                               for k, v in entry.get("speed", {}).items())

@@ -88,8 +88,41 @@ def test_a_repack_is_a_copy_loop_of_storage_words() -> None:
     source = generate_c(tensorize(_original("amx_bf16_std_reorder"), SelectionOptions()).stmt)
     repack = source[source.index("B.amx_vnni.0[ramp("):source.index("/* for (mm_global_wrapper$0.s0.y.yo, 0, 2) { */",
                                                                   source.index("B.amx_vnni.0[ramp("))]
-    assert "for (int p = 0; p < 2; p++)" in repack
+    assert "hb_vnni_pack16(" in repack
     assert "hb_bf16_to_f32" not in repack and "hb_f32_to_bf16" not in repack and "static const" not in repack
+
+
+_PACK_CHECK = r"""
+#include <stdio.h>
+#include "hb_amx.h"
+/* hb_vnni_pack16/8 against the definition, for column counts the SIMD steps
+   cover exactly, partly and not at all. */
+int main(void) {
+    static uint16_t s16[8 * 100], d16[8 * 100]; static uint8_t s8[8 * 100], d8[8 * 100];
+    for (int i = 0; i < 800; i++) { s16[i] = (uint16_t)(i * 7 + 1); s8[i] = (uint8_t)(i * 13 + 5); }
+    int bad = 0, counts[] = {1, 7, 8, 16, 21, 33};
+    for (int t = 0; t < 6; t++) {
+        int cols = counts[t];
+        hb_vnni_pack16(d16, s16, 8, cols, 97);
+        hb_vnni_pack8(d8, s8, 8, cols, 99);
+        for (int r = 0; r < 8; r++) for (int c = 0; c < cols; c++) {
+            bad += d16[((r / 2) * cols + c) * 2 + r % 2] != s16[r * 97 + c];
+            bad += d8[((r / 4) * cols + c) * 4 + r % 4] != s8[r * 99 + c];
+        }
+    }
+    printf("%d\n", bad);
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(not COMPILERS, reason="no C compiler")
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_the_vectorized_repacks_match_their_definition(compiler: str, tmp_path: Path) -> None:
+    (tmp_path / "pack.c").write_text(_PACK_CHECK)
+    subprocess.run([compiler, "-O2", "-DHB_AMX_EMULATE", f"-I{runtime_dir()}", str(tmp_path / "pack.c"),
+                    "-o", str(tmp_path / "pack"), "-lm"], check=True)
+    assert subprocess.run([str(tmp_path / "pack")], capture_output=True, text=True).stdout == "0\n"
 
 
 def test_the_vnni_permutation_interleaves_row_pairs() -> None:
@@ -179,6 +212,9 @@ def test_tile_loads_per_matmul(case: str) -> None:
     counts = count_tile_operations(original, rewritten, generate_c(rewritten))
     assert counts.dot_products > 0
     assert counts.loads_per_matmul == LOADS_PER_MATMUL[case]
+    # Each accumulator tile is stored once: no store-and-reload round trip.
+    output_elements = 64 * 64 if "matmul" in case else 32 * 32
+    assert counts.tile_stores == output_elements // 256
 
 
 def test_a_held_tile_is_reloaded_after_code_that_may_write_its_source() -> None:

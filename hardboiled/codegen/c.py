@@ -239,7 +239,10 @@ class CGenerator(CFamilyEmitter):
         self.emit(f"const int32_t {row_stride} = {self.expr(copy.row_stride)}, "
                   f"{column_stride} = {self.expr(copy.column_stride)};")
         group = copy.vnni_group
-        if group is not None:
+        packer = _VNNI_PACKERS.get((group, storage))
+        if packer is not None and copy.column_stride == ir.IntImm(1):
+            self.emit(f"{packer}({to}, {source}, {copy.rows}, {copy.columns}, {row_stride});")
+        elif group is not None:
             self.emit(f"for (int r = 0; r < {copy.rows // group}; r++) for (int c = 0; c < {copy.columns}; c++) "
                       f"for (int p = 0; p < {group}; p++)")
             self.emit(f"  {to}[(r * {copy.columns} + c) * {group} + p] = "
@@ -297,6 +300,10 @@ class CGenerator(CFamilyEmitter):
 
 
 _MATMUL = AMX_INTRINSIC[AMXOp.MATMUL]
+
+_VNNI_PACKERS = {(2, "uint16_t"): "hb_vnni_pack16", (4, "int8_t"): "hb_vnni_pack8", (4, "uint8_t"): "hb_vnni_pack8"}
+"""hb_amx.h's vectorized repack for (rows interleaved, storage type), used
+when the columns are adjacent."""
 
 
 def _load_shape(load: ir.Call) -> Shape:

@@ -227,8 +227,7 @@ int hb_kernel(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_h
         uint16_t *t1 = B_amx_vnni_0 + (((int32_t)0));
         const uint16_t *t2 = B + (((int32_t)((uint32_t)((int32_t)0) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_min_1 * (uint32_t)B_stride_1)) + (uint32_t)B_min_0)))));
         const int32_t t3 = B_stride_1, t4 = ((int32_t)1);
-        for (int r = 0; r < 16; r++) for (int c = 0; c < 16; c++) for (int p = 0; p < 2; p++)
-          t1[(r * 16 + c) * 2 + p] = t2[(r * 2 + p) * t3 + c * t4];
+        hb_vnni_pack16(t1, t2, 32, 16, t3);
       }
       /* let A.total_extent.1 = int64(A.extent.1)*int64(A.extent.0) */
       int64_t A_total_extent_1 = ((int64_t)((uint64_t)((int64_t)(A_extent_1)) * (uint64_t)((int64_t)(A_extent_0))));

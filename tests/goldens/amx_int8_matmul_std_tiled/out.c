@@ -279,8 +279,7 @@ int hb_kernel(int8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_hos
                 int8_t *t1 = B_amx_vnni_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)1024))) + (uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)2048))))));
                 const int8_t *t2 = B + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_stride_1 * (uint32_t)mm_s1_r_x_rro)) * (uint32_t)((int32_t)4))) + (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_min_1 * (uint32_t)B_stride_1)) + (uint32_t)B_min_0)))));
                 const int32_t t3 = B_stride_1, t4 = ((int32_t)1);
-                for (int r = 0; r < 16; r++) for (int c = 0; c < 16; c++) for (int p = 0; p < 4; p++)
-                  t1[(r * 16 + c) * 4 + p] = t2[(r * 4 + p) * t3 + c * t4];
+                hb_vnni_pack8(t1, t2, 64, 16, t3);
               }
             }
           }
