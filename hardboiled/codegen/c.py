@@ -301,7 +301,9 @@ class CGenerator(CFamilyEmitter):
 
 _MATMUL = AMX_INTRINSIC[AMXOp.MATMUL]
 
-_VNNI_PACKERS = {(2, "uint16_t"): "hb_vnni_pack16", (4, "int8_t"): "hb_vnni_pack8", (4, "uint8_t"): "hb_vnni_pack8"}
+_VNNI_PACKERS: dict[tuple[int | None, str], str] = {
+    (2, "uint16_t"): "hb_vnni_pack16", (4, "int8_t"): "hb_vnni_pack8", (4, "uint8_t"): "hb_vnni_pack8",
+}
 """hb_amx.h's vectorized repack for (rows interleaved, storage type), used
 when the columns are adjacent."""
 
