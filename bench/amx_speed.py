@@ -130,6 +130,7 @@ def vectorizing_stage(pipeline: Pipeline) -> str:
 
 def halide_library(pipeline: Pipeline, target: str, workdir: Path) -> Path | None:
     """Halide's own build, linked with a timing harness into a shared library."""
+    workdir = Path(tempfile.mkdtemp(prefix="halide_", dir=workdir))  # dlopen: one path per library
     prefix = workdir / "halide_matmul"
     proc = subprocess.run([sys.executable, __file__, "--child", pipeline.key, str(prefix), target],
                           capture_output=True, text=True, timeout=600)
@@ -322,21 +323,28 @@ def overhead_microseconds(pipeline: Pipeline, compiled: Compiled, workdir: Path,
 
     dot_products = "|".join(d.c_name for d in AMX_TILE.dot_products)
     source = re.sub(rf"\b({dot_products})\(", "(void)(", compiled.source)
-    directory = Path(tempfile.mkdtemp(prefix="null_", dir=workdir))
-    library = directory / "null.so"
-    compile_c(_NULL_AMX + source + _timing_entry(compiled.order), library, shared=True, amx="emulate",
-              compiler=find_compiler(None))
-    lib = ctypes.CDLL(str(library))
-    lib.hb_bench.restype = ctypes.c_double
-    pointers, shapes, _ = _kernel_arguments(pipeline, compiled, np.random.default_rng(0))
+    bench = _timed_kernel(_NULL_AMX + source, compiled.order, workdir, "emulate")
+    pointers, shapes, _ = _kernel_arguments(pipeline, compiled, operands(pipeline, np.random.default_rng(0)))
     reps = max(1, int(2e8 / pipeline.size ** 2))
-    return min(lib.hb_bench(reps, pointers, shapes) for _ in range(rounds)) / reps * 1e6
+    return min(bench(reps, pointers, shapes) for _ in range(rounds)) / reps * 1e6
 
 
-def _kernel_arguments(pipeline: Pipeline, compiled: Compiled, rng: np.random.Generator):
+def _timed_kernel(source: str, order: list[tuple[str, int]], workdir: Path, amx: str):
+    """``hb_bench`` of ``source`` built with the timing entry: seconds for
+    ``reps`` calls of the kernel."""
+    # A fresh directory per build: dlopen hands back a library already
+    # loaded from the same path.
+    library = Path(tempfile.mkdtemp(prefix="kernel_", dir=workdir)) / "kernel.so"
+    compile_c(source + _timing_entry(order), library, shared=True, amx=amx, compiler=find_compiler(None))
+    bench = ctypes.CDLL(str(library)).hb_bench
+    bench.restype = ctypes.c_double
+    return bench
+
+
+def _kernel_arguments(pipeline: Pipeline, compiled: Compiled, data: dict[str, np.ndarray]):
     """ctypes pointers and (extent, stride) tables for hb_bench, and the
-    arrays behind them (A, B in the pipeline's layout, the output)."""
-    data = operands(pipeline, rng)
+    arrays behind them (A, B in the pipeline's layout, the output), for the
+    ``operands`` in ``data``."""
     arrays = {"A": data["A"], "B": b_in_layout(pipeline, data["B"])}
     output = data["out"]
     assert len([name for name, _ in compiled.order if name not in arrays]) == 1
@@ -360,24 +368,16 @@ def static_figures(pipeline: Pipeline, compiled: Compiled, workdir: Path, rounds
 
 def measure(pipeline: Pipeline, compiled: Compiled, workdir: Path, rounds: int, peak: float,
             halide_target: str, amx: str) -> dict:
-    data = operands(pipeline, np.random.default_rng(0))  # the same values _kernel_arguments makes
+    data = operands(pipeline, np.random.default_rng(0))
     a, b, out = data["A"], data["B"], data["out"]
-    b_pipeline = b_in_layout(pipeline, b)
     reference = a.astype(np.float32) @ b.astype(np.float32)
     flops = 2.0 * pipeline.size ** 3
     variants = {}
 
-    # A fresh directory per pipeline: dlopen hands back a library already
-    # loaded from the same path.
-    workdir = Path(tempfile.mkdtemp(prefix=pipeline.key.replace("@", "_") + "_", dir=workdir))
-    library = workdir / "hardboiled.so"
-    compile_c(compiled.source + _timing_entry(compiled.order), library, shared=True, amx=amx,
-              compiler=find_compiler(None))
-    lib = ctypes.CDLL(str(library))
-    lib.hb_bench.restype = ctypes.c_double
-    pointers, shapes, arrays = _kernel_arguments(pipeline, compiled, np.random.default_rng(0))
-    hb_out = arrays["out"]
-    variants["hardboiled"] = lambda reps: lib.hb_bench(reps, pointers, shapes)
+    bench = _timed_kernel(compiled.source, compiled.order, workdir, amx)
+    pointers, shapes, arrays = _kernel_arguments(pipeline, compiled, data)
+    b_pipeline, hb_out = arrays["B"], arrays["out"]
+    variants["hardboiled"] = lambda reps: bench(reps, pointers, shapes)
 
     halide = halide_library(pipeline, halide_target, workdir)
     halide_out = np.zeros_like(out)

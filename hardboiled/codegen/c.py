@@ -13,9 +13,10 @@ negative number of the first of the pipeline's checks that failed.
 * float16 and bfloat16 values live in ``float`` variables rounded to their
   precision after every operation, and in memory as 16-bit patterns.
 * Integer division and modulo follow Halide (Euclidean), casts wrap.
-* AMX: every whole tile of an AMX buffer is a tile register, operands get
-  two more; one palette-1 configuration at entry sets each register's rows
-  and bytes per row; tile_* calls become the C intrinsics that
+* AMX: every whole tile of an AMX buffer is a tile register; the others
+  hold loaded operand tiles, pooled by shape, and a tile still held from the
+  previous tile statement is not loaded again; one palette-1 configuration
+  at entry sets each register's rows and bytes per row; tile_* calls become the C intrinsics that
   hardboiled/targets/amx.py names (``_tile_zero``, ``_tile_loadd``, the dot
   product of the operand types, ``_tile_dpbf16ps`` / ``_tile_dpb[su][su]d``,
   and ``_tile_stored``).
