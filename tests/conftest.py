@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from hypothesis import configuration, settings
+
+from hardboiled import ir
 
 # Tests write nothing into the checkout: Hypothesis keeps no example
 # database and its other files (a character-table cache) go to a temporary
@@ -52,3 +55,28 @@ def run_cli(*args: str, stdin: bytes | None = None, env: dict[str, str] | None =
 @pytest.fixture(scope="session")
 def manifest() -> dict[str, dict[str, object]]:
     return MANIFEST
+
+
+@functools.cache
+def tensorized_app(name: str) -> ir.Stmt:
+    """An application of apps/ at test size (tests/fixtures/apps), selected
+    and legalized with its accumulators in accelerator memory; computed once
+    per session for the tests that read its generated code."""
+    sys.path.insert(0, str(ROOT))
+    from apps.run import applications
+    from hardboiled.cli.pipeline import tensorize
+    from hardboiled.frontend.parse import parse_input
+    from hardboiled.select.selector import SelectionOptions
+
+    app = applications()[name]
+    stmt = parse_input((ROOT / "tests" / "fixtures" / "apps" / f"{name}.stmt").read_text()).ir
+    assert isinstance(stmt, ir.Stmt)
+    return tensorize(stmt, SelectionOptions(store_in={a: app.memory for a in app.accumulators})).stmt
+
+
+@functools.cache
+def app_cuda(name: str) -> str:
+    """The application's generated CUDA (as ``--emit cuda`` writes it)."""
+    from hardboiled.codegen.cuda import generate_cuda
+
+    return generate_cuda(tensorized_app(name))

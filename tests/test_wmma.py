@@ -53,10 +53,11 @@ TENSORIZED = {
     "wmma_dct16_colmajor": ("dct", "wmma.mma.sync.aligned.col.row.m16n16k16.f32.f32"),
     # a convolution layer with a bias and a ReLU (the paper's CUDA conv layer)
     "wmma_conv_layer": ("conv", "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32"),
-    # sliding windows, as Toeplitz products
-    "wmma_conv1d": ("conv", "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32"),
-    "wmma_conv2d": ("conv", "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32"),
-    "wmma_downsample2": ("conv", "wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32"),
+    # sliding windows, as Toeplitz products, in the shape the cost model
+    # chooses (m32n8k16: a fragment row of 8 outputs spans 15 or 30 inputs)
+    "wmma_conv1d": ("conv", "wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32"),
+    "wmma_conv2d": ("conv", "wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32"),
+    "wmma_downsample2": ("conv", "wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32"),
 }
 
 
@@ -205,13 +206,14 @@ def test_fragments_move_into_the_gpu_thread_loop() -> None:
     assert sum(isinstance(n, ir.Allocate) for n in ir.walk(pushed)) == 1
 
 
-@pytest.mark.parametrize(("case", "chunks"), [("wmma_conv1d", 2), ("wmma_downsample2", 3)])
+@pytest.mark.parametrize(("case", "chunks"), [("wmma_conv1d", 1), ("wmma_downsample2", 2)])
 def test_a_sliding_window_becomes_a_toeplitz_product(case: str, chunks: int,
                                                       tensorized: dict[str, tuple[ir.Stmt, ir.Stmt]]) -> None:
     """out[x] += sum_r in[base + S*x + r] * k[r] over 256 outputs laid out
-    16 x 16: the input is read as overlapping rows (ldm 16*S) and the kernel
-    becomes Toeplitz blocks in temporaries, one mma per 16 values of
-    t = S*j + r (2 chunks for 8 taps, 3 with stride 2)."""
+    32 x 8 (the cost model's shape): the input is read as overlapping rows
+    (ldm 8*S) and the kernel becomes Toeplitz blocks in temporaries, one mma
+    per 16 values of t = S*j + r (1 chunk for 8 taps, whose rows span 15;
+    2 with stride 2, whose rows span 2*7 + r)."""
     _, rewritten = tensorized[case]
     updates = [n for n in ir.walk(rewritten) if isinstance(n, ir.Store) and n.name == "conv"
                and isinstance(n.value, ir.Call) and n.value.name.startswith("wmma.mma.")]
@@ -260,7 +262,7 @@ def test_generated_cuda_is_deterministic(tensorized: dict[str, tuple[ir.Stmt, ir
     assert generate_cuda(rewritten) == cuda_sources["wmma_dct16_colmajor"]
     source = cuda_sources["wmma_dct16_colmajor"]
     assert source.count("__global__ void") == 1 and 'extern "C" int hb_kernel(' in source
-    assert "hb_kernel_k0<<<hb_grid, hb_block>>>" in source
+    assert "hb_kernel_k0<<<hb_grid, hb_block, 0, hb_stream>>>" in source
     assert "wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::col_major>" in source
 
 
@@ -366,7 +368,9 @@ def test_generated_cuda_runs_on_the_gpu(case: str, tensorized: dict[str, tuple[i
         args.append(pointer)
         for d in range(arg.dimensions):
             args.extend(ctypes.c_int32(v) for v in (buf.mins[d], buf.extents[d], buf.strides[d]))
+    args.append(ctypes.c_void_p(None))  # the stream: the default one
     assert kernel(*args) == 0
+    assert runtime.cudaDeviceSynchronize() == 0  # the wrapper queues the kernels and returns
     for name in sorted(outputs):
         host = np.empty_like(buffers[name].data)
         assert runtime.cudaMemcpy(host.ctypes.data_as(ctypes.c_void_p), device[name], ctypes.c_size_t(host.nbytes), 2) == 0
@@ -466,15 +470,16 @@ def _compiles(definition: list[str]) -> None:
 
 def test_kernels_keep_halides_gpu_thread_and_memory_rules() -> None:
     """The dump's thread loop moves to threadIdx.y (the lanes take x); a
-    block-level buffer is __shared__ and written by one thread between
-    block barriers; a store inside the thread loop is done once per warp;
-    the thread loop ends with a block barrier."""
+    block-level buffer is __shared__ and its vector store is spread over all
+    64 threads of the block, between block barriers; a scalar store inside
+    the thread loop is done once per warp; the thread loop ends with a block
+    barrier."""
     types = {"out": ir.Float(32), "tmp": ir.Float(32), "res": ir.Float(32)}
     dims, body, definition = _kernel(_THREADS_KERNEL, types)
     assert dims == [32, 2, 1]
     assert "if ((int32_t)threadIdx.y < ((int32_t)2)) {" in body
     assert "__shared__ __align__(32) float tmp[64];" in body
-    assert body.count("__syncthreads();") == 3 and "if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {" in body
+    assert body.count("__syncthreads();") == 3 and "for (int hb_i = hb_thread; hb_i < 64; hb_i += 64) {" in body
     assert body.rindex("__syncthreads();") > body.rindex("wmma::store_matrix_sync")  # after the thread loop
     assert body.count("__syncwarp();") == 2 and "if (threadIdx.x == 0) {" in body
     _compiles(definition)
@@ -512,8 +517,10 @@ def test_host_stages_run_as_one_thread_kernels_and_host_reads_are_refused() -> N
     buffers = "allocate out[float32 * 8] in Heap\nallocate res[float32 * 2048] in Heap\nallocate host[float32 * 4] in Heap\n"
     stage = buffers + "host[0] = 1.000000f\n" + _THREADS_KERNEL
     source = generate_cuda(parse_input(stage, "host.stmt", buffer_types=types).ir)
-    assert "cudaMalloc((void **)&host, " in source and "cudaFree(host);" in source
-    assert "cudaFree(host); cudaFree(res); cudaFree(out); return -300000;" in source  # freed on every error
+    assert "cudaMallocAsync((void **)&host, " in source and "cudaFreeAsync(host, hb_stream);" in source
+    # freed on every error, ordered on the caller's stream
+    assert ("cudaFreeAsync(host, hb_stream); cudaFreeAsync(res, hb_stream); cudaFreeAsync(out, hb_stream); "
+            "return -300000;") in source
     assert source.count("dim3 hb_grid(1, 1, 1), hb_block(1, 1, 1);") == 1
     assert source.count("__global__ void") == 2
 

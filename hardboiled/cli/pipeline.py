@@ -233,16 +233,21 @@ def _parse(c: Compilation) -> None:
 
 def _emit_egg(c: Compilation) -> None:
     from hardboiled.select.extract import accelerator_allocations, encode_stores, select_stores
+    from hardboiled.select.facts import sliding_windows
     from hardboiled.select.rules import load_schedule, program_text
+    from hardboiled.targets.wmma import WMMA_TENSOR_CORE
 
     assert c.program is not None
     options = c.options.selection
     terms: list[str] = []
+    windows: list[tuple[int, int, int]] = []
     for body in _bodies(c.program):
         allocations = accelerator_allocations(body, options.store_in)
         selected = [s for s in select_stores(body, allocations, options.store_in) if s.store.predicate is None]
         terms.extend(encode_stores(selected, allocations, options.store_in).terms)
-    c.outputs["egg"] = program_text(terms, load_schedule(options.schedule_path, options.iterations))
+        windows.extend(sliding_windows(s.store for s in selected))
+    c.outputs["egg"] = program_text(terms, load_schedule(options.schedule_path, options.iterations),
+                                    WMMA_TENSOR_CORE.best_window_shape(windows))
 
 
 def _select(c: Compilation) -> None:

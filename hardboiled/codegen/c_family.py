@@ -203,12 +203,20 @@ class CFamilyEmitter(Visitor[Any]):
             params.append(f"{storage_type(arg.type)} *{name}")
             for d in range(arg.dimensions):
                 params.extend(f"int32_t {name}_{f}{d}" for f in ("min", "extent", "stride"))
+        params.extend(self.extra_parameters())
         header = [GENERATED_BANNER, self.preamble(), f"{self.linkage}int {self.function}({', '.join(params)}) {{"]
         return "\n".join(header + body + ["}", ""])
 
     # ------------------------------------------------------------ backend hooks
     linkage = ""
     """Written before the function's return type (``extern "C" `` in C++)."""
+
+    def end_of_loop_body(self) -> None:
+        """Called before a loop's body closes (the next iteration follows)."""
+
+    def extra_parameters(self) -> list[str]:
+        """Parameters after the buffers' (the CUDA wrapper's stream)."""
+        return []
 
     def preamble(self) -> str:
         """Everything before the function: includes, helpers, kernels."""
@@ -299,6 +307,7 @@ class CFamilyEmitter(Visitor[Any]):
         self.indent += 1
         self.declared.append(set())
         self.stmt_(s.body)
+        self.end_of_loop_body()
         self.declared.pop()
         self.indent -= 1
         self.emit("}")

@@ -6,12 +6,12 @@ The output is one CUDA C++ translation unit:
   become ``blockIdx`` and whose thread loops become ``threadIdx``;
 * a host wrapper with the C generator's signature,
 
-      extern "C" int hb_kernel(T0 *X, int32_t X_min0, ..., ...);
+      extern "C" int hb_kernel(T0 *X, int32_t X_min0, ..., cudaStream_t hb_stream);
 
   taking *device* pointers (the buffers are already on the GPU, so
   ``halide_copy_to_device`` is a no-op). It runs the pipeline's host code
-  (its checks return a negative number, as in the C output) and launches
-  each kernel.
+  (its checks return a negative number, as in the C output) and queues
+  each kernel on the caller's stream, without waiting for it.
 
 WMMA, after legalize.py's post-processing:
 
@@ -41,6 +41,8 @@ block barrier (Halide's barrier between GPU stages). Host code may not touch buf
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable
 
 from hardboiled import ir
@@ -50,11 +52,14 @@ from hardboiled.codegen.c_family import (
     CodegenError,
     binary_expr,
     c_type,
+    cast_expr,
     codegen_error,
     describes_halide_buffer,
+    from_storage,
     helper_functions,
     include_lines,
     storage_type,
+    to_storage,
 )
 from hardboiled.support.diagnostics import Diagnostic
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE, MatrixUse, WMMAIntrinsic, WMMAOp
@@ -173,6 +178,12 @@ class CudaGenerator(CFamilyEmitter):
         """C names of the enclosing cudaMalloc'd buffers, freed on every return."""
 
     linkage = 'extern "C" '
+    stream = "hb_stream"
+
+    def extra_parameters(self) -> list[str]:
+        # The caller's stream: every launch, allocation and free is ordered
+        # on it, and nothing waits for the whole device.
+        return [f"cudaStream_t {self.stream}"]
 
     def preamble(self) -> str:
         # Kernels are emitted while the body is, so they are known here.
@@ -221,16 +232,18 @@ class CudaGenerator(CFamilyEmitter):
     # bytes, enough for load_matrix_sync), freed on every return.
     def acquire_memory(self, name: str, storage: str, size: str) -> None:
         self.emit(f"{storage} *{name} = NULL;")
-        self.emit(f"if (cudaMalloc((void **)&{name}, (size_t)({size}) * sizeof({storage})) != cudaSuccess) "
-                  f"{{ {self.release_on_return()}return -300003; }}")
+        self.emit(f"if (cudaMallocAsync((void **)&{name}, (size_t)({size}) * sizeof({storage}), {self.stream}) "
+                  f"!= cudaSuccess) {{ {self.release_on_return()}return -300003; }}")
         self.device_allocations.append(name)
 
     def release_memory(self, name: str) -> None:
         self.device_allocations.pop()
-        self.emit(f"cudaFree({name});")
+        self.emit(f"cudaFreeAsync({name}, {self.stream});")
 
     def release_on_return(self) -> str:
-        return "".join(f"cudaFree({name}); " for name in reversed(self.device_allocations))
+        # Stream-ordered: the memory is released once the kernels queued
+        # before on the stream are done with it.
+        return "".join(f"cudaFreeAsync({name}, {self.stream}); " for name in reversed(self.device_allocations))
 
     def _launch_host_stage(self, stage: ir.Stmt) -> None:
         """Host code that computes a stage: one GPU thread runs it, so that
@@ -288,12 +301,50 @@ class CudaGenerator(CFamilyEmitter):
                       f"{{ {self.release_on_return()}return -300002; }}  "
                       "/* load/store_matrix_sync need 32-byte aligned buffers */")
         self.emit(f"dim3 hb_grid({', '.join(grid)}), hb_block({', '.join(str(d) for d in kernel.block_dims)});")
-        self.emit(f"{kernel.function}<<<hb_grid, hb_block>>>({args});")
+        self.emit(f"{kernel.function}<<<hb_grid, hb_block, 0, {self.stream}>>>({args});")
         release = self.release_on_return()
         self.emit(f"if (cudaGetLastError() != cudaSuccess) {{ {release}return -300000; }}")
-        self.emit(f"if (cudaDeviceSynchronize() != cudaSuccess) {{ {release}return -300001; }}")
         self.indent -= 1
         self.emit("}")
+
+
+_RUNS_NO_CODE = (ir.Allocate, ir.Block, ir.ProducerConsumer)
+"""Statements that are only declarations and structure in a kernel: fills
+on either side of them may share a barrier."""
+
+_DOES_NOTHING = re.compile(r"^(/\*.*\*/|\{|__shared__ .*;|static const .*;|\w+ \*\w+ = \w+_warps\[\w+\];)$")
+"""Kernel lines that run no code: comments, scope openings, declarations of
+shared buffers and constant tables."""
+
+
+def _joins(first: ir.For, second: ir.For) -> bool:
+    """Whether two neighbouring loops are the same WMMA lane loop."""
+    return (first.kind is second.kind is ir.ForKind.GPU_LANE and _performs_wmma(first) and _performs_wmma(second)
+            and (first.name, first.min, first.extent) == (second.name, second.min, second.extent))
+
+
+def _statements(s: ir.Stmt) -> tuple[ir.Stmt, ...]:
+    return s.stmts if isinstance(s, ir.Block) else (s,)
+
+
+def _distinct_lanes(index: ir.Expr) -> bool:
+    """Whether every lane of a store index is a different address: a ramp
+    with a nonzero constant stride, or a ramp of such ramps whose rows do not
+    overlap."""
+    if index.type.lanes == 1:
+        return True
+    if not (isinstance(index, ir.Ramp) and isinstance(index.stride, (ir.IntImm, ir.Broadcast))):
+        return False
+    stride = index.stride.value if isinstance(index.stride, ir.Broadcast) else index.stride
+    if not isinstance(stride, ir.IntImm) or stride.value == 0:
+        return False
+    inner = index.base
+    if inner.type.lanes == 1:
+        return True
+    if not (isinstance(inner, ir.Ramp) and isinstance(inner.stride, ir.IntImm) and inner.base.type.lanes == 1):
+        return False
+    span = abs(inner.stride.value) * (inner.lanes - 1)
+    return inner.stride.value != 0 and abs(stride.value) > span
 
 
 class KernelGenerator(CFamilyEmitter):
@@ -311,6 +362,14 @@ class KernelGenerator(CFamilyEmitter):
         self.block_vars: dict[str, tuple[str, int]] = {}
         self.fragments: dict[str, tuple[ir.Type, tuple[int, int, int]]] = {}
         self.fragment_pointers: set[str] = set()
+        self.pending_barrier: str | None = None
+        """The barrier owed by the spread stores just written (none yet run)."""
+        self.pending_fills: set[str] = set()
+        """The buffers those stores wrote."""
+        self.operand_fragments: dict[tuple[str, str, str, str], str] = {}
+        """A and B fragments loaded in the current C scope, by buffer,
+        declaration, address and leading dimension: loaded once, used by
+        every MMA."""
         self.lane_depth = 0
         """Depth in warp-wide WMMA lane loops (legalization's)."""
         self.user_lane_depth = 0
@@ -362,6 +421,11 @@ class KernelGenerator(CFamilyEmitter):
         for loop_name, (host_lo, axis) in self.block_vars.items():
             var = self.cname(loop_name)
             self.emit(f"const int32_t {var} = {host_lo} + (int32_t)blockIdx.{_DIMS[axis]};")
+        if self.block_dims != [1, 1, 1]:
+            self.emit("/* the thread's place in the block, for work spread over all its threads */")
+            self.emit("const int hb_thread = "
+                      "(int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));")
+            self.emit("(void)hb_thread;")
         if self.lanes:
             self.emit("/* a Halide thread is a warp: its index, for per-warp shared buffers */")
             self.emit("const int hb_warp = (int)(threadIdx.y + blockDim.y * threadIdx.z);")
@@ -430,6 +494,35 @@ class KernelGenerator(CFamilyEmitter):
         else:
             super().visit_for(s)
 
+    def stmt_(self, s: ir.Stmt) -> None:
+        if self.pending_barrier and not isinstance(s, _RUNS_NO_CODE) and not self._joins_pending_fills(s):
+            self._settle_fills()
+        # A fragment declared in a C scope is gone when the scope closes: what
+        # is held is forgotten around any statement that opens one.
+        opens_scope = isinstance(s, (ir.For, ir.Allocate, ir.IfThenElse, ir.LetStmt))
+        if opens_scope:
+            self.operand_fragments.clear()
+        super().stmt_(s)
+        if opens_scope:
+            self.operand_fragments.clear()
+
+    def visit_block(self, s: ir.Block) -> None:
+        """Neighbouring WMMA lane loops become one, so that the operand
+        fragments one statement loads serve the next ones (a 4 x 4 block of
+        tiles loads 4 A and 4 B fragments per step, not 16 of each). Every
+        lane runs every statement of such a loop, so joining them changes
+        nothing else."""
+        runs: list[ir.Stmt] = []
+        for child in s.stmts:
+            previous = runs[-1] if runs else None
+            if (isinstance(child, ir.For) and isinstance(previous, ir.For) and _joins(previous, child)):
+                runs[-1] = dataclasses.replace(
+                    previous, body=ir.Block((*_statements(previous.body), *_statements(child.body))))
+            else:
+                runs.append(child)
+        for child in runs:
+            self.stmt_(child)
+
     def _gpu_loop(self, s: ir.For, opening: str, binding: str, depth: str, axis: int | None) -> None:
         """A lane or thread loop is not a loop on the GPU: every thread runs
         the body once, with the loop variable bound to its thread index. One
@@ -444,13 +537,14 @@ class KernelGenerator(CFamilyEmitter):
         if axis is not None:
             self.bound_axes.add(axis)
         self.stmt_(s.body)
+        self._settle_fills()
         if axis is not None:
             self.bound_axes.discard(axis)
         setattr(self, depth, getattr(self, depth) - 1)
         self.indent -= 1
         self.emit("}")
         if at_block_level and self.block_dims[1] * self.block_dims[2] > 1:
-            self.emit("__syncthreads();")
+            self._barrier("__syncthreads();")
 
     def _axes_inside(self, loop: ir.For) -> set[int]:
         """Thread axes that loops nested in ``loop`` bind: the threads along
@@ -530,11 +624,146 @@ class KernelGenerator(CFamilyEmitter):
             return
         if self.lane_depth and self._is_stage_copy(s):
             self.comment(s)
+            self._forget_fragments_from(s.name)
             self._cooperative_copy(s)
             return
         if self.lane_depth:
             raise codegen_error("a warp-lane loop may only hold WMMA operations and their staging copies")
+        if self._shared_by_threads() and self._spreads_over_threads(s):
+            self.comment(s)
+            self._spread_store(s)
+            return
         self._by_one_thread(lambda: super(KernelGenerator, self).visit_store(s))
+
+    def _shared_by_threads(self) -> bool:
+        """Whether a statement here belongs to a Halide thread that several
+        CUDA threads run together: the whole block at block level, a warp
+        inside the thread loops (when warps are Halide threads)."""
+        if self.block_dims == [1, 1, 1] or self.user_lane_depth:
+            return False
+        return self.thread_depth == 0 or self.lanes
+
+    def _spreads_over_threads(self, s: ir.Store) -> bool:
+        """A vector store whose lanes are independent: each lane's value can
+        be computed on its own, every lane writes its own element, and the
+        value does not read what the store writes (Halide reads every lane
+        before writing any)."""
+        if s.predicate is not None or s.value.type.lanes == 1 or not _distinct_lanes(s.index):
+            return False
+        if any(isinstance(n, ir.Load) and n.name == s.name for n in ir.walk(s.value)):
+            return False
+        return self._lanewise(s.value)
+
+    def _barrier(self, barrier: str) -> None:
+        """A barrier, unless the last thing the threads did was one at least
+        as wide (declarations and comments in between do nothing): two
+        cooperative fills in a row need one barrier between them, not two."""
+        for line in reversed(self.lines):
+            text = line.strip()
+            if text == barrier or text == "__syncthreads();":
+                return
+            if not _DOES_NOTHING.match(text):
+                break
+        self.emit(barrier)
+
+    def _lanewise(self, e: ir.Expr) -> bool:
+        """Whether ``_lane_value`` can write lane i of ``e`` as one C expression."""
+        if e.type.lanes == 1:
+            return not any(isinstance(n, (ir.Let, ir.Call, ir.VectorReduce)) for n in ir.walk(e))
+        if isinstance(e, ir.Load):
+            return e.predicate is None and e.name in self.element_types and self._lanewise(e.index)
+        parts = {ir.Ramp: ("base", "stride"), ir.Broadcast: ("value",), ir.Cast: ("value",), ir.Binary: ("a", "b"),
+                 ir.Select: ("condition", "true_value", "false_value")}.get(type(e))
+        if parts is not None:
+            return all(self._lanewise(getattr(e, part)) for part in parts)
+        return isinstance(e, ir.Shuffle) and all(self._lanewise(v) for v in e.vectors)
+
+    def _spread_store(self, s: ir.Store) -> None:
+        """The threads that make up the Halide thread (the block, or the warp)
+        compute and write the vector's lanes together, between barriers, as
+        one thread would have alone (the Toeplitz matrices and other
+        operands built beside the fragments)."""
+        block_level = self.thread_depth == 0
+        barrier = "__syncthreads();" if block_level else "__syncwarp();"
+        if block_level:
+            first, step = "hb_thread", self.block_dims[0] * self.block_dims[1] * self.block_dims[2]
+        else:
+            first, step = "(int)threadIdx.x", WMMA_TENSOR_CORE.warp_size
+        i = "hb_i"
+        elem = self.element_types[s.name]
+        # Written first: shuffle tables are emitted before the loop.
+        value = to_storage(elem)(self._lane_value(s.value, i))
+        index = self._lane_value(s.index, i)
+        if not self.pending_barrier:
+            self._barrier(barrier)  # the threads may still be reading what this overwrites
+        self.emit(f"for (int {i} = {first}; {i} < {s.value.type.lanes}; {i} += {step}) {{")
+        self.indent += 1
+        self.emit(f"{self.cname(s.name)}[{index}] = {value};")
+        self.indent -= 1
+        self.emit("}")
+        # The barrier that makes the lanes visible to every thread waits
+        # until something else runs: fills in a row that do not read each
+        # other share one.
+        self.pending_barrier = barrier
+        self.pending_fills.add(s.name)
+
+    def _joins_pending_fills(self, s: ir.Stmt) -> bool:
+        """Whether ``s`` is another spread store at the same level that
+        neither writes nor reads what the pending fills wrote."""
+        if not (isinstance(s, ir.Store) and self._shared_by_threads() and self._spreads_over_threads(s)):
+            return False
+        level = "__syncthreads();" if self.thread_depth == 0 else "__syncwarp();"
+        reads = {n.name for n in ir.walk(s) if isinstance(n, ir.Load)}
+        return level == self.pending_barrier and not ({s.name} | reads) & self.pending_fills
+
+    def _settle_fills(self) -> None:
+        """The barrier the pending fills owe, before anything reads them."""
+        if self.pending_barrier:
+            self._barrier(self.pending_barrier)
+        self.pending_barrier = None
+        self.pending_fills.clear()
+
+    def end_of_loop_body(self) -> None:
+        # The next iteration may read what this one filled last.
+        self._settle_fills()
+
+    def _lane_value(self, e: ir.Expr, i: str) -> str:
+        """Scalar C for lane ``i`` (a C expression) of the vector ``e``;
+        only for what ``_lanewise`` accepts."""
+        if e.type.lanes == 1:
+            return self.expr(e)
+        if isinstance(e, ir.Ramp):
+            inner = e.base.type.lanes
+            lane, step = (f"({i} % {inner})", f"({i} / {inner})") if inner > 1 else ("0", i)
+            total = f"({self._lane_value(e.base, lane)} + {step} * {self._lane_value(e.stride, lane)})"
+            return f"(({c_type(e.type.element())}){total})"
+        if isinstance(e, ir.Broadcast):
+            inner = e.value.type.lanes
+            return self._lane_value(e.value, f"({i} % {inner})" if inner > 1 else "0")
+        if isinstance(e, ir.Load) and e.predicate is None and e.name in self.element_types:
+            return from_storage(self.element_types[e.name])(f"{self.cname(e.name)}[{self._lane_value(e.index, i)}]")
+        if isinstance(e, ir.Cast):
+            return cast_expr(e.value.type.element(), e.type.element(), self._lane_value(e.value, i))
+        if isinstance(e, ir.Binary):
+            return binary_expr(e.op, e.a.type.element(), self._lane_value(e.a, i), self._lane_value(e.b, i))
+        if isinstance(e, ir.Select):
+            return (f"({self._lane_value(e.condition, i)} ? {self._lane_value(e.true_value, i)} : "
+                    f"{self._lane_value(e.false_value, i)})")
+        if isinstance(e, ir.Shuffle):
+            # Lane i is lane table[i] of the vectors laid end to end: one
+            # comparison per vector picks the one that holds it.
+            table = self.temp()
+            self.emit(f"static const int32_t {table}[{len(e.indices)}] = {{{', '.join(map(str, e.indices))}}};")
+            picked = f"{table}[{i}]"
+            offsets, offset = [], 0
+            for vector in e.vectors:
+                offsets.append(offset)
+                offset += vector.type.lanes
+            text = self._lane_value(e.vectors[-1], f"({picked} - {offsets[-1]})")
+            for vector, start, end in reversed(list(zip(e.vectors[:-1], offsets[:-1], offsets[1:]))):
+                text = f"({picked} < {end} ? {self._lane_value(vector, f'({picked} - {start})')} : {text})"
+            return text
+        raise codegen_error(f"no per-lane form for {type(e).__name__}")
 
     def _by_one_thread(self, emit: Callable[[], None]) -> None:
         """Memory side effects outside the warp lanes happen once per Halide
@@ -558,13 +787,13 @@ class KernelGenerator(CFamilyEmitter):
         block_level = self.thread_depth == 0
         barrier = "__syncthreads();" if block_level else "__syncwarp();"
         first = "threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0" if block_level else "threadIdx.x == 0"
-        self.emit(barrier)
+        self._barrier(barrier)
         self.emit(f"if ({first}) {{")
         self.indent += 1
         emit()
         self.indent -= 1
         self.emit("}")
-        self.emit(barrier)
+        self._barrier(barrier)
 
     def visit_evaluate(self, s: ir.Evaluate) -> None:
         value = s.value
@@ -572,6 +801,7 @@ class KernelGenerator(CFamilyEmitter):
             self.comment(s)
             pointer, fragment, offset, ldm = value.args
             assert isinstance(pointer, ir.Variable)
+            self._forget_fragments_from(pointer.name)
             self._note_pointer(pointer.name)
             elem = _cuda_element(fragment.type)
             self.emit(f"wmma::store_matrix_sync(({elem} *){self.cname(pointer.name)} + ({self.expr(offset)}), "
@@ -620,12 +850,27 @@ class KernelGenerator(CFamilyEmitter):
             assert intrinsic.matrix is not None and intrinsic.layout is not None
             use = intrinsic.matrix.cuda
             layout = f", wmma::{intrinsic.layout.cuda}" if intrinsic.matrix is not MatrixUse.C else ""
-            self.emit(f"wmma::fragment<wmma::{use}, {m}, {n}, {k}, {elem}{layout}> {name};")
+            declaration = f"wmma::fragment<wmma::{use}, {m}, {n}, {k}, {elem}{layout}>"
+            pointer = e.args[0]
+            assert isinstance(pointer, ir.Variable)
+            key = (pointer.name, declaration, *self._address(e))
+            if intrinsic.matrix is not MatrixUse.C and key in self.operand_fragments:
+                return self.operand_fragments[key]
+            self.emit(f"{declaration} {name};")
             self._load_matrix(name, e)
+            if intrinsic.matrix is not MatrixUse.C:
+                self.operand_fragments[key] = name
             return name
         self.emit(f"wmma::fragment<wmma::accumulator, {m}, {n}, {k}, {elem}> {name};")
         self._store_fragment(name, e)
         return name
+
+    def _forget_fragments_from(self, buffer: str) -> None:
+        """A write to ``buffer`` (a fragment store, a staging copy) makes the
+        fragments loaded from it stale; other buffers are other memory (the
+        kernel's pointers are __restrict__, as Halide's buffers)."""
+        for key in [key for key in self.operand_fragments if key[0] == buffer]:
+            del self.operand_fragments[key]
 
     def _fragment_shape_of(self, e: ir.Expr) -> tuple[int, int, int]:
         if isinstance(e, ir.Load) and e.name in self.fragments:
@@ -655,14 +900,20 @@ class KernelGenerator(CFamilyEmitter):
         self.emit(f"for (int hb_e = 0; hb_e < {name}.num_elements; hb_e++) {element} = {value};")
         return name
 
-    def _load_matrix(self, target: str, call: ir.Call) -> None:
+    def _address(self, call: ir.Call) -> tuple[str, str]:
+        """The C address and leading dimension a fragment load reads."""
         pointer, offset, ldm = call.args
         assert isinstance(pointer, ir.Variable)
-        self._note_pointer(pointer.name)
         elem = _cuda_element(call.type)
-        address = f"(const {elem} *){self.cname(pointer.name)} + ({self.expr(offset)})"
+        return f"(const {elem} *){self.cname(pointer.name)} + ({self.expr(offset)})", self.expr(ldm)
+
+    def _load_matrix(self, target: str, call: ir.Call) -> None:
+        pointer = call.args[0]
+        assert isinstance(pointer, ir.Variable)
+        self._note_pointer(pointer.name)
+        address, ldm = self._address(call)
         layout = f", wmma::{_memory_layout(call)}" if _intrinsic(call).matrix is MatrixUse.C else ""
-        self.emit(f"wmma::load_matrix_sync({target}, {address}, {self.expr(ldm)}{layout});")
+        self.emit(f"wmma::load_matrix_sync({target}, {address}, {ldm}{layout});")
 
     # ------------------------------------------------------------ staging
     def _is_stage_copy(self, s: ir.Store) -> bool:
@@ -675,13 +926,13 @@ class KernelGenerator(CFamilyEmitter):
         lanes = s.value.type.lanes
         i = "hb_i"
         dst, src = self.cname(s.name), self.cname(s.value.name)
-        self.emit("__syncwarp();")
+        self._barrier("__syncwarp();")
         self.emit(f"for (int {i} = (int)threadIdx.x; {i} < {lanes}; {i} += {WMMA_TENSOR_CORE.warp_size}) {{")
         self.indent += 1
         self.emit(f"{dst}[{self._element(s.index, i)}] = {src}[{self._element(s.value.index, i)}];")
         self.indent -= 1
         self.emit("}")
-        self.emit("__syncwarp();")
+        self._barrier("__syncwarp();")
 
     def _element(self, e: ir.Expr, i: str) -> str:
         """Scalar C for lane ``i`` of the integer vector ``e``."""

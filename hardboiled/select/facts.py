@@ -5,9 +5,12 @@ hardboiled/select/terms.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from hardboiled import ir
 from hardboiled.select.terms import binop_name, type_code_name
 from hardboiled.targets.amx import AMX_TILE, AMXTile
-from hardboiled.targets.wmma import WMMA_TENSOR_CORE, WMMATensorCore
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE, WMMAShape, WMMATensorCore
 
 
 def amx_facts(tile: AMXTile = AMX_TILE) -> str:
@@ -23,8 +26,30 @@ def amx_facts(tile: AMXTile = AMX_TILE) -> str:
     return "\n".join(lines) + "\n"
 
 
-def wmma_facts(core: WMMATensorCore = WMMA_TENSOR_CORE) -> str:
-    """The facts the WMMA rules query (declared in rules/supporting.egg)."""
+def sliding_windows(stores: Iterable[ir.Stmt]) -> list[tuple[int, int, int]]:
+    """(stride, taps, outputs) of every sliding window the stores read, as
+    Halide vectorizes one (rules/wmma_layouts.egg): a load of
+    ``ramp(ramp(base, 1, R), broadcast(S, R), X)``, X outputs S inputs
+    apart, each reading R consecutive inputs, with overlapping windows
+    (S < R). Windows over several image rows fix their own shape and are
+    not counted."""
+    found = []
+    for store in stores:
+        for node in ir.walk(store):
+            if not (isinstance(node, ir.Load) and isinstance(node.index, ir.Ramp)):
+                continue
+            window, inner = node.index, node.index.base
+            if (isinstance(inner, ir.Ramp) and inner.stride == ir.IntImm(1, inner.stride.type)
+                    and isinstance(window.stride, ir.Broadcast) and isinstance(window.stride.value, ir.IntImm)
+                    and 0 < window.stride.value.value < inner.lanes):
+                found.append((window.stride.value.value, inner.lanes, window.lanes))
+    return found
+
+
+def wmma_facts(core: WMMATensorCore = WMMA_TENSOR_CORE, window_shape: WMMAShape | None = None) -> str:
+    """The facts the WMMA rules query (declared in rules/supporting.egg).
+    ``window_shape``: the shape the cost model chose for the program's
+    sliding windows (``WMMATensorCore.best_window_shape``)."""
     lines = [";; generated from hardboiled/targets/wmma.py"]
     for element in core.elements:
         t = element.type
@@ -34,7 +59,7 @@ def wmma_facts(core: WMMATensorCore = WMMA_TENSOR_CORE) -> str:
             lines.append(
                 f"(wmma-element ({type_code_name(t.code)}) {t.bits} ({type_code_name(acc.code)}) {acc.bits})"
             )
-    window = core.window_shape
+    window = window_shape or core.window_shape
     lines.append(f"(wmma-window-shape {window.m} {window.n} {window.k})")
     phased = core.phased_window_shape
     lines.append(f"(wmma-phased-window-shape {phased.m} {phased.n} {phased.k})")

@@ -26,6 +26,7 @@ from hardboiled.select.eqsat import (
 from hardboiled.select.facts import amx_facts, wmma_facts
 from hardboiled.support.cache import ResultCache, cache_key
 from hardboiled.support.diagnostics import Diagnostic, InputError, Location
+from hardboiled.targets.wmma import WMMAShape
 
 RULE_FILES = (
     "definition.egg",    # sorts and constructors
@@ -59,9 +60,9 @@ def rule_text(name: str) -> str:
     return resources.files("hardboiled.rules").joinpath(name).read_text()
 
 
-def rule_chunks() -> list[ProgramChunk]:
+def rule_chunks(window_shape: WMMAShape | None = None) -> list[ProgramChunk]:
     chunks = [ProgramChunk(f"rules/{name}", rule_text(name)) for name in RULE_FILES[:2]]
-    chunks.append(ProgramChunk("<hardware facts>", amx_facts() + wmma_facts()))
+    chunks.append(ProgramChunk("<hardware facts>", amx_facts() + wmma_facts(window_shape=window_shape)))
     chunks.extend(ProgramChunk(f"rules/{name}", rule_text(name)) for name in RULE_FILES[2:])
     return chunks
 
@@ -137,9 +138,9 @@ def _check_rulesets(schedule: str, path: str) -> None:
             ))
 
 
-def program_text(terms: list[str], schedule: Schedule) -> str:
+def program_text(terms: list[str], schedule: Schedule, window_shape: WMMAShape | None = None) -> str:
     """The whole egglog program, as it runs (``--emit egg``)."""
-    parts = [f";;;; {c.filename}\n{c.text}" for c in rule_chunks()]
+    parts = [f";;;; {c.filename}\n{c.text}" for c in rule_chunks(window_shape)]
     parts.append(_inputs_text(terms))
     parts.append(f";;;; schedule ({schedule.source})\n{schedule.text}")
     parts.append("".join(f"(extract $s{i})\n" for i in range(len(terms))))
@@ -157,10 +158,12 @@ def saturate(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     memory_mb: int = DEFAULT_MEMORY_MB,
     cache: ResultCache | None = None,
+    window_shape: WMMAShape | None = None,
 ) -> EqsatResult:
     """Run the rules on the encoded stores; ``cache`` skips a run whose whole
-    program was seen before."""
-    chunks = rule_chunks()
+    program was seen before. ``window_shape``: the fragment shape for
+    sliding windows (the cost model's choice for these stores)."""
+    chunks = rule_chunks(window_shape)
     chunks.append(ProgramChunk("<selected stores>", _inputs_text(terms)))
     chunks.append(ProgramChunk(schedule.source, schedule.text))
     roots = [f"$s{i}" for i in range(len(terms))]

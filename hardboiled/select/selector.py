@@ -28,6 +28,7 @@ from hardboiled.select.extract import (
     encode_stores,
     select_stores,
 )
+from hardboiled.select.facts import sliding_windows
 from hardboiled.select.partition import partition_accumulators
 from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, reinsert
 from hardboiled.select.rules import Schedule, load_schedule, saturate
@@ -35,6 +36,7 @@ from hardboiled.select.spill import gathers_accelerator, reads_accelerator_in_ar
 from hardboiled.select.terms import parse_term
 from hardboiled.support.cache import ResultCache
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,8 +158,9 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
     start = time.perf_counter()
     if encoding.terms:
         cache = ResultCache(Path(options.cache_dir)) if options.cache_dir else None
+        window_shape = WMMA_TENSOR_CORE.best_window_shape(sliding_windows(s.store for s in lowerable))
         result = saturate(encoding.terms, schedule, timeout_s=options.timeout_s, memory_mb=options.memory_mb,
-                          cache=cache)
+                          cache=cache, window_shape=window_shape)
     seconds = time.perf_counter() - start
     decoder = Decoder(encoding)
     terms = dict(zip((s.position for s in lowerable), result.terms if result else ()))

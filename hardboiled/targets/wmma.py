@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 import itertools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from hardboiled import ir
@@ -74,9 +75,36 @@ class WMMATensorCore:
 
     @property
     def window_shape(self) -> WMMAShape:
-        """The shape a convolution's sliding window is laid out on: its
-        outputs x = N * i + j fill an M x N fragment row by row."""
+        """The shape a convolution's sliding window is laid out on when the
+        program has no window to weigh (``best_window_shape``)."""
         return self.shapes[0]
+
+    @staticmethod
+    def window_mmas(shape: WMMAShape, stride: int, taps: int) -> int:
+        """MMAs one fragment of a sliding window takes: its outputs
+        x = N * i + j fill the M x N fragment row by row, so a fragment row
+        reads S * (N - 1) + R inputs, cut into chunks of K."""
+        return -(-(stride * (shape.n - 1) + taps) // shape.k)
+
+    def window_macs_per_output(self, shape: WMMAShape, stride: int, taps: int) -> int:
+        """The cost model: multiply-adds the Tensor Core does per output of
+        a window (every MMA of a fragment does M * N * K of them, for M * N
+        outputs). Every common shape does 4096 per instruction, so this is
+        the number of MMAs, in a unit that compares different shapes."""
+        return self.window_mmas(shape, stride, taps) * shape.k
+
+    def best_window_shape(self, windows: Iterable[tuple[int, int, int]]) -> WMMAShape:
+        """The common shape with the least Tensor Core work over
+        ``windows``, each (stride, taps per chunk, outputs): one shape for
+        the whole program, so that every accumulator has one shape too.
+        Row windows (S = 1, R = 8) cost 16 MACs per output in m32n8k16
+        and 32 in m16n16k16, whose fragment rows span 23 inputs. Ties go to
+        the first shape of the table."""
+        windows = list(windows)
+        if not windows:
+            return self.window_shape
+        return min(self.shapes, key=lambda shape: sum(outputs * self.window_macs_per_output(shape, s, r)
+                                                      for s, r, outputs in windows))
 
     @property
     def phased_window_shape(self) -> WMMAShape:

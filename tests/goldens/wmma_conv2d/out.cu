@@ -69,182 +69,75 @@ using namespace nvcuda;
 static __global__ void hb_kernel_k0(uint16_t *__restrict__ I, uint16_t *__restrict__ K, float *__restrict__ output, int32_t I_min_0, int32_t I_min_1, int32_t I_stride_1, int32_t K_min_0, int32_t K_min_1, int32_t K_stride_1, int32_t output_stride_1, int32_t output_s0_x_xo_block_id_x_lo, int32_t output_s0_y_yo_block_id_y_lo) {
   const int32_t output_s0_x_xo_block_id_x = output_s0_x_xo_block_id_x_lo + (int32_t)blockIdx.x;
   const int32_t output_s0_y_yo_block_id_y = output_s0_y_yo_block_id_y_lo + (int32_t)blockIdx.y;
+  /* the thread's place in the block, for work spread over all its threads */
+  const int hb_thread = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+  (void)hb_thread;
   /* a Halide thread is a warp: its index, for per-warp shared buffers */
   const int hb_warp = (int)(threadIdx.y + blockDim.y * threadIdx.z);
   (void)hb_warp;
   /* allocate conv[float32 * 256 * 1] in WMMAAccumulator */
   {
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> conv[1];
+    wmma::fragment<wmma::accumulator, 32, 8, 16, float> conv[1];
     /* produce conv */
     /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
     {
       const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
-      /* conv[ramp(0, 1, 256)] = (float32x256)wmma.fill.m16n16k16.f32(0.000000f) */
+      /* conv[ramp(0, 1, 256)] = (float32x256)wmma.fill.m32n8k16.f32(0.000000f) */
       wmma::fill_fragment(conv[0], 0.0f);
     }
     /* for (conv.s1.rk$y, 0, 16) { */
     {
       int32_t conv_s1_rk_y_lo = ((int32_t)0), conv_s1_rk_y_end = conv_s1_rk_y_lo + ((int32_t)16);
       for (int32_t conv_s1_rk_y = conv_s1_rk_y_lo; conv_s1_rk_y < conv_s1_rk_y_end; conv_s1_rk_y++) {
-        /* allocate K.toeplitz.3[float16 * 256] */
+        /* allocate K.toeplitz.3[float16 * 128] */
         {
-          __shared__ __align__(32) uint16_t K_toeplitz_3[256];
+          __shared__ __align__(32) uint16_t K_toeplitz_3[128];
+          /* K.toeplitz.3[ramp(0, 1, 128)] = shuffle((float16x8)K[ramp((((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0) + 8, 1, 8)], 0.000000h, 0, 8, 8, 8, 8, ... */
+          static const int32_t t1[128] = {0, 8, 8, 8, 8, 8, 8, 8, 1, 0, 8, 8, 8, 8, 8, 8, 2, 1, 0, 8, 8, 8, 8, 8, 3, 2, 1, 0, 8, 8, 8, 8, 4, 3, 2, 1, 0, 8, 8, 8, 5, 4, 3, 2, 1, 0, 8, 8, 6, 5, 4, 3, 2, 1, 0, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 7, 6, 5, 4, 3, 2, 1, 8, 8, 7, 6, 5, 4, 3, 2, 8, 8, 8, 7, 6, 5, 4, 3, 8, 8, 8, 8, 7, 6, 5, 4, 8, 8, 8, 8, 8, 7, 6, 5, 8, 8, 8, 8, 8, 8, 7, 6, 8, 8, 8, 8, 8, 8, 8, 7, 8, 8, 8, 8, 8, 8, 8, 8};
           __syncthreads();
-          if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-            /* K.toeplitz.3[ramp(0, 1, 256)] = shuffle((float16x8)K[ramp((((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0) + 8, 1, 8)], 0.000000h, 8, 8, 8, 8, 8, ... */
-            int32_t t1[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t1[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + j * ((int32_t)1));
-            float t2[8];
-            for (int i = 0; i < 8; i++) t2[i] = hb_f16_to_f32(K[t1[i]]);
-            float t3[9];
-            memcpy(t3 + 0, t2, sizeof(t3[0]) * 8);
-            t3[8] = 0.0f;
-            static const int32_t t4[256] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7};
-            float t5[256];
-            for (int i = 0; i < 256; i++) t5[i] = t3[t4[i]];
-            int32_t t6[256];
-            for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t6[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-            for (int i = 0; i < 256; i++) K_toeplitz_3[t6[i]] = hb_f32_to_f16(t5[i]);
+          for (int hb_i = hb_thread; hb_i < 128; hb_i += 32) {
+            K_toeplitz_3[((int32_t)(((int32_t)0) + hb_i * ((int32_t)1)))] = hb_f32_to_f16((t1[hb_i] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + (t1[hb_i] - 0) * ((int32_t)1)))]) : 0.0f));
           }
-          __syncthreads();
-          /* allocate K.toeplitz.2[float16 * 256] */
+          /* allocate I.padded.2[float16 * 512] */
           {
-            __shared__ __align__(32) uint16_t K_toeplitz_2[256];
-            __syncthreads();
-            if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-              /* K.toeplitz.2[ramp(0, 1, 256)] = shuffle((float16x8)K[ramp((((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0) + 8, 1, 8)], 0.000000h, 0, 8, 8, 8, 8, ... */
-              int32_t t7[8];
-              for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t7[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + j * ((int32_t)1));
-              float t8[8];
-              for (int i = 0; i < 8; i++) t8[i] = hb_f16_to_f32(K[t7[i]]);
-              float t9[9];
-              memcpy(t9 + 0, t8, sizeof(t9[0]) * 8);
-              t9[8] = 0.0f;
-              static const int32_t t10[256] = {0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0};
-              float t11[256];
-              for (int i = 0; i < 256; i++) t11[i] = t9[t10[i]];
-              int32_t t12[256];
-              for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t12[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-              for (int i = 0; i < 256; i++) K_toeplitz_2[t12[i]] = hb_f32_to_f16(t11[i]);
+            __shared__ __align__(32) uint16_t I_padded_2[512];
+            /* I.padded.2[ramp(0, 1, 512)] = shuffle((float16x480)I[ramp(ramp((((output.s0.x.xo.block_id_x*256) + ((conv.s1.rk$y + output.s0.y.yo.block_id_y)*I.st... */
+            static const int32_t t2[512] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 480, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 480, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 480, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 480, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 480, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 480, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 480, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 480, 120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134, 480, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 480, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159, 160, 161, 162, 163, 164, 480, 165, 166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 480, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 480, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 480, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 480, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 480, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 480, 255, 256, 257, 258, 259, 260, 261, 262, 263, 264, 265, 266, 267, 268, 269, 480, 270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 280, 281, 282, 283, 284, 480, 285, 286, 287, 288, 289, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 480, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 480, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 480, 330, 331, 332, 333, 334, 335, 336, 337, 338, 339, 340, 341, 342, 343, 344, 480, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 480, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 480, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 480, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 404, 480, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 418, 419, 480, 420, 421, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 480, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 445, 446, 447, 448, 449, 480, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 480, 465, 466, 467, 468, 469, 470, 471, 472, 473, 474, 475, 476, 477, 478, 479, 480};
+            for (int hb_i = hb_thread; hb_i < 512; hb_i += 32) {
+              I_padded_2[((int32_t)(((int32_t)0) + hb_i * ((int32_t)1)))] = hb_f32_to_f16((t2[hb_i] < 480 ? hb_f16_to_f32(I[((int32_t)(((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)256))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y + (uint32_t)output_s0_y_yo_block_id_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)8))) + ((t2[hb_i] - 0) % 15) * ((int32_t)1))) + ((t2[hb_i] - 0) / 15) * ((int32_t)8)))]) : 0.0f));
             }
-            __syncthreads();
-            /* allocate K.toeplitz.1[float16 * 256] */
+            /* allocate K.toeplitz.1[float16 * 128] */
             {
-              __shared__ __align__(32) uint16_t K_toeplitz_1[256];
-              __syncthreads();
-              if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-                /* K.toeplitz.1[ramp(0, 1, 256)] = shuffle((float16x8)K[ramp(((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0, 1, 8)], 0.000000h, 8, 8, 8, 8, 8, 8, 8, ... */
-                int32_t t13[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t13[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + j * ((int32_t)1));
-                float t14[8];
-                for (int i = 0; i < 8; i++) t14[i] = hb_f16_to_f32(K[t13[i]]);
-                float t15[9];
-                memcpy(t15 + 0, t14, sizeof(t15[0]) * 8);
-                t15[8] = 0.0f;
-                static const int32_t t16[256] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7};
-                float t17[256];
-                for (int i = 0; i < 256; i++) t17[i] = t15[t16[i]];
-                int32_t t18[256];
-                for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t18[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-                for (int i = 0; i < 256; i++) K_toeplitz_1[t18[i]] = hb_f32_to_f16(t17[i]);
+              __shared__ __align__(32) uint16_t K_toeplitz_1[128];
+              /* K.toeplitz.1[ramp(0, 1, 128)] = shuffle((float16x8)K[ramp(((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0, 1, 8)], 0.000000h, 0, 8, 8, 8, 8, 8, 8, ... */
+              static const int32_t t3[128] = {0, 8, 8, 8, 8, 8, 8, 8, 1, 0, 8, 8, 8, 8, 8, 8, 2, 1, 0, 8, 8, 8, 8, 8, 3, 2, 1, 0, 8, 8, 8, 8, 4, 3, 2, 1, 0, 8, 8, 8, 5, 4, 3, 2, 1, 0, 8, 8, 6, 5, 4, 3, 2, 1, 0, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 7, 6, 5, 4, 3, 2, 1, 8, 8, 7, 6, 5, 4, 3, 2, 8, 8, 8, 7, 6, 5, 4, 3, 8, 8, 8, 8, 7, 6, 5, 4, 8, 8, 8, 8, 8, 7, 6, 5, 8, 8, 8, 8, 8, 8, 7, 6, 8, 8, 8, 8, 8, 8, 8, 7, 8, 8, 8, 8, 8, 8, 8, 8};
+              for (int hb_i = hb_thread; hb_i < 128; hb_i += 32) {
+                K_toeplitz_1[((int32_t)(((int32_t)0) + hb_i * ((int32_t)1)))] = hb_f32_to_f16((t3[hb_i] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (t3[hb_i] - 0) * ((int32_t)1)))]) : 0.0f));
               }
-              __syncthreads();
-              /* allocate K.toeplitz.0[float16 * 256] */
+              /* allocate I.padded.0[float16 * 512] */
               {
-                __shared__ __align__(32) uint16_t K_toeplitz_0[256];
-                __syncthreads();
-                if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-                  /* K.toeplitz.0[ramp(0, 1, 256)] = shuffle((float16x8)K[ramp(((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0, 1, 8)], 0.000000h, 0, 8, 8, 8, 8, 8, 8, ... */
-                  int32_t t19[8];
-                  for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t19[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + j * ((int32_t)1));
-                  float t20[8];
-                  for (int i = 0; i < 8; i++) t20[i] = hb_f16_to_f32(K[t19[i]]);
-                  float t21[9];
-                  memcpy(t21 + 0, t20, sizeof(t21[0]) * 8);
-                  t21[8] = 0.0f;
-                  static const int32_t t22[256] = {0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0};
-                  float t23[256];
-                  for (int i = 0; i < 256; i++) t23[i] = t21[t22[i]];
-                  int32_t t24[256];
-                  for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t24[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-                  for (int i = 0; i < 256; i++) K_toeplitz_0[t24[i]] = hb_f32_to_f16(t23[i]);
+                __shared__ __align__(32) uint16_t I_padded_0[512];
+                /* I.padded.0[ramp(0, 1, 512)] = shuffle((float16x480)I[ramp(ramp(((output.s0.x.xo.block_id_x*256) + ((conv.s1.rk$y + output.s0.y.yo.block_id_y)*I.str... */
+                static const int32_t t4[512] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 480, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 480, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 480, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 480, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 480, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 480, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 480, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 480, 120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134, 480, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 480, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159, 160, 161, 162, 163, 164, 480, 165, 166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 480, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 480, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 480, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 480, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 480, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 480, 255, 256, 257, 258, 259, 260, 261, 262, 263, 264, 265, 266, 267, 268, 269, 480, 270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 280, 281, 282, 283, 284, 480, 285, 286, 287, 288, 289, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 480, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 480, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 480, 330, 331, 332, 333, 334, 335, 336, 337, 338, 339, 340, 341, 342, 343, 344, 480, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 480, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 480, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 480, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 404, 480, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 418, 419, 480, 420, 421, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 480, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 445, 446, 447, 448, 449, 480, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 480, 465, 466, 467, 468, 469, 470, 471, 472, 473, 474, 475, 476, 477, 478, 479, 480};
+                for (int hb_i = hb_thread; hb_i < 512; hb_i += 32) {
+                  I_padded_0[((int32_t)(((int32_t)0) + hb_i * ((int32_t)1)))] = hb_f32_to_f16((t4[hb_i] < 480 ? hb_f16_to_f32(I[((int32_t)(((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)256))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y + (uint32_t)output_s0_y_yo_block_id_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + ((t4[hb_i] - 0) % 15) * ((int32_t)1))) + ((t4[hb_i] - 0) / 15) * ((int32_t)8)))]) : 0.0f));
                 }
                 __syncthreads();
-                /* allocate I.wmma_stage.0[float16 * 256] in GPUShared */
+                /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
                 {
-                  __shared__ __align__(32) uint16_t I_wmma_stage_0_warps[1][256];
-                  uint16_t *I_wmma_stage_0 = I_wmma_stage_0_warps[hb_warp];
-                  /* allocate I.wmma_stage.1[float16 * 256] in GPUShared */
-                  {
-                    __shared__ __align__(32) uint16_t I_wmma_stage_1_warps[1][256];
-                    uint16_t *I_wmma_stage_1 = I_wmma_stage_1_warps[hb_warp];
-                    /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
-                    {
-                      const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
-                      /* I.wmma_stage.0[ramp(0, 1, 256)] = (float16x256)I[ramp(ramp((((output.s0.x.xo.block_id_x*256) + ((conv.s1.rk$y + output.s0.y.yo.block_id_y)*I.stride... */
-                      __syncwarp();
-                      for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
-                        I_wmma_stage_0[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)256))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y + (uint32_t)output_s0_y_yo_block_id_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)7)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)16)))];
-                      }
-                      __syncwarp();
-                      /* I.wmma_stage.1[ramp(0, 1, 256)] = (float16x256)I[ramp(ramp(((output.s0.x.xo.block_id_x*256) + ((conv.s1.rk$y + output.s0.y.yo.block_id_y)*I.stride.... */
-                      __syncwarp();
-                      for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
-                        I_wmma_stage_1[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)256))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y + (uint32_t)output_s0_y_yo_block_id_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0))))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)16)))];
-                      }
-                      __syncwarp();
-                      /* conv[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32((float16x256)wmma.load.a.sync.aligned.row.m16n16k16.f16((void ... */
-                      wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> t25;
-                      wmma::load_matrix_sync(t25, (const __half *)I_wmma_stage_0 + (((int32_t)0)), ((int32_t)16));
-                      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> t26;
-                      wmma::load_matrix_sync(t26, (const __half *)K_toeplitz_1 + (((int32_t)0)), ((int32_t)16));
-                      wmma::fragment<wmma::accumulator, 16, 16, 16, float> t27;
-                      wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> t28;
-                      wmma::load_matrix_sync(t28, (const __half *)I_wmma_stage_1 + (((int32_t)0)), ((int32_t)16));
-                      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> t29;
-                      wmma::load_matrix_sync(t29, (const __half *)K_toeplitz_0 + (((int32_t)0)), ((int32_t)16));
-                      wmma::mma_sync(t27, t28, t29, conv[0]);
-                      wmma::mma_sync(conv[0], t25, t26, t27);
-                    }
-                  }
-                }
-                /* allocate I.wmma_stage.2[float16 * 256] in GPUShared */
-                {
-                  __shared__ __align__(32) uint16_t I_wmma_stage_2_warps[1][256];
-                  uint16_t *I_wmma_stage_2 = I_wmma_stage_2_warps[hb_warp];
-                  /* allocate I.wmma_stage.3[float16 * 256] in GPUShared */
-                  {
-                    __shared__ __align__(32) uint16_t I_wmma_stage_3_warps[1][256];
-                    uint16_t *I_wmma_stage_3 = I_wmma_stage_3_warps[hb_warp];
-                    /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
-                    {
-                      const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
-                      /* I.wmma_stage.2[ramp(0, 1, 256)] = (float16x256)I[ramp(ramp(((((output.s0.x.xo.block_id_x*256) + ((conv.s1.rk$y + output.s0.y.yo.block_id_y)*I.strid... */
-                      __syncwarp();
-                      for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
-                        I_wmma_stage_2[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)256))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y + (uint32_t)output_s0_y_yo_block_id_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)8))) + (uint32_t)((int32_t)7)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)16)))];
-                      }
-                      __syncwarp();
-                      /* I.wmma_stage.3[ramp(0, 1, 256)] = (float16x256)I[ramp(ramp((((output.s0.x.xo.block_id_x*256) + ((conv.s1.rk$y + output.s0.y.yo.block_id_y)*I.stride... */
-                      __syncwarp();
-                      for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
-                        I_wmma_stage_3[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)256))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y + (uint32_t)output_s0_y_yo_block_id_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)8)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)16)))];
-                      }
-                      __syncwarp();
-                      /* conv[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32((float16x256)wmma.load.a.sync.aligned.row.m16n16k16.f16((void ... */
-                      wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> t30;
-                      wmma::load_matrix_sync(t30, (const __half *)I_wmma_stage_2 + (((int32_t)0)), ((int32_t)16));
-                      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> t31;
-                      wmma::load_matrix_sync(t31, (const __half *)K_toeplitz_3 + (((int32_t)0)), ((int32_t)16));
-                      wmma::fragment<wmma::accumulator, 16, 16, 16, float> t32;
-                      wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> t33;
-                      wmma::load_matrix_sync(t33, (const __half *)I_wmma_stage_3 + (((int32_t)0)), ((int32_t)16));
-                      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> t34;
-                      wmma::load_matrix_sync(t34, (const __half *)K_toeplitz_2 + (((int32_t)0)), ((int32_t)16));
-                      wmma::mma_sync(t32, t33, t34, conv[0]);
-                      wmma::mma_sync(conv[0], t30, t31, t32);
-                    }
-                  }
+                  const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
+                  /* conv[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32((float16x512)wmma.load.a.sync.aligned.row.m32n8k16.f16((void *)... */
+                  wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t5;
+                  wmma::load_matrix_sync(t5, (const __half *)I_padded_0 + (((int32_t)0)), ((int32_t)16));
+                  wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t6;
+                  wmma::load_matrix_sync(t6, (const __half *)K_toeplitz_1 + (((int32_t)0)), ((int32_t)8));
+                  wmma::mma_sync(conv[0], t5, t6, conv[0]);
+                  /* conv[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32((float16x512)wmma.load.a.sync.aligned.row.m32n8k16.f16((void *)... */
+                  wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t7;
+                  wmma::load_matrix_sync(t7, (const __half *)I_padded_2 + (((int32_t)0)), ((int32_t)16));
+                  wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t8;
+                  wmma::load_matrix_sync(t8, (const __half *)K_toeplitz_3 + (((int32_t)0)), ((int32_t)8));
+                  wmma::mma_sync(conv[0], t7, t8, conv[0]);
                 }
               }
             }
@@ -253,19 +146,19 @@ static __global__ void hb_kernel_k0(uint16_t *__restrict__ I, uint16_t *__restri
       }
     }
     /* consume conv */
-    /* allocate output.wmma_stage.4[float32 * 256] in GPUShared */
+    /* allocate output.wmma_stage.0[float32 * 256] in GPUShared */
     {
-      __shared__ __align__(32) float output_wmma_stage_4_warps[1][256];
-      float *output_wmma_stage_4 = output_wmma_stage_4_warps[hb_warp];
+      __shared__ __align__(32) float output_wmma_stage_0_warps[1][256];
+      float *output_wmma_stage_0 = output_wmma_stage_0_warps[hb_warp];
       /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
       {
         const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
-        /* wmma.store.d.sync.aligned.row.m16n16k16.f32((void *)output.wmma_stage.4, (float32x256)conv[ramp(0, 1, 256)], 0, 16) */
-        wmma::store_matrix_sync((float *)output_wmma_stage_4 + (((int32_t)0)), conv[0], ((int32_t)16), wmma::mem_row_major);
-        /* output[ramp(ramp((output.s0.x.xo.block_id_x*256) + (output.s0.y.yo.block_id_y*output.stride.1), 1, 16), x16(16), 16)] = (float32x256)output.wmma_st... */
+        /* wmma.store.d.sync.aligned.row.m32n8k16.f32((void *)output.wmma_stage.0, (float32x256)conv[ramp(0, 1, 256)], 0, 8) */
+        wmma::store_matrix_sync((float *)output_wmma_stage_0 + (((int32_t)0)), conv[0], ((int32_t)8), wmma::mem_row_major);
+        /* output[ramp(ramp((output.s0.x.xo.block_id_x*256) + (output.s0.y.yo.block_id_y*output.stride.1), 1, 8), x8(8), 32)] = (float32x256)output.wmma_stage... */
         __syncwarp();
         for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
-          output[(((((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)256))) + (uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)output_stride_1))))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)16)))] = output_wmma_stage_4[((((int32_t)0)) + hb_i * (((int32_t)1)))];
+          output[(((((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)256))) + (uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)output_stride_1))))) + (hb_i % 8) * (((int32_t)1))) + (hb_i / 8) * (((int32_t)8)))] = output_wmma_stage_0[((((int32_t)0)) + hb_i * (((int32_t)1)))];
         }
         __syncwarp();
       }
@@ -274,7 +167,7 @@ static __global__ void hb_kernel_k0(uint16_t *__restrict__ I, uint16_t *__restri
 }
 
 
-extern "C" int hb_kernel(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, int32_t I_host_pointer_extent0, int32_t I_host_pointer_stride0, int32_t I_host_pointer_min1, int32_t I_host_pointer_extent1, int32_t I_host_pointer_stride1, uint16_t *K_host_pointer, int32_t K_host_pointer_min0, int32_t K_host_pointer_extent0, int32_t K_host_pointer_stride0, int32_t K_host_pointer_min1, int32_t K_host_pointer_extent1, int32_t K_host_pointer_stride1, float *output_host_pointer, int32_t output_host_pointer_min0, int32_t output_host_pointer_extent0, int32_t output_host_pointer_stride0, int32_t output_host_pointer_min1, int32_t output_host_pointer_extent1, int32_t output_host_pointer_stride1) {
+extern "C" int hb_kernel(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, int32_t I_host_pointer_extent0, int32_t I_host_pointer_stride0, int32_t I_host_pointer_min1, int32_t I_host_pointer_extent1, int32_t I_host_pointer_stride1, uint16_t *K_host_pointer, int32_t K_host_pointer_min0, int32_t K_host_pointer_extent0, int32_t K_host_pointer_stride0, int32_t K_host_pointer_min1, int32_t K_host_pointer_extent1, int32_t K_host_pointer_stride1, float *output_host_pointer, int32_t output_host_pointer_min0, int32_t output_host_pointer_extent0, int32_t output_host_pointer_stride0, int32_t output_host_pointer_min1, int32_t output_host_pointer_extent1, int32_t output_host_pointer_stride1, cudaStream_t hb_stream) {
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)output.buffer) != (uint64)0, halide_error_buffer_argument_is_null("output")) */
   if (!((((uint64_t)(uintptr_t)(((void *)output_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)K.buffer) != (uint64)0, halide_error_buffer_argument_is_null("K")) */
@@ -461,9 +354,8 @@ extern "C" int hb_kernel(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, 
     int32_t output_s0_y_yo_block_id_y_lo = ((int32_t)0);
     {
       dim3 hb_grid(((int32_t)2), ((int32_t)4), 1), hb_block(32, 1, 1);
-      hb_kernel_k0<<<hb_grid, hb_block>>>(I, K, output, I_min_0, I_min_1, I_stride_1, K_min_0, K_min_1, K_stride_1, output_stride_1, output_s0_x_xo_block_id_x_lo, output_s0_y_yo_block_id_y_lo);
+      hb_kernel_k0<<<hb_grid, hb_block, 0, hb_stream>>>(I, K, output, I_min_0, I_min_1, I_stride_1, K_min_0, K_min_1, K_stride_1, output_stride_1, output_s0_x_xo_block_id_x_lo, output_s0_y_yo_block_id_y_lo);
       if (cudaGetLastError() != cudaSuccess) { return -300000; }
-      if (cudaDeviceSynchronize() != cudaSuccess) { return -300001; }
     }
   }
   return 0;

@@ -70,6 +70,9 @@ static __global__ void hb_kernel_k0(float *__restrict__ bias, uint16_t *__restri
   const int32_t output_s0_c_co_block_id_x = output_s0_c_co_block_id_x_lo + (int32_t)blockIdx.x;
   const int32_t output_s0_x_xo_block_id_y = output_s0_x_xo_block_id_y_lo + (int32_t)blockIdx.y;
   const int32_t output_s0_y_block_id_z = output_s0_y_block_id_z_lo + (int32_t)blockIdx.z;
+  /* the thread's place in the block, for work spread over all its threads */
+  const int hb_thread = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+  (void)hb_thread;
   /* a Halide thread is a warp: its index, for per-warp shared buffers */
   const int hb_warp = (int)(threadIdx.y + blockDim.y * threadIdx.z);
   (void)hb_warp;
@@ -135,7 +138,7 @@ static __global__ void hb_kernel_k0(float *__restrict__ bias, uint16_t *__restri
 }
 
 
-extern "C" int hb_kernel(float *bias_host_pointer, int32_t bias_host_pointer_min0, int32_t bias_host_pointer_extent0, int32_t bias_host_pointer_stride0, uint16_t *filter_host_pointer, int32_t filter_host_pointer_min0, int32_t filter_host_pointer_extent0, int32_t filter_host_pointer_stride0, int32_t filter_host_pointer_min1, int32_t filter_host_pointer_extent1, int32_t filter_host_pointer_stride1, int32_t filter_host_pointer_min2, int32_t filter_host_pointer_extent2, int32_t filter_host_pointer_stride2, int32_t filter_host_pointer_min3, int32_t filter_host_pointer_extent3, int32_t filter_host_pointer_stride3, uint16_t *input_host_pointer, int32_t input_host_pointer_min0, int32_t input_host_pointer_extent0, int32_t input_host_pointer_stride0, int32_t input_host_pointer_min1, int32_t input_host_pointer_extent1, int32_t input_host_pointer_stride1, int32_t input_host_pointer_min2, int32_t input_host_pointer_extent2, int32_t input_host_pointer_stride2, int32_t input_host_pointer_min3, int32_t input_host_pointer_extent3, int32_t input_host_pointer_stride3, float *output_host_pointer, int32_t output_host_pointer_min0, int32_t output_host_pointer_extent0, int32_t output_host_pointer_stride0, int32_t output_host_pointer_min1, int32_t output_host_pointer_extent1, int32_t output_host_pointer_stride1, int32_t output_host_pointer_min2, int32_t output_host_pointer_extent2, int32_t output_host_pointer_stride2, int32_t output_host_pointer_min3, int32_t output_host_pointer_extent3, int32_t output_host_pointer_stride3) {
+extern "C" int hb_kernel(float *bias_host_pointer, int32_t bias_host_pointer_min0, int32_t bias_host_pointer_extent0, int32_t bias_host_pointer_stride0, uint16_t *filter_host_pointer, int32_t filter_host_pointer_min0, int32_t filter_host_pointer_extent0, int32_t filter_host_pointer_stride0, int32_t filter_host_pointer_min1, int32_t filter_host_pointer_extent1, int32_t filter_host_pointer_stride1, int32_t filter_host_pointer_min2, int32_t filter_host_pointer_extent2, int32_t filter_host_pointer_stride2, int32_t filter_host_pointer_min3, int32_t filter_host_pointer_extent3, int32_t filter_host_pointer_stride3, uint16_t *input_host_pointer, int32_t input_host_pointer_min0, int32_t input_host_pointer_extent0, int32_t input_host_pointer_stride0, int32_t input_host_pointer_min1, int32_t input_host_pointer_extent1, int32_t input_host_pointer_stride1, int32_t input_host_pointer_min2, int32_t input_host_pointer_extent2, int32_t input_host_pointer_stride2, int32_t input_host_pointer_min3, int32_t input_host_pointer_extent3, int32_t input_host_pointer_stride3, float *output_host_pointer, int32_t output_host_pointer_min0, int32_t output_host_pointer_extent0, int32_t output_host_pointer_stride0, int32_t output_host_pointer_min1, int32_t output_host_pointer_extent1, int32_t output_host_pointer_stride1, int32_t output_host_pointer_min2, int32_t output_host_pointer_extent2, int32_t output_host_pointer_stride2, int32_t output_host_pointer_min3, int32_t output_host_pointer_extent3, int32_t output_host_pointer_stride3, cudaStream_t hb_stream) {
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)output.buffer) != (uint64)0, halide_error_buffer_argument_is_null("output")) */
   if (!((((uint64_t)(uintptr_t)(((void *)output_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)input.buffer) != (uint64)0, halide_error_buffer_argument_is_null("input")) */
@@ -479,9 +482,8 @@ extern "C" int hb_kernel(float *bias_host_pointer, int32_t bias_host_pointer_min
       if ((uintptr_t)(input) % 32 != 0) { return -300002; }  /* load/store_matrix_sync need 32-byte aligned buffers */
       if ((uintptr_t)(output) % 32 != 0) { return -300002; }  /* load/store_matrix_sync need 32-byte aligned buffers */
       dim3 hb_grid(((int32_t)2), ((int32_t)1), ((int32_t)16)), hb_block(32, 1, 1);
-      hb_kernel_k0<<<hb_grid, hb_block>>>(bias, filter, input, output, output_s0_c_co_block_id_x_lo, output_s0_x_xo_block_id_y_lo, output_s0_y_block_id_z_lo);
+      hb_kernel_k0<<<hb_grid, hb_block, 0, hb_stream>>>(bias, filter, input, output, output_s0_c_co_block_id_x_lo, output_s0_x_xo_block_id_y_lo, output_s0_y_block_id_z_lo);
       if (cudaGetLastError() != cudaSuccess) { return -300000; }
-      if (cudaDeviceSynchronize() != cudaSuccess) { return -300001; }
     }
   }
   return 0;

@@ -69,6 +69,9 @@ using namespace nvcuda;
 static __global__ void hb_kernel_k0(uint16_t *__restrict__ D, uint16_t *__restrict__ I, float *__restrict__ dct_global_wrapper_0, int32_t dct_global_wrapper_0_s0_tx_block_id_x_lo, int32_t dct_global_wrapper_0_s0_ty_block_id_y_lo) {
   const int32_t dct_global_wrapper_0_s0_tx_block_id_x = dct_global_wrapper_0_s0_tx_block_id_x_lo + (int32_t)blockIdx.x;
   const int32_t dct_global_wrapper_0_s0_ty_block_id_y = dct_global_wrapper_0_s0_ty_block_id_y_lo + (int32_t)blockIdx.y;
+  /* the thread's place in the block, for work spread over all its threads */
+  const int hb_thread = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+  (void)hb_thread;
   /* a Halide thread is a warp: its index, for per-warp shared buffers */
   const int hb_warp = (int)(threadIdx.y + blockDim.y * threadIdx.z);
   (void)hb_warp;
@@ -81,10 +84,6 @@ static __global__ void hb_kernel_k0(uint16_t *__restrict__ D, uint16_t *__restri
       const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
       /* dct[ramp(0, 1, 256)] = (float32x256)wmma.fill.m16n16k16.f32(0.000000f) */
       wmma::fill_fragment(dct[0], 0.0f);
-    }
-    /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
-    {
-      const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
       /* dct[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32((float16x256)wmma.load.a.sync.aligned.row.m16n16k16.f16((void *... */
       wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> t1;
       wmma::load_matrix_sync(t1, (const __half *)D + (((int32_t)0)), ((int32_t)16));
@@ -103,7 +102,7 @@ static __global__ void hb_kernel_k0(uint16_t *__restrict__ D, uint16_t *__restri
 }
 
 
-extern "C" int hb_kernel(uint16_t *D_host_pointer, int32_t D_host_pointer_min0, int32_t D_host_pointer_extent0, int32_t D_host_pointer_stride0, int32_t D_host_pointer_min1, int32_t D_host_pointer_extent1, int32_t D_host_pointer_stride1, uint16_t *I_host_pointer, int32_t I_host_pointer_min0, int32_t I_host_pointer_extent0, int32_t I_host_pointer_stride0, int32_t I_host_pointer_min1, int32_t I_host_pointer_extent1, int32_t I_host_pointer_stride1, float *dct_global_wrapper_0_host_pointer, int32_t dct_global_wrapper_0_host_pointer_min0, int32_t dct_global_wrapper_0_host_pointer_extent0, int32_t dct_global_wrapper_0_host_pointer_stride0, int32_t dct_global_wrapper_0_host_pointer_min1, int32_t dct_global_wrapper_0_host_pointer_extent1, int32_t dct_global_wrapper_0_host_pointer_stride1, int32_t dct_global_wrapper_0_host_pointer_min2, int32_t dct_global_wrapper_0_host_pointer_extent2, int32_t dct_global_wrapper_0_host_pointer_stride2, int32_t dct_global_wrapper_0_host_pointer_min3, int32_t dct_global_wrapper_0_host_pointer_extent3, int32_t dct_global_wrapper_0_host_pointer_stride3) {
+extern "C" int hb_kernel(uint16_t *D_host_pointer, int32_t D_host_pointer_min0, int32_t D_host_pointer_extent0, int32_t D_host_pointer_stride0, int32_t D_host_pointer_min1, int32_t D_host_pointer_extent1, int32_t D_host_pointer_stride1, uint16_t *I_host_pointer, int32_t I_host_pointer_min0, int32_t I_host_pointer_extent0, int32_t I_host_pointer_stride0, int32_t I_host_pointer_min1, int32_t I_host_pointer_extent1, int32_t I_host_pointer_stride1, float *dct_global_wrapper_0_host_pointer, int32_t dct_global_wrapper_0_host_pointer_min0, int32_t dct_global_wrapper_0_host_pointer_extent0, int32_t dct_global_wrapper_0_host_pointer_stride0, int32_t dct_global_wrapper_0_host_pointer_min1, int32_t dct_global_wrapper_0_host_pointer_extent1, int32_t dct_global_wrapper_0_host_pointer_stride1, int32_t dct_global_wrapper_0_host_pointer_min2, int32_t dct_global_wrapper_0_host_pointer_extent2, int32_t dct_global_wrapper_0_host_pointer_stride2, int32_t dct_global_wrapper_0_host_pointer_min3, int32_t dct_global_wrapper_0_host_pointer_extent3, int32_t dct_global_wrapper_0_host_pointer_stride3, cudaStream_t hb_stream) {
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)dct_global_wrapper$0.buffer) != (uint64)0, halide_error_buffer_argument_is_null("dct_global_wr... */
   if (!((((uint64_t)(uintptr_t)(((void *)dct_global_wrapper_0_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)I.buffer) != (uint64)0, halide_error_buffer_argument_is_null("I")) */
@@ -330,9 +329,8 @@ extern "C" int hb_kernel(uint16_t *D_host_pointer, int32_t D_host_pointer_min0, 
       if ((uintptr_t)(I) % 32 != 0) { return -300002; }  /* load/store_matrix_sync need 32-byte aligned buffers */
       if ((uintptr_t)(dct_global_wrapper_0) % 32 != 0) { return -300002; }  /* load/store_matrix_sync need 32-byte aligned buffers */
       dim3 hb_grid(((int32_t)4), ((int32_t)4), 1), hb_block(32, 1, 1);
-      hb_kernel_k0<<<hb_grid, hb_block>>>(D, I, dct_global_wrapper_0, dct_global_wrapper_0_s0_tx_block_id_x_lo, dct_global_wrapper_0_s0_ty_block_id_y_lo);
+      hb_kernel_k0<<<hb_grid, hb_block, 0, hb_stream>>>(D, I, dct_global_wrapper_0, dct_global_wrapper_0_s0_tx_block_id_x_lo, dct_global_wrapper_0_s0_ty_block_id_y_lo);
       if (cudaGetLastError() != cudaSuccess) { return -300000; }
-      if (cudaDeviceSynchronize() != cudaSuccess) { return -300001; }
     }
   }
   return 0;

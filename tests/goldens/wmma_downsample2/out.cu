@@ -69,258 +69,131 @@ using namespace nvcuda;
 static __global__ void hb_kernel_k0(uint16_t *__restrict__ I, uint16_t *__restrict__ K, float *__restrict__ output, int32_t I_min_0, int32_t I_min_1, int32_t I_stride_1, int32_t K_min_0, int32_t K_min_1, int32_t K_stride_1, int32_t output_stride_1, int32_t output_s0_x_xo_block_id_x_lo, int32_t output_s0_y_yo_block_id_y_lo) {
   const int32_t output_s0_x_xo_block_id_x = output_s0_x_xo_block_id_x_lo + (int32_t)blockIdx.x;
   const int32_t output_s0_y_yo_block_id_y = output_s0_y_yo_block_id_y_lo + (int32_t)blockIdx.y;
+  /* the thread's place in the block, for work spread over all its threads */
+  const int hb_thread = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+  (void)hb_thread;
   /* a Halide thread is a warp: its index, for per-warp shared buffers */
   const int hb_warp = (int)(threadIdx.y + blockDim.y * threadIdx.z);
   (void)hb_warp;
   /* allocate conv[float32 * 256 * 1] in WMMAAccumulator */
   {
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> conv[1];
+    wmma::fragment<wmma::accumulator, 32, 8, 16, float> conv[1];
     /* produce conv */
     /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
     {
       const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
-      /* conv[ramp(0, 1, 256)] = (float32x256)wmma.fill.m16n16k16.f32(0.000000f) */
+      /* conv[ramp(0, 1, 256)] = (float32x256)wmma.fill.m32n8k16.f32(0.000000f) */
       wmma::fill_fragment(conv[0], 0.0f);
     }
     /* for (conv.s1.rk$y, 0, 16) { */
     {
       int32_t conv_s1_rk_y_lo = ((int32_t)0), conv_s1_rk_y_end = conv_s1_rk_y_lo + ((int32_t)16);
       for (int32_t conv_s1_rk_y = conv_s1_rk_y_lo; conv_s1_rk_y < conv_s1_rk_y_end; conv_s1_rk_y++) {
-        /* allocate K.toeplitz.5[float16 * 256] */
+        /* allocate K.toeplitz.3[float16 * 128] */
         {
-          __shared__ __align__(32) uint16_t K_toeplitz_5[256];
+          __shared__ __align__(32) uint16_t K_toeplitz_3[128];
+          /* K.toeplitz.3[ramp(0, 1, 128)] = shuffle((float16x8)K[ramp((((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0) + 8, 1, 8)], 0.000000h, 8, 8, 8, 8, 8, ... */
+          static const int32_t t1[128] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 8, 8, 8, 8, 8, 7, 5, 3, 8, 8, 8, 8, 8, 8, 6, 4, 8, 8, 8, 8, 8, 8, 7, 5, 8, 8, 8, 8, 8, 8, 8, 6, 8, 8, 8, 8, 8, 8, 8, 7};
           __syncthreads();
-          if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-            /* K.toeplitz.5[ramp(0, 1, 256)] = shuffle((float16x8)K[ramp((((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0) + 8, 1, 8)], 0.000000h, 8, 8, 8, 8, 8, ... */
-            int32_t t1[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t1[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + j * ((int32_t)1));
-            float t2[8];
-            for (int i = 0; i < 8; i++) t2[i] = hb_f16_to_f32(K[t1[i]]);
-            float t3[9];
-            memcpy(t3 + 0, t2, sizeof(t3[0]) * 8);
-            t3[8] = 0.0f;
-            static const int32_t t4[256] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7};
-            float t5[256];
-            for (int i = 0; i < 256; i++) t5[i] = t3[t4[i]];
-            int32_t t6[256];
-            for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t6[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-            for (int i = 0; i < 256; i++) K_toeplitz_5[t6[i]] = hb_f32_to_f16(t5[i]);
+          for (int hb_i = hb_thread; hb_i < 128; hb_i += 32) {
+            K_toeplitz_3[((int32_t)(((int32_t)0) + hb_i * ((int32_t)1)))] = hb_f32_to_f16((t1[hb_i] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + (t1[hb_i] - 0) * ((int32_t)1)))]) : 0.0f));
           }
-          __syncthreads();
-          /* allocate K.toeplitz.4[float16 * 256] */
+          /* allocate K.toeplitz.2[float16 * 128] */
           {
-            __shared__ __align__(32) uint16_t K_toeplitz_4[256];
-            __syncthreads();
-            if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-              /* K.toeplitz.4[ramp(0, 1, 256)] = shuffle((float16x8)K[ramp((((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0) + 8, 1, 8)], 0.000000h, 8, 8, 8, 8, 8, ... */
-              int32_t t7[8];
-              for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t7[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + j * ((int32_t)1));
-              float t8[8];
-              for (int i = 0; i < 8; i++) t8[i] = hb_f16_to_f32(K[t7[i]]);
-              float t9[9];
-              memcpy(t9 + 0, t8, sizeof(t9[0]) * 8);
-              t9[8] = 0.0f;
-              static const int32_t t10[256] = {8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1};
-              float t11[256];
-              for (int i = 0; i < 256; i++) t11[i] = t9[t10[i]];
-              int32_t t12[256];
-              for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t12[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-              for (int i = 0; i < 256; i++) K_toeplitz_4[t12[i]] = hb_f32_to_f16(t11[i]);
+            __shared__ __align__(32) uint16_t K_toeplitz_2[128];
+            /* K.toeplitz.2[ramp(0, 1, 128)] = shuffle((float16x8)K[ramp((((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0) + 8, 1, 8)], 0.000000h, 0, 8, 8, 8, 8, ... */
+            static const int32_t t2[128] = {0, 8, 8, 8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8, 8, 8, 2, 0, 8, 8, 8, 8, 8, 8, 3, 1, 8, 8, 8, 8, 8, 8, 4, 2, 0, 8, 8, 8, 8, 8, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1};
+            for (int hb_i = hb_thread; hb_i < 128; hb_i += 32) {
+              K_toeplitz_2[((int32_t)(((int32_t)0) + hb_i * ((int32_t)1)))] = hb_f32_to_f16((t2[hb_i] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + (t2[hb_i] - 0) * ((int32_t)1)))]) : 0.0f));
             }
-            __syncthreads();
-            /* allocate K.toeplitz.3[float16 * 256] */
+            /* allocate K.toeplitz.1[float16 * 128] */
             {
-              __shared__ __align__(32) uint16_t K_toeplitz_3[256];
-              __syncthreads();
-              if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-                /* K.toeplitz.3[ramp(0, 1, 256)] = shuffle((float16x8)K[ramp((((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0) + 8, 1, 8)], 0.000000h, 0, 8, 8, 8, 8, ... */
-                int32_t t13[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t13[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + j * ((int32_t)1));
-                float t14[8];
-                for (int i = 0; i < 8; i++) t14[i] = hb_f16_to_f32(K[t13[i]]);
-                float t15[9];
-                memcpy(t15 + 0, t14, sizeof(t15[0]) * 8);
-                t15[8] = 0.0f;
-                static const int32_t t16[256] = {0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8};
-                float t17[256];
-                for (int i = 0; i < 256; i++) t17[i] = t15[t16[i]];
-                int32_t t18[256];
-                for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t18[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-                for (int i = 0; i < 256; i++) K_toeplitz_3[t18[i]] = hb_f32_to_f16(t17[i]);
+              __shared__ __align__(32) uint16_t K_toeplitz_1[128];
+              /* K.toeplitz.1[ramp(0, 1, 128)] = shuffle((float16x8)K[ramp(((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0, 1, 8)], 0.000000h, 8, 8, 8, 8, 8, 8, 8, ... */
+              static const int32_t t3[128] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 8, 8, 8, 8, 8, 7, 5, 3, 8, 8, 8, 8, 8, 8, 6, 4, 8, 8, 8, 8, 8, 8, 7, 5, 8, 8, 8, 8, 8, 8, 8, 6, 8, 8, 8, 8, 8, 8, 8, 7};
+              for (int hb_i = hb_thread; hb_i < 128; hb_i += 32) {
+                K_toeplitz_1[((int32_t)(((int32_t)0) + hb_i * ((int32_t)1)))] = hb_f32_to_f16((t3[hb_i] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (t3[hb_i] - 0) * ((int32_t)1)))]) : 0.0f));
               }
-              __syncthreads();
-              /* allocate K.toeplitz.2[float16 * 256] */
+              /* allocate K.toeplitz.0[float16 * 128] */
               {
-                __shared__ __align__(32) uint16_t K_toeplitz_2[256];
-                __syncthreads();
-                if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-                  /* K.toeplitz.2[ramp(0, 1, 256)] = shuffle((float16x8)K[ramp(((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0, 1, 8)], 0.000000h, 8, 8, 8, 8, 8, 8, 8, ... */
-                  int32_t t19[8];
-                  for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t19[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + j * ((int32_t)1));
-                  float t20[8];
-                  for (int i = 0; i < 8; i++) t20[i] = hb_f16_to_f32(K[t19[i]]);
-                  float t21[9];
-                  memcpy(t21 + 0, t20, sizeof(t21[0]) * 8);
-                  t21[8] = 0.0f;
-                  static const int32_t t22[256] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7};
-                  float t23[256];
-                  for (int i = 0; i < 256; i++) t23[i] = t21[t22[i]];
-                  int32_t t24[256];
-                  for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t24[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-                  for (int i = 0; i < 256; i++) K_toeplitz_2[t24[i]] = hb_f32_to_f16(t23[i]);
+                __shared__ __align__(32) uint16_t K_toeplitz_0[128];
+                /* K.toeplitz.0[ramp(0, 1, 128)] = shuffle((float16x8)K[ramp(((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0, 1, 8)], 0.000000h, 0, 8, 8, 8, 8, 8, 8, ... */
+                static const int32_t t4[128] = {0, 8, 8, 8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8, 8, 8, 2, 0, 8, 8, 8, 8, 8, 8, 3, 1, 8, 8, 8, 8, 8, 8, 4, 2, 0, 8, 8, 8, 8, 8, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1};
+                for (int hb_i = hb_thread; hb_i < 128; hb_i += 32) {
+                  K_toeplitz_0[((int32_t)(((int32_t)0) + hb_i * ((int32_t)1)))] = hb_f32_to_f16((t4[hb_i] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (t4[hb_i] - 0) * ((int32_t)1)))]) : 0.0f));
                 }
-                __syncthreads();
-                /* allocate K.toeplitz.1[float16 * 256] */
+                /* allocate I.wmma_stage.0[float16 * 512] in GPUShared */
                 {
-                  __shared__ __align__(32) uint16_t K_toeplitz_1[256];
-                  __syncthreads();
-                  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-                    /* K.toeplitz.1[ramp(0, 1, 256)] = shuffle((float16x8)K[ramp(((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0, 1, 8)], 0.000000h, 8, 8, 8, 8, 8, 6, 4, ... */
-                    int32_t t25[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t25[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + j * ((int32_t)1));
-                    float t26[8];
-                    for (int i = 0; i < 8; i++) t26[i] = hb_f16_to_f32(K[t25[i]]);
-                    float t27[9];
-                    memcpy(t27 + 0, t26, sizeof(t27[0]) * 8);
-                    t27[8] = 0.0f;
-                    static const int32_t t28[256] = {8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1};
-                    float t29[256];
-                    for (int i = 0; i < 256; i++) t29[i] = t27[t28[i]];
-                    int32_t t30[256];
-                    for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t30[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-                    for (int i = 0; i < 256; i++) K_toeplitz_1[t30[i]] = hb_f32_to_f16(t29[i]);
-                  }
-                  __syncthreads();
-                  /* allocate K.toeplitz.0[float16 * 256] */
+                  __shared__ __align__(32) uint16_t I_wmma_stage_0_warps[1][512];
+                  uint16_t *I_wmma_stage_0 = I_wmma_stage_0_warps[hb_warp];
+                  /* allocate I.wmma_stage.1[float16 * 512] in GPUShared */
                   {
-                    __shared__ __align__(32) uint16_t K_toeplitz_0[256];
+                    __shared__ __align__(32) uint16_t I_wmma_stage_1_warps[1][512];
+                    uint16_t *I_wmma_stage_1 = I_wmma_stage_1_warps[hb_warp];
                     __syncthreads();
-                    if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-                      /* K.toeplitz.0[ramp(0, 1, 256)] = shuffle((float16x8)K[ramp(((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0, 1, 8)], 0.000000h, 0, 8, 8, 8, 8, 8, 8, ... */
-                      int32_t t31[8];
-                      for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t31[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + j * ((int32_t)1));
-                      float t32[8];
-                      for (int i = 0; i < 8; i++) t32[i] = hb_f16_to_f32(K[t31[i]]);
-                      float t33[9];
-                      memcpy(t33 + 0, t32, sizeof(t33[0]) * 8);
-                      t33[8] = 0.0f;
-                      static const int32_t t34[256] = {0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 8, 8, 8};
-                      float t35[256];
-                      for (int i = 0; i < 256; i++) t35[i] = t33[t34[i]];
-                      int32_t t36[256];
-                      for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t36[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-                      for (int i = 0; i < 256; i++) K_toeplitz_0[t36[i]] = hb_f32_to_f16(t35[i]);
-                    }
-                    __syncthreads();
-                    /* allocate I.wmma_stage.0[float16 * 256] in GPUShared */
+                    /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
                     {
-                      __shared__ __align__(32) uint16_t I_wmma_stage_0_warps[1][256];
-                      uint16_t *I_wmma_stage_0 = I_wmma_stage_0_warps[hb_warp];
-                      /* allocate I.wmma_stage.1[float16 * 256] in GPUShared */
-                      {
-                        __shared__ __align__(32) uint16_t I_wmma_stage_1_warps[1][256];
-                        uint16_t *I_wmma_stage_1 = I_wmma_stage_1_warps[hb_warp];
-                        /* allocate I.wmma_stage.2[float16 * 256] in GPUShared */
-                        {
-                          __shared__ __align__(32) uint16_t I_wmma_stage_2_warps[1][256];
-                          uint16_t *I_wmma_stage_2 = I_wmma_stage_2_warps[hb_warp];
-                          /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
-                          {
-                            const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
-                            /* I.wmma_stage.0[ramp(0, 1, 256)] = (float16x256)I[ramp(ramp((((output.s0.x.xo.block_id_x*512) + (((output.s0.y.yo.block_id_y*2) + conv.s1.rk$y)*I.st... */
-                            __syncwarp();
-                            for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
-                              I_wmma_stage_0[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)22)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)32)))];
-                            }
-                            __syncwarp();
-                            /* I.wmma_stage.1[ramp(0, 1, 256)] = (float16x256)I[ramp(ramp((((output.s0.x.xo.block_id_x*512) + (((output.s0.y.yo.block_id_y*2) + conv.s1.rk$y)*I.st... */
-                            __syncwarp();
-                            for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
-                              I_wmma_stage_1[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)16)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)32)))];
-                            }
-                            __syncwarp();
-                            /* I.wmma_stage.2[ramp(0, 1, 256)] = (float16x256)I[ramp(ramp(((output.s0.x.xo.block_id_x*512) + (((output.s0.y.yo.block_id_y*2) + conv.s1.rk$y)*I.str... */
-                            __syncwarp();
-                            for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
-                              I_wmma_stage_2[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0))))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)32)))];
-                            }
-                            __syncwarp();
-                            /* conv[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32((float16x256)wmma.load.a.sync.aligned.row.m16n16k16.f16((void ... */
-                            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> t37;
-                            wmma::load_matrix_sync(t37, (const __half *)I_wmma_stage_0 + (((int32_t)0)), ((int32_t)16));
-                            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> t38;
-                            wmma::load_matrix_sync(t38, (const __half *)K_toeplitz_2 + (((int32_t)0)), ((int32_t)16));
-                            wmma::fragment<wmma::accumulator, 16, 16, 16, float> t39;
-                            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> t40;
-                            wmma::load_matrix_sync(t40, (const __half *)I_wmma_stage_1 + (((int32_t)0)), ((int32_t)16));
-                            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> t41;
-                            wmma::load_matrix_sync(t41, (const __half *)K_toeplitz_1 + (((int32_t)0)), ((int32_t)16));
-                            wmma::fragment<wmma::accumulator, 16, 16, 16, float> t42;
-                            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> t43;
-                            wmma::load_matrix_sync(t43, (const __half *)I_wmma_stage_2 + (((int32_t)0)), ((int32_t)16));
-                            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> t44;
-                            wmma::load_matrix_sync(t44, (const __half *)K_toeplitz_0 + (((int32_t)0)), ((int32_t)16));
-                            wmma::mma_sync(t42, t43, t44, conv[0]);
-                            wmma::mma_sync(t39, t40, t41, t42);
-                            wmma::mma_sync(conv[0], t37, t38, t39);
-                          }
-                        }
+                      const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
+                      /* I.wmma_stage.0[ramp(0, 1, 512)] = (float16x512)I[ramp(ramp((((output.s0.x.xo.block_id_x*512) + (((output.s0.y.yo.block_id_y*2) + conv.s1.rk$y)*I.st... */
+                      __syncwarp();
+                      for (int hb_i = (int)threadIdx.x; hb_i < 512; hb_i += 32) {
+                        I_wmma_stage_0[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)6)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)16)))];
                       }
+                      __syncwarp();
+                      /* I.wmma_stage.1[ramp(0, 1, 512)] = (float16x512)I[ramp(ramp(((output.s0.x.xo.block_id_x*512) + (((output.s0.y.yo.block_id_y*2) + conv.s1.rk$y)*I.str... */
+                      for (int hb_i = (int)threadIdx.x; hb_i < 512; hb_i += 32) {
+                        I_wmma_stage_1[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0))))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)16)))];
+                      }
+                      __syncwarp();
+                      /* conv[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32((float16x512)wmma.load.a.sync.aligned.row.m32n8k16.f16((void *)... */
+                      wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t5;
+                      wmma::load_matrix_sync(t5, (const __half *)I_wmma_stage_0 + (((int32_t)0)), ((int32_t)16));
+                      wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t6;
+                      wmma::load_matrix_sync(t6, (const __half *)K_toeplitz_1 + (((int32_t)0)), ((int32_t)8));
+                      wmma::fragment<wmma::accumulator, 32, 8, 16, float> t7;
+                      wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t8;
+                      wmma::load_matrix_sync(t8, (const __half *)I_wmma_stage_1 + (((int32_t)0)), ((int32_t)16));
+                      wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t9;
+                      wmma::load_matrix_sync(t9, (const __half *)K_toeplitz_0 + (((int32_t)0)), ((int32_t)8));
+                      wmma::mma_sync(t7, t8, t9, conv[0]);
+                      wmma::mma_sync(conv[0], t5, t6, t7);
                     }
-                    /* allocate I.wmma_stage.3[float16 * 256] in GPUShared */
+                  }
+                }
+                /* allocate I.wmma_stage.2[float16 * 512] in GPUShared */
+                {
+                  __shared__ __align__(32) uint16_t I_wmma_stage_2_warps[1][512];
+                  uint16_t *I_wmma_stage_2 = I_wmma_stage_2_warps[hb_warp];
+                  /* allocate I.wmma_stage.3[float16 * 512] in GPUShared */
+                  {
+                    __shared__ __align__(32) uint16_t I_wmma_stage_3_warps[1][512];
+                    uint16_t *I_wmma_stage_3 = I_wmma_stage_3_warps[hb_warp];
+                    /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
                     {
-                      __shared__ __align__(32) uint16_t I_wmma_stage_3_warps[1][256];
-                      uint16_t *I_wmma_stage_3 = I_wmma_stage_3_warps[hb_warp];
-                      /* allocate I.wmma_stage.4[float16 * 256] in GPUShared */
-                      {
-                        __shared__ __align__(32) uint16_t I_wmma_stage_4_warps[1][256];
-                        uint16_t *I_wmma_stage_4 = I_wmma_stage_4_warps[hb_warp];
-                        /* allocate I.wmma_stage.5[float16 * 256] in GPUShared */
-                        {
-                          __shared__ __align__(32) uint16_t I_wmma_stage_5_warps[1][256];
-                          uint16_t *I_wmma_stage_5 = I_wmma_stage_5_warps[hb_warp];
-                          /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
-                          {
-                            const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
-                            /* I.wmma_stage.3[ramp(0, 1, 256)] = (float16x256)I[ramp(ramp(((((output.s0.x.xo.block_id_x*512) + (((output.s0.y.yo.block_id_y*2) + conv.s1.rk$y)*I.s... */
-                            __syncwarp();
-                            for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
-                              I_wmma_stage_3[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)8))) + (uint32_t)((int32_t)22)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)32)))];
-                            }
-                            __syncwarp();
-                            /* I.wmma_stage.4[ramp(0, 1, 256)] = (float16x256)I[ramp(ramp(((((output.s0.x.xo.block_id_x*512) + (((output.s0.y.yo.block_id_y*2) + conv.s1.rk$y)*I.s... */
-                            __syncwarp();
-                            for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
-                              I_wmma_stage_4[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)8))) + (uint32_t)((int32_t)16)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)32)))];
-                            }
-                            __syncwarp();
-                            /* I.wmma_stage.5[ramp(0, 1, 256)] = (float16x256)I[ramp(ramp((((output.s0.x.xo.block_id_x*512) + (((output.s0.y.yo.block_id_y*2) + conv.s1.rk$y)*I.st... */
-                            __syncwarp();
-                            for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
-                              I_wmma_stage_5[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)8)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)32)))];
-                            }
-                            __syncwarp();
-                            /* conv[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32((float16x256)wmma.load.a.sync.aligned.row.m16n16k16.f16((void ... */
-                            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> t45;
-                            wmma::load_matrix_sync(t45, (const __half *)I_wmma_stage_3 + (((int32_t)0)), ((int32_t)16));
-                            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> t46;
-                            wmma::load_matrix_sync(t46, (const __half *)K_toeplitz_5 + (((int32_t)0)), ((int32_t)16));
-                            wmma::fragment<wmma::accumulator, 16, 16, 16, float> t47;
-                            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> t48;
-                            wmma::load_matrix_sync(t48, (const __half *)I_wmma_stage_4 + (((int32_t)0)), ((int32_t)16));
-                            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> t49;
-                            wmma::load_matrix_sync(t49, (const __half *)K_toeplitz_4 + (((int32_t)0)), ((int32_t)16));
-                            wmma::fragment<wmma::accumulator, 16, 16, 16, float> t50;
-                            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> t51;
-                            wmma::load_matrix_sync(t51, (const __half *)I_wmma_stage_5 + (((int32_t)0)), ((int32_t)16));
-                            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> t52;
-                            wmma::load_matrix_sync(t52, (const __half *)K_toeplitz_3 + (((int32_t)0)), ((int32_t)16));
-                            wmma::mma_sync(t50, t51, t52, conv[0]);
-                            wmma::mma_sync(t47, t48, t49, t50);
-                            wmma::mma_sync(conv[0], t45, t46, t47);
-                          }
-                        }
+                      const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
+                      /* I.wmma_stage.2[ramp(0, 1, 512)] = (float16x512)I[ramp(ramp(((((output.s0.x.xo.block_id_x*512) + (((output.s0.y.yo.block_id_y*2) + conv.s1.rk$y)*I.s... */
+                      __syncwarp();
+                      for (int hb_i = (int)threadIdx.x; hb_i < 512; hb_i += 32) {
+                        I_wmma_stage_2[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)8))) + (uint32_t)((int32_t)6)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)16)))];
                       }
+                      __syncwarp();
+                      /* I.wmma_stage.3[ramp(0, 1, 512)] = (float16x512)I[ramp(ramp((((output.s0.x.xo.block_id_x*512) + (((output.s0.y.yo.block_id_y*2) + conv.s1.rk$y)*I.st... */
+                      for (int hb_i = (int)threadIdx.x; hb_i < 512; hb_i += 32) {
+                        I_wmma_stage_3[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)8)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)16)))];
+                      }
+                      __syncwarp();
+                      /* conv[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32((float16x512)wmma.load.a.sync.aligned.row.m32n8k16.f16((void *)... */
+                      wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t10;
+                      wmma::load_matrix_sync(t10, (const __half *)I_wmma_stage_2 + (((int32_t)0)), ((int32_t)16));
+                      wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t11;
+                      wmma::load_matrix_sync(t11, (const __half *)K_toeplitz_3 + (((int32_t)0)), ((int32_t)8));
+                      wmma::fragment<wmma::accumulator, 32, 8, 16, float> t12;
+                      wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t13;
+                      wmma::load_matrix_sync(t13, (const __half *)I_wmma_stage_3 + (((int32_t)0)), ((int32_t)16));
+                      wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t14;
+                      wmma::load_matrix_sync(t14, (const __half *)K_toeplitz_2 + (((int32_t)0)), ((int32_t)8));
+                      wmma::mma_sync(t12, t13, t14, conv[0]);
+                      wmma::mma_sync(conv[0], t10, t11, t12);
                     }
                   }
                 }
@@ -331,19 +204,19 @@ static __global__ void hb_kernel_k0(uint16_t *__restrict__ I, uint16_t *__restri
       }
     }
     /* consume conv */
-    /* allocate output.wmma_stage.6[float32 * 256] in GPUShared */
+    /* allocate output.wmma_stage.4[float32 * 256] in GPUShared */
     {
-      __shared__ __align__(32) float output_wmma_stage_6_warps[1][256];
-      float *output_wmma_stage_6 = output_wmma_stage_6_warps[hb_warp];
+      __shared__ __align__(32) float output_wmma_stage_4_warps[1][256];
+      float *output_wmma_stage_4 = output_wmma_stage_4_warps[hb_warp];
       /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
       {
         const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
-        /* wmma.store.d.sync.aligned.row.m16n16k16.f32((void *)output.wmma_stage.6, (float32x256)conv[ramp(0, 1, 256)], 0, 16) */
-        wmma::store_matrix_sync((float *)output_wmma_stage_6 + (((int32_t)0)), conv[0], ((int32_t)16), wmma::mem_row_major);
-        /* output[ramp(ramp((output.s0.x.xo.block_id_x*256) + (output.s0.y.yo.block_id_y*output.stride.1), 1, 16), x16(16), 16)] = (float32x256)output.wmma_st... */
+        /* wmma.store.d.sync.aligned.row.m32n8k16.f32((void *)output.wmma_stage.4, (float32x256)conv[ramp(0, 1, 256)], 0, 8) */
+        wmma::store_matrix_sync((float *)output_wmma_stage_4 + (((int32_t)0)), conv[0], ((int32_t)8), wmma::mem_row_major);
+        /* output[ramp(ramp((output.s0.x.xo.block_id_x*256) + (output.s0.y.yo.block_id_y*output.stride.1), 1, 8), x8(8), 32)] = (float32x256)output.wmma_stage... */
         __syncwarp();
         for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
-          output[(((((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)256))) + (uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)output_stride_1))))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)16)))] = output_wmma_stage_6[((((int32_t)0)) + hb_i * (((int32_t)1)))];
+          output[(((((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)256))) + (uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)output_stride_1))))) + (hb_i % 8) * (((int32_t)1))) + (hb_i / 8) * (((int32_t)8)))] = output_wmma_stage_4[((((int32_t)0)) + hb_i * (((int32_t)1)))];
         }
         __syncwarp();
       }
@@ -352,7 +225,7 @@ static __global__ void hb_kernel_k0(uint16_t *__restrict__ I, uint16_t *__restri
 }
 
 
-extern "C" int hb_kernel(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, int32_t I_host_pointer_extent0, int32_t I_host_pointer_stride0, int32_t I_host_pointer_min1, int32_t I_host_pointer_extent1, int32_t I_host_pointer_stride1, uint16_t *K_host_pointer, int32_t K_host_pointer_min0, int32_t K_host_pointer_extent0, int32_t K_host_pointer_stride0, int32_t K_host_pointer_min1, int32_t K_host_pointer_extent1, int32_t K_host_pointer_stride1, float *output_host_pointer, int32_t output_host_pointer_min0, int32_t output_host_pointer_extent0, int32_t output_host_pointer_stride0, int32_t output_host_pointer_min1, int32_t output_host_pointer_extent1, int32_t output_host_pointer_stride1) {
+extern "C" int hb_kernel(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, int32_t I_host_pointer_extent0, int32_t I_host_pointer_stride0, int32_t I_host_pointer_min1, int32_t I_host_pointer_extent1, int32_t I_host_pointer_stride1, uint16_t *K_host_pointer, int32_t K_host_pointer_min0, int32_t K_host_pointer_extent0, int32_t K_host_pointer_stride0, int32_t K_host_pointer_min1, int32_t K_host_pointer_extent1, int32_t K_host_pointer_stride1, float *output_host_pointer, int32_t output_host_pointer_min0, int32_t output_host_pointer_extent0, int32_t output_host_pointer_stride0, int32_t output_host_pointer_min1, int32_t output_host_pointer_extent1, int32_t output_host_pointer_stride1, cudaStream_t hb_stream) {
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)output.buffer) != (uint64)0, halide_error_buffer_argument_is_null("output")) */
   if (!((((uint64_t)(uintptr_t)(((void *)output_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)K.buffer) != (uint64)0, halide_error_buffer_argument_is_null("K")) */
@@ -539,9 +412,8 @@ extern "C" int hb_kernel(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, 
     int32_t output_s0_y_yo_block_id_y_lo = ((int32_t)0);
     {
       dim3 hb_grid(((int32_t)2), ((int32_t)4), 1), hb_block(32, 1, 1);
-      hb_kernel_k0<<<hb_grid, hb_block>>>(I, K, output, I_min_0, I_min_1, I_stride_1, K_min_0, K_min_1, K_stride_1, output_stride_1, output_s0_x_xo_block_id_x_lo, output_s0_y_yo_block_id_y_lo);
+      hb_kernel_k0<<<hb_grid, hb_block, 0, hb_stream>>>(I, K, output, I_min_0, I_min_1, I_stride_1, K_min_0, K_min_1, K_stride_1, output_stride_1, output_s0_x_xo_block_id_x_lo, output_s0_y_yo_block_id_y_lo);
       if (cudaGetLastError() != cudaSuccess) { return -300000; }
-      if (cudaDeviceSynchronize() != cudaSuccess) { return -300001; }
     }
   }
   return 0;

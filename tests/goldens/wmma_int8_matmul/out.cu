@@ -69,6 +69,9 @@ using namespace nvcuda;
 static __global__ void hb_kernel_k0(int8_t *__restrict__ A, int8_t *__restrict__ B, int32_t *__restrict__ prod_global_wrapper_0, int32_t prod_global_wrapper_0_s0_x_xo_block_id_x_lo, int32_t prod_global_wrapper_0_s0_y_yo_block_id_y_lo) {
   const int32_t prod_global_wrapper_0_s0_x_xo_block_id_x = prod_global_wrapper_0_s0_x_xo_block_id_x_lo + (int32_t)blockIdx.x;
   const int32_t prod_global_wrapper_0_s0_y_yo_block_id_y = prod_global_wrapper_0_s0_y_yo_block_id_y_lo + (int32_t)blockIdx.y;
+  /* the thread's place in the block, for work spread over all its threads */
+  const int hb_thread = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+  (void)hb_thread;
   /* a Halide thread is a warp: its index, for per-warp shared buffers */
   const int hb_warp = (int)(threadIdx.y + blockDim.y * threadIdx.z);
   (void)hb_warp;
@@ -104,7 +107,6 @@ static __global__ void hb_kernel_k0(int8_t *__restrict__ A, int8_t *__restrict__
               }
               __syncwarp();
               /* B.wmma_stage.1[ramp(0, 1, 256)] = (int8x256)B[ramp(ramp(((prod.s1.k$x.ko*64) + prod_global_wrapper$0.s0.x.xo.block_id_x)*16, 1, 16), x16(64), 16)] */
-              __syncwarp();
               for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
                 B_wmma_stage_1[((((int32_t)0)) + hb_i * (((int32_t)1)))] = B[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)prod_s1_k_x_ko * (uint32_t)((int32_t)64))) + (uint32_t)prod_global_wrapper_0_s0_x_xo_block_id_x)) * (uint32_t)((int32_t)16)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)64)))];
               }
@@ -131,7 +133,7 @@ static __global__ void hb_kernel_k0(int8_t *__restrict__ A, int8_t *__restrict__
 }
 
 
-extern "C" int hb_kernel(int8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int32_t A_host_pointer_min1, int32_t A_host_pointer_extent1, int32_t A_host_pointer_stride1, int8_t *B_host_pointer, int32_t B_host_pointer_min0, int32_t B_host_pointer_extent0, int32_t B_host_pointer_stride0, int32_t B_host_pointer_min1, int32_t B_host_pointer_extent1, int32_t B_host_pointer_stride1, int32_t *prod_global_wrapper_0_host_pointer, int32_t prod_global_wrapper_0_host_pointer_min0, int32_t prod_global_wrapper_0_host_pointer_extent0, int32_t prod_global_wrapper_0_host_pointer_stride0, int32_t prod_global_wrapper_0_host_pointer_min1, int32_t prod_global_wrapper_0_host_pointer_extent1, int32_t prod_global_wrapper_0_host_pointer_stride1) {
+extern "C" int hb_kernel(int8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int32_t A_host_pointer_min1, int32_t A_host_pointer_extent1, int32_t A_host_pointer_stride1, int8_t *B_host_pointer, int32_t B_host_pointer_min0, int32_t B_host_pointer_extent0, int32_t B_host_pointer_stride0, int32_t B_host_pointer_min1, int32_t B_host_pointer_extent1, int32_t B_host_pointer_stride1, int32_t *prod_global_wrapper_0_host_pointer, int32_t prod_global_wrapper_0_host_pointer_min0, int32_t prod_global_wrapper_0_host_pointer_extent0, int32_t prod_global_wrapper_0_host_pointer_stride0, int32_t prod_global_wrapper_0_host_pointer_min1, int32_t prod_global_wrapper_0_host_pointer_extent1, int32_t prod_global_wrapper_0_host_pointer_stride1, cudaStream_t hb_stream) {
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)prod_global_wrapper$0.buffer) != (uint64)0, halide_error_buffer_argument_is_null("prod_global_... */
   if (!((((uint64_t)(uintptr_t)(((void *)prod_global_wrapper_0_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)B.buffer) != (uint64)0, halide_error_buffer_argument_is_null("B")) */
@@ -318,9 +320,8 @@ extern "C" int hb_kernel(int8_t *A_host_pointer, int32_t A_host_pointer_min0, in
     {
       if ((uintptr_t)(prod_global_wrapper_0) % 32 != 0) { return -300002; }  /* load/store_matrix_sync need 32-byte aligned buffers */
       dim3 hb_grid(((int32_t)4), ((int32_t)4), 1), hb_block(32, 1, 1);
-      hb_kernel_k0<<<hb_grid, hb_block>>>(A, B, prod_global_wrapper_0, prod_global_wrapper_0_s0_x_xo_block_id_x_lo, prod_global_wrapper_0_s0_y_yo_block_id_y_lo);
+      hb_kernel_k0<<<hb_grid, hb_block, 0, hb_stream>>>(A, B, prod_global_wrapper_0, prod_global_wrapper_0_s0_x_xo_block_id_x_lo, prod_global_wrapper_0_s0_y_yo_block_id_y_lo);
       if (cudaGetLastError() != cudaSuccess) { return -300000; }
-      if (cudaDeviceSynchronize() != cudaSuccess) { return -300001; }
     }
   }
   return 0;

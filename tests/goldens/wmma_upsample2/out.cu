@@ -99,6 +99,9 @@ static __global__ void hb_kernel_k0(uint16_t *__restrict__ K, uint16_t *__restri
 static __global__ void hb_kernel_k1(uint16_t *__restrict__ I, uint16_t *__restrict__ kernel_phases, float *__restrict__ output, int32_t I_stride_1, int32_t output_stride_1, int32_t output_s0_x_xo_block_id_x_lo, int32_t output_s0_y_yo_block_id_y_lo) {
   const int32_t output_s0_x_xo_block_id_x = output_s0_x_xo_block_id_x_lo + (int32_t)blockIdx.x;
   const int32_t output_s0_y_yo_block_id_y = output_s0_y_yo_block_id_y_lo + (int32_t)blockIdx.y;
+  /* the thread's place in the block, for work spread over all its threads */
+  const int hb_thread = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+  (void)hb_thread;
   /* a Halide thread is a warp: its index, for per-warp shared buffers */
   const int hb_warp = (int)(threadIdx.y + blockDim.y * threadIdx.z);
   (void)hb_warp;
@@ -119,62 +122,30 @@ static __global__ void hb_kernel_k1(uint16_t *__restrict__ I, uint16_t *__restri
         /* allocate kernel_phases.toeplitz.1[float16 * 512] */
         {
           __shared__ __align__(32) uint16_t kernel_phases_toeplitz_1[512];
+          /* kernel_phases.toeplitz.1[ramp(0, 1, 512)] = shuffle((float16x32)kernel_phases[ramp(ramp(conv.s1.rk$y*8, 1, 8), x8(64), 4)], 0.000000h, 0, 8, 16, 24... */
+          static const int32_t t1[512] = {0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32};
           __syncthreads();
-          if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-            /* kernel_phases.toeplitz.1[ramp(0, 1, 512)] = shuffle((float16x32)kernel_phases[ramp(ramp(conv.s1.rk$y*8, 1, 8), x8(64), 4)], 0.000000h, 0, 8, 16, 24... */
-            int32_t t1[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t1[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)conv_s1_rk_y * (uint32_t)((int32_t)8))) + j * ((int32_t)1));
-            int32_t t2[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t2[j * 1 + k] = ((int32_t)64);
-            int32_t t3[32];
-            for (int j = 0; j < 4; j++) for (int k = 0; k < 8; k++) t3[j * 8 + k] = (int32_t)(t1[k] + j * t2[k]);
-            float t4[32];
-            for (int i = 0; i < 32; i++) t4[i] = hb_f16_to_f32(kernel_phases[t3[i]]);
-            float t5[33];
-            memcpy(t5 + 0, t4, sizeof(t5[0]) * 32);
-            t5[32] = 0.0f;
-            static const int32_t t6[512] = {0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32};
-            float t7[512];
-            for (int i = 0; i < 512; i++) t7[i] = t5[t6[i]];
-            int32_t t8[512];
-            for (int j = 0; j < 512; j++) for (int k = 0; k < 1; k++) t8[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-            for (int i = 0; i < 512; i++) kernel_phases_toeplitz_1[t8[i]] = hb_f32_to_f16(t7[i]);
+          for (int hb_i = hb_thread; hb_i < 512; hb_i += 32) {
+            kernel_phases_toeplitz_1[((int32_t)(((int32_t)0) + hb_i * ((int32_t)1)))] = hb_f32_to_f16((t1[hb_i] < 32 ? hb_f16_to_f32(kernel_phases[((int32_t)(((int32_t)(((int32_t)((uint32_t)conv_s1_rk_y * (uint32_t)((int32_t)8))) + ((t1[hb_i] - 0) % 8) * ((int32_t)1))) + ((t1[hb_i] - 0) / 8) * ((int32_t)64)))]) : 0.0f));
           }
-          __syncthreads();
           /* allocate I.padded.0[float16 * 128] */
           {
             __shared__ __align__(32) uint16_t I_padded_0[128];
-            __syncthreads();
-            if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-              /* I.padded.0[ramp(0, 1, 128)] = shuffle((float16x120)I[ramp(ramp((output.s0.x.xo.block_id_x*64) + ((conv.s1.rk$y + output.s0.y.yo.block_id_y)*I.strid... */
-              int32_t t9[15];
-              for (int j = 0; j < 15; j++) for (int k = 0; k < 1; k++) t9[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)64))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y + (uint32_t)output_s0_y_yo_block_id_y)) * (uint32_t)I_stride_1)))) + j * ((int32_t)1));
-              int32_t t10[15];
-              for (int j = 0; j < 15; j++) for (int k = 0; k < 1; k++) t10[j * 1 + k] = ((int32_t)8);
-              int32_t t11[120];
-              for (int j = 0; j < 8; j++) for (int k = 0; k < 15; k++) t11[j * 15 + k] = (int32_t)(t9[k] + j * t10[k]);
-              float t12[120];
-              for (int i = 0; i < 120; i++) t12[i] = hb_f16_to_f32(I[t11[i]]);
-              float t13[121];
-              memcpy(t13 + 0, t12, sizeof(t13[0]) * 120);
-              t13[120] = 0.0f;
-              static const int32_t t14[128] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 120, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 120, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 120, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 120, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 120, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 120, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 120, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120};
-              float t15[128];
-              for (int i = 0; i < 128; i++) t15[i] = t13[t14[i]];
-              int32_t t16[128];
-              for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t16[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-              for (int i = 0; i < 128; i++) I_padded_0[t16[i]] = hb_f32_to_f16(t15[i]);
+            /* I.padded.0[ramp(0, 1, 128)] = shuffle((float16x120)I[ramp(ramp((output.s0.x.xo.block_id_x*64) + ((conv.s1.rk$y + output.s0.y.yo.block_id_y)*I.strid... */
+            static const int32_t t2[128] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 120, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 120, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 120, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 120, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 120, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 120, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 120, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120};
+            for (int hb_i = hb_thread; hb_i < 128; hb_i += 32) {
+              I_padded_0[((int32_t)(((int32_t)0) + hb_i * ((int32_t)1)))] = hb_f32_to_f16((t2[hb_i] < 120 ? hb_f16_to_f32(I[((int32_t)(((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)64))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y + (uint32_t)output_s0_y_yo_block_id_y)) * (uint32_t)I_stride_1)))) + ((t2[hb_i] - 0) % 15) * ((int32_t)1))) + ((t2[hb_i] - 0) / 15) * ((int32_t)8)))]) : 0.0f));
             }
             __syncthreads();
             /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
             {
               const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
               /* conv[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m8n32k16.f32.f32((float16x128)wmma.load.a.sync.aligned.row.m8n32k16.f16((void *)... */
-              wmma::fragment<wmma::matrix_a, 8, 32, 16, __half, wmma::row_major> t17;
-              wmma::load_matrix_sync(t17, (const __half *)I_padded_0 + (((int32_t)0)), ((int32_t)16));
-              wmma::fragment<wmma::matrix_b, 8, 32, 16, __half, wmma::row_major> t18;
-              wmma::load_matrix_sync(t18, (const __half *)kernel_phases_toeplitz_1 + (((int32_t)0)), ((int32_t)32));
-              wmma::mma_sync(conv[0], t17, t18, conv[0]);
+              wmma::fragment<wmma::matrix_a, 8, 32, 16, __half, wmma::row_major> t3;
+              wmma::load_matrix_sync(t3, (const __half *)I_padded_0 + (((int32_t)0)), ((int32_t)16));
+              wmma::fragment<wmma::matrix_b, 8, 32, 16, __half, wmma::row_major> t4;
+              wmma::load_matrix_sync(t4, (const __half *)kernel_phases_toeplitz_1 + (((int32_t)0)), ((int32_t)32));
+              wmma::mma_sync(conv[0], t3, t4, conv[0]);
             }
           }
         }
@@ -193,45 +164,45 @@ static __global__ void hb_kernel_k1(uint16_t *__restrict__ I, uint16_t *__restri
       __syncthreads();
       if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
         /* output[ramp(ramp(((output.s0.x.xo.block_id_x*64) + (output.s0.y.yo.block_id_y*output.stride.1))*2, 1, 128), x128(output.stride.1), 2)] = (float32x2... */
-        int32_t t19[128];
-        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t19[j * 1 + k] = ((int32_t)0);
-        int32_t t20[128];
-        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t20[j * 1 + k] = ((int32_t)2);
-        int32_t t21[256];
-        for (int j = 0; j < 2; j++) for (int k = 0; k < 128; k++) t21[j * 128 + k] = (int32_t)(t19[k] + j * t20[k]);
+        int32_t t5[128];
+        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t5[j * 1 + k] = ((int32_t)0);
+        int32_t t6[128];
+        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t6[j * 1 + k] = ((int32_t)2);
+        int32_t t7[256];
+        for (int j = 0; j < 2; j++) for (int k = 0; k < 128; k++) t7[j * 128 + k] = (int32_t)(t5[k] + j * t6[k]);
+        int32_t t8[128];
+        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t8[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
+        int32_t t9[256];
+        for (int j = 0; j < 2; j++) for (int k = 0; k < 128; k++) t9[j * 128 + k] = t8[k];
+        int32_t t10[256];
+        for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t10[j * 1 + k] = ((int32_t)2);
+        int32_t t11[256];
+        for (int i = 0; i < 256; i++) t11[i] = ((int32_t)hb_div(t9[i], t10[i]));
+        int32_t t12[256];
+        for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t12[j * 1 + k] = ((int32_t)4);
+        int32_t t13[256];
+        for (int i = 0; i < 256; i++) t13[i] = ((int32_t)((uint32_t)t11[i] * (uint32_t)t12[i]));
+        int32_t t14[128];
+        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t14[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
+        int32_t t15[256];
+        for (int j = 0; j < 2; j++) for (int k = 0; k < 128; k++) t15[j * 128 + k] = t14[k];
+        int32_t t16[256];
+        for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t16[j * 1 + k] = ((int32_t)2);
+        int32_t t17[256];
+        for (int i = 0; i < 256; i++) t17[i] = ((int32_t)hb_mod(t15[i], t16[i]));
+        int32_t t18[256];
+        for (int i = 0; i < 256; i++) t18[i] = ((int32_t)((uint32_t)t13[i] + (uint32_t)t17[i]));
+        int32_t t19[256];
+        for (int i = 0; i < 256; i++) t19[i] = ((int32_t)((uint32_t)t7[i] + (uint32_t)t18[i]));
+        float t20[256];
+        for (int i = 0; i < 256; i++) t20[i] = conv_spill_0[t19[i]];
+        int32_t t21[128];
+        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t21[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)64))) + (uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)output_stride_1)))) * (uint32_t)((int32_t)2))) + j * ((int32_t)1));
         int32_t t22[128];
-        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t22[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
+        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t22[j * 1 + k] = output_stride_1;
         int32_t t23[256];
-        for (int j = 0; j < 2; j++) for (int k = 0; k < 128; k++) t23[j * 128 + k] = t22[k];
-        int32_t t24[256];
-        for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t24[j * 1 + k] = ((int32_t)2);
-        int32_t t25[256];
-        for (int i = 0; i < 256; i++) t25[i] = ((int32_t)hb_div(t23[i], t24[i]));
-        int32_t t26[256];
-        for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t26[j * 1 + k] = ((int32_t)4);
-        int32_t t27[256];
-        for (int i = 0; i < 256; i++) t27[i] = ((int32_t)((uint32_t)t25[i] * (uint32_t)t26[i]));
-        int32_t t28[128];
-        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t28[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-        int32_t t29[256];
-        for (int j = 0; j < 2; j++) for (int k = 0; k < 128; k++) t29[j * 128 + k] = t28[k];
-        int32_t t30[256];
-        for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t30[j * 1 + k] = ((int32_t)2);
-        int32_t t31[256];
-        for (int i = 0; i < 256; i++) t31[i] = ((int32_t)hb_mod(t29[i], t30[i]));
-        int32_t t32[256];
-        for (int i = 0; i < 256; i++) t32[i] = ((int32_t)((uint32_t)t27[i] + (uint32_t)t31[i]));
-        int32_t t33[256];
-        for (int i = 0; i < 256; i++) t33[i] = ((int32_t)((uint32_t)t21[i] + (uint32_t)t32[i]));
-        float t34[256];
-        for (int i = 0; i < 256; i++) t34[i] = conv_spill_0[t33[i]];
-        int32_t t35[128];
-        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t35[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)64))) + (uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)output_stride_1)))) * (uint32_t)((int32_t)2))) + j * ((int32_t)1));
-        int32_t t36[128];
-        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t36[j * 1 + k] = output_stride_1;
-        int32_t t37[256];
-        for (int j = 0; j < 2; j++) for (int k = 0; k < 128; k++) t37[j * 128 + k] = (int32_t)(t35[k] + j * t36[k]);
-        for (int i = 0; i < 256; i++) output[t37[i]] = t34[i];
+        for (int j = 0; j < 2; j++) for (int k = 0; k < 128; k++) t23[j * 128 + k] = (int32_t)(t21[k] + j * t22[k]);
+        for (int i = 0; i < 256; i++) output[t23[i]] = t20[i];
       }
       __syncthreads();
     }
@@ -239,7 +210,7 @@ static __global__ void hb_kernel_k1(uint16_t *__restrict__ I, uint16_t *__restri
 }
 
 
-extern "C" int hb_kernel(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, int32_t I_host_pointer_extent0, int32_t I_host_pointer_stride0, int32_t I_host_pointer_min1, int32_t I_host_pointer_extent1, int32_t I_host_pointer_stride1, uint16_t *K_host_pointer, int32_t K_host_pointer_min0, int32_t K_host_pointer_extent0, int32_t K_host_pointer_stride0, int32_t K_host_pointer_min1, int32_t K_host_pointer_extent1, int32_t K_host_pointer_stride1, float *output_host_pointer, int32_t output_host_pointer_min0, int32_t output_host_pointer_extent0, int32_t output_host_pointer_stride0, int32_t output_host_pointer_min1, int32_t output_host_pointer_extent1, int32_t output_host_pointer_stride1) {
+extern "C" int hb_kernel(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, int32_t I_host_pointer_extent0, int32_t I_host_pointer_stride0, int32_t I_host_pointer_min1, int32_t I_host_pointer_extent1, int32_t I_host_pointer_stride1, uint16_t *K_host_pointer, int32_t K_host_pointer_min0, int32_t K_host_pointer_extent0, int32_t K_host_pointer_stride0, int32_t K_host_pointer_min1, int32_t K_host_pointer_extent1, int32_t K_host_pointer_stride1, float *output_host_pointer, int32_t output_host_pointer_min0, int32_t output_host_pointer_extent0, int32_t output_host_pointer_stride0, int32_t output_host_pointer_min1, int32_t output_host_pointer_extent1, int32_t output_host_pointer_stride1, cudaStream_t hb_stream) {
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)output.buffer) != (uint64)0, halide_error_buffer_argument_is_null("output")) */
   if (!((((uint64_t)(uintptr_t)(((void *)output_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)K.buffer) != (uint64)0, halide_error_buffer_argument_is_null("K")) */
@@ -411,56 +382,54 @@ extern "C" int hb_kernel(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, 
     /* allocate kernel_phases[float16 * 8 * 8 * 2 * 2] in Heap */
     {
       uint16_t *kernel_phases = NULL;
-      if (cudaMalloc((void **)&kernel_phases, (size_t)(((((((int32_t)1)) * (((int32_t)8))) * (((int32_t)8))) * (((int32_t)2))) * (((int32_t)2))) * sizeof(uint16_t)) != cudaSuccess) { return -300003; }
+      if (cudaMallocAsync((void **)&kernel_phases, (size_t)(((((((int32_t)1)) * (((int32_t)8))) * (((int32_t)8))) * (((int32_t)2))) * (((int32_t)2))) * sizeof(uint16_t), hb_stream) != cudaSuccess) { return -300003; }
       /* produce kernel_phases */
       /* let halide_copy_to_host_result = halide_copy_to_host((struct halide_buffer_t *)K.buffer) */
       int32_t halide_copy_to_host_result = 0;
       (void)halide_copy_to_host_result;
       /* assert(halide_copy_to_host_result == 0, halide_copy_to_host_result) */
-      if (!((halide_copy_to_host_result == ((int32_t)0)))) { cudaFree(kernel_phases); return -36; }
+      if (!((halide_copy_to_host_result == ((int32_t)0)))) { cudaFreeAsync(kernel_phases, hb_stream); return -36; }
       /* for (kernel_phases.s0.dy, 0, 2) { */
       {
         dim3 hb_grid(1, 1, 1), hb_block(1, 1, 1);
-        hb_kernel_k0<<<hb_grid, hb_block>>>(K, kernel_phases, K_min_0, K_min_1, K_stride_1);
-        if (cudaGetLastError() != cudaSuccess) { cudaFree(kernel_phases); return -300000; }
-        if (cudaDeviceSynchronize() != cudaSuccess) { cudaFree(kernel_phases); return -300001; }
+        hb_kernel_k0<<<hb_grid, hb_block, 0, hb_stream>>>(K, kernel_phases, K_min_0, K_min_1, K_stride_1);
+        if (cudaGetLastError() != cudaSuccess) { cudaFreeAsync(kernel_phases, hb_stream); return -300000; }
       }
       /* assert((0 <= output.min.1) && ((output.extent.1 + output.min.1) <= 4), halide_error_explicit_bounds_too_small("y", "output", 0, 3, output.min.1, (o... */
-      if (!(((((int32_t)0) <= output_min_1) && (((int32_t)((uint32_t)output_extent_1 + (uint32_t)output_min_1)) <= ((int32_t)4))))) { cudaFree(kernel_phases); return -37; }
+      if (!(((((int32_t)0) <= output_min_1) && (((int32_t)((uint32_t)output_extent_1 + (uint32_t)output_min_1)) <= ((int32_t)4))))) { cudaFreeAsync(kernel_phases, hb_stream); return -37; }
       /* assert((0 <= output.min.0) && ((output.extent.0 + output.min.0) <= 256), halide_error_explicit_bounds_too_small("x", "output", 0, 255, output.min.0... */
-      if (!(((((int32_t)0) <= output_min_0) && (((int32_t)((uint32_t)output_extent_0 + (uint32_t)output_min_0)) <= ((int32_t)256))))) { cudaFree(kernel_phases); return -38; }
+      if (!(((((int32_t)0) <= output_min_0) && (((int32_t)((uint32_t)output_extent_0 + (uint32_t)output_min_0)) <= ((int32_t)256))))) { cudaFreeAsync(kernel_phases, hb_stream); return -38; }
       /* produce output */
       /* consume kernel_phases */
       /* let halide_copy_to_device_result = halide_copy_to_device((struct halide_buffer_t *)kernel_phases.buffer, (struct halide_device_interface_t const *)... */
       int32_t halide_copy_to_device_result = 0;
       (void)halide_copy_to_device_result;
       /* assert(halide_copy_to_device_result == 0, halide_copy_to_device_result) */
-      if (!((halide_copy_to_device_result == ((int32_t)0)))) { cudaFree(kernel_phases); return -39; }
+      if (!((halide_copy_to_device_result == ((int32_t)0)))) { cudaFreeAsync(kernel_phases, hb_stream); return -39; }
       /* let halide_copy_to_device_result$1 = halide_copy_to_device((struct halide_buffer_t *)I.buffer, (struct halide_device_interface_t const *)halide_cud... */
       int32_t halide_copy_to_device_result_1 = 0;
       (void)halide_copy_to_device_result_1;
       /* assert(halide_copy_to_device_result$1 == 0, halide_copy_to_device_result$1) */
-      if (!((halide_copy_to_device_result_1 == ((int32_t)0)))) { cudaFree(kernel_phases); return -40; }
+      if (!((halide_copy_to_device_result_1 == ((int32_t)0)))) { cudaFreeAsync(kernel_phases, hb_stream); return -40; }
       /* let halide_copy_to_device_result$2 = halide_copy_to_device((struct halide_buffer_t *)output.buffer, (struct halide_device_interface_t const *)halid... */
       int32_t halide_copy_to_device_result_2 = 0;
       (void)halide_copy_to_device_result_2;
       /* assert(halide_copy_to_device_result$2 == 0, halide_copy_to_device_result$2) */
-      if (!((halide_copy_to_device_result_2 == ((int32_t)0)))) { cudaFree(kernel_phases); return -41; }
+      if (!((halide_copy_to_device_result_2 == ((int32_t)0)))) { cudaFreeAsync(kernel_phases, hb_stream); return -41; }
       /* gpu_block<CUDA> (output.s0.y.yo.block_id_y, 0, 2) { */
       int32_t output_s0_x_xo_block_id_x_lo = ((int32_t)0);
       int32_t output_s0_y_yo_block_id_y_lo = ((int32_t)0);
       {
         dim3 hb_grid(((int32_t)2), ((int32_t)2), 1), hb_block(32, 1, 1);
-        hb_kernel_k1<<<hb_grid, hb_block>>>(I, kernel_phases, output, I_stride_1, output_stride_1, output_s0_x_xo_block_id_x_lo, output_s0_y_yo_block_id_y_lo);
-        if (cudaGetLastError() != cudaSuccess) { cudaFree(kernel_phases); return -300000; }
-        if (cudaDeviceSynchronize() != cudaSuccess) { cudaFree(kernel_phases); return -300001; }
+        hb_kernel_k1<<<hb_grid, hb_block, 0, hb_stream>>>(I, kernel_phases, output, I_stride_1, output_stride_1, output_s0_x_xo_block_id_x_lo, output_s0_y_yo_block_id_y_lo);
+        if (cudaGetLastError() != cudaSuccess) { cudaFreeAsync(kernel_phases, hb_stream); return -300000; }
       }
       /* let halide_device_and_host_free_result = halide_device_and_host_free((struct halide_buffer_t *)kernel_phases.buffer) */
       int32_t halide_device_and_host_free_result = 0;
       (void)halide_device_and_host_free_result;
       /* assert(halide_device_and_host_free_result == 0, halide_device_and_host_free_result) */
-      if (!((halide_device_and_host_free_result == ((int32_t)0)))) { cudaFree(kernel_phases); return -42; }
-      cudaFree(kernel_phases);
+      if (!((halide_device_and_host_free_result == ((int32_t)0)))) { cudaFreeAsync(kernel_phases, hb_stream); return -42; }
+      cudaFreeAsync(kernel_phases, hb_stream);
     }
   }
   return 0;
