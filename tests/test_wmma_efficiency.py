@@ -209,3 +209,69 @@ def test_no_operand_fill_sits_in_a_loop_it_does_not_depend_on(name: str) -> None
     for store, loops in _fills_with_their_loops(tensorized_app(name)):
         used = {n.name for n in ir.walk(store) if isinstance(n, ir.Variable)}
         assert set(loops) <= used, f"{store.name} is rebuilt in loops {sorted(set(loops) - used)}"
+
+
+# ------------------------------------------------------------ barriers (review findings)
+def _body(text: str, types: dict[str, ir.Type]) -> str:
+    from .test_wmma import _compiles, _kernel
+
+    _, body, definition = _kernel(text, types)
+    _compiles(definition)
+    return body
+
+
+def _between(body: str, first: str, second: str) -> str:
+    start = body.index(first)
+    return body[start:body.index(second, start)]
+
+
+def test_a_fill_waits_for_the_threads_still_reading_what_it_overwrites() -> None:
+    """B reads A reversed (thread i reads what thread 63 - i writes): the
+    refill of A may not join B's barrier-free group (write after read)."""
+    body = _body(
+        "gpu_block<CUDA> (o.s0.b.block_id_x, 0, 4) {\n"
+        " allocate A[float32 * 64] in GPUShared\n"
+        " allocate B[float32 * 64] in GPUShared\n"
+        " A[ramp(0, 1, 64)] = x64(1.000000f)\n"
+        " B[ramp(0, 1, 64)] = A[ramp(63, -1, 64)]\n"
+        " A[ramp(0, 1, 64)] = x64(2.000000f)\n"
+        " gpu_thread<CUDA> (o.s0.t.thread_id_x, 0, 64) {\n"
+        "  o[(o.s0.b.block_id_x*64) + o.s0.t.thread_id_x] = B[o.s0.t.thread_id_x] + A[o.s0.t.thread_id_x]\n"
+        " }\n"
+        "}\n", {"o": ir.Float(32), "A": ir.Float(32), "B": ir.Float(32)})
+    assert "__syncthreads();" in _between(body, "B[", "= 2.0f;")
+    assert "__syncthreads();" in _between(body, "= 2.0f;", "o[")
+
+
+def test_each_branch_of_an_if_settles_its_own_fills() -> None:
+    body = _body(
+        "gpu_block<CUDA> (o.s0.b.block_id_x, 0, 4) {\n"
+        " allocate T[float32 * 64] in GPUShared\n"
+        " if (o.s0.b.block_id_x < 2) {\n"
+        "  T[ramp(0, 1, 64)] = x64(1.000000f)\n"
+        " } else {\n"
+        "  T[ramp(0, 1, 64)] = x64(2.000000f)\n"
+        " }\n"
+        " gpu_thread<CUDA> (o.s0.t.thread_id_x, 0, 64) {\n"
+        "  o[(o.s0.b.block_id_x*64) + o.s0.t.thread_id_x] = T[63 - o.s0.t.thread_id_x]\n"
+        " }\n"
+        "}\n", {"o": ir.Float(32), "T": ir.Float(32)})
+    then_case, else_case = body.split("else", 1)
+    assert "__syncthreads();" in then_case.split("= 1.0f;", 1)[1]  # before the branch closes
+    assert "__syncthreads();" in _between(else_case, "= 2.0f;", "o[")
+
+
+def test_stages_of_a_block_of_threads_without_lanes_are_separated_by_a_barrier() -> None:
+    """No warp lanes, 64 threads along x (two warps): the second stage reads
+    what another warp wrote in the first."""
+    body = _body(
+        "gpu_block<CUDA> (o.s0.b.block_id_x, 0, 4) {\n"
+        " allocate A[float32 * 64] in GPUShared\n"
+        " gpu_thread<CUDA> (a.s0.t.thread_id_x, 0, 64) {\n"
+        "  A[a.s0.t.thread_id_x] = 1.000000f\n"
+        " }\n"
+        " gpu_thread<CUDA> (o.s0.t.thread_id_x, 0, 64) {\n"
+        "  o[(o.s0.b.block_id_x*64) + o.s0.t.thread_id_x] = A[63 - o.s0.t.thread_id_x]\n"
+        " }\n"
+        "}\n", {"o": ir.Float(32), "A": ir.Float(32)})
+    assert "__syncthreads();" in _between(body, "A[a_s0_t_thread_id_x]", "o[")

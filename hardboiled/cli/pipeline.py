@@ -246,6 +246,9 @@ def _emit_egg(c: Compilation) -> None:
         selected = [s for s in select_stores(body, allocations, options.store_in) if s.store.predicate is None]
         terms.extend(encode_stores(selected, allocations, options.store_in).terms)
         windows.extend(sliding_windows(s.store for s in selected))
+    # One program for every body: its window shape is the choice over all of
+    # them (selection runs each body alone, so with several bodies whose
+    # windows differ each may get its own).
     c.outputs["egg"] = program_text(terms, load_schedule(options.schedule_path, options.iterations),
                                     WMMA_TENSOR_CORE.best_window_shape(windows))
 

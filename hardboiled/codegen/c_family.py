@@ -211,8 +211,9 @@ class CFamilyEmitter(Visitor[Any]):
     linkage = ""
     """Written before the function's return type (``extern "C" `` in C++)."""
 
-    def end_of_loop_body(self) -> None:
-        """Called before a loop's body closes (the next iteration follows)."""
+    def end_of_body(self) -> None:
+        """Called before a loop's body or a branch closes (what follows in
+        the program is the next iteration, or the code after the if)."""
 
     def extra_parameters(self) -> list[str]:
         """Parameters after the buffers' (the CUDA wrapper's stream)."""
@@ -244,6 +245,7 @@ class CFamilyEmitter(Visitor[Any]):
         self.indent += 1
         self.declared.append(set())
         self.stmt_(s)
+        self.end_of_body()
         self.declared.pop()
         self.indent -= 1
         self.emit("}")
@@ -307,7 +309,7 @@ class CFamilyEmitter(Visitor[Any]):
         self.indent += 1
         self.declared.append(set())
         self.stmt_(s.body)
-        self.end_of_loop_body()
+        self.end_of_body()
         self.declared.pop()
         self.indent -= 1
         self.emit("}")

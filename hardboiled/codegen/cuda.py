@@ -31,9 +31,11 @@ WMMA, after legalize.py's post-processing:
 The wrapper checks at run time that every buffer a fragment is loaded from
 or stored to directly starts on a 32-byte boundary (cudaMalloc's are).
 Statements outside the warp lanes keep Halide's GPU meaning: outside the
-thread loops they run once per block (thread 0, between ``__syncthreads``)
-and their buffers are ``__shared__``; inside, once per Halide thread, which
-is a warp when there are lanes. A thread or lane loop runs only on index 0
+thread loops they run once per block and their buffers are ``__shared__``;
+inside, once per Halide thread, which is a warp when there are lanes. A
+vector store whose lanes are independent is spread over the threads that
+make up the Halide thread (the block, or the warp's lanes); any other runs
+on its first thread, between barriers. A thread or lane loop runs only on index 0
 of the thread axes it does not bind, and one at block level ends with a
 block barrier (Halide's barrier between GPU stages). Host code may not touch buffer contents
 (the wrapper has only device pointers): such a pipeline is refused.
@@ -228,8 +230,9 @@ class CudaGenerator(CFamilyEmitter):
     def visit_load(self, e: ir.Load) -> str:
         raise _host_memory(f"host code reads buffer '{e.name}' to decide what to run")
 
-    # A buffer between stages is device memory (cudaMalloc aligns to 256
-    # bytes, enough for load_matrix_sync), freed on every return.
+    # A buffer between stages is device memory from the stream's pool, freed
+    # on every return; the launch checks the 32-byte alignment of each one a
+    # fragment is loaded from or stored to.
     def acquire_memory(self, name: str, storage: str, size: str) -> None:
         self.emit(f"{storage} *{name} = NULL;")
         self.emit(f"if (cudaMallocAsync((void **)&{name}, (size_t)({size}) * sizeof({storage}), {self.stream}) "
@@ -312,9 +315,11 @@ _RUNS_NO_CODE = (ir.Allocate, ir.Block, ir.ProducerConsumer)
 """Statements that are only declarations and structure in a kernel: fills
 on either side of them may share a barrier."""
 
-_DOES_NOTHING = re.compile(r"^(/\*.*\*/|\{|__shared__ .*;|static const .*;|\w+ \*\w+ = \w+_warps\[\w+\];)$")
-"""Kernel lines that run no code: comments, scope openings, declarations of
-shared buffers and constant tables."""
+_DOES_NOTHING = re.compile(r"^(/\*.*\*/|\{|__shared__ .*;|static const .*;|\w+ \*\w+ = \w+_warps\[\w+\];"
+                           r"|\(void\)\w+;|const int(32_t)? \w+ = [^;]*;( \(void\)\w+;)?)$")
+"""Kernel lines that touch no memory: comments, scope openings, declarations
+of shared buffers and constant tables, the bindings of thread and block
+indices."""
 
 
 def _joins(first: ir.For, second: ir.For) -> bool:
@@ -362,10 +367,15 @@ class KernelGenerator(CFamilyEmitter):
         self.block_vars: dict[str, tuple[str, int]] = {}
         self.fragments: dict[str, tuple[ir.Type, tuple[int, int, int]]] = {}
         self.fragment_pointers: set[str] = set()
+        self.stored_by_fragments: set[str] = set()
+        """Buffers store_matrix_sync wrote since the warp's last barrier."""
         self.pending_barrier: str | None = None
         """The barrier owed by the spread stores just written (none yet run)."""
         self.pending_fills: set[str] = set()
         """The buffers those stores wrote."""
+        self.pending_reads: set[str] = set()
+        """The buffers they read: another fill may not overwrite them before
+        every thread has read (write after read)."""
         self.operand_fragments: dict[tuple[str, str, str, str], str] = {}
         """A and B fragments loaded in the current C scope, by buffer,
         declaration, address and leading dimension: loaded once, used by
@@ -543,7 +553,10 @@ class KernelGenerator(CFamilyEmitter):
         setattr(self, depth, getattr(self, depth) - 1)
         self.indent -= 1
         self.emit("}")
-        if at_block_level and self.block_dims[1] * self.block_dims[2] > 1:
+        # Halide threads are warps (lanes) along y and z, or threads along
+        # every axis (no lanes): with more than one, the next stage waits.
+        halide_threads = self.block_dims[1] * self.block_dims[2] * (1 if self.lanes else self.block_dims[0])
+        if at_block_level and halide_threads > 1:
             self._barrier("__syncthreads();")
 
     def _axes_inside(self, loop: ir.For) -> set[int]:
@@ -650,9 +663,9 @@ class KernelGenerator(CFamilyEmitter):
         before writing any)."""
         if s.predicate is not None or s.value.type.lanes == 1 or not _distinct_lanes(s.index):
             return False
-        if any(isinstance(n, ir.Load) and n.name == s.name for n in ir.walk(s.value)):
+        if any(isinstance(n, ir.Load) and n.name == s.name for n in ir.walk(s)):
             return False
-        return self._lanewise(s.value)
+        return self._lanewise(s.value) and self._lanewise(s.index)
 
     def _barrier(self, barrier: str) -> None:
         """A barrier, unless the last thing the threads did was one at least
@@ -663,8 +676,9 @@ class KernelGenerator(CFamilyEmitter):
             if text == barrier or text == "__syncthreads();":
                 return
             if not _DOES_NOTHING.match(text):
-                break
-        self.emit(barrier)
+                self.emit(barrier)
+                return
+        # The kernel's start: no thread has touched memory yet.
 
     def _lanewise(self, e: ir.Expr) -> bool:
         """Whether ``_lane_value`` can write lane i of ``e`` as one C expression."""
@@ -706,15 +720,18 @@ class KernelGenerator(CFamilyEmitter):
         # other share one.
         self.pending_barrier = barrier
         self.pending_fills.add(s.name)
+        self.pending_reads.update(n.name for n in ir.walk(s) if isinstance(n, ir.Load))
 
     def _joins_pending_fills(self, s: ir.Stmt) -> bool:
         """Whether ``s`` is another spread store at the same level that
-        neither writes nor reads what the pending fills wrote."""
+        neither writes nor reads what the pending fills wrote, nor writes
+        what they read."""
         if not (isinstance(s, ir.Store) and self._shared_by_threads() and self._spreads_over_threads(s)):
             return False
         level = "__syncthreads();" if self.thread_depth == 0 else "__syncwarp();"
         reads = {n.name for n in ir.walk(s) if isinstance(n, ir.Load)}
-        return level == self.pending_barrier and not ({s.name} | reads) & self.pending_fills
+        return (level == self.pending_barrier and not ({s.name} | reads) & self.pending_fills
+                and s.name not in self.pending_reads)
 
     def _settle_fills(self) -> None:
         """The barrier the pending fills owe, before anything reads them."""
@@ -722,9 +739,11 @@ class KernelGenerator(CFamilyEmitter):
             self._barrier(self.pending_barrier)
         self.pending_barrier = None
         self.pending_fills.clear()
+        self.pending_reads.clear()
 
-    def end_of_loop_body(self) -> None:
-        # The next iteration may read what this one filled last.
+    def end_of_body(self) -> None:
+        # The next iteration may read what this one filled last, and the
+        # other branch of an if must not inherit this one's pending barrier.
         self._settle_fills()
 
     def _lane_value(self, e: ir.Expr, i: str) -> str:
@@ -802,6 +821,7 @@ class KernelGenerator(CFamilyEmitter):
             pointer, fragment, offset, ldm = value.args
             assert isinstance(pointer, ir.Variable)
             self._forget_fragments_from(pointer.name)
+            self.stored_by_fragments.add(pointer.name)
             self._note_pointer(pointer.name)
             elem = _cuda_element(fragment.type)
             self.emit(f"wmma::store_matrix_sync(({elem} *){self.cname(pointer.name)} + ({self.expr(offset)}), "
@@ -853,11 +873,12 @@ class KernelGenerator(CFamilyEmitter):
             declaration = f"wmma::fragment<wmma::{use}, {m}, {n}, {k}, {elem}{layout}>"
             pointer = e.args[0]
             assert isinstance(pointer, ir.Variable)
-            key = (pointer.name, declaration, *self._address(e))
+            address = self._address(e)
+            key = (pointer.name, declaration, *address)
             if intrinsic.matrix is not MatrixUse.C and key in self.operand_fragments:
                 return self.operand_fragments[key]
             self.emit(f"{declaration} {name};")
-            self._load_matrix(name, e)
+            self._load_matrix(name, e, address)
             if intrinsic.matrix is not MatrixUse.C:
                 self.operand_fragments[key] = name
             return name
@@ -907,11 +928,16 @@ class KernelGenerator(CFamilyEmitter):
         elem = _cuda_element(call.type)
         return f"(const {elem} *){self.cname(pointer.name)} + ({self.expr(offset)})", self.expr(ldm)
 
-    def _load_matrix(self, target: str, call: ir.Call) -> None:
+    def _load_matrix(self, target: str, call: ir.Call, address_and_ldm: tuple[str, str] | None = None) -> None:
         pointer = call.args[0]
         assert isinstance(pointer, ir.Variable)
         self._note_pointer(pointer.name)
-        address, ldm = self._address(call)
+        if pointer.name in self.stored_by_fragments:
+            # What other lanes of the warp stored with store_matrix_sync
+            # must be visible before the warp reads it back.
+            self._barrier("__syncwarp();")
+            self.stored_by_fragments.discard(pointer.name)
+        address, ldm = address_and_ldm or self._address(call)
         layout = f", wmma::{_memory_layout(call)}" if _intrinsic(call).matrix is MatrixUse.C else ""
         self.emit(f"wmma::load_matrix_sync({target}, {address}, {ldm}{layout});")
 

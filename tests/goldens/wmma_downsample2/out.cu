@@ -135,7 +135,6 @@ static __global__ void hb_kernel_k0(uint16_t *__restrict__ I, uint16_t *__restri
                     {
                       const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
                       /* I.wmma_stage.0[ramp(0, 1, 512)] = (float16x512)I[ramp(ramp((((output.s0.x.xo.block_id_x*512) + (((output.s0.y.yo.block_id_y*2) + conv.s1.rk$y)*I.st... */
-                      __syncwarp();
                       for (int hb_i = (int)threadIdx.x; hb_i < 512; hb_i += 32) {
                         I_wmma_stage_0[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)6)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)16)))];
                       }
