@@ -130,10 +130,17 @@ def tensorize(app: App, stmt: Path, out_dir: Path, verify: bool = True) -> dict:
     return figures
 
 
+def generated_part(code: str) -> str:
+    """The generated code, without the AMX runtime inlined before it."""
+    from hardboiled.codegen.c import AMX_RUNTIME_END
+
+    return code.split(AMX_RUNTIME_END, 1)[-1]
+
+
 def intrinsics(code: str, cuda: bool) -> list[str]:
     """The accelerator operations the generated code calls, with the fragment shapes."""
     if not cuda:
-        return sorted(set(re.findall(r"\b(_tile_\w+)\(", code)))
+        return sorted(set(re.findall(r"\b(_tile_\w+)\(", generated_part(code))))
     calls = set(re.findall(r"wmma::(\w+_sync|fill_fragment)\(", code))
     shapes = {f"m{m}n{n}k{k}" for m, n, k in re.findall(r"wmma::fragment<wmma::\w+, (\d+), (\d+), (\d+)", code)}
     return sorted(shapes) + sorted(calls)
@@ -154,7 +161,7 @@ def run_app(app: App, size: str, out_root: Path, verify: bool) -> dict:
 
 def count_mma(code: str, cuda: bool) -> int:
     """Tensor instructions in the generated source (a static figure)."""
-    return code.count("wmma::mma_sync(") if cuda else len(re.findall(r"\b_tile_dp\w+\(", code))
+    return code.count("wmma::mma_sync(") if cuda else len(re.findall(r"\b_tile_dp\w+\(", generated_part(code)))
 
 
 def applications_table(apps: dict[str, App], rows: dict[str, dict[str, dict]]) -> str:

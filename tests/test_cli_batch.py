@@ -39,7 +39,9 @@ def test_several_inputs_into_a_directory(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr.decode()
     names = sorted(p.name for p in out.iterdir())
     stems = [f"{p.parent.name}_vectorizing" for p in BATCH]
-    assert names == sorted(f"{s}{ext}" for s in stems for ext in (".stmt", ".c", ".report.json"))
+    assert names == sorted(f"{s}{ext}" for s in stems for ext in (".stmt", ".c", ".h", ".report.json"))
+    # each function is named after its file, so that they can be linked together
+    assert all(f"\nint {stem}(" in (out / f"{stem}.c").read_text() for stem in stems)
     report = json.loads((out / f"{stems[0]}.report.json").read_text())
     assert report["schema"] == "hardboiled-report" and report["schema_version"] == 1
     assert report["lowered"] == report["selected"] == 3

@@ -264,8 +264,15 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
 @click.option("--cuda-arch", "cuda_arch", metavar="sm_XX", default=f"sm_{WMMA_TENSOR_CORE.default_sm}",
               show_default=True,
               help=f"GPU architecture for --build FILE.ptx/.cubin; sm_{WMMA_TENSOR_CORE.min_sm} or newer.")
+@click.option("--name", "entry_point", metavar="NAME", default=None,
+              help="Name of the generated function (default: the input's stem made a C name, e.g. "
+              "conv-layer.debug.log gives conv_layer; hb_kernel for standard input). Every other symbol "
+              "of the output is static. One input only.")
 @click.option("--cc", "cc", metavar="COMPILER", default=None,
-              help="C compiler (default: $CC, else clang if installed, else gcc).")
+              help="C compiler, with arguments if any, split as a shell would (default: $CC, else clang if "
+              "installed, else gcc). $NVCC names nvcc the same way.")
+@click.option("-I", "--include-dir", "include_dirs", metavar="DIR", multiple=True,
+              help="A header directory for the C compiler and nvcc (--build, --run); repeatable.")
 @click.option("--amx", "amx_mode", type=click.Choice(["native", "emulate", "auto"]), default="auto",
               show_default=True,
               help="Compile AMX intrinsics for the hardware, or against hardboiled's portable emulation; "
@@ -302,7 +309,8 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
                     output_path: str | None, emit: str, store_in: tuple[str, ...], schedule_path: str | None,
                     iterations: int | None, allow_fallback: bool, verbose: bool, verify_result: bool,
                     run_kernel: bool,
-                    build_path: str | None, cuda_arch: str, cc: str | None, amx_mode: str, seed: int,
+                    build_path: str | None, cuda_arch: str, entry_point: str | None, cc: str | None,
+                    include_dirs: tuple[str, ...], amx_mode: str, seed: int,
                     params: tuple[str, ...],
                     egglog_timeout: float | None, egglog_memory: int | None, cache_dir: str | None,
                     no_cache: bool, jobs: int, report_format: str, diagnostics_format: str,
@@ -321,13 +329,15 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
 
     kinds = _emit_kinds(emit)
     _check_compile_usage(input_paths, output_path, kinds, build_path, bool(params), verify_result or run_kernel)
+    _check_entry_point(entry_point, input_paths)
     selection = _selection_options(store_in, schedule_path, iterations, allow_fallback, egglog_timeout,
                                    egglog_memory, None if no_cache else str(cache_dir or _default_cache_dir()))
     selection = dataclasses.replace(selection, verbose=verbose)
     options = CompileOptions(
         stage=stage, buffer_types=_parse_buffer_types(buffer_types), selection=selection, emit=kinds,
         verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", int), cc=cc,
-        amx=amx_mode, build_path=build_path, cuda_arch=parse_cuda_arch(cuda_arch),
+        amx=amx_mode, build_path=build_path, cuda_arch=parse_cuda_arch(cuda_arch), name=entry_point,
+        include_dirs=include_dirs,
         print_before=print_before, print_after=print_after, timing=timing, verify_ir=verify_ir,
     )
     inputs = [_read_input(path) for path in input_paths]
@@ -338,6 +348,18 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     code = max(r.exit_code for r in results)
     if code:
         sys.exit(code)
+
+
+def _check_entry_point(name: str | None, input_paths: tuple[str, ...]) -> None:
+    from hardboiled.codegen.abi import is_entry_point_name
+
+    if name is None:
+        return
+    if not is_entry_point_name(name):
+        raise click.BadParameter(f"'{name}' is not a C identifier (or is a C or C++ keyword)",
+                                 param_hint="--name")
+    if len(input_paths) > 1:
+        raise click.UsageError("--name names one function: with several inputs, each is named after its file")
 
 
 def _default_cache_dir() -> Path:
@@ -392,7 +414,7 @@ def _write_results(results: list[FileResult], names: list[str], kinds: tuple[str
                    diagnostics_format: str) -> None:
     """Instrumentation and diagnostics to standard error, outputs to their
     files (atomically), in input order."""
-    from hardboiled.cli.driver import EMIT_SUFFIXES, output_names
+    from hardboiled.cli.driver import EMIT_SUFFIXES, HEADER, HEADER_SUFFIX, output_names
 
     directory = None
     if output_path not in (None, STDIO) and (len(names) > 1 or len(kinds) > 1 or Path(output_path).is_dir()):
@@ -404,6 +426,13 @@ def _write_results(results: list[FileResult], names: list[str], kinds: tuple[str
         for diagnostic in result.diagnostics:
             _report(diagnostic, diagnostics_format)
         for kind, text in result.outputs.items():
+            if kind == HEADER:
+                # Beside the source it declares; not on standard output.
+                if directory is not None:
+                    write_output(str(directory / (stem + HEADER_SUFFIX)), text)
+                elif output_path not in (None, STDIO):
+                    write_output(str(Path(output_path).with_suffix(HEADER_SUFFIX)), text)
+                continue
             if kind not in kinds:
                 continue
             if directory is not None:

@@ -9,6 +9,7 @@ still report them in input order.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import traceback
@@ -23,6 +24,9 @@ from hardboiled.ir.printer import print_ir
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
 
 EMIT_SUFFIXES = {"ir": ".stmt", "c": ".c", "cuda": ".cu", "egg": ".egg", "report": ".report.json"}
+HEADER = "h"
+"""The output key of the header that goes beside the C or CUDA source."""
+HEADER_SUFFIX = ".h"
 
 
 @dataclass
@@ -95,6 +99,8 @@ def _collect_outputs(c: Compilation, result: FileResult) -> None:
         result.outputs["c"] = c.c_source
     if c.cuda_source is not None and "cuda" in emit:
         result.outputs["cuda"] = c.cuda_source
+    if c.header is not None and ("c" in emit or "cuda" in emit):
+        result.outputs[HEADER] = c.header
     if "report" in emit:
         result.outputs["report"] = json.dumps(c.report, indent=2, sort_keys=True) + "\n"
 
@@ -118,7 +124,7 @@ def _file_cache(name: str, data: bytes, options: CompileOptions) -> tuple[Any, s
     settings = repr((name, options.stage, sorted((k, str(v)) for k, v in options.buffer_types.items()),
                      sorted(options.selection.store_in.items()), options.selection.allow_fallback,
                      options.selection.verbose,
-                     options.emit, options.selection.timeout_s, options.selection.memory_mb))
+                     options.emit, options.selection.timeout_s, options.selection.memory_mb, options.name))
     texts = ["file", settings, hashlib.sha256(data).hexdigest(), schedule, amx_facts()]
     texts += [rule_text(f) for f in RULE_FILES]
     return ResultCache(Path(options.selection.cache_dir)), cache_key(texts, [])
@@ -157,8 +163,18 @@ def _job(args: tuple[str, bytes | None, CompileOptions, Diagnostic | None]) -> F
 
 def compile_batch(inputs: list[tuple[str, bytes | None, Diagnostic | None]], options: CompileOptions, jobs: int,
                   progress: Callable[[FileResult], None] | None = None) -> list[FileResult]:
-    """Compile every input; results come back in input order whatever -j is."""
-    work = [(name, data, options, error) for name, data, error in inputs]
+    """Compile every input; results come back in input order whatever -j is.
+    Each input's function is named after its output file, which is unique
+    in the batch (two vectorizing.stmt from different directories make two
+    different functions, which can be linked together)."""
+    names = [name for name, _, _ in inputs]
+    if len(inputs) > 1 and options.name is None:
+        from hardboiled.codegen.abi import entry_point_name
+
+        each = [dataclasses.replace(options, name=entry_point_name(stem)) for stem in output_names(names)]
+    else:
+        each = [options] * len(inputs)
+    work = [(name, data, own, error) for (name, data, error), own in zip(inputs, each)]
     if jobs <= 1 or len(work) <= 1:
         results = []
         for item in work:

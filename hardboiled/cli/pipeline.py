@@ -139,6 +139,14 @@ class CompileOptions:
     amx: str = "auto"
     build_path: str | None = None
     cuda_arch: int = WMMA_TENSOR_CORE.default_sm
+    name: str | None = None
+    """The generated function's name (--name); None: from the input's name."""
+    include_dirs: tuple[str, ...] = ()
+    """-I/--include-dir: header directories for the C compiler and nvcc."""
+
+    @property
+    def include_flags(self) -> tuple[str, ...]:
+        return tuple(flag for directory in self.include_dirs for flag in ("-I", directory))
     print_before: tuple[str, ...] = ()
     """Pass names (or "all") to print the program before."""
     print_after: tuple[str, ...] = ()
@@ -182,6 +190,8 @@ class Compilation:
     selections: list[SelectionResult] = field(default_factory=list)
     c_source: str | None = None
     cuda_source: str | None = None
+    header: str | None = None
+    """The declaration of the generated C or CUDA function, for callers."""
     outputs: dict[str, str] = field(default_factory=dict)
     report: dict[str, Any] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
@@ -318,9 +328,11 @@ def _checked_for(stmt: ir.Stmt, language: str) -> ir.Stmt:
 
 
 def _emit_cuda(c: Compilation) -> None:
-    from hardboiled.codegen.cuda import generate_cuda
+    from hardboiled.codegen.cuda import generate_cuda, generate_cuda_header
 
-    c.cuda_source = generate_cuda(_checked_for(_single(c.program, "CUDA generation"), "cuda"))
+    program = _checked_for(_single(c.program, "CUDA generation"), "cuda")
+    c.cuda_source = generate_cuda(program, _entry_point(c))
+    c.header = generate_cuda_header(program, _entry_point(c))
 
 
 def _build_cuda(c: Compilation) -> None:
@@ -337,14 +349,22 @@ def _build_cuda(c: Compilation) -> None:
         ))
     kind = CUDA_BUILD_SUFFIXES[Path(options.build_path).suffix]
     compile_cuda(c.cuda_source, Path(options.build_path), kind=kind, sm=options.cuda_arch,
-                 extra=GENERATED_CUDA_FLAGS)
+                 extra=GENERATED_CUDA_FLAGS + options.include_flags)
     c.messages.append(f"built {options.build_path} with nvcc (sm_{options.cuda_arch}, {kind})")
 
 
 def _emit_c(c: Compilation) -> None:
-    from hardboiled.codegen.c import generate_c
+    from hardboiled.codegen.c import generate_c, generate_c_header
 
-    c.c_source = generate_c(_checked_for(_single(c.program, "C generation"), "c"))
+    program = _checked_for(_single(c.program, "C generation"), "c")
+    c.c_source = generate_c(program, _entry_point(c))
+    c.header = generate_c_header(program, _entry_point(c))
+
+
+def _entry_point(c: Compilation) -> str:
+    from hardboiled.codegen.abi import entry_point_name
+
+    return c.options.name or entry_point_name(c.name)
 
 
 def _run_c(c: Compilation) -> None:
@@ -356,7 +376,8 @@ def _run_c(c: Compilation) -> None:
     assert c.c_source is not None
     check, compiler, mode = run_generated_c(_single(c.original, "running"), _single(c.program, "running"),
                                             c.c_source, cc=options.cc, amx=options.amx, seed=options.seed,
-                                            params=options.params)
+                                            params=options.params, function=_entry_point(c),
+                                            extra=options.include_flags)
     c.report["run"] = dict(verification_json(check), compiler=compiler, amx=mode)
     if not check.ok:
         raise mismatch_error(check)
@@ -369,7 +390,7 @@ def _build_c(c: Compilation) -> None:
     options = c.options
     assert c.c_source is not None and options.build_path is not None
     compiler = compile_c(c.c_source, Path(options.build_path), shared=options.build_path.endswith(".so"),
-                         amx=options.amx, compiler=find_compiler(options.cc))
+                         amx=options.amx, compiler=find_compiler(options.cc), extra=options.include_flags)
     c.messages.append(f"built {options.build_path} with {compiler.name}")
 
 

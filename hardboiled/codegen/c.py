@@ -27,10 +27,13 @@ Each block carries the IR statement it came from as a comment.
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass, field
+from importlib import resources
 
 from hardboiled import ir
-from hardboiled.codegen.abi import KernelArgument
+from hardboiled.codegen.abi import DEFAULT_ENTRY_POINT, KernelArgument
 from hardboiled.codegen.c_family import (
     C_HEADERS,
     CFamilyEmitter,
@@ -99,7 +102,7 @@ class _TileRegisters:
 class CGenerator(CFamilyEmitter):
     """C with AMX intrinsics: the shared emitter plus AMX tile registers."""
 
-    def __init__(self, stmt: ir.Stmt, function: str = "hb_kernel",
+    def __init__(self, stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT,
                  arguments: list[KernelArgument] | None = None):
         super().__init__(stmt, function, arguments)
         self.amx_buffers = {n.name: n for n in ir.walk(stmt)
@@ -107,7 +110,11 @@ class CGenerator(CFamilyEmitter):
         self.tiles = _TileRegisters()
 
     def preamble(self) -> str:
-        return include_lines(C_HEADERS, ("hb_amx.h",)) + "\n" + helper_functions()
+        # The body is written by now: the AMX runtime goes in only when the
+        # body uses it, and then whole, so that the file compiles alone.
+        body = "\n".join(self.lines)
+        runtime = amx_runtime_source() if re.search(r"\b(_tile_\w+|hb_amx_\w+|hb_vnni_\w+)\(", body) else ""
+        return include_lines(C_HEADERS) + runtime + "\n" + helper_functions()
 
     def _uses_tiles(self) -> bool:
         return bool(self.tiles.shapes)
@@ -331,5 +338,28 @@ def _dot_product(a: ir.Type, b: ir.Type) -> str:
     return instruction.c_name
 
 
-def generate_c(stmt: ir.Stmt, function: str = "hb_kernel") -> str:
+AMX_RUNTIME_END = "/* ---- end of the AMX runtime ---- */"
+"""The line after the runtime inlined into generated C: the generated code
+follows it (the runtime's macros name the tile operations too)."""
+
+
+@functools.cache
+def amx_runtime_source() -> str:
+    """hb_amx.h with the emulation it includes, as one block of C: what the
+    generated C needs besides the C library (compile it with
+    -mamx-tile -mamx-bf16 -mamx-int8, or -DHB_AMX_EMULATE)."""
+    runtime = resources.files("hardboiled.codegen.runtime")
+    emulation = runtime.joinpath("hb_amx_emulation.h").read_text()
+    header = runtime.joinpath("hb_amx.h").read_text()
+    assert '#include "hb_amx_emulation.h"' in header
+    return ("/* ---- hardboiled's AMX runtime (hb_amx.h and hb_amx_emulation.h), inlined ---- */\n"
+            + header.replace('#include "hb_amx_emulation.h"', emulation)
+            + AMX_RUNTIME_END + "\n")
+
+
+def generate_c(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT) -> str:
     return CGenerator(stmt, function).generate()
+
+
+def generate_c_header(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT) -> str:
+    return CGenerator(stmt, function).header()

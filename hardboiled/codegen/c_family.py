@@ -23,7 +23,7 @@ from string import Template
 from typing import Any
 
 from hardboiled import ir
-from hardboiled.codegen.abi import KernelArgument, kernel_signature
+from hardboiled.codegen.abi import DEFAULT_ENTRY_POINT, KernelArgument, kernel_signature
 from hardboiled.ir.printer import print_ir
 from hardboiled.ir.visitor import Visitor
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
@@ -135,7 +135,7 @@ def helper_functions(qualifiers: str = "static inline") -> str:
 class CFamilyEmitter(Visitor[Any]):
     """Emits C for one statement (the body of the generated function)."""
 
-    def __init__(self, stmt: ir.Stmt, function: str = "hb_kernel",
+    def __init__(self, stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT,
                  arguments: list[KernelArgument] | None = None):
         """``arguments``: the function's buffer parameters (default: every
         pipeline buffer of ``stmt``, in ``kernel_signature`` order)."""
@@ -197,6 +197,12 @@ class CFamilyEmitter(Visitor[Any]):
         self.close_body()
         self.emit("return 0;")
         body = self.lines[body_start:]
+        header = [GENERATED_BANNER, self.preamble(), f"{self.linkage}{self.declaration()} {{"]
+        return "\n".join(header + body + ["}", ""])
+
+    def declaration(self) -> str:
+        """``int NAME(...)``: each buffer's pointer, then the min, extent and
+        stride of each of its dimensions, then the backend's own parameters."""
         params = []
         for arg in self.arguments:
             name = self.param(arg.buffer)
@@ -204,8 +210,35 @@ class CFamilyEmitter(Visitor[Any]):
             for d in range(arg.dimensions):
                 params.extend(f"int32_t {name}_{f}{d}" for f in ("min", "extent", "stride"))
         params.extend(self.extra_parameters())
-        header = [GENERATED_BANNER, self.preamble(), f"{self.linkage}int {self.function}({', '.join(params)}) {{"]
-        return "\n".join(header + body + ["}", ""])
+        return f"int {self.function}({', '.join(params)})"
+
+    def header(self) -> str:
+        """A header declaring the generated function, for the code that
+        calls it (C or C++), each argument described in a comment."""
+        for arg in self.arguments:
+            self.param(arg.buffer)  # the same parameter names as the source
+        guard = f"HB_{self.function.upper()}_H"
+        lines = [GENERATED_BANNER, f"#ifndef {guard}", f"#define {guard}", "", "#include <stdint.h>",
+                 *self.header_includes(), "", "#ifdef __cplusplus", 'extern "C" {', "#endif", "",
+                 f"/* {self.function}: returns 0, or a negative number when a check of the pipeline fails",
+                 " * (-N: its N-th assertion, in the order of the source). Arguments, in order:"]
+        for arg in self.arguments:
+            role = "output" if arg.output else "input"
+            lines.append(f" *   {self.param(arg.buffer)}: {arg.buffer}, {role}, {arg.type} elements "
+                         f"({storage_type(arg.type)} in memory), {arg.dimensions} dimension"
+                         f"{'s' if arg.dimensions != 1 else ''}; then min, extent, stride of each")
+        lines += [f" *   {line}" for line in self.extra_parameter_notes()]
+        lines += [" */", f"{self.declaration()};", "", "#ifdef __cplusplus", "}", "#endif", "",
+                  f"#endif /* {guard} */", ""]
+        return "\n".join(lines)
+
+    def header_includes(self) -> list[str]:
+        """Headers the declaration needs besides <stdint.h>."""
+        return []
+
+    def extra_parameter_notes(self) -> list[str]:
+        """What each of ``extra_parameters`` means, for the header."""
+        return []
 
     # ------------------------------------------------------------ backend hooks
     linkage = ""

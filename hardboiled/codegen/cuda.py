@@ -48,6 +48,7 @@ import re
 from collections.abc import Callable
 
 from hardboiled import ir
+from hardboiled.codegen.abi import DEFAULT_ENTRY_POINT
 from hardboiled.codegen.c_family import (
     C_HEADERS,
     CFamilyEmitter,
@@ -173,7 +174,7 @@ def _named_axis(loop: ir.For, kind: str) -> int | None:
 class CudaGenerator(CFamilyEmitter):
     """The host wrapper; each gpu_block loop nest becomes a kernel launch."""
 
-    def __init__(self, stmt: ir.Stmt, function: str = "hb_kernel"):
+    def __init__(self, stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT):
         super().__init__(stmt, function)
         self.kernels: list[list[str]] = []
         self.device_allocations: list[str] = []
@@ -186,6 +187,13 @@ class CudaGenerator(CFamilyEmitter):
         # The caller's stream: every launch, allocation and free is ordered
         # on it, and nothing waits for the whole device.
         return [f"cudaStream_t {self.stream}"]
+
+    def extra_parameter_notes(self) -> list[str]:
+        return [f"{self.stream}: the stream every kernel is queued on (NULL: the default stream); the "
+                "function returns without waiting for them, and buffer pointers are device memory"]
+
+    def header_includes(self) -> list[str]:
+        return ["#include <cuda_runtime.h>"]
 
     def preamble(self) -> str:
         # Kernels are emitted while the body is, so they are known here.
@@ -979,8 +987,12 @@ class KernelGenerator(CFamilyEmitter):
         raise codegen_error(f"cannot index a staging copy with {type(e).__name__}")
 
 
-def generate_cuda(stmt: ir.Stmt, function: str = "hb_kernel") -> str:
+def generate_cuda(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT) -> str:
     return CudaGenerator(stmt, function).generate()
 
 
-__all__ = ["CudaGenerator", "generate_cuda", "required_sm"]
+def generate_cuda_header(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT) -> str:
+    return CudaGenerator(stmt, function).header()
+
+
+__all__ = ["CudaGenerator", "generate_cuda", "generate_cuda_header", "required_sm"]

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -41,15 +42,33 @@ class ToolchainError(HardboiledError):
 class Compiler:
     path: str
     name: str
+    arguments: tuple[str, ...] = ()
+    """Words after the program in --cc or $CC ("ccache gcc", "gcc -m64")."""
+
+    @property
+    def command(self) -> list[str]:
+        return [self.path, *self.arguments]
+
+
+def _command_words(text: str, what: str) -> list[str]:
+    """A compiler named with arguments, split as a shell would split it."""
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise ToolchainError(Diagnostic("error", f"cannot split {what} '{text}': {exc}")) from None
+    if not words:
+        raise ToolchainError(Diagnostic("error", f"{what} is empty"))
+    return words
 
 
 def find_compiler(requested: str | None = None) -> Compiler:
     choice = requested or os.environ.get("CC")
     candidates = [choice] if choice else ["clang", "gcc"]
     for candidate in candidates:
-        path = shutil.which(candidate)
+        words = _command_words(candidate, "the C compiler")
+        path = shutil.which(words[0])
         if path:
-            return Compiler(path, Path(candidate).name)
+            return Compiler(path, " ".join(Path(word).name for word in words), tuple(words[1:]))
     raise ToolchainError(Diagnostic(
         "error", f"no C compiler found (looked for {', '.join(candidates)})",
         notes=("install clang or gcc, or name one with --cc or $CC",),
@@ -86,7 +105,7 @@ def compile_c(source: str, output: Path, *, shared: bool, amx: str = "auto",
         src.write_text(source)
         temporary_output = Path(tmp) / output.name
         proc = subprocess.run(
-            [compiler.path, *flags, *extra, str(src), "-o", str(temporary_output), "-lm"],
+            [*compiler.command, *flags, *extra, str(src), "-o", str(temporary_output), "-lm"],
             capture_output=True, text=True, timeout=300,
         )
         if proc.returncode != 0:
@@ -134,15 +153,17 @@ def parse_cuda_arch(text: str) -> int:
     return sm
 
 
-def find_nvcc() -> str:
+def find_nvcc() -> list[str]:
+    """nvcc's command: $NVCC (which may carry arguments) or nvcc."""
     choice = os.environ.get("NVCC") or "nvcc"
-    path = shutil.which(choice)
+    words = _command_words(choice, "$NVCC")
+    path = shutil.which(words[0])
     if path is None:
         raise ToolchainError(Diagnostic(
-            "error", f"no CUDA compiler found (looked for {choice})",
+            "error", f"no CUDA compiler found (looked for {words[0]})",
             notes=("install the CUDA toolkit, or name nvcc with $NVCC",),
         ))
-    return path
+    return [path, *words[1:]]
 
 
 def compile_cuda(source: str, output: Path, *, kind: str = "ptx", sm: int = WMMA_TENSOR_CORE.default_sm,
@@ -158,7 +179,7 @@ def compile_cuda(source: str, output: Path, *, kind: str = "ptx", sm: int = WMMA
         src.write_text(source)
         temporary_output = Path(tmp) / f"kernel.{kind}"
         proc = subprocess.run(
-            [nvcc, f"-arch=sm_{sm}", f"-{kind}", "-std=c++17", *extra, str(src), "-o", str(temporary_output)],
+            [*nvcc, f"-arch=sm_{sm}", f"-{kind}", "-std=c++17", *extra, str(src), "-o", str(temporary_output)],
             capture_output=True, text=True, timeout=300,
         )
         if proc.returncode != 0:

@@ -20,7 +20,7 @@ from typing import Any
 
 from hardboiled import __version__
 
-CACHE_FORMAT = 6
+CACHE_FORMAT = 7
 """Bumped whenever the stored layout or its meaning changes."""
 
 

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from hardboiled import ir
-from hardboiled.codegen.abi import kernel_signature
+from hardboiled.codegen.abi import DEFAULT_ENTRY_POINT, kernel_signature
 from hardboiled.codegen.toolchain import compile_c, cpu_has_amx, find_compiler, resolve_amx_mode
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
 from hardboiled.verify.compare import DEFAULT_SEED, VerificationResult, compare_outputs, error_bounds, run_original
@@ -32,7 +32,9 @@ def run_kernel(library: Path, function: str, arguments: list[tuple[str, int]], b
 
 def run_generated_c(original: ir.Stmt, rewritten: ir.Stmt, source: str, *, cc: str | None = None,
                     amx: str = "auto", seed: int = DEFAULT_SEED,
-                    params: dict[str, int] | None = None) -> tuple[VerificationResult, str, str]:
+                    params: dict[str, int] | None = None,
+                    function: str = DEFAULT_ENTRY_POINT,
+                    extra: tuple[str, ...] = ()) -> tuple[VerificationResult, str, str]:
     """Build the C generated for ``rewritten``, run it on the same random
     inputs as the interpreter, and compare with the original IR's outputs.
 
@@ -46,16 +48,23 @@ def run_generated_c(original: ir.Stmt, rewritten: ir.Stmt, source: str, *, cc: s
             "error", "--amx native cannot run here: this CPU has no AMX (no amx_tile in /proc/cpuinfo)",
             notes=("use --amx emulate (or auto) to run, or --build alone to compile with native intrinsics",),
         ))
-    buffers, outputs, expected = run_original(original, params or {}, seed)
-    actual = copy.deepcopy(buffers)
     with tempfile.TemporaryDirectory(prefix="hardboiled-run-") as tmp:
         library = Path(tmp) / "kernel.so"
-        compiler = compile_c(source, library, shared=True, amx=mode, compiler=find_compiler(cc))
-        arguments = [(a.buffer, a.dimensions) for a in kernel_signature(rewritten)]
-        status = run_kernel(library, "hb_kernel", arguments, actual)
+        compiler = compile_c(source, library, shared=True, amx=mode, compiler=find_compiler(cc), extra=extra)
+        result = run_built_kernel(original, rewritten, library, function, seed=seed, params=params)
+    return result, compiler.name, mode
+
+
+def run_built_kernel(original: ir.Stmt, rewritten: ir.Stmt, library: Path, function: str, *,
+                     seed: int = DEFAULT_SEED, params: dict[str, int] | None = None) -> VerificationResult:
+    """Call ``function`` of a built library (the C generated for
+    ``rewritten``, maybe linked with other kernels) on the interpreter's
+    random inputs, and compare with the original IR's outputs."""
+    buffers, outputs, expected = run_original(original, params or {}, seed)
+    actual = copy.deepcopy(buffers)
+    arguments = [(a.buffer, a.dimensions) for a in kernel_signature(rewritten)]
+    status = run_kernel(library, function, arguments, actual)
     if status != 0:
-        return VerificationResult(seed, (), f"the generated kernel returned {status} (a failed check)"), \
-            compiler.name, mode
+        return VerificationResult(seed, (), f"the generated kernel returned {status} (a failed check)")
     bounds = error_bounds(original, rewritten, buffers, outputs)
-    comparisons = compare_outputs(buffers, outputs, expected, actual, bounds)
-    return VerificationResult(seed, comparisons), compiler.name, mode
+    return VerificationResult(seed, compare_outputs(buffers, outputs, expected, actual, bounds))

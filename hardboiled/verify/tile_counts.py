@@ -24,6 +24,7 @@ from pathlib import Path
 
 from hardboiled import ir
 from hardboiled.codegen.abi import kernel_signature
+from hardboiled.codegen.c import AMX_RUNTIME_END
 from hardboiled.codegen.toolchain import compile_c, find_compiler
 from hardboiled.legalize.operand_hoisting import HOISTED_KIND
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
@@ -84,7 +85,9 @@ def _with_counters(source: str) -> str:
     """``source`` with every counted intrinsic call counted: the call
     ``_tile_loadd(...)`` becomes ``hb_counting_tile_loadd(), _tile_loadd(...)``."""
     pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in _COUNTERS) + r")\(")
-    return _counting_prelude() + pattern.sub(lambda m: f"hb_counting{m.group(1)}(), {m.group(1)}(", source)
+    runtime, marker, generated = source.rpartition(AMX_RUNTIME_END)  # the runtime's macros are not calls
+    counted = pattern.sub(lambda m: f"hb_counting{m.group(1)}(), {m.group(1)}(", generated)
+    return _counting_prelude() + runtime + marker + counted
 
 
 @dataclass(frozen=True, slots=True)

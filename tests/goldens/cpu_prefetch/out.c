@@ -4,7 +4,6 @@
 #include <string.h>
 #include <math.h>
 #include <alloca.h>
-#include "hb_amx.h"
 
 /* Halide's integer division and modulo: the remainder is never negative. */
 static inline int64_t hb_div(int64_t a, int64_t b) {
@@ -61,7 +60,7 @@ static inline uint16_t hb_f32_to_f16(float f) {
 }
 static inline float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
 
-int hb_kernel(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int32_t A_host_pointer_min1, int32_t A_host_pointer_extent1, int32_t A_host_pointer_stride1, float *f_host_pointer, int32_t f_host_pointer_min0, int32_t f_host_pointer_extent0, int32_t f_host_pointer_stride0, int32_t f_host_pointer_min1, int32_t f_host_pointer_extent1, int32_t f_host_pointer_stride1) {
+int vectorizing(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int32_t A_host_pointer_min1, int32_t A_host_pointer_extent1, int32_t A_host_pointer_stride1, float *f_host_pointer, int32_t f_host_pointer_min0, int32_t f_host_pointer_extent0, int32_t f_host_pointer_stride0, int32_t f_host_pointer_min1, int32_t f_host_pointer_extent1, int32_t f_host_pointer_stride1) {
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)f.buffer) != (uint64)0, halide_error_buffer_argument_is_null("f")) */
   if (!((((uint64_t)(uintptr_t)(((void *)f_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)A.buffer) != (uint64)0, halide_error_buffer_argument_is_null("A")) */

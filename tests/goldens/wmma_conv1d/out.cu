@@ -66,7 +66,7 @@ static inline __host__ __device__ uint16_t hb_f32_to_f16(float f) {
 static inline __host__ __device__ float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
 using namespace nvcuda;
 /* launched as <<<grid, dim3(32, 1, 1)>>> */
-static __global__ void hb_kernel_k0(uint16_t *__restrict__ I, uint16_t *__restrict__ K, float *__restrict__ output, int32_t I_min_0, int32_t K_min_0, int32_t output_s0_x_x_block_id_x_lo) {
+static __global__ void vectorizing_k0(uint16_t *__restrict__ I, uint16_t *__restrict__ K, float *__restrict__ output, int32_t I_min_0, int32_t K_min_0, int32_t output_s0_x_x_block_id_x_lo) {
   const int32_t output_s0_x_x_block_id_x = output_s0_x_x_block_id_x_lo + (int32_t)blockIdx.x;
   /* the thread's place in the block, for work spread over all its threads */
   const int hb_thread = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
@@ -131,7 +131,7 @@ static __global__ void hb_kernel_k0(uint16_t *__restrict__ I, uint16_t *__restri
 }
 
 
-extern "C" int hb_kernel(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, int32_t I_host_pointer_extent0, int32_t I_host_pointer_stride0, uint16_t *K_host_pointer, int32_t K_host_pointer_min0, int32_t K_host_pointer_extent0, int32_t K_host_pointer_stride0, float *output_host_pointer, int32_t output_host_pointer_min0, int32_t output_host_pointer_extent0, int32_t output_host_pointer_stride0, cudaStream_t hb_stream) {
+extern "C" int vectorizing(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, int32_t I_host_pointer_extent0, int32_t I_host_pointer_stride0, uint16_t *K_host_pointer, int32_t K_host_pointer_min0, int32_t K_host_pointer_extent0, int32_t K_host_pointer_stride0, float *output_host_pointer, int32_t output_host_pointer_min0, int32_t output_host_pointer_extent0, int32_t output_host_pointer_stride0, cudaStream_t hb_stream) {
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)output.buffer) != (uint64)0, halide_error_buffer_argument_is_null("output")) */
   if (!((((uint64_t)(uintptr_t)(((void *)output_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)K.buffer) != (uint64)0, halide_error_buffer_argument_is_null("K")) */
@@ -256,7 +256,7 @@ extern "C" int hb_kernel(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, 
     {
       if ((uintptr_t)(output) % 32 != 0) { return -300002; }  /* load/store_matrix_sync need 32-byte aligned buffers */
       dim3 hb_grid(((int32_t)8), 1, 1), hb_block(32, 1, 1);
-      hb_kernel_k0<<<hb_grid, hb_block, 0, hb_stream>>>(I, K, output, I_min_0, K_min_0, output_s0_x_x_block_id_x_lo);
+      vectorizing_k0<<<hb_grid, hb_block, 0, hb_stream>>>(I, K, output, I_min_0, K_min_0, output_s0_x_x_block_id_x_lo);
       if (cudaGetLastError() != cudaSuccess) { return -300000; }
     }
   }

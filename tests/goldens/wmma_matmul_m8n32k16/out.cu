@@ -66,7 +66,7 @@ static inline __host__ __device__ uint16_t hb_f32_to_f16(float f) {
 static inline __host__ __device__ float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
 using namespace nvcuda;
 /* launched as <<<grid, dim3(32, 1, 1)>>> */
-static __global__ void hb_kernel_k0(uint16_t *__restrict__ A, uint16_t *__restrict__ B, float *__restrict__ prod_global_wrapper_0, int32_t prod_global_wrapper_0_s0_x_xo_block_id_x_lo, int32_t prod_global_wrapper_0_s0_y_yo_block_id_y_lo) {
+static __global__ void vectorizing_k0(uint16_t *__restrict__ A, uint16_t *__restrict__ B, float *__restrict__ prod_global_wrapper_0, int32_t prod_global_wrapper_0_s0_x_xo_block_id_x_lo, int32_t prod_global_wrapper_0_s0_y_yo_block_id_y_lo) {
   const int32_t prod_global_wrapper_0_s0_x_xo_block_id_x = prod_global_wrapper_0_s0_x_xo_block_id_x_lo + (int32_t)blockIdx.x;
   const int32_t prod_global_wrapper_0_s0_y_yo_block_id_y = prod_global_wrapper_0_s0_y_yo_block_id_y_lo + (int32_t)blockIdx.y;
   /* the thread's place in the block, for work spread over all its threads */
@@ -112,7 +112,7 @@ static __global__ void hb_kernel_k0(uint16_t *__restrict__ A, uint16_t *__restri
 }
 
 
-extern "C" int hb_kernel(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int32_t A_host_pointer_min1, int32_t A_host_pointer_extent1, int32_t A_host_pointer_stride1, uint16_t *B_host_pointer, int32_t B_host_pointer_min0, int32_t B_host_pointer_extent0, int32_t B_host_pointer_stride0, int32_t B_host_pointer_min1, int32_t B_host_pointer_extent1, int32_t B_host_pointer_stride1, float *prod_global_wrapper_0_host_pointer, int32_t prod_global_wrapper_0_host_pointer_min0, int32_t prod_global_wrapper_0_host_pointer_extent0, int32_t prod_global_wrapper_0_host_pointer_stride0, int32_t prod_global_wrapper_0_host_pointer_min1, int32_t prod_global_wrapper_0_host_pointer_extent1, int32_t prod_global_wrapper_0_host_pointer_stride1, cudaStream_t hb_stream) {
+extern "C" int vectorizing(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int32_t A_host_pointer_min1, int32_t A_host_pointer_extent1, int32_t A_host_pointer_stride1, uint16_t *B_host_pointer, int32_t B_host_pointer_min0, int32_t B_host_pointer_extent0, int32_t B_host_pointer_stride0, int32_t B_host_pointer_min1, int32_t B_host_pointer_extent1, int32_t B_host_pointer_stride1, float *prod_global_wrapper_0_host_pointer, int32_t prod_global_wrapper_0_host_pointer_min0, int32_t prod_global_wrapper_0_host_pointer_extent0, int32_t prod_global_wrapper_0_host_pointer_stride0, int32_t prod_global_wrapper_0_host_pointer_min1, int32_t prod_global_wrapper_0_host_pointer_extent1, int32_t prod_global_wrapper_0_host_pointer_stride1, cudaStream_t hb_stream) {
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)prod_global_wrapper$0.buffer) != (uint64)0, halide_error_buffer_argument_is_null("prod_global_... */
   if (!((((uint64_t)(uintptr_t)(((void *)prod_global_wrapper_0_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)B.buffer) != (uint64)0, halide_error_buffer_argument_is_null("B")) */
@@ -301,7 +301,7 @@ extern "C" int hb_kernel(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, 
       if ((uintptr_t)(B) % 32 != 0) { return -300002; }  /* load/store_matrix_sync need 32-byte aligned buffers */
       if ((uintptr_t)(prod_global_wrapper_0) % 32 != 0) { return -300002; }  /* load/store_matrix_sync need 32-byte aligned buffers */
       dim3 hb_grid(((int32_t)2), ((int32_t)8), 1), hb_block(32, 1, 1);
-      hb_kernel_k0<<<hb_grid, hb_block, 0, hb_stream>>>(A, B, prod_global_wrapper_0, prod_global_wrapper_0_s0_x_xo_block_id_x_lo, prod_global_wrapper_0_s0_y_yo_block_id_y_lo);
+      vectorizing_k0<<<hb_grid, hb_block, 0, hb_stream>>>(A, B, prod_global_wrapper_0, prod_global_wrapper_0_s0_x_xo_block_id_x_lo, prod_global_wrapper_0_s0_y_yo_block_id_y_lo);
       if (cudaGetLastError() != cudaSuccess) { return -300000; }
     }
   }

@@ -66,7 +66,7 @@ static inline __host__ __device__ uint16_t hb_f32_to_f16(float f) {
 static inline __host__ __device__ float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
 using namespace nvcuda;
 /* launched as <<<grid, dim3(1, 1, 1)>>> */
-static __global__ void hb_kernel_k0(uint16_t *__restrict__ K, uint16_t *__restrict__ kernel_phases, int32_t K_min_0, int32_t K_min_1, int32_t K_stride_1) {
+static __global__ void vectorizing_k0(uint16_t *__restrict__ K, uint16_t *__restrict__ kernel_phases, int32_t K_min_0, int32_t K_min_1, int32_t K_stride_1) {
   /* for (kernel_phases.s0.dy, 0, 2) { */
   {
     int32_t kernel_phases_s0_dy_lo = ((int32_t)0), kernel_phases_s0_dy_end = kernel_phases_s0_dy_lo + ((int32_t)2);
@@ -96,7 +96,7 @@ static __global__ void hb_kernel_k0(uint16_t *__restrict__ K, uint16_t *__restri
 }
 
 /* launched as <<<grid, dim3(32, 1, 1)>>> */
-static __global__ void hb_kernel_k1(uint16_t *__restrict__ I, uint16_t *__restrict__ kernel_phases, float *__restrict__ output, int32_t I_stride_1, int32_t output_stride_1, int32_t output_s0_x_xo_block_id_x_lo, int32_t output_s0_y_yo_block_id_y_lo) {
+static __global__ void vectorizing_k1(uint16_t *__restrict__ I, uint16_t *__restrict__ kernel_phases, float *__restrict__ output, int32_t I_stride_1, int32_t output_stride_1, int32_t output_s0_x_xo_block_id_x_lo, int32_t output_s0_y_yo_block_id_y_lo) {
   const int32_t output_s0_x_xo_block_id_x = output_s0_x_xo_block_id_x_lo + (int32_t)blockIdx.x;
   const int32_t output_s0_y_yo_block_id_y = output_s0_y_yo_block_id_y_lo + (int32_t)blockIdx.y;
   /* the thread's place in the block, for work spread over all its threads */
@@ -210,7 +210,7 @@ static __global__ void hb_kernel_k1(uint16_t *__restrict__ I, uint16_t *__restri
 }
 
 
-extern "C" int hb_kernel(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, int32_t I_host_pointer_extent0, int32_t I_host_pointer_stride0, int32_t I_host_pointer_min1, int32_t I_host_pointer_extent1, int32_t I_host_pointer_stride1, uint16_t *K_host_pointer, int32_t K_host_pointer_min0, int32_t K_host_pointer_extent0, int32_t K_host_pointer_stride0, int32_t K_host_pointer_min1, int32_t K_host_pointer_extent1, int32_t K_host_pointer_stride1, float *output_host_pointer, int32_t output_host_pointer_min0, int32_t output_host_pointer_extent0, int32_t output_host_pointer_stride0, int32_t output_host_pointer_min1, int32_t output_host_pointer_extent1, int32_t output_host_pointer_stride1, cudaStream_t hb_stream) {
+extern "C" int vectorizing(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, int32_t I_host_pointer_extent0, int32_t I_host_pointer_stride0, int32_t I_host_pointer_min1, int32_t I_host_pointer_extent1, int32_t I_host_pointer_stride1, uint16_t *K_host_pointer, int32_t K_host_pointer_min0, int32_t K_host_pointer_extent0, int32_t K_host_pointer_stride0, int32_t K_host_pointer_min1, int32_t K_host_pointer_extent1, int32_t K_host_pointer_stride1, float *output_host_pointer, int32_t output_host_pointer_min0, int32_t output_host_pointer_extent0, int32_t output_host_pointer_stride0, int32_t output_host_pointer_min1, int32_t output_host_pointer_extent1, int32_t output_host_pointer_stride1, cudaStream_t hb_stream) {
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)output.buffer) != (uint64)0, halide_error_buffer_argument_is_null("output")) */
   if (!((((uint64_t)(uintptr_t)(((void *)output_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)K.buffer) != (uint64)0, halide_error_buffer_argument_is_null("K")) */
@@ -392,7 +392,7 @@ extern "C" int hb_kernel(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, 
       /* for (kernel_phases.s0.dy, 0, 2) { */
       {
         dim3 hb_grid(1, 1, 1), hb_block(1, 1, 1);
-        hb_kernel_k0<<<hb_grid, hb_block, 0, hb_stream>>>(K, kernel_phases, K_min_0, K_min_1, K_stride_1);
+        vectorizing_k0<<<hb_grid, hb_block, 0, hb_stream>>>(K, kernel_phases, K_min_0, K_min_1, K_stride_1);
         if (cudaGetLastError() != cudaSuccess) { cudaFreeAsync(kernel_phases, hb_stream); return -300000; }
       }
       /* assert((0 <= output.min.1) && ((output.extent.1 + output.min.1) <= 4), halide_error_explicit_bounds_too_small("y", "output", 0, 3, output.min.1, (o... */
@@ -421,7 +421,7 @@ extern "C" int hb_kernel(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, 
       int32_t output_s0_y_yo_block_id_y_lo = ((int32_t)0);
       {
         dim3 hb_grid(((int32_t)2), ((int32_t)2), 1), hb_block(32, 1, 1);
-        hb_kernel_k1<<<hb_grid, hb_block, 0, hb_stream>>>(I, kernel_phases, output, I_stride_1, output_stride_1, output_s0_x_xo_block_id_x_lo, output_s0_y_yo_block_id_y_lo);
+        vectorizing_k1<<<hb_grid, hb_block, 0, hb_stream>>>(I, kernel_phases, output, I_stride_1, output_stride_1, output_s0_x_xo_block_id_x_lo, output_s0_y_yo_block_id_y_lo);
         if (cudaGetLastError() != cudaSuccess) { cudaFreeAsync(kernel_phases, hb_stream); return -300000; }
       }
       /* let halide_device_and_host_free_result = halide_device_and_host_free((struct halide_buffer_t *)kernel_phases.buffer) */
