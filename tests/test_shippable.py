@@ -52,10 +52,13 @@ def _exported(obj: Path) -> set[str]:
 # ------------------------------------------------------------ names
 def test_the_entry_point_is_named_after_the_input_or_by_name() -> None:
     assert entry_point_name("conv-layer.debug.log") == "conv_layer"
-    assert entry_point_name("build/3x3.stmt") == "hb_3x3"
-    assert entry_point_name("int.stmt") == "hb_int"  # a keyword is no name
+    assert entry_point_name("build/3x3.stmt") == "k_3x3"
+    assert entry_point_name("int.stmt") == "k_int"  # a keyword is no name
+    assert entry_point_name("main.stmt") == "k_main"  # nor is a program's main
+    assert entry_point_name("hb_div.stmt") == "k_hb_div"  # nor a helper of the generated code
     assert entry_point_name("<stdin>") == entry_point_name("-") == "hb_kernel"
-    assert is_entry_point_name("amx_matmul") and not is_entry_point_name("1x") and not is_entry_point_name("class")
+    assert is_entry_point_name("amx_matmul") and is_entry_point_name("hb_kernel")
+    assert not any(map(is_entry_point_name, ("1x", "class", "main", "hb_div", "hb_amx_enable")))
 
 
 def test_name_on_the_command_line(tmp_path: Path) -> None:
@@ -66,7 +69,7 @@ def test_name_on_the_command_line(tmp_path: Path) -> None:
     assert b"\nint conv_layer(uint16_t *" in default.stdout
     named = run_cli("compile", str(log), "--emit", "c", "--name", "my_matmul", "--no-cache")
     assert b"\nint my_matmul(uint16_t *" in named.stdout and b"conv_layer" not in named.stdout
-    for bad, message in (("1x", b"not a C identifier"), ("while", b"keyword")):
+    for bad, message in (("1x", b"not a C identifier"), ("while", b"keyword"), ("hb_mod", b"hb_")):
         refused = run_cli("compile", str(log), "--emit", "c", "--name", bad)
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr
     two = run_cli("compile", str(log), str(log), "--name", "k", "-o", str(tmp_path / "out"))

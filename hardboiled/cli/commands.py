@@ -356,8 +356,8 @@ def _check_entry_point(name: str | None, input_paths: tuple[str, ...]) -> None:
     if name is None:
         return
     if not is_entry_point_name(name):
-        raise click.BadParameter(f"'{name}' is not a C identifier (or is a C or C++ keyword)",
-                                 param_hint="--name")
+        raise click.BadParameter(f"'{name}' is not a C identifier, or is a C or C++ keyword, main, or a name "
+                                 "starting with hb_ (the generated code's own)", param_hint="--name")
     if len(input_paths) > 1:
         raise click.UsageError("--name names one function: with several inputs, each is named after its file")
 

@@ -48,18 +48,29 @@ C_KEYWORDS = frozenset((
 STANDARD_INPUT_NAMES = ("-", "<stdin>")
 
 
+HELPER_PREFIX = "hb_"
+"""The generated code's own helpers and runtime are named hb_*: an entry
+point may not be (hb_div would clash with Halide's division helper), except
+the default one."""
+ESCAPE_PREFIX = "k_"
+"""Put in front of an input's stem that cannot be a function name as it is."""
+
+
 def is_entry_point_name(name: str) -> bool:
-    """A name C and C++ accept for the generated function."""
-    return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) is not None and name not in C_KEYWORDS
+    """A name C and C++ accept for the generated function, that clashes with
+    nothing the generated code defines (nor with a program's main)."""
+    return (re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) is not None and name not in C_KEYWORDS
+            and name != "main" and (name == DEFAULT_ENTRY_POINT or not name.startswith(HELPER_PREFIX)))
 
 
 def entry_point_name(filename: str) -> str:
     """The default entry point for an input: its stem (every suffix off),
-    made a C identifier. ``conv-layer.debug.log`` gives ``conv_layer``."""
+    made a C identifier. ``conv-layer.debug.log`` gives ``conv_layer``,
+    ``3x3.stmt`` ``k_3x3``, ``int.stmt`` ``k_int``."""
     if filename in STANDARD_INPUT_NAMES:
         return DEFAULT_ENTRY_POINT
     stem = PurePath(filename).name.split(".", 1)[0]
     name = re.sub(r"[^A-Za-z0-9_]", "_", stem).strip("_")
     if not name:
         return DEFAULT_ENTRY_POINT
-    return f"hb_{name}" if name[0].isdigit() or name in C_KEYWORDS else name
+    return name if is_entry_point_name(name) else ESCAPE_PREFIX + name
