@@ -199,3 +199,20 @@ def test_compilers_are_named_with_arguments(tmp_path: Path) -> None:
     assert bad.returncode != 0 and b"cannot split the C compiler" in bad.stderr
     options = CompileOptions(include_dirs=("a", "b c"))
     assert options.include_flags == ("-I", "a", "-I", "b c")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_build_makes_objects_and_libraries_of_cuda_too(tmp_path: Path) -> None:
+    """--build FILE.o / FILE.so: nvcc for a GPU program, the C compiler for
+    a CPU one; either way the entry point is the one global function."""
+    wmma = str(FIXTURES / "wmma_f16_matmul" / "vectorizing.stmt")
+    for built in ("k.o", "k.so"):
+        proc = run_cli("compile", wmma, "--store-in", "prod=WMMAAccumulator", "--name", "f16_mm", "--build",
+                       str(tmp_path / built), "--no-cache")
+        assert proc.returncode == 0, proc.stderr
+        assert b"with nvcc" in proc.stderr
+        assert "f16_mm" in _exported(tmp_path / built)
+    proc = run_cli("compile", str(FIXTURES / "amx_bf16_matmul_std_single" / "debug.log"), "--build",
+                   str(tmp_path / "amx.so"), "--no-cache")
+    assert proc.returncode == 0 and b"with nvcc" not in proc.stderr, proc.stderr
+    assert "debug" in _exported(tmp_path / "amx.so")

@@ -259,11 +259,12 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
               help="Build the generated C, run it on seeded random inputs and compare with the original "
               "IR in the reference interpreter (exit 5 on a mismatch).")
 @click.option("--build", "build_path", metavar="FILE", default=None,
-              help="Also compile the generated code to FILE (one input only): the CUDA with nvcc if FILE "
-              "ends in .ptx or .cubin, else the C, to a shared library (.so) or an object file.")
+              help="Also compile the generated code to FILE (one input only): PTX or a cubin (.ptx, .cubin) "
+              "with nvcc, else a shared library (.so) or an object file, with nvcc for a GPU program and the "
+              "C compiler for a CPU one.")
 @click.option("--cuda-arch", "cuda_arch", metavar="sm_XX", default=f"sm_{WMMA_TENSOR_CORE.default_sm}",
               show_default=True,
-              help=f"GPU architecture for --build FILE.ptx/.cubin; sm_{WMMA_TENSOR_CORE.min_sm} or newer.")
+              help=f"GPU architecture for nvcc's --build; sm_{WMMA_TENSOR_CORE.min_sm} or newer.")
 @click.option("--name", "entry_point", metavar="NAME", default=None,
               help="Name of the generated function (default: the input's stem made a C name, e.g. "
               "conv-layer.debug.log gives conv_layer; hb_kernel for standard input). Every other symbol "

@@ -170,7 +170,9 @@ class CompileOptions:
 
 
 CUDA_BUILD_SUFFIXES = {".ptx": "ptx", ".cubin": "cubin"}
-"""--build FILE with these suffixes compiles the generated CUDA with nvcc."""
+"""--build FILE with these suffixes compiles the generated CUDA with nvcc;
+any other FILE is an object file (a shared library for .so), made by nvcc
+for a GPU program and by the C compiler for a CPU one."""
 GENERATED_CUDA_FLAGS = ("-diag-suppress=177",)
 """The shared prelude defines helpers that a kernel may not use."""
 
@@ -330,6 +332,9 @@ def _checked_for(stmt: ir.Stmt, language: str) -> ir.Stmt:
 def _emit_cuda(c: Compilation) -> None:
     from hardboiled.codegen.cuda import generate_cuda, generate_cuda_header
 
+    if "cuda" not in c.options.emit and not c.options.cuda_build and not _is_gpu_program(
+            _single(c.program, "CUDA generation")):
+        return  # --build FILE.o/.so of a CPU program: the C build makes it
     program = _checked_for(_single(c.program, "CUDA generation"), "cuda")
     c.cuda_source = generate_cuda(program, _entry_point(c))
     c.header = generate_cuda_header(program, _entry_point(c))
@@ -340,14 +345,17 @@ def _build_cuda(c: Compilation) -> None:
     from hardboiled.codegen.toolchain import compile_cuda
 
     options = c.options
-    assert c.cuda_source is not None and options.build_path is not None
+    assert options.build_path is not None
+    if c.cuda_source is None:
+        return  # a CPU program's object or library: the C build makes it
     needed = required_sm(_single(c.program, "CUDA generation"))
     if options.cuda_arch < needed:
         raise HardboiledError(Diagnostic(
             "error", f"--cuda-arch sm_{options.cuda_arch}: these Tensor Core operations need sm_{needed} or newer",
             notes=("bfloat16 fragments need sm_80",),
         ))
-    kind = CUDA_BUILD_SUFFIXES[Path(options.build_path).suffix]
+    suffix = Path(options.build_path).suffix
+    kind = CUDA_BUILD_SUFFIXES.get(suffix) or ("so" if suffix == ".so" else "o")
     compile_cuda(c.cuda_source, Path(options.build_path), kind=kind, sm=options.cuda_arch,
                  extra=GENERATED_CUDA_FLAGS + options.include_flags)
     c.messages.append(f"built {options.build_path} with nvcc (sm_{options.cuda_arch}, {kind})")
@@ -355,6 +363,9 @@ def _build_cuda(c: Compilation) -> None:
 
 def _emit_c(c: Compilation) -> None:
     from hardboiled.codegen.c import generate_c, generate_c_header
+
+    if "c" not in c.options.emit and not c.options.run and _is_gpu_program(_single(c.program, "C generation")):
+        return  # --build FILE.o/.so of a GPU program: nvcc makes it from the CUDA
 
     program = _checked_for(_single(c.program, "C generation"), "c")
     c.c_source = generate_c(program, _entry_point(c))
@@ -388,7 +399,9 @@ def _build_c(c: Compilation) -> None:
     from hardboiled.codegen.toolchain import compile_c, find_compiler
 
     options = c.options
-    assert c.c_source is not None and options.build_path is not None
+    assert options.build_path is not None
+    if c.c_source is None:
+        return  # a GPU program: built by nvcc
     compiler = compile_c(c.c_source, Path(options.build_path), shared=options.build_path.endswith(".so"),
                          amx=options.amx, compiler=find_compiler(options.cc), extra=options.include_flags)
     c.messages.append(f"built {options.build_path} with {compiler.name}")
@@ -403,8 +416,8 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("verify", "run the original and the rewritten IR in the interpreter and compare", _verify,
          lambda o: o.verify),
     Pass("emit-cuda", "CUDA with nvcuda::wmma kernels", _emit_cuda,
-         lambda o: "cuda" in o.emit or o.cuda_build, shows_code="cuda"),
-    Pass("build-cuda", "compile the CUDA with nvcc", _build_cuda, lambda o: o.cuda_build),
+         lambda o: "cuda" in o.emit or bool(o.build_path), shows_code="cuda"),
+    Pass("build-cuda", "compile the CUDA with nvcc", _build_cuda, lambda o: bool(o.build_path)),
     Pass("emit-c", "C with AMX intrinsics", _emit_c,
          lambda o: "c" in o.emit or o.c_build or o.run, shows_code="c"),
     Pass("run-c", "build the C, run it and compare with the interpreter", _run_c, lambda o: o.run),

@@ -132,7 +132,10 @@ def _require_output(name: str, output: Path) -> None:
         ))
 
 
-CUDA_OUTPUT_KINDS = ("ptx", "cubin")
+CUDA_OUTPUT_KINDS = {"ptx": ("-ptx",), "cubin": ("-cubin",), "o": ("-c", "-Xcompiler", "-fPIC"),
+                     "so": ("-shared", "-Xcompiler", "-fPIC")}
+"""What nvcc makes, and the flags that make it: PTX, a cubin, an object file
+or a shared library (both position-independent, to link anywhere)."""
 
 
 def parse_cuda_arch(text: str) -> int:
@@ -168,8 +171,9 @@ def find_nvcc() -> list[str]:
 
 def compile_cuda(source: str, output: Path, *, kind: str = "ptx", sm: int = WMMA_TENSOR_CORE.default_sm,
                  extra: tuple[str, ...] = ()) -> Path:
-    """Compile CUDA ``source`` with nvcc to PTX or a cubin at ``output``,
-    written only once nvcc succeeded."""
+    """Compile CUDA ``source`` with nvcc to PTX, a cubin, an object file or
+    a shared library at ``output`` (``kind``), written only once nvcc
+    succeeded."""
     if kind not in CUDA_OUTPUT_KINDS:
         raise HardboiledError(Diagnostic("error", f"unknown CUDA output kind {kind!r}",
                                          notes=(f"choose one of: {', '.join(CUDA_OUTPUT_KINDS)}",)))
@@ -179,7 +183,8 @@ def compile_cuda(source: str, output: Path, *, kind: str = "ptx", sm: int = WMMA
         src.write_text(source)
         temporary_output = Path(tmp) / f"kernel.{kind}"
         proc = subprocess.run(
-            [*nvcc, f"-arch=sm_{sm}", f"-{kind}", "-std=c++17", *extra, str(src), "-o", str(temporary_output)],
+            [*nvcc, f"-arch=sm_{sm}", *CUDA_OUTPUT_KINDS[kind], "-std=c++17", *extra, str(src), "-o",
+             str(temporary_output)],
             capture_output=True, text=True, timeout=300,
         )
         if proc.returncode != 0:
