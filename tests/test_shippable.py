@@ -96,6 +96,9 @@ def test_a_header_is_written_beside_the_source(tmp_path: Path) -> None:
     assert "mm_global_wrapper_0_host_pointer: mm_global_wrapper$0, output, float32 elements" in header
     declaration = next(line for line in header.splitlines() if line.startswith("int amx_mm(")).rstrip(";")
     assert declaration + " {" in (tmp_path / "amx_mm.c").read_text()  # the same declaration
+    # a source written to a .h name is not overwritten by its header
+    odd = run_cli("compile", str(fixture), "--emit", "c", "-o", str(tmp_path / "odd.h"), "--no-cache")
+    assert odd.returncode == 0 and "_tile_loadconfig" in (tmp_path / "odd.h").read_text()
     # into a directory: NAME.h beside NAME.c; on standard output, no header
     out = tmp_path / "dir"
     assert run_cli("compile", str(fixture), "--emit", "ir,c", "-o", str(out), "--no-cache").returncode == 0

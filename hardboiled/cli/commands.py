@@ -431,7 +431,7 @@ def _write_results(results: list[FileResult], names: list[str], kinds: tuple[str
                 # Beside the source it declares; not on standard output.
                 if directory is not None:
                     write_output(str(directory / (stem + HEADER_SUFFIX)), text)
-                elif output_path not in (None, STDIO):
+                elif output_path not in (None, STDIO) and Path(output_path).suffix != HEADER_SUFFIX:
                     write_output(str(Path(output_path).with_suffix(HEADER_SUFFIX)), text)
                 continue
             if kind not in kinds:
