@@ -132,9 +132,9 @@ def tensorize(app: App, stmt: Path, out_dir: Path, verify: bool = True) -> dict:
 
 def generated_part(code: str) -> str:
     """The generated code, without the AMX runtime inlined before it."""
-    from hardboiled.codegen.c import AMX_RUNTIME_END
+    from hardboiled.codegen.c import split_amx_runtime
 
-    return code.split(AMX_RUNTIME_END, 1)[-1]
+    return split_amx_runtime(code)[1]
 
 
 def intrinsics(code: str, cuda: bool) -> list[str]:

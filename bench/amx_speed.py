@@ -54,7 +54,7 @@ import numpy as np  # noqa: E402
 from hardboiled import ir  # noqa: E402
 from hardboiled.cli.pipeline import tensorize  # noqa: E402
 from hardboiled.codegen.abi import kernel_signature  # noqa: E402
-from hardboiled.codegen.c import AMX_RUNTIME_END, generate_c  # noqa: E402
+from hardboiled.codegen.c import generate_c, split_amx_runtime  # noqa: E402
 from hardboiled.codegen.toolchain import compile_c, cpu_has_amx, find_compiler, runtime_dir  # noqa: E402
 from hardboiled.frontend.parse import parse_input  # noqa: E402
 from hardboiled.select.selector import SelectionOptions  # noqa: E402
@@ -322,8 +322,8 @@ def overhead_microseconds(pipeline: Pipeline, compiled: Compiled, workdir: Path,
     import re
 
     dot_products = "|".join(d.c_name for d in AMX_TILE.dot_products)
-    runtime, marker, generated = compiled.source.rpartition(AMX_RUNTIME_END)  # its macros are not calls
-    source = runtime + marker + re.sub(rf"\b({dot_products})\(", "(void)(", generated)
+    runtime, generated = split_amx_runtime(compiled.source)
+    source = runtime + re.sub(rf"\b({dot_products})\(", "(void)(", generated)
     bench = _timed_kernel(_NULL_AMX + source, compiled.order, workdir, "emulate")
     pointers, shapes, _ = _kernel_arguments(pipeline, compiled, operands(pipeline, np.random.default_rng(0)))
     reps = max(1, int(2e8 / pipeline.size ** 2))

@@ -12,7 +12,7 @@ import pytest
 
 from hardboiled import ir
 from hardboiled.cli.pipeline import tensorize
-from hardboiled.codegen.c import AMX_RUNTIME_END, generate_c
+from hardboiled.codegen.c import generate_c, split_amx_runtime
 from hardboiled.codegen.toolchain import Compiler, compile_c
 from hardboiled.frontend.parse import parse_input
 from hardboiled.select.selector import SelectionOptions
@@ -108,7 +108,7 @@ def test_every_tile_load_follows_a_compiler_barrier(case: str) -> None:
     clobber: without a barrier a store into a repack buffer may move after
     the tile load that reads it."""
     _, rewritten = _rewritten(case)
-    generated = generate_c(rewritten).split(AMX_RUNTIME_END, 1)[1]  # the runtime's own macros aside
+    _, generated = split_amx_runtime(generate_c(rewritten))
     lines = [line for line in generated.splitlines() if "_tile_loadd(" in line]
     assert lines and all("hb_amx_barrier(); _tile_loadd(" in line for line in lines)
 

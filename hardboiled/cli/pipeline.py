@@ -332,12 +332,12 @@ def _checked_for(stmt: ir.Stmt, language: str) -> ir.Stmt:
 def _emit_cuda(c: Compilation) -> None:
     from hardboiled.codegen.cuda import generate_cuda, generate_cuda_header
 
-    if "cuda" not in c.options.emit and not c.options.cuda_build and not _is_gpu_program(
-            _single(c.program, "CUDA generation")):
+    program = _single(c.program, "CUDA generation")
+    if "cuda" not in c.options.emit and not c.options.cuda_build and not _is_gpu_program(program):
         return  # --build FILE.o/.so of a CPU program: the C build makes it
-    program = _checked_for(_single(c.program, "CUDA generation"), "cuda")
-    c.cuda_source = generate_cuda(program, _entry_point(c))
-    c.header = generate_cuda_header(program, _entry_point(c))
+    name = _entry_point(c)
+    c.cuda_source = generate_cuda(_checked_for(program, "cuda"), name)
+    c.header = generate_cuda_header(program, name)
 
 
 def _build_cuda(c: Compilation) -> None:
@@ -364,12 +364,12 @@ def _build_cuda(c: Compilation) -> None:
 def _emit_c(c: Compilation) -> None:
     from hardboiled.codegen.c import generate_c, generate_c_header
 
-    if "c" not in c.options.emit and not c.options.run and _is_gpu_program(_single(c.program, "C generation")):
+    program = _single(c.program, "C generation")
+    if "c" not in c.options.emit and not c.options.run and _is_gpu_program(program):
         return  # --build FILE.o/.so of a GPU program: nvcc makes it from the CUDA
-
-    program = _checked_for(_single(c.program, "C generation"), "c")
-    c.c_source = generate_c(program, _entry_point(c))
-    c.header = generate_c_header(program, _entry_point(c))
+    name = _entry_point(c)
+    c.c_source = generate_c(_checked_for(program, "c"), name)
+    c.header = generate_c_header(program, name)
 
 
 def _entry_point(c: Compilation) -> str:

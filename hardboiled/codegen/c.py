@@ -343,6 +343,15 @@ AMX_RUNTIME_END = "/* ---- end of the AMX runtime ---- */"
 follows it (the runtime's macros name the tile operations too)."""
 
 
+def split_amx_runtime(source: str) -> tuple[str, str]:
+    """Generated C as (the inlined AMX runtime with its end marker, the
+    generated code after it); the first is empty when there is no runtime.
+    The runtime's macros name the tile operations too: whatever looks for
+    or rewrites the generated calls reads only the second part."""
+    runtime, marker, generated = source.rpartition(AMX_RUNTIME_END)
+    return runtime + marker, generated
+
+
 @functools.cache
 def amx_runtime_source() -> str:
     """hb_amx.h with the emulation it includes, as one block of C: what the

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from hardboiled import ir
 from hardboiled.codegen.abi import kernel_signature
-from hardboiled.codegen.c import AMX_RUNTIME_END
+from hardboiled.codegen.c import split_amx_runtime
 from hardboiled.codegen.toolchain import compile_c, find_compiler
 from hardboiled.legalize.operand_hoisting import HOISTED_KIND
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
@@ -85,9 +85,9 @@ def _with_counters(source: str) -> str:
     """``source`` with every counted intrinsic call counted: the call
     ``_tile_loadd(...)`` becomes ``hb_counting_tile_loadd(), _tile_loadd(...)``."""
     pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in _COUNTERS) + r")\(")
-    runtime, marker, generated = source.rpartition(AMX_RUNTIME_END)  # the runtime's macros are not calls
+    runtime, generated = split_amx_runtime(source)
     counted = pattern.sub(lambda m: f"hb_counting{m.group(1)}(), {m.group(1)}(", generated)
-    return _counting_prelude() + runtime + marker + counted
+    return _counting_prelude() + runtime + counted
 
 
 @dataclass(frozen=True, slots=True)
