@@ -18,7 +18,7 @@ test: ## Run the test suite (fails if no test ran)
 	$(BIN)/python -m pytest
 
 lint: ## Style (ruff), types (mypy) and the one-way imports between stages (lint-imports)
-	$(BIN)/ruff check hardboiled tests bench tools apps
+	$(BIN)/ruff check hardboiled tests bench tools apps examples
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

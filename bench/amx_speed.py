@@ -196,7 +196,7 @@ def compile_with_hardboiled(stage: str) -> Compiled:
 
 
 def _timing_entry(order: list[tuple[str, int]]) -> str:
-    """C appended to the kernel: call hb_kernel ``reps`` times on buffers
+    """C appended to the kernel: call hb_kernel_raw ``reps`` times on buffers
     given as pointers and (extent, stride) pairs, mins 0."""
     params, arguments = [], []
     for i, (_, dims) in enumerate(order):
@@ -207,7 +207,7 @@ def _timing_entry(order: list[tuple[str, int]]) -> str:
     return ("\n#include <time.h>\n"
             "double hb_bench(int reps, void **p, const int (*s)[8]) {\n"
             "  struct timespec t0, t1; clock_gettime(CLOCK_MONOTONIC, &t0);\n"
-            f"  for (int i = 0; i < reps; i++) if (hb_kernel({params}) != 0) return -1.0;\n"
+            f"  for (int i = 0; i < reps; i++) if (hb_kernel_raw({params}) != 0) return -1.0;\n"
             "  clock_gettime(CLOCK_MONOTONIC, &t1);\n"
             "  return (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);\n}\n")
 

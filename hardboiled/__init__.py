@@ -1,3 +1,29 @@
-"""hardboiled: a tensor instruction selector for Halide IR."""
+"""hardboiled: a tensor instruction selector for Halide IR.
 
-__version__ = "0.1.0"
+``hardboiled.compile`` (hardboiled/api.py) is the library entry point, and
+``hardboiled.halide.tensorize`` the bridge from a halide-python pipeline;
+both are imported on first use, so that ``import hardboiled`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hardboiled.support.version import VERSION
+
+__version__ = VERSION
+__all__ = ["__version__", "compile", "CompileError", "Result"]  # noqa: F822 - provided by __getattr__
+
+_API = ("compile", "CompileError", "Result")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from hardboiled import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'hardboiled' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import grimp
 
-LAYERS = ("cli", "verify", "codegen", "legalize", "select", "targets", "frontend", "ir", "support")
-"""Top to bottom; targets and frontend are independent of each other."""
+LAYERS = ("halide", "api", "cli", "verify", "codegen", "legalize", "select", "targets", "frontend", "ir", "support")
+"""Top to bottom; targets and frontend are independent of each other. The
+package itself (``hardboiled/__init__.py``) imports the API lazily, and no
+stage imports it."""
 
 
 def _graph() -> grimp.ImportGraph:

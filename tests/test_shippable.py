@@ -1,10 +1,9 @@
-"""Generated code that can be shipped (issue 17, first part): named entry
-points, a header beside the source, a C file that compiles with no -I, two
-kernels in one binary, and compilers named with arguments.
-
-Not here yet: the halide_buffer_t entry point, Halide's argument order, the
-Python API and examples/aot (see the issue's note).
-"""
+"""Generated code that can be shipped (issue 17): named entry points, a
+header beside the source, a C file that compiles with no -I, two kernels in
+one binary, compilers named with arguments, Halide's argument order and the
+halide_buffer_t entry point (which refuses a wrong buffer with an error
+code). The Python API is tested in test_api.py, examples/aot in
+test_aot_example.py."""
 
 from __future__ import annotations
 
@@ -66,9 +65,10 @@ def test_name_on_the_command_line(tmp_path: Path) -> None:
     shutil.copy(FIXTURES / "amx_bf16_matmul_std_single" / "debug.log", log)
     default = run_cli("compile", str(log), "--emit", "c", "--no-cache")
     assert default.returncode == 0, default.stderr
-    assert b"\nint conv_layer(uint16_t *" in default.stdout
+    assert b"\nint conv_layer_raw(uint16_t *" in default.stdout
+    assert b"\nint conv_layer(struct halide_buffer_t *b_A, " in default.stdout
     named = run_cli("compile", str(log), "--emit", "c", "--name", "my_matmul", "--no-cache")
-    assert b"\nint my_matmul(uint16_t *" in named.stdout and b"conv_layer" not in named.stdout
+    assert b"\nint my_matmul(struct halide_buffer_t *" in named.stdout and b"conv_layer" not in named.stdout
     for bad, message in (("1x", b"not a C identifier"), ("while", b"keyword"), ("hb_mod", b"hb_")):
         refused = run_cli("compile", str(log), "--emit", "c", "--name", bad)
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr
@@ -94,8 +94,10 @@ def test_a_header_is_written_beside_the_source(tmp_path: Path) -> None:
     assert "#ifndef HB_AMX_MM_H" in header and 'extern "C" {' in header
     assert "A_host_pointer: A, input, bfloat16 elements (uint16_t in memory), 2 dimensions" in header
     assert "mm_global_wrapper_0_host_pointer: mm_global_wrapper$0, output, float32 elements" in header
-    declaration = next(line for line in header.splitlines() if line.startswith("int amx_mm(")).rstrip(";")
-    assert declaration + " {" in (tmp_path / "amx_mm.c").read_text()  # the same declaration
+    assert "b_A: A, input, bfloat16, 2 dimensions" in header
+    for entry in ("int amx_mm(struct halide_buffer_t *", "int amx_mm_raw(uint16_t *"):
+        declaration = next(line for line in header.splitlines() if line.startswith(entry)).rstrip(";")
+        assert declaration + " {" in (tmp_path / "amx_mm.c").read_text()  # the same declaration
     # a source written to a .h name is not overwritten by its header
     odd = run_cli("compile", str(fixture), "--emit", "c", "-o", str(tmp_path / "odd.h"), "--no-cache")
     assert odd.returncode == 0 and "_tile_loadconfig" in (tmp_path / "odd.h").read_text()
@@ -114,20 +116,22 @@ def test_the_emitted_c_compiles_alone_and_exports_only_its_entry_point(tmp_path:
     _, rewritten = _tensorized("amx_bf16_matmul_std_single")
     source = tmp_path / "k.c"
     source.write_text(generate_c(rewritten, "amx_mm"))
-    assert '#include "' not in source.read_text()
+    # Only HalideRuntime.h, and only where the compiler finds it (__has_include).
+    assert [line for line in source.read_text().splitlines() if '#include "' in line] == ['#include "HalideRuntime.h"']
     for label, flags in (("emulated", ["-DHB_AMX_EMULATE"]), ("native", ["-mamx-tile", "-mamx-bf16", "-mamx-int8"])):
         obj = tmp_path / f"{label}.o"
         proc = subprocess.run([*compiler.command, "-c", "-O2", *flags, str(source), "-o", str(obj)],
                               capture_output=True, text=True)
         assert proc.returncode == 0, f"{compiler.name} ({label}): {proc.stderr}"
-        assert _exported(obj) == {"amx_mm"}, f"{compiler.name} ({label})"
+        assert _exported(obj) == {"amx_mm", "amx_mm_raw"}, f"{compiler.name} ({label})"
 
 
 def _separately_built(tmp_path: Path, kernels: dict[str, str], suffix: str, generate: Callable[..., str],
                       header: Callable[..., str], command: list[str]) -> tuple[list[Path], list[str], list[str]]:
     """Each kernel's source and header written under its own name and
-    compiled alone: the objects, the #include lines, and a call of each
-    with null buffers (it returns an error code: a check fails)."""
+    compiled alone: the objects, the #include lines, and calls of each
+    entry point with null buffers (they return an error code: a check
+    fails)."""
     objects, includes, calls = [], [], []
     for case, name in kernels.items():
         _, rewritten = _tensorized(case)
@@ -137,7 +141,8 @@ def _separately_built(tmp_path: Path, kernels: dict[str, str], suffix: str, gene
         objects.append(tmp_path / f"{name}.o")
         subprocess.run([*command, "-c", str(tmp_path / f"{name}{suffix}"), "-o", str(objects[-1])], check=True)
         zeros = sum(1 + 3 * argument.dimensions for argument in kernel_signature(rewritten))
-        calls.append(f"{name}({', '.join(['0'] * zeros)}")
+        calls.append(f"{name}_raw({', '.join(['0'] * zeros)}")
+        calls.append(f"{name}({', '.join(['0'] * len(kernel_signature(rewritten)))}")
     return objects, includes, calls
 
 
@@ -158,7 +163,7 @@ def test_two_amx_kernels_in_one_library_both_compute_right(tmp_path: Path) -> No
     library = tmp_path / "both.so"
     subprocess.run([*compiler.command, "-shared", *map(str, objects), str(tmp_path / "caller.o"), "-o", str(library),
                     "-lm"], check=True)
-    assert {*AMX_KERNELS.values(), "call_both"} <= _exported(library)
+    assert {*AMX_KERNELS.values(), *(f"{name}_raw" for name in AMX_KERNELS.values()), "call_both"} <= _exported(library)
     for case, name in AMX_KERNELS.items():
         original, rewritten = _tensorized(case)
         result = run_built_kernel(original, rewritten, library, name)
@@ -174,10 +179,11 @@ def test_two_cuda_kernels_link_into_one_program(tmp_path: Path) -> None:
     objects, includes, calls = _separately_built(tmp_path, WMMA_KERNELS, ".cu", generate_cuda, generate_cuda_header,
                                                  nvcc)
     for obj, name in zip(objects, WMMA_KERNELS.values()):
-        assert {s for s in _exported(obj) if not s.startswith("_")} == {name}  # the kernels are static
+        assert {s for s in _exported(obj) if not s.startswith("_")} == {name, f"{name}_raw"}  # kernels are static
     main = tmp_path / "main.cu"
     main.write_text("\n".join([*includes, "#include <stdio.h>", "int main(void) {", "  cudaStream_t stream = 0;",
-                               *(f'  printf("%d\\n", {call}, stream));' for call in calls), "  return 0;", "}", ""]))
+                               *(f'  printf("%d\\n", {call}{", stream" if "_raw(" in call else ""}));'
+                                 for call in calls), "  return 0;", "}", ""]))
     program = tmp_path / "both"
     proc = subprocess.run([*nvcc, str(main), *map(str, objects), "-o", str(program)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -354,28 +354,57 @@ def test_generated_cuda_runs_on_the_gpu(case: str, tensorized: dict[str, tuple[i
 
     buffers, outputs = make_buffers(original, {}, 0)
     expected = run_program(original, buffers)
-    kernel = ctypes.CDLL(str(library)).hb_kernel
-    kernel.restype = ctypes.c_int
-    args: list[object] = []
+    library_handle = ctypes.CDLL(str(library))
+    arguments = kernel_signature(rewritten)
     device: dict[str, ctypes.c_void_p] = {}
-    for arg in kernel_signature(rewritten):
-        buf = buffers[arg.buffer]
-        host = np.ascontiguousarray(buf.data)
+    for arg in arguments:
+        host = np.ascontiguousarray(buffers[arg.buffer].data)
         pointer = ctypes.c_void_p()
         assert runtime.cudaMalloc(ctypes.byref(pointer), ctypes.c_size_t(host.nbytes)) == 0
-        assert runtime.cudaMemcpy(pointer, host.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(host.nbytes), 1) == 0
         device[arg.buffer] = pointer
-        args.append(pointer)
+
+    def upload() -> None:
+        for arg in arguments:
+            host = np.ascontiguousarray(buffers[arg.buffer].data)
+            assert runtime.cudaMemcpy(device[arg.buffer], host.ctypes.data_as(ctypes.c_void_p),
+                                      ctypes.c_size_t(host.nbytes), 1) == 0
+
+    def check_outputs(entry: str) -> None:
+        assert runtime.cudaDeviceSynchronize() == 0  # the wrapper queues the kernels and returns
+        for name in sorted(outputs):
+            host = np.empty_like(buffers[name].data)
+            assert runtime.cudaMemcpy(host.ctypes.data_as(ctypes.c_void_p), device[name],
+                                      ctypes.c_size_t(host.nbytes), 2) == 0
+            comparison = compare(name, buffers[name].type, expected[name].data, host)
+            assert comparison.first_mismatch is None, (entry, comparison)
+
+    # The raw entry point: device pointers, each dimension's fields, the stream.
+    raw = library_handle.hb_kernel_raw
+    raw.restype = ctypes.c_int
+    args: list[object] = []
+    for arg in arguments:
+        buf = buffers[arg.buffer]
+        args.append(device[arg.buffer])
         for d in range(arg.dimensions):
             args.extend(ctypes.c_int32(v) for v in (buf.mins[d], buf.extents[d], buf.strides[d]))
     args.append(ctypes.c_void_p(None))  # the stream: the default one
-    assert kernel(*args) == 0
-    assert runtime.cudaDeviceSynchronize() == 0  # the wrapper queues the kernels and returns
-    for name in sorted(outputs):
-        host = np.empty_like(buffers[name].data)
-        assert runtime.cudaMemcpy(host.ctypes.data_as(ctypes.c_void_p), device[name], ctypes.c_size_t(host.nbytes), 2) == 0
-        comparison = compare(name, buffers[name].type, expected[name].data, host)
-        assert comparison.first_mismatch is None, comparison
+    upload()
+    assert raw(*args) == 0
+    check_outputs("hb_kernel_raw")
+    # Halide's calling convention: halide_buffer_t with the device pointer in buffer->device.
+    from hardboiled.verify.run import halide_buffer
+
+    structs = []
+    for arg in arguments:
+        struct = halide_buffer(buffers[arg.buffer], arg)
+        struct.host, struct.device = None, device[arg.buffer].value
+        structs.append(struct)
+    entry = library_handle.hb_kernel
+    entry.restype = ctypes.c_int
+    upload()
+    assert entry(*(ctypes.byref(s) for s in structs)) == 0
+    check_outputs("hb_kernel")
+    assert all(s.flags == 2 for s, a in zip(structs, arguments) if a.output)  # device_dirty
     for pointer in device.values():
         runtime.cudaFree(pointer)
 

@@ -182,7 +182,7 @@ def test_launches_take_the_callers_stream_and_never_synchronize_the_device() -> 
     for name in ("conv1d", "resize"):
         source = app_cuda(name)
         assert "cudaDeviceSynchronize" not in source
-        assert re.search(r'extern "C" int hb_kernel\([^)]*, cudaStream_t hb_stream\) \{', source)
+        assert re.search(r'extern "C" int hb_kernel_raw\([^)]*, cudaStream_t hb_stream\) \{', source)
         launches = re.findall(r"\w+<<<([^>]*)>>>\(", source)
         assert launches and all(launch.endswith(", 0, hb_stream") for launch in launches)
         assert "cudaMalloc(" not in source and "cudaFree(" not in source

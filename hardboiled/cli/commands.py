@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from hardboiled import __version__, ir
+from hardboiled import ir
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.support.fileio import STDIO, display_name, read_input_bytes, write_output
+from hardboiled.support.version import VERSION
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
 
 if TYPE_CHECKING:  # imported lazily at run time: --help must start fast
@@ -143,7 +144,7 @@ def _version_text() -> str:
             parts.append(f"{dependency} {version(dependency)}")
         except PackageNotFoundError:
             parts.append(f"{dependency} (not installed)")
-    return f"hardboiled {__version__} ({', '.join(parts)})"
+    return f"hardboiled {VERSION} ({', '.join(parts)})"
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -268,7 +269,12 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
 @click.option("--name", "entry_point", metavar="NAME", default=None,
               help="Name of the generated function (default: the input's stem made a C name, e.g. "
               "conv-layer.debug.log gives conv_layer; hb_kernel for standard input). Every other symbol "
-              "of the output is static. One input only.")
+              "of the output is static or carries the name: the halide_buffer_t entry point is NAME, the "
+              "raw-pointer one NAME_raw. One input only.")
+@click.option("--args", "argument_order", metavar="A,B,...", default=None,
+              help="The buffers in Halide's argument order (inputs, then outputs, as the pipeline declares "
+              "them), for the generated functions' parameters. Default: the signature of a lowered module "
+              "(compile_to_lowered_stmt output), else inputs then outputs, each sorted by name.")
 @click.option("--cc", "cc", metavar="COMPILER", default=None,
               help="C compiler, with arguments if any, split as a shell would (default: $CC, else clang if "
               "installed, else gcc). $NVCC names nvcc the same way.")
@@ -310,7 +316,8 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
                     output_path: str | None, emit: str, store_in: tuple[str, ...], schedule_path: str | None,
                     iterations: int | None, allow_fallback: bool, verbose: bool, verify_result: bool,
                     run_kernel: bool,
-                    build_path: str | None, cuda_arch: str, entry_point: str | None, cc: str | None,
+                    build_path: str | None, cuda_arch: str, entry_point: str | None,
+                    argument_order: str | None, cc: str | None,
                     include_dirs: tuple[str, ...], amx_mode: str, seed: int,
                     params: tuple[str, ...],
                     egglog_timeout: float | None, egglog_memory: int | None, cache_dir: str | None,
@@ -338,7 +345,7 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
         stage=stage, buffer_types=_parse_buffer_types(buffer_types), selection=selection, emit=kinds,
         verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", int), cc=cc,
         amx=amx_mode, build_path=build_path, cuda_arch=parse_cuda_arch(cuda_arch), name=entry_point,
-        include_dirs=include_dirs,
+        include_dirs=include_dirs, args=_argument_order(argument_order),
         print_before=print_before, print_after=print_after, timing=timing, verify_ir=verify_ir,
     )
     inputs = [_read_input(path) for path in input_paths]
@@ -349,6 +356,15 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     code = max(r.exit_code for r in results)
     if code:
         sys.exit(code)
+
+
+def _argument_order(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    names = tuple(name.strip() for name in text.split(","))
+    if not all(names):
+        raise click.BadParameter(f"'{text}': expected buffer names separated by commas", param_hint="'--args'")
+    return names
 
 
 def _check_entry_point(name: str | None, input_paths: tuple[str, ...]) -> None:

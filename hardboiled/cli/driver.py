@@ -124,7 +124,8 @@ def _file_cache(name: str, data: bytes, options: CompileOptions) -> tuple[Any, s
     settings = repr((name, options.stage, sorted((k, str(v)) for k, v in options.buffer_types.items()),
                      sorted(options.selection.store_in.items()), options.selection.allow_fallback,
                      options.selection.verbose,
-                     options.emit, options.selection.timeout_s, options.selection.memory_mb, options.name))
+                     options.emit, options.selection.timeout_s, options.selection.memory_mb, options.name,
+                     options.args))
     texts = ["file", settings, hashlib.sha256(data).hexdigest(), schedule, amx_facts()]
     texts += [rule_text(f) for f in RULE_FILES]
     return ResultCache(Path(options.selection.cache_dir)), cache_key(texts, [])

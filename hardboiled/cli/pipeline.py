@@ -143,6 +143,9 @@ class CompileOptions:
     """The generated function's name (--name); None: from the input's name."""
     include_dirs: tuple[str, ...] = ()
     """-I/--include-dir: header directories for the C compiler and nvcc."""
+    args: tuple[str, ...] | None = None
+    """--args: the buffers in Halide's argument order (None: from a lowered
+    module's signature, else inputs then outputs by name)."""
 
     @property
     def include_flags(self) -> tuple[str, ...]:
@@ -168,6 +171,10 @@ class CompileOptions:
         produces (so the whole-file cache may not answer)."""
         return bool(self.print_before or self.print_after or self.timing or self.verify_ir)
 
+
+CODE = "code"
+"""The emit kind the Python API asks for: C for a CPU program, CUDA for a
+GPU one (emit-c and emit-cuda each skip the other kind of program)."""
 
 CUDA_BUILD_SUFFIXES = {".ptx": "ptx", ".cubin": "cubin"}
 """--build FILE with these suffixes compiles the generated CUDA with nvcc;
@@ -225,11 +232,32 @@ def _with_bodies(program: ir.Stmt | ir.Module, bodies: list[ir.Stmt]) -> ir.Stmt
 
 
 def _single(program: ir.Stmt | ir.Module | None, what: str) -> ir.Stmt:
+    """The one statement code generation and verification work on: the
+    program, or the body of a lowered module's only function."""
+    if isinstance(program, ir.Module) and len(program.functions) == 1:
+        return program.functions[0].body
     if isinstance(program, ir.Module) or program is None:
         raise HardboiledError(Diagnostic(
-            "error", f"{what} takes a single statement; use a debug log or a stmt file, not a module",
+            "error", f"{what} takes a single statement; this module has {len(program.functions) if program else 0} "
+            "functions (Halide's closures for parallel loops or async producers)",
+            notes=("use the debug log's vectorizing stage or a stmt file",),
         ))
     return program
+
+
+def _argument_order(c: Compilation) -> tuple[str, ...] | None:
+    """Halide's argument order: --args, else the lowered module's signature."""
+    if c.options.args is not None:
+        return c.options.args
+    if isinstance(c.program, ir.Module) and len(c.program.functions) == 1:
+        return c.program.functions[0].args
+    return None
+
+
+def _signature(c: Compilation, program: ir.Stmt) -> list[Any]:
+    from hardboiled.codegen.abi import kernel_signature
+
+    return kernel_signature(program, _argument_order(c))
 
 
 def _parse(c: Compilation) -> None:
@@ -335,9 +363,9 @@ def _emit_cuda(c: Compilation) -> None:
     program = _single(c.program, "CUDA generation")
     if "cuda" not in c.options.emit and not c.options.cuda_build and not _is_gpu_program(program):
         return  # --build FILE.o/.so of a CPU program: the C build makes it
-    name = _entry_point(c)
-    c.cuda_source = generate_cuda(_checked_for(program, "cuda"), name)
-    c.header = generate_cuda_header(program, name)
+    name, arguments = _entry_point(c), _signature(c, program)
+    c.cuda_source = generate_cuda(_checked_for(program, "cuda"), name, arguments)
+    c.header = generate_cuda_header(program, name, arguments)
 
 
 def _build_cuda(c: Compilation) -> None:
@@ -367,9 +395,9 @@ def _emit_c(c: Compilation) -> None:
     program = _single(c.program, "C generation")
     if "c" not in c.options.emit and not c.options.run and _is_gpu_program(program):
         return  # --build FILE.o/.so of a GPU program: nvcc makes it from the CUDA
-    name = _entry_point(c)
-    c.c_source = generate_c(_checked_for(program, "c"), name)
-    c.header = generate_c_header(program, name)
+    name, arguments = _entry_point(c), _signature(c, program)
+    c.c_source = generate_c(_checked_for(program, "c"), name, arguments)
+    c.header = generate_c_header(program, name, arguments)
 
 
 def _entry_point(c: Compilation) -> str:
@@ -388,6 +416,7 @@ def _run_c(c: Compilation) -> None:
     check, compiler, mode = run_generated_c(_single(c.original, "running"), _single(c.program, "running"),
                                             c.c_source, cc=options.cc, amx=options.amx, seed=options.seed,
                                             params=options.params, function=_entry_point(c),
+                                            order=_argument_order(c),
                                             extra=options.include_flags)
     c.report["run"] = dict(verification_json(check), compiler=compiler, amx=mode)
     if not check.ok:
@@ -416,10 +445,10 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("verify", "run the original and the rewritten IR in the interpreter and compare", _verify,
          lambda o: o.verify),
     Pass("emit-cuda", "CUDA with nvcuda::wmma kernels", _emit_cuda,
-         lambda o: "cuda" in o.emit or bool(o.build_path), shows_code="cuda"),
+         lambda o: "cuda" in o.emit or CODE in o.emit or bool(o.build_path), shows_code="cuda"),
     Pass("build-cuda", "compile the CUDA with nvcc", _build_cuda, lambda o: bool(o.build_path)),
     Pass("emit-c", "C with AMX intrinsics", _emit_c,
-         lambda o: "c" in o.emit or o.c_build or o.run, shows_code="c"),
+         lambda o: "c" in o.emit or CODE in o.emit or o.c_build or o.run, shows_code="c"),
     Pass("run-c", "build the C, run it and compare with the interpreter", _run_c, lambda o: o.run),
     Pass("build-c", "compile the C to an object or shared library", _build_c, lambda o: o.c_build),
 )

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hardboiled import __version__
 from hardboiled.select.selector import SelectionResult, StoreReport
+from hardboiled.support.version import VERSION
 from hardboiled.targets.amx import AMXIntrinsic, AMXOp
 from hardboiled.targets.wmma import WMMAIntrinsic, WMMAOp
 
@@ -59,7 +59,7 @@ def selection_report(name: str, stage: str | None, selections: list[SelectionRes
     return {
         "schema": "hardboiled-report",
         "schema_version": REPORT_SCHEMA_VERSION,
-        "hardboiled": __version__,
+        "hardboiled": VERSION,
         "input": name,
         "stage": stage,
         "schedule": {"source": schedule.source, "iterations": schedule.iterations} if schedule else None,

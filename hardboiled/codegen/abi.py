@@ -1,10 +1,28 @@
 """The kernel ABI: which buffers a generated function takes, in which order
 and with which fields. Code generation declares it; verification calls
-generated code through it."""
+generated code through it.
+
+A generated kernel has two entry points:
+
+* ``NAME(halide_buffer_t *a, ..., halide_buffer_t *out)``: Halide's AOT
+  calling convention, so that the object can replace a Halide AOT function
+  or be called through ``define_extern``. It checks each buffer's type and
+  dimensions, then runs the pipeline, whose own checks (extents, strides,
+  sizes) return Halide's error codes;
+* ``NAME_raw(T *a, int32_t a_min0, int32_t a_extent0, int32_t a_stride0,
+  ...)``: host (or, for CUDA, device) pointers and each dimension's fields,
+  returning -N when the pipeline's N-th check fails.
+
+Buffers come in Halide's order: inputs then outputs, as the pipeline
+declares them. A dump does not record that order (Halide unpacks the
+buffers sorted by name), so it comes from a lowered module's signature or
+from ``--args``; without either, inputs come before outputs, each sorted.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -22,15 +40,72 @@ class KernelArgument:
     """Whether the pipeline writes it (the dump's checks say so)."""
 
 
-def kernel_signature(stmt: ir.Stmt) -> list[KernelArgument]:
-    """The pipeline buffers the generated function takes, in order."""
-    args = []
-    for name, spec in sorted(discover_buffers(stmt).items()):
+def kernel_signature(stmt: ir.Stmt, order: Sequence[str] | None = None) -> list[KernelArgument]:
+    """The pipeline buffers the generated function takes: in ``order``
+    (buffer names, Halide's argument order) when given, else inputs then
+    outputs, each sorted by name."""
+    args = {}
+    for name, spec in discover_buffers(stmt).items():
         if spec.type is None or spec.dimensions is None:
             raise HardboiledError(Diagnostic(
                 "error", f"cannot tell the type and dimensions of buffer '{name}' from the IR"))
-        args.append(KernelArgument(name, spec.type, spec.dimensions, spec.output))
-    return args
+        args[name] = KernelArgument(name, spec.type, spec.dimensions, spec.output)
+    if order is None:
+        return sorted(args.values(), key=lambda a: (a.output, a.buffer))
+    known = ", ".join(sorted(args)) or "none"
+    unknown = [name for name in order if name not in args]
+    if unknown:
+        raise HardboiledError(Diagnostic(
+            "error", f"argument '{unknown[0]}' is not a buffer of this pipeline (its buffers: {known})",
+            notes=("scalar parameters are not supported: the generated function takes buffers only",)))
+    repeated = sorted({name for name in order if list(order).count(name) > 1})
+    missing = sorted(set(args) - set(order))
+    if repeated or missing:
+        problem = f"names '{repeated[0]}' twice" if repeated else f"leaves out buffer '{missing[0]}'"
+        raise HardboiledError(Diagnostic(
+            "error", f"the argument order {problem}: list each of the pipeline's buffers once ({known})"))
+    return [args[name] for name in order]
+
+
+RAW_SUFFIX = "_raw"
+"""The raw-pointer entry point is NAME_raw; NAME takes halide_buffer_t."""
+
+
+def raw_entry_point(name: str) -> str:
+    return name + RAW_SUFFIX
+
+
+HALIDE_TYPE_CODES = {ir.TypeCode.INT: 0, ir.TypeCode.UINT: 1, ir.TypeCode.FLOAT: 2, ir.TypeCode.HANDLE: 3,
+                     ir.TypeCode.BFLOAT: 4}
+"""halide_type_code_t (HalideRuntime.h)."""
+
+HALIDE_BUFFER_FLAGS = {"host_dirty": 1, "device_dirty": 2}
+"""halide_buffer_flags (HalideRuntime.h)."""
+
+HALIDE_ERROR_CODES = {
+    "success": 0, "generic_error": -1, "explicit_bounds_too_small": -2, "bad_type": -3,
+    "access_out_of_bounds": -4, "buffer_allocation_too_large": -5, "buffer_extents_too_large": -6,
+    "constraints_make_required_region_smaller": -7, "constraint_violated": -8, "param_too_small": -9,
+    "param_too_large": -10, "out_of_memory": -11, "buffer_argument_is_null": -12,
+    "device_malloc_failed": -16, "no_device_interface": -19, "device_run_failed": -23,
+    "unaligned_host_ptr": -24, "bad_fold": -25, "fold_factor_too_small": -26, "requirement_failed": -27,
+    "buffer_extents_negative": -28, "specialize_fail": -31, "host_is_null": -34,
+    "device_interface_no_device": -36, "host_and_device_dirty": -37, "bad_dimensions": -43,
+    "device_dirty_with_no_device_support": -44, "storage_bound_too_small": -45,
+    "split_factor_not_positive": -46,
+}
+"""The halide_error_code_t values (HalideRuntime.h) the generated entry
+points return; tests check them against the halide package's header."""
+
+
+def halide_error_code(message_call: str) -> int:
+    """The halide_error_code_t Halide's runtime returns for a failed check
+    whose message is a call of ``message_call`` (``halide_error_bad_type``
+    gives bad_type; ``halide_error_param_too_small_i64`` param_too_small);
+    generic_error for a check Halide reports some other way."""
+    name = message_call.removeprefix("halide_error_")
+    matches = [key for key in HALIDE_ERROR_CODES if name == key or name.startswith(key + "_")]
+    return HALIDE_ERROR_CODES[max(matches, key=len)] if matches else HALIDE_ERROR_CODES["generic_error"]
 
 
 DEFAULT_ENTRY_POINT = "hb_kernel"
@@ -45,7 +120,8 @@ C_KEYWORDS = frozenset((
 ).split())
 """C and C++ keywords: an entry point may not be one (the .cu is C++)."""
 
-STANDARD_INPUT_NAMES = ("-", "<stdin>")
+STANDARD_INPUT_NAMES = ("-", "<stdin>", "<string>")
+"""Inputs with no file name: standard input, and text given to the Python API."""
 
 
 HELPER_PREFIX = "hb_"

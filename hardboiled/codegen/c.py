@@ -1,12 +1,14 @@
 """C code generation for (tensorized) Halide IR.
 
-The generated source is one self-contained function,
+The generated source is self-contained: a function
 
-    int hb_kernel(T0 *X, int32_t X_min0, int32_t X_extent0, int32_t X_stride0, ...);
+    int NAME_raw(T0 *X, int32_t X_min0, int32_t X_extent0, int32_t X_stride0, ...);
 
 with a pointer plus min, extent and stride per dimension for every pipeline
-buffer (in the order ``kernel_signature`` returns). It returns 0, or the
-negative number of the first of the pipeline's checks that failed.
+buffer (in the order ``kernel_signature`` returns), returning 0 or the
+negative number of the first of the pipeline's checks that failed; and
+Halide's AOT entry point ``int NAME(struct halide_buffer_t *X, ...)`` over it
+(see hardboiled/codegen/abi.py).
 
 * Scalars are C scalars; a vector is a local array filled lane by lane
   (plain loops: clear, deterministic, and GCC/Clang vectorize them).
@@ -366,9 +368,11 @@ def amx_runtime_source() -> str:
             + AMX_RUNTIME_END + "\n")
 
 
-def generate_c(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT) -> str:
-    return CGenerator(stmt, function).generate()
+def generate_c(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT,
+               arguments: list[KernelArgument] | None = None) -> str:
+    return CGenerator(stmt, function, arguments).generate()
 
 
-def generate_c_header(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT) -> str:
-    return CGenerator(stmt, function).header()
+def generate_c_header(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT,
+                      arguments: list[KernelArgument] | None = None) -> str:
+    return CGenerator(stmt, function, arguments).header()

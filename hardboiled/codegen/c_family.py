@@ -23,7 +23,16 @@ from string import Template
 from typing import Any
 
 from hardboiled import ir
-from hardboiled.codegen.abi import DEFAULT_ENTRY_POINT, KernelArgument, kernel_signature
+from hardboiled.codegen.abi import (
+    DEFAULT_ENTRY_POINT,
+    HALIDE_BUFFER_FLAGS,
+    HALIDE_ERROR_CODES,
+    HALIDE_TYPE_CODES,
+    KernelArgument,
+    halide_error_code,
+    kernel_signature,
+    raw_entry_point,
+)
 from hardboiled.ir.printer import print_ir
 from hardboiled.ir.visitor import Visitor
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
@@ -125,6 +134,32 @@ $qualifiers uint16_t hb_f32_to_f16(float f) {
 $qualifiers float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
 """)
 
+HALIDE_BUFFER_LAYOUT = r"""/* halide_buffer_t: from Halide's HalideRuntime.h where the compiler finds it
+   (-I into the halide package), otherwise the part this file uses, declared
+   with the same layout. */
+#if defined(__has_include)
+#if __has_include("HalideRuntime.h")
+#include "HalideRuntime.h"
+#endif
+#endif
+#ifndef HALIDE_HALIDERUNTIME_H
+struct halide_type_t { uint8_t code; uint8_t bits; uint16_t lanes; };
+typedef struct halide_dimension_t { int32_t min, extent, stride; uint32_t flags; } halide_dimension_t;
+struct halide_device_interface_t;
+typedef struct halide_buffer_t {
+  uint64_t device;
+  const struct halide_device_interface_t *device_interface;
+  uint8_t *host;
+  uint64_t flags;
+  struct halide_type_t type;
+  int32_t dimensions;
+  halide_dimension_t *dim;
+  void *padding;
+} halide_buffer_t;
+#endif
+"""
+"""What the halide_buffer_t entry point needs of HalideRuntime.h."""
+
 
 def helper_functions(qualifiers: str = "static inline") -> str:
     """Halide's integer division and 16-bit float rounding as C functions;
@@ -147,6 +182,8 @@ class CFamilyEmitter(Visitor[Any]):
         self.used: set[str] = set()
         self.temps = 0
         self.asserts = 0
+        self.assertion_codes: list[int] = []
+        """The halide_error_code_t of each assertion, in order (-N is the N-th)."""
         self.arguments = kernel_signature(stmt) if arguments is None else arguments
         self.buffer_args = {a.buffer: a for a in self.arguments}
         self.element_types: dict[str, ir.Type] = {a.buffer: a.type for a in self.arguments}
@@ -170,8 +207,14 @@ class CFamilyEmitter(Visitor[Any]):
         return candidate
 
     def temp(self) -> str:
+        # Halide's own lets are often named t<N> too (after CSE): the two
+        # kinds of name share one namespace.
         self.temps += 1
-        return f"t{self.temps}"
+        while f"t{self.temps}" in self.used:
+            self.temps += 1
+        name = f"t{self.temps}"
+        self.used.add(name)
+        return name
 
     def emit(self, text: str) -> None:
         self.lines.append("  " * self.indent + text)
@@ -197,12 +240,13 @@ class CFamilyEmitter(Visitor[Any]):
         self.close_body()
         self.emit("return 0;")
         body = self.lines[body_start:]
-        header = [GENERATED_BANNER, self.preamble(), f"{self.linkage}{self.declaration()} {{"]
-        return "\n".join(header + body + ["}", ""])
+        header = [GENERATED_BANNER, self.preamble(), f"{self.linkage}{self.raw_declaration()} {{"]
+        return "\n".join(header + body + ["}", "", self.halide_entry_point()])
 
-    def declaration(self) -> str:
-        """``int NAME(...)``: each buffer's pointer, then the min, extent and
-        stride of each of its dimensions, then the backend's own parameters."""
+    def raw_declaration(self) -> str:
+        """``int NAME_raw(...)``: each buffer's pointer, then the min, extent
+        and stride of each of its dimensions, then the backend's own
+        parameters."""
         params = []
         for arg in self.arguments:
             name = self.param(arg.buffer)
@@ -210,25 +254,90 @@ class CFamilyEmitter(Visitor[Any]):
             for d in range(arg.dimensions):
                 params.extend(f"int32_t {name}_{f}{d}" for f in ("min", "extent", "stride"))
         params.extend(self.extra_parameters())
+        return f"int {raw_entry_point(self.function)}({', '.join(params)})"
+
+    def buffer_declaration(self) -> str:
+        """``int NAME(struct halide_buffer_t *X, ...)``: Halide's AOT
+        calling convention."""
+        params = [f"struct halide_buffer_t *{self.buffer_param(arg.buffer)}" for arg in self.arguments]
         return f"int {self.function}({', '.join(params)})"
 
+    @staticmethod
+    def buffer_param(buffer: str) -> str:
+        """A halide_buffer_t parameter's name (the wrapper has no other
+        names to clash with)."""
+        return "b_" + re.sub(r"[^A-Za-z0-9_]", "_", buffer)
+
+    def halide_entry_point(self) -> str:
+        """The halide_buffer_t entry point: checks what the dump takes for
+        granted about each buffer (type, dimensions, where its data is),
+        calls NAME_raw, and turns a failed check of the pipeline into the
+        halide_error_code_t Halide's runtime would return."""
+        on_device = int(self.buffers_on_device)
+        lines = [HALIDE_BUFFER_LAYOUT, _CHECK_HALIDE_BUFFER.substitute(HALIDE_ERROR_CODES, **{
+            "on_device_error": HALIDE_ERROR_CODES["device_interface_no_device"],
+            "stale_error": HALIDE_ERROR_CODES["host_and_device_dirty"],
+            "host_dirty": HALIDE_BUFFER_FLAGS["host_dirty"], "device_dirty": HALIDE_BUFFER_FLAGS["device_dirty"]})]
+        if self.assertion_codes:
+            codes = ", ".join(str(code) for code in self.assertion_codes)
+            lines.append("/* The halide_error_code_t of each of the pipeline's checks, in order. */")
+            lines.append(f"static const int hb_check_errors[{len(self.assertion_codes)}] = {{{codes}}};")
+        lines.append("")
+        lines.append(f"{self.linkage}{self.buffer_declaration()} {{")
+        lines.append("  int status;")
+        for arg in self.arguments:
+            name = self.buffer_param(arg.buffer)
+            lines.append(f"  if ((status = hb_check_halide_buffer({name}, {HALIDE_TYPE_CODES[arg.type.code]}, "
+                         f"{arg.type.bits}, {arg.dimensions}, {on_device})) != 0) return status;")
+        call = []
+        for arg in self.arguments:
+            name = self.buffer_param(arg.buffer)
+            data = f"(uintptr_t){name}->device" if self.buffers_on_device else f"{name}->host"
+            call.append(f"({storage_type(arg.type)} *){data}")
+            call.extend(f"{name}->dim[{d}].{f}" for d in range(arg.dimensions) for f in ("min", "extent", "stride"))
+        call.extend(self.default_extra_arguments())
+        lines.append(f"  status = {raw_entry_point(self.function)}({', '.join(call)});")
+        if self.assertion_codes:
+            lines.append(f"  if (status < 0 && status >= -{len(self.assertion_codes)}) "
+                         "return hb_check_errors[-status - 1];")
+        lines.append("  if (status != 0) return status;")
+        written, stale = ("device_dirty", "host_dirty") if self.buffers_on_device else ("host_dirty", "device_dirty")
+        for arg in self.arguments:
+            if arg.output:
+                name = self.buffer_param(arg.buffer)
+                lines.append(f"  {name}->flags = ({name}->flags | {HALIDE_BUFFER_FLAGS[written]}u) "
+                             f"& ~(uint64_t){HALIDE_BUFFER_FLAGS[stale]}u; /* {written.replace('_', ' ')} */")
+        lines += ["  return 0;", "}", ""]
+        return "\n".join(lines)
+
     def header(self) -> str:
-        """A header declaring the generated function, for the code that
-        calls it (C or C++), each argument described in a comment."""
+        """A header declaring the generated functions, for the code that
+        calls them (C or C++), each argument described in a comment."""
         for arg in self.arguments:
             self.param(arg.buffer)  # the same parameter names as the source
         guard = f"HB_{self.function.upper()}_H"
+        where = "device memory (buffer->device)" if self.buffers_on_device else "host memory (buffer->host)"
         lines = [GENERATED_BANNER, f"#ifndef {guard}", f"#define {guard}", "", "#include <stdint.h>",
                  *self.header_includes(), "", "#ifdef __cplusplus", 'extern "C" {', "#endif", "",
-                 f"/* {self.function}: returns 0, or a negative number when a check of the pipeline fails",
-                 " * (-N: its N-th assertion, in the order of the source). Arguments, in order:"]
+                 "struct halide_buffer_t; /* HalideRuntime.h */", "",
+                 f"/* {self.function}: Halide's AOT calling convention. Returns 0, or a halide_error_code_t: a",
+                 " * buffer of the wrong type or dimensions, a null buffer or one whose data is not in",
+                 f" * {where}, or a failed check of the pipeline (extents, strides, sizes).",
+                 f" * Buffers{' (the default stream)' if self.buffers_on_device else ''}, in order:"]
+        for arg in self.arguments:
+            role = "output" if arg.output else "input"
+            lines.append(f" *   {self.buffer_param(arg.buffer)}: {arg.buffer}, {role}, {arg.type}, {arg.dimensions} "
+                         f"dimension{'s' if arg.dimensions != 1 else ''}")
+        lines += [" */", f"{self.buffer_declaration()};", "",
+                  f"/* {raw_entry_point(self.function)}: the same pipeline on bare pointers. Returns 0, or -N when",
+                  " * its N-th check fails (in the order of the source). Arguments, in order:"]
         for arg in self.arguments:
             role = "output" if arg.output else "input"
             lines.append(f" *   {self.param(arg.buffer)}: {arg.buffer}, {role}, {arg.type} elements "
                          f"({storage_type(arg.type)} in memory), {arg.dimensions} dimension"
                          f"{'s' if arg.dimensions != 1 else ''}; then min, extent, stride of each")
         lines += [f" *   {line}" for line in self.extra_parameter_notes()]
-        lines += [" */", f"{self.declaration()};", "", "#ifdef __cplusplus", "}", "#endif", "",
+        lines += [" */", f"{self.raw_declaration()};", "", "#ifdef __cplusplus", "}", "#endif", "",
                   f"#endif /* {guard} */", ""]
         return "\n".join(lines)
 
@@ -251,6 +360,14 @@ class CFamilyEmitter(Visitor[Any]):
     def extra_parameters(self) -> list[str]:
         """Parameters after the buffers' (the CUDA wrapper's stream)."""
         return []
+
+    def default_extra_arguments(self) -> list[str]:
+        """What the halide_buffer_t entry point passes for them."""
+        return []
+
+    buffers_on_device = False
+    """Whether the kernel takes device pointers (buffer->device) rather
+    than host ones (buffer->host)."""
 
     def preamble(self) -> str:
         """Everything before the function: includes, helpers, kernels."""
@@ -324,6 +441,8 @@ class CFamilyEmitter(Visitor[Any]):
 
     def visit_assert_stmt(self, s: ir.AssertStmt) -> None:
         self.asserts += 1
+        message = s.message.name if isinstance(s.message, ir.Call) else ""
+        self.assertion_codes.append(halide_error_code(message))
         self.comment(s)
         self.emit(f"if (!({self.expr(s.condition)})) {{ {self.release_on_return()}return -{self.asserts}; }}")
 
@@ -699,6 +818,25 @@ class CFamilyEmitter(Visitor[Any]):
         raise codegen_error(f"the C generator does not know the call '{e.name}'")
 
 
+_CHECK_HALIDE_BUFFER = Template(r"""/* What the pipeline takes for granted about a halide_buffer_t argument. A null
+   host (or device) pointer would be a bounds query, which this code does not answer. */
+static int hb_check_halide_buffer(const struct halide_buffer_t *b, uint8_t code, uint8_t bits,
+                                  int32_t dimensions, int on_device) {
+  if (b == NULL) return $buffer_argument_is_null;
+  if (b->type.code != code || b->type.bits != bits || b->type.lanes != 1) return $bad_type;
+  if (b->dimensions != dimensions || (dimensions > 0 && b->dim == NULL)) return $bad_dimensions;
+  if (on_device) {
+    if (b->device == 0) return $on_device_error;
+    if (b->flags & ${host_dirty}u) return $stale_error; /* newer data on the host: copy it to the device first */
+  } else {
+    if (b->host == NULL) return $host_is_null;
+    if (b->flags & ${device_dirty}u) return $device_dirty_with_no_device_support;
+  }
+  return 0;
+}
+""")
+
+
 def describes_halide_buffer(s: ir.LetStmt) -> bool:
     """``let X.buffer = _halide_buffer_init(...)``: a buffer the pipeline
     allocates itself, described for Halide's runtime (a GPU stage computed at
@@ -726,9 +864,7 @@ def int_constant(e: ir.Expr) -> int:
 
 
 def packed_type(t: ir.Type) -> int:
-    code = {ir.TypeCode.INT: 0, ir.TypeCode.UINT: 1, ir.TypeCode.FLOAT: 2, ir.TypeCode.HANDLE: 3,
-            ir.TypeCode.BFLOAT: 4}[t.code]
-    return code | (t.bits << 8) | (1 << 16)
+    return HALIDE_TYPE_CODES[t.code] | (t.bits << 8) | (1 << 16)
 
 
 def is_ignorable(e: ir.Expr) -> bool:

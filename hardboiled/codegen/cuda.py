@@ -4,11 +4,13 @@ The output is one CUDA C++ translation unit:
 
 * a ``__global__`` kernel per ``gpu_block`` loop nest, whose block loops
   become ``blockIdx`` and whose thread loops become ``threadIdx``;
-* a host wrapper with the C generator's signature,
+* a host wrapper with the C generator's signatures,
 
-      extern "C" int hb_kernel(T0 *X, int32_t X_min0, ..., cudaStream_t hb_stream);
+      extern "C" int NAME_raw(T0 *X, int32_t X_min0, ..., cudaStream_t hb_stream);
+      extern "C" int NAME(struct halide_buffer_t *X, ...);
 
-  taking *device* pointers (the buffers are already on the GPU, so
+  taking *device* pointers (``buffer->device`` for the second, which uses
+  the default stream) (the buffers are already on the GPU, so
   ``halide_copy_to_device`` is a no-op). It runs the pipeline's host code
   (its checks return a negative number, as in the C output) and queues
   each kernel on the caller's stream, without waiting for it.
@@ -48,7 +50,7 @@ import re
 from collections.abc import Callable
 
 from hardboiled import ir
-from hardboiled.codegen.abi import DEFAULT_ENTRY_POINT
+from hardboiled.codegen.abi import DEFAULT_ENTRY_POINT, KernelArgument
 from hardboiled.codegen.c_family import (
     C_HEADERS,
     CFamilyEmitter,
@@ -174,8 +176,9 @@ def _named_axis(loop: ir.For, kind: str) -> int | None:
 class CudaGenerator(CFamilyEmitter):
     """The host wrapper; each gpu_block loop nest becomes a kernel launch."""
 
-    def __init__(self, stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT):
-        super().__init__(stmt, function)
+    def __init__(self, stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT,
+                 arguments: list[KernelArgument] | None = None):
+        super().__init__(stmt, function, arguments)
         self.kernels: list[list[str]] = []
         self.device_allocations: list[str] = []
         """C names of the enclosing cudaMalloc'd buffers, freed on every return."""
@@ -191,6 +194,12 @@ class CudaGenerator(CFamilyEmitter):
     def extra_parameter_notes(self) -> list[str]:
         return [f"{self.stream}: the stream every kernel is queued on (NULL: the default stream); the "
                 "function returns without waiting for them, and buffer pointers are device memory"]
+
+    buffers_on_device = True
+
+    def default_extra_arguments(self) -> list[str]:
+        # Halide's calling convention has no stream: the default one.
+        return ["(cudaStream_t)0"]
 
     def header_includes(self) -> list[str]:
         return ["#include <cuda_runtime.h>"]
@@ -987,12 +996,14 @@ class KernelGenerator(CFamilyEmitter):
         raise codegen_error(f"cannot index a staging copy with {type(e).__name__}")
 
 
-def generate_cuda(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT) -> str:
-    return CudaGenerator(stmt, function).generate()
+def generate_cuda(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT,
+                  arguments: list[KernelArgument] | None = None) -> str:
+    return CudaGenerator(stmt, function, arguments).generate()
 
 
-def generate_cuda_header(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT) -> str:
-    return CudaGenerator(stmt, function).header()
+def generate_cuda_header(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT,
+                         arguments: list[KernelArgument] | None = None) -> str:
+    return CudaGenerator(stmt, function, arguments).header()
 
 
 __all__ = ["CudaGenerator", "generate_cuda", "generate_cuda_header", "required_sm"]

@@ -18,9 +18,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from hardboiled import __version__
+from hardboiled.support.version import VERSION
 
-CACHE_FORMAT = 7
+CACHE_FORMAT = 8
 """Bumped whenever the stored layout or its meaning changes."""
 
 
@@ -43,7 +43,7 @@ def cache_key(texts: list[str], roots: list[str]) -> str:
     """Hash of the program texts (not their file names: a schedule read from
     another path is the same schedule) and the versions."""
     digest = hashlib.sha256()
-    header = {"format": CACHE_FORMAT, "hardboiled": __version__, "egglog": _egglog_version(), "roots": roots}
+    header = {"format": CACHE_FORMAT, "hardboiled": VERSION, "egglog": _egglog_version(), "roots": roots}
     digest.update(json.dumps(header, sort_keys=True).encode())
     for text in texts:
         digest.update(b"\0" + str(len(text)).encode() + b"\0" + text.encode())

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hardboiled import ir
-from hardboiled.codegen.abi import kernel_signature
+from hardboiled.codegen.abi import DEFAULT_ENTRY_POINT, kernel_signature
 from hardboiled.codegen.c import split_amx_runtime
 from hardboiled.codegen.toolchain import compile_c, find_compiler
 from hardboiled.legalize.operand_hoisting import HOISTED_KIND
@@ -68,7 +68,7 @@ def count_tile_operations(original: ir.Stmt, rewritten: ir.Stmt, source: str,
     with tempfile.TemporaryDirectory(prefix="hardboiled-count-") as tmp:
         library = Path(tmp) / "kernel.so"
         compile_c(counted, library, shared=True, amx="emulate", compiler=find_compiler(None))
-        arguments = [(a.buffer, a.dimensions) for a in kernel_signature(rewritten)]
+        arguments = kernel_signature(rewritten)
         for extent in DEFAULT_OUTPUT_EXTENTS:
             buffers, _ = make_buffers(original, {}, seed, extent, [])
             lib = ctypes.CDLL(str(library))
@@ -76,7 +76,7 @@ def count_tile_operations(original: ir.Stmt, rewritten: ir.Stmt, source: str,
                         for name in ("tile_loads", "dot_products", "tile_stores")}
             for counter in counters.values():
                 counter.value = 0
-            if run_kernel(library, "hb_kernel", arguments, buffers) == 0:
+            if run_kernel(library, DEFAULT_ENTRY_POINT, arguments, buffers) == 0:
                 return TileCounts(**{name: c.value for name, c in counters.items()})
     raise HardboiledError(Diagnostic("error", "the kernel failed its own checks on every size tried"))
 

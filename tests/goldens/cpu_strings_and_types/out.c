@@ -60,7 +60,7 @@ static inline uint16_t hb_f32_to_f16(float f) {
 }
 static inline float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
 
-int vectorizing(uint8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int64_t *B_host_pointer, int32_t B_host_pointer_min0, int32_t B_host_pointer_extent0, int32_t B_host_pointer_stride0, double *C_host_pointer, int32_t C_host_pointer_min0, int32_t C_host_pointer_extent0, int32_t C_host_pointer_stride0, double *f_host_pointer, int32_t f_host_pointer_min0, int32_t f_host_pointer_extent0, int32_t f_host_pointer_stride0) {
+int vectorizing_raw(uint8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int64_t *B_host_pointer, int32_t B_host_pointer_min0, int32_t B_host_pointer_extent0, int32_t B_host_pointer_stride0, double *C_host_pointer, int32_t C_host_pointer_min0, int32_t C_host_pointer_extent0, int32_t C_host_pointer_stride0, double *f_host_pointer, int32_t f_host_pointer_min0, int32_t f_host_pointer_extent0, int32_t f_host_pointer_stride0) {
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)f.buffer) != (uint64)0, halide_error_buffer_argument_is_null("f")) */
   if (!((((uint64_t)(uintptr_t)(((void *)f_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)C.buffer) != (uint64)0, halide_error_buffer_argument_is_null("C")) */
@@ -279,5 +279,62 @@ int vectorizing(uint8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_
       }
     }
   }
+  return 0;
+}
+
+/* halide_buffer_t: from Halide's HalideRuntime.h where the compiler finds it
+   (-I into the halide package), otherwise the part this file uses, declared
+   with the same layout. */
+#if defined(__has_include)
+#if __has_include("HalideRuntime.h")
+#include "HalideRuntime.h"
+#endif
+#endif
+#ifndef HALIDE_HALIDERUNTIME_H
+struct halide_type_t { uint8_t code; uint8_t bits; uint16_t lanes; };
+typedef struct halide_dimension_t { int32_t min, extent, stride; uint32_t flags; } halide_dimension_t;
+struct halide_device_interface_t;
+typedef struct halide_buffer_t {
+  uint64_t device;
+  const struct halide_device_interface_t *device_interface;
+  uint8_t *host;
+  uint64_t flags;
+  struct halide_type_t type;
+  int32_t dimensions;
+  halide_dimension_t *dim;
+  void *padding;
+} halide_buffer_t;
+#endif
+
+/* What the pipeline takes for granted about a halide_buffer_t argument. A null
+   host (or device) pointer would be a bounds query, which this code does not answer. */
+static int hb_check_halide_buffer(const struct halide_buffer_t *b, uint8_t code, uint8_t bits,
+                                  int32_t dimensions, int on_device) {
+  if (b == NULL) return -12;
+  if (b->type.code != code || b->type.bits != bits || b->type.lanes != 1) return -3;
+  if (b->dimensions != dimensions || (dimensions > 0 && b->dim == NULL)) return -43;
+  if (on_device) {
+    if (b->device == 0) return -36;
+    if (b->flags & 1u) return -37; /* newer data on the host: copy it to the device first */
+  } else {
+    if (b->host == NULL) return -34;
+    if (b->flags & 2u) return -44;
+  }
+  return 0;
+}
+
+/* The halide_error_code_t of each of the pipeline's checks, in order. */
+static const int hb_check_errors[35] = {-12, -12, -12, -12, -3, -43, -3, -43, -3, -43, -3, -43, -4, -28, -4, -28, -4, -28, -4, -8, -8, -8, -8, -5, -5, -5, -5, -44, -44, -44, -44, -34, -34, -34, -34};
+
+int vectorizing(struct halide_buffer_t *b_A, struct halide_buffer_t *b_B, struct halide_buffer_t *b_C, struct halide_buffer_t *b_f) {
+  int status;
+  if ((status = hb_check_halide_buffer(b_A, 1, 8, 1, 0)) != 0) return status;
+  if ((status = hb_check_halide_buffer(b_B, 0, 64, 1, 0)) != 0) return status;
+  if ((status = hb_check_halide_buffer(b_C, 2, 64, 1, 0)) != 0) return status;
+  if ((status = hb_check_halide_buffer(b_f, 2, 64, 1, 0)) != 0) return status;
+  status = vectorizing_raw((uint8_t *)b_A->host, b_A->dim[0].min, b_A->dim[0].extent, b_A->dim[0].stride, (int64_t *)b_B->host, b_B->dim[0].min, b_B->dim[0].extent, b_B->dim[0].stride, (double *)b_C->host, b_C->dim[0].min, b_C->dim[0].extent, b_C->dim[0].stride, (double *)b_f->host, b_f->dim[0].min, b_f->dim[0].extent, b_f->dim[0].stride);
+  if (status < 0 && status >= -35) return hb_check_errors[-status - 1];
+  if (status != 0) return status;
+  b_f->flags = (b_f->flags | 1u) & ~(uint64_t)2u; /* host dirty */
   return 0;
 }

@@ -112,7 +112,7 @@ static __global__ void vectorizing_k0(uint16_t *__restrict__ A, uint16_t *__rest
 }
 
 
-extern "C" int vectorizing(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int32_t A_host_pointer_min1, int32_t A_host_pointer_extent1, int32_t A_host_pointer_stride1, uint16_t *B_host_pointer, int32_t B_host_pointer_min0, int32_t B_host_pointer_extent0, int32_t B_host_pointer_stride0, int32_t B_host_pointer_min1, int32_t B_host_pointer_extent1, int32_t B_host_pointer_stride1, uint16_t *prod_global_wrapper_0_host_pointer, int32_t prod_global_wrapper_0_host_pointer_min0, int32_t prod_global_wrapper_0_host_pointer_extent0, int32_t prod_global_wrapper_0_host_pointer_stride0, int32_t prod_global_wrapper_0_host_pointer_min1, int32_t prod_global_wrapper_0_host_pointer_extent1, int32_t prod_global_wrapper_0_host_pointer_stride1, cudaStream_t hb_stream) {
+extern "C" int vectorizing_raw(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int32_t A_host_pointer_min1, int32_t A_host_pointer_extent1, int32_t A_host_pointer_stride1, uint16_t *B_host_pointer, int32_t B_host_pointer_min0, int32_t B_host_pointer_extent0, int32_t B_host_pointer_stride0, int32_t B_host_pointer_min1, int32_t B_host_pointer_extent1, int32_t B_host_pointer_stride1, uint16_t *prod_global_wrapper_0_host_pointer, int32_t prod_global_wrapper_0_host_pointer_min0, int32_t prod_global_wrapper_0_host_pointer_extent0, int32_t prod_global_wrapper_0_host_pointer_stride0, int32_t prod_global_wrapper_0_host_pointer_min1, int32_t prod_global_wrapper_0_host_pointer_extent1, int32_t prod_global_wrapper_0_host_pointer_stride1, cudaStream_t hb_stream) {
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)prod_global_wrapper$0.buffer) != (uint64)0, halide_error_buffer_argument_is_null("prod_global_... */
   if (!((((uint64_t)(uintptr_t)(((void *)prod_global_wrapper_0_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)B.buffer) != (uint64)0, halide_error_buffer_argument_is_null("B")) */
@@ -305,5 +305,61 @@ extern "C" int vectorizing(uint16_t *A_host_pointer, int32_t A_host_pointer_min0
       if (cudaGetLastError() != cudaSuccess) { return -300000; }
     }
   }
+  return 0;
+}
+
+/* halide_buffer_t: from Halide's HalideRuntime.h where the compiler finds it
+   (-I into the halide package), otherwise the part this file uses, declared
+   with the same layout. */
+#if defined(__has_include)
+#if __has_include("HalideRuntime.h")
+#include "HalideRuntime.h"
+#endif
+#endif
+#ifndef HALIDE_HALIDERUNTIME_H
+struct halide_type_t { uint8_t code; uint8_t bits; uint16_t lanes; };
+typedef struct halide_dimension_t { int32_t min, extent, stride; uint32_t flags; } halide_dimension_t;
+struct halide_device_interface_t;
+typedef struct halide_buffer_t {
+  uint64_t device;
+  const struct halide_device_interface_t *device_interface;
+  uint8_t *host;
+  uint64_t flags;
+  struct halide_type_t type;
+  int32_t dimensions;
+  halide_dimension_t *dim;
+  void *padding;
+} halide_buffer_t;
+#endif
+
+/* What the pipeline takes for granted about a halide_buffer_t argument. A null
+   host (or device) pointer would be a bounds query, which this code does not answer. */
+static int hb_check_halide_buffer(const struct halide_buffer_t *b, uint8_t code, uint8_t bits,
+                                  int32_t dimensions, int on_device) {
+  if (b == NULL) return -12;
+  if (b->type.code != code || b->type.bits != bits || b->type.lanes != 1) return -3;
+  if (b->dimensions != dimensions || (dimensions > 0 && b->dim == NULL)) return -43;
+  if (on_device) {
+    if (b->device == 0) return -36;
+    if (b->flags & 1u) return -37; /* newer data on the host: copy it to the device first */
+  } else {
+    if (b->host == NULL) return -34;
+    if (b->flags & 2u) return -44;
+  }
+  return 0;
+}
+
+/* The halide_error_code_t of each of the pipeline's checks, in order. */
+static const int hb_check_errors[42] = {-12, -12, -12, -3, -43, -3, -43, -3, -43, -4, -28, -4, -28, -4, -28, -4, -28, -4, -28, -4, -28, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -1, -1, -1};
+
+extern "C" int vectorizing(struct halide_buffer_t *b_A, struct halide_buffer_t *b_B, struct halide_buffer_t *b_prod_global_wrapper_0) {
+  int status;
+  if ((status = hb_check_halide_buffer(b_A, 2, 16, 2, 1)) != 0) return status;
+  if ((status = hb_check_halide_buffer(b_B, 2, 16, 2, 1)) != 0) return status;
+  if ((status = hb_check_halide_buffer(b_prod_global_wrapper_0, 2, 16, 2, 1)) != 0) return status;
+  status = vectorizing_raw((uint16_t *)(uintptr_t)b_A->device, b_A->dim[0].min, b_A->dim[0].extent, b_A->dim[0].stride, b_A->dim[1].min, b_A->dim[1].extent, b_A->dim[1].stride, (uint16_t *)(uintptr_t)b_B->device, b_B->dim[0].min, b_B->dim[0].extent, b_B->dim[0].stride, b_B->dim[1].min, b_B->dim[1].extent, b_B->dim[1].stride, (uint16_t *)(uintptr_t)b_prod_global_wrapper_0->device, b_prod_global_wrapper_0->dim[0].min, b_prod_global_wrapper_0->dim[0].extent, b_prod_global_wrapper_0->dim[0].stride, b_prod_global_wrapper_0->dim[1].min, b_prod_global_wrapper_0->dim[1].extent, b_prod_global_wrapper_0->dim[1].stride, (cudaStream_t)0);
+  if (status < 0 && status >= -42) return hb_check_errors[-status - 1];
+  if (status != 0) return status;
+  b_prod_global_wrapper_0->flags = (b_prod_global_wrapper_0->flags | 2u) & ~(uint64_t)1u; /* device dirty */
   return 0;
 }
