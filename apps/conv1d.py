@@ -10,7 +10,9 @@ unrolled per block, as in the artifact. Tiling "8x32": 8 outputs from each of
 from apps.common import App, accumulator, dense, f32, hl, rvars, vars_
 
 
-def pipeline(width: int, rows: int, taps: int, tiling: str = "256x1"):
+def pipeline(width: int, rows: int, taps: int, tiling: str = "256x1", unroll_taps: bool = False):
+    """``unroll_taps``: the 8-tap chunk loop unrolled (one tensor statement
+    per chunk; bench/compile_time.py scales it)."""
     h = hl()
     kernel = h.ImageParam(h.Float(16), 1, "kernel")
     image = h.ImageParam(h.Float(16), 2, "image")
@@ -31,9 +33,11 @@ def pipeline(width: int, rows: int, taps: int, tiling: str = "256x1"):
         accumulator(conv).compute_at(output, mmx) \
             .split(y, mmy, mmyi, 1).split(x, mmx, mmxi, 256).reorder(mmxi, mmyi, mmx, mmy) \
             .unroll(mmx).unroll(mmy).vectorize(mmxi)
-        conv.update().split(y, mmy, mmyi, 1).split(x, mmx, mmxi, 256) \
+        update = conv.update().split(y, mmy, mmyi, 1).split(x, mmx, mmxi, 256) \
             .split(rk.x, rkxo, rkxi, 8).reorder(rkxi, mmxi, mmyi, mmx, mmy, rkxo) \
             .unroll(mmx).unroll(mmy).atomic().vectorize(mmxi).vectorize(rkxi)
+        if unroll_taps:
+            update.unroll(rkxo)
     else:  # 8x32
         output.split(y, by, mmy, 32).split(x, bx, mmx, 8).gpu_blocks(bx, by) \
             .reorder(mmx, mmy, bx, by).vectorize(mmx).vectorize(mmy)

@@ -106,7 +106,7 @@ def compile(source: str | bytes | os.PathLike[str], *, store_in: Mapping[str, st
     the generated C, ``build`` compiles it to a file.
     """
     from hardboiled.cli.pipeline import Compilation, CompileOptions, run_pipeline
-    from hardboiled.codegen.abi import entry_point_name, is_entry_point_name
+    from hardboiled.codegen.naming import entry_point_name, is_entry_point_name
     from hardboiled.select.selector import SelectionOptions
 
     if target not in TARGETS:

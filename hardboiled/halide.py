@@ -96,7 +96,7 @@ def _argument_name(argument: Any) -> str:
 
 
 def _default_name(output: str) -> str:
-    from hardboiled.codegen.abi import entry_point_name
+    from hardboiled.codegen.naming import entry_point_name
 
     return entry_point_name(output.split("$", 1)[0] + ".stmt")
 

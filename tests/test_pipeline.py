@@ -158,11 +158,12 @@ def test_timing_includes_the_pass_that_failed() -> None:
 
 def test_a_failure_while_writing_outputs_is_that_input_s_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
     from hardboiled.cli import driver
+    from hardboiled.ir import printer
 
     def broken_printer(_program: object) -> str:
         raise RuntimeError("printer broke")
 
-    monkeypatch.setattr(driver, "print_ir", broken_printer)
+    monkeypatch.setattr(printer, "print_ir", broken_printer)  # the driver imports it when it writes IR
     options = CompileOptions()
     results = driver.compile_batch([(AMX.name, AMX.read_bytes(), None), (WMMA.name, WMMA.read_bytes(), None)],
                                    options, jobs=1)

@@ -19,17 +19,17 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from hardboiled import ir
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.support.fileio import STDIO, display_name, read_input_bytes, write_output
 from hardboiled.support.version import VERSION
-from hardboiled.targets.wmma import WMMA_TENSOR_CORE
+from hardboiled.targets.cuda_arch import DEFAULT_SM, MIN_SM
 
 if TYPE_CHECKING:  # imported lazily at run time: --help must start fast
+    from hardboiled import ir
     from hardboiled.cli.driver import FileResult
-    from hardboiled.cli.pipeline import CompileOptions
+    from hardboiled.cli.options import CompileOptions
     from hardboiled.frontend.parse import ParsedInput
-    from hardboiled.select.selector import SelectionOptions
+    from hardboiled.select.options import SelectionOptions
 
 BatchInput = tuple[str, bytes | None, Diagnostic | None]
 """One input of a batch: its display name, its bytes, or why it could not be read."""
@@ -98,6 +98,8 @@ def _key_values(values: tuple[str, ...], option: str, convert: Callable[[str], T
 
 
 def _parse_buffer_types(values: tuple[str, ...]) -> dict[str, ir.Type]:
+    if not values:
+        return {}  # the parser (and lark) load only when needed: a cache hit never needs them
     from hardboiled.frontend.parse import parse_type_option
 
     return _key_values(values, "--buffer-type", parse_type_option)
@@ -263,9 +265,9 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
               help="Also compile the generated code to FILE (one input only): PTX or a cubin (.ptx, .cubin) "
               "with nvcc, else a shared library (.so) or an object file, with nvcc for a GPU program and the "
               "C compiler for a CPU one.")
-@click.option("--cuda-arch", "cuda_arch", metavar="sm_XX", default=f"sm_{WMMA_TENSOR_CORE.default_sm}",
+@click.option("--cuda-arch", "cuda_arch", metavar="sm_XX", default=f"sm_{DEFAULT_SM}",
               show_default=True,
-              help=f"GPU architecture for nvcc's --build; sm_{WMMA_TENSOR_CORE.min_sm} or newer.")
+              help=f"GPU architecture for nvcc's --build; sm_{MIN_SM} or newer.")
 @click.option("--name", "entry_point", metavar="NAME", default=None,
               help="Name of the generated function (default: the input's stem made a C name, e.g. "
               "conv-layer.debug.log gives conv_layer; hb_kernel for standard input). Every other symbol "
@@ -332,7 +334,7 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     operations; the rewritten IR is printed in Halide's format, C with
     --emit c, or CUDA with --emit cuda.
     """
-    from hardboiled.cli.pipeline import CompileOptions
+    from hardboiled.cli.options import CompileOptions
     from hardboiled.codegen.toolchain import parse_cuda_arch
 
     kinds = _emit_kinds(emit)
@@ -368,10 +370,10 @@ def _argument_order(text: str | None) -> tuple[str, ...] | None:
 
 
 def _check_entry_point(name: str | None, input_paths: tuple[str, ...]) -> None:
-    from hardboiled.codegen.abi import is_entry_point_name
-
     if name is None:
         return
+    from hardboiled.codegen.naming import is_entry_point_name
+
     if not is_entry_point_name(name):
         raise click.BadParameter(f"'{name}' is not a C identifier, or is a C or C++ keyword, main, or a name "
                                  "starting with hb_ (the generated code's own)", param_hint="--name")
@@ -413,8 +415,7 @@ def _check_compile_usage(input_paths: tuple[str, ...], output_path: str | None, 
 def _selection_options(store_in: tuple[str, ...], schedule_path: str | None, iterations: int | None,
                        allow_fallback: bool, egglog_timeout: float | None, egglog_memory: int | None,
                        cache_dir: str | None) -> SelectionOptions:
-    from hardboiled.select.eqsat import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
-    from hardboiled.select.selector import SelectionOptions
+    from hardboiled.select.options import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, SelectionOptions
 
     return SelectionOptions(
         store_in=_key_values(store_in, "--store-in", str),
@@ -482,6 +483,7 @@ def _run_batch(inputs: list[BatchInput], options: CompileOptions, jobs: int, qui
 
 def _verify_and_report(original: ir.Stmt | ir.Module, rewritten: ir.Stmt | ir.Module, seed: int,
                        params: dict[str, int], quiet: bool) -> None:
+    from hardboiled import ir
     from hardboiled.verify.compare import mismatch_error, verify
 
     if isinstance(original, ir.Module) or isinstance(rewritten, ir.Module):

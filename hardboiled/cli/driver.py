@@ -14,14 +14,15 @@ import json
 import os
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hardboiled.cli.pipeline import Compilation, CompileOptions, run_pipeline
-from hardboiled.ir.printer import print_ir
+from hardboiled.cli.options import CompileOptions
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
+
+if TYPE_CHECKING:  # the pipeline loads only when the cache cannot answer
+    from hardboiled.cli.pipeline import Compilation
 
 EMIT_SUFFIXES = {"ir": ".stmt", "c": ".c", "cuda": ".cu", "egg": ".egg", "report": ".report.json"}
 HEADER = "h"
@@ -52,6 +53,8 @@ def compile_text(name: str, data: bytes | None, options: CompileOptions,
     cache, key = _file_cache(name, data or b"", options)
     if cache is not None and (entry := cache.get(key)) is not None:
         return _from_cache(name, entry)
+    from hardboiled.cli.pipeline import Compilation, run_pipeline
+
     compilation = Compilation(name, data or b"", options)
     try:
         run_pipeline(compilation)
@@ -93,6 +96,8 @@ def _collect_outputs(c: Compilation, result: FileResult) -> None:
     if "egg" in emit:
         result.outputs["egg"] = c.outputs["egg"]
     if "ir" in emit:
+        from hardboiled.ir.printer import print_ir
+
         assert c.program is not None
         result.outputs["ir"] = print_ir(c.program)
     if c.c_source is not None and "c" in emit:
@@ -106,28 +111,30 @@ def _collect_outputs(c: Compilation, result: FileResult) -> None:
 
 
 def _file_cache(name: str, data: bytes, options: CompileOptions) -> tuple[Any, str]:
-    """The whole-file cache: a warm rebuild skips parsing too. Runs that
-    execute code (--verify, --run, --build) are never served from it."""
+    """The whole-file cache: a warm rebuild skips parsing too, and loads
+    neither the parser nor the selector. The key is taken from the raw
+    input bytes, the options, the schedule file's bytes and hardboiled's
+    code (support/cache.py). Runs that execute code (--verify, --run,
+    --build) are never served from it."""
     if (options.selection.cache_dir is None or options.verify or options.run or options.build_path
             or options.instrumented):
         return None, ""
     import hashlib
 
-    from hardboiled.select.facts import amx_facts
-    from hardboiled.select.rules import RULE_FILES, load_schedule, rule_text
     from hardboiled.support.cache import ResultCache, cache_key
 
-    try:
-        schedule = load_schedule(options.selection.schedule_path, options.selection.iterations).text
-    except HardboiledError:
-        return None, ""
+    schedule = ""
+    if options.selection.schedule_path is not None:
+        try:
+            schedule = hashlib.sha256(Path(options.selection.schedule_path).read_bytes()).hexdigest()
+        except OSError:
+            return None, ""  # the pipeline reports it
     settings = repr((name, options.stage, sorted((k, str(v)) for k, v in options.buffer_types.items()),
                      sorted(options.selection.store_in.items()), options.selection.allow_fallback,
-                     options.selection.verbose,
+                     options.selection.verbose, options.selection.iterations,
                      options.emit, options.selection.timeout_s, options.selection.memory_mb, options.name,
                      options.args))
-    texts = ["file", settings, hashlib.sha256(data).hexdigest(), schedule, amx_facts()]
-    texts += [rule_text(f) for f in RULE_FILES]
+    texts = ["file", settings, hashlib.sha256(data).hexdigest(), schedule]
     return ResultCache(Path(options.selection.cache_dir)), cache_key(texts, [])
 
 
@@ -170,7 +177,7 @@ def compile_batch(inputs: list[tuple[str, bytes | None, Diagnostic | None]], opt
     different functions, which can be linked together)."""
     names = [name for name, _, _ in inputs]
     if len(inputs) > 1 and options.name is None:
-        from hardboiled.codegen.abi import entry_point_name
+        from hardboiled.codegen.naming import entry_point_name
 
         each = [dataclasses.replace(options, name=entry_point_name(stem)) for stem in output_names(names)]
     else:
@@ -183,6 +190,8 @@ def compile_batch(inputs: list[tuple[str, bytes | None, Diagnostic | None]], opt
             if progress:
                 progress(results[-1])
         return results
+    from concurrent.futures import ProcessPoolExecutor
+
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         results = []
         for result in pool.map(_job, work):

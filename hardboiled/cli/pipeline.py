@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from hardboiled import ir
+from hardboiled.cli.options import CODE as CODE  # re-exported
+from hardboiled.cli.options import CUDA_BUILD_SUFFIXES as CUDA_BUILD_SUFFIXES
+from hardboiled.cli.options import CompileOptions as CompileOptions
 from hardboiled.ir.printer import print_ir
 from hardboiled.select.selector import SelectionOptions, SelectionResult, select_instructions
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
@@ -125,61 +128,6 @@ def tensorize(stmt: ir.Stmt, options: SelectionOptions, *, filename: str = "<str
 # --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CompileOptions:
-    stage: str | None = None
-    buffer_types: dict[str, ir.Type] = field(default_factory=dict)
-    selection: SelectionOptions = field(default_factory=SelectionOptions)
-    emit: tuple[str, ...] = ("ir",)
-    verify: bool = False
-    run: bool = False
-    seed: int = 0
-    params: dict[str, int] = field(default_factory=dict)
-    cc: str | None = None
-    amx: str = "auto"
-    build_path: str | None = None
-    cuda_arch: int = WMMA_TENSOR_CORE.default_sm
-    name: str | None = None
-    """The generated function's name (--name); None: from the input's name."""
-    include_dirs: tuple[str, ...] = ()
-    """-I/--include-dir: header directories for the C compiler and nvcc."""
-    args: tuple[str, ...] | None = None
-    """--args: the buffers in Halide's argument order (None: from a lowered
-    module's signature, else inputs then outputs by name)."""
-
-    @property
-    def include_flags(self) -> tuple[str, ...]:
-        return tuple(flag for directory in self.include_dirs for flag in ("-I", directory))
-    print_before: tuple[str, ...] = ()
-    """Pass names (or "all") to print the program before."""
-    print_after: tuple[str, ...] = ()
-    timing: bool = False
-    verify_ir: bool = False
-    """Check the IR invariants after every IR pass."""
-
-    @property
-    def cuda_build(self) -> bool:
-        return bool(self.build_path) and Path(self.build_path or "").suffix in CUDA_BUILD_SUFFIXES
-
-    @property
-    def c_build(self) -> bool:
-        return bool(self.build_path) and not self.cuda_build
-
-    @property
-    def instrumented(self) -> bool:
-        """Asks for checks or output that only a real run of the passes
-        produces (so the whole-file cache may not answer)."""
-        return bool(self.print_before or self.print_after or self.timing or self.verify_ir)
-
-
-CODE = "code"
-"""The emit kind the Python API asks for: C for a CPU program, CUDA for a
-GPU one (emit-c and emit-cuda each skip the other kind of program)."""
-
-CUDA_BUILD_SUFFIXES = {".ptx": "ptx", ".cubin": "cubin"}
-"""--build FILE with these suffixes compiles the generated CUDA with nvcc;
-any other FILE is an object file (a shared library for .so), made by nvcc
-for a GPU program and by the C compiler for a CPU one."""
 GENERATED_CUDA_FLAGS = ("-diag-suppress=177",)
 """The shared prelude defines helpers that a kernel may not use."""
 
@@ -275,7 +223,6 @@ def _emit_egg(c: Compilation) -> None:
     from hardboiled.select.extract import accelerator_allocations, encode_stores, select_stores
     from hardboiled.select.facts import sliding_windows
     from hardboiled.select.rules import load_schedule, program_text
-    from hardboiled.targets.wmma import WMMA_TENSOR_CORE
 
     assert c.program is not None
     options = c.options.selection
@@ -401,7 +348,7 @@ def _emit_c(c: Compilation) -> None:
 
 
 def _entry_point(c: Compilation) -> str:
-    from hardboiled.codegen.abi import entry_point_name
+    from hardboiled.codegen.naming import entry_point_name
 
     return c.options.name or entry_point_name(c.name)
 

@@ -21,12 +21,16 @@ from ``--args``; without either, inputs come before outputs, each sorted.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import PurePath
 
 from hardboiled import ir
+from hardboiled.codegen.naming import (  # re-exported: the ABI's names
+    DEFAULT_ENTRY_POINT as DEFAULT_ENTRY_POINT,
+)
+from hardboiled.codegen.naming import entry_point_name as entry_point_name
+from hardboiled.codegen.naming import is_entry_point_name as is_entry_point_name
+from hardboiled.codegen.naming import raw_entry_point as raw_entry_point
 from hardboiled.ir.buffers import discover_buffers
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
 
@@ -67,14 +71,6 @@ def kernel_signature(stmt: ir.Stmt, order: Sequence[str] | None = None) -> list[
     return [args[name] for name in order]
 
 
-RAW_SUFFIX = "_raw"
-"""The raw-pointer entry point is NAME_raw; NAME takes halide_buffer_t."""
-
-
-def raw_entry_point(name: str) -> str:
-    return name + RAW_SUFFIX
-
-
 HALIDE_TYPE_CODES = {ir.TypeCode.INT: 0, ir.TypeCode.UINT: 1, ir.TypeCode.FLOAT: 2, ir.TypeCode.HANDLE: 3,
                      ir.TypeCode.BFLOAT: 4}
 """halide_type_code_t (HalideRuntime.h)."""
@@ -106,47 +102,3 @@ def halide_error_code(message_call: str) -> int:
     name = message_call.removeprefix("halide_error_")
     matches = [key for key in HALIDE_ERROR_CODES if name == key or name.startswith(key + "_")]
     return HALIDE_ERROR_CODES[max(matches, key=len)] if matches else HALIDE_ERROR_CODES["generic_error"]
-
-
-DEFAULT_ENTRY_POINT = "hb_kernel"
-"""The entry point of code generated from standard input, or from a name
-with no letter or digit in it."""
-
-C_KEYWORDS = frozenset((
-    "auto break case char const continue default do double else enum extern float for goto if inline int long "
-    "register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while "
-    "_Bool _Complex _Imaginary alignas alignof bool class constexpr delete explicit false friend mutable namespace "
-    "new nullptr operator private protected public template this throw true try typeid typename using virtual"
-).split())
-"""C and C++ keywords: an entry point may not be one (the .cu is C++)."""
-
-STANDARD_INPUT_NAMES = ("-", "<stdin>", "<string>")
-"""Inputs with no file name: standard input, and text given to the Python API."""
-
-
-HELPER_PREFIX = "hb_"
-"""The generated code's own helpers and runtime are named hb_*: an entry
-point may not be (hb_div would clash with Halide's division helper), except
-the default one."""
-ESCAPE_PREFIX = "k_"
-"""Put in front of an input's stem that cannot be a function name as it is."""
-
-
-def is_entry_point_name(name: str) -> bool:
-    """A name C and C++ accept for the generated function, that clashes with
-    nothing the generated code defines (nor with a program's main)."""
-    return (re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) is not None and name not in C_KEYWORDS
-            and name != "main" and (name == DEFAULT_ENTRY_POINT or not name.startswith(HELPER_PREFIX)))
-
-
-def entry_point_name(filename: str) -> str:
-    """The default entry point for an input: its stem (every suffix off),
-    made a C identifier. ``conv-layer.debug.log`` gives ``conv_layer``,
-    ``3x3.stmt`` ``k_3x3``, ``int.stmt`` ``k_int``."""
-    if filename in STANDARD_INPUT_NAMES:
-        return DEFAULT_ENTRY_POINT
-    stem = PurePath(filename).name.split(".", 1)[0]
-    name = re.sub(r"[^A-Za-z0-9_]", "_", stem).strip("_")
-    if not name:
-        return DEFAULT_ENTRY_POINT
-    return name if is_entry_point_name(name) else ESCAPE_PREFIX + name

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.support.fileio import write_bytes_atomically
-from hardboiled.targets.wmma import WMMA_TENSOR_CORE
+from hardboiled.targets.cuda_arch import DEFAULT_SM, MIN_SM
 
 AMX_FLAGS = ("-mamx-tile", "-mamx-bf16", "-mamx-int8")
 BASE_FLAGS = ("-std=gnu11", "-O2", "-ffp-contract=off", "-fno-strict-aliasing")
@@ -148,9 +148,9 @@ def parse_cuda_arch(text: str) -> int:
             notes=("write it as sm_XX, for example sm_80",),
         ))
     sm = int(spelled)
-    if sm < WMMA_TENSOR_CORE.min_sm:
+    if sm < MIN_SM:
         raise HardboiledError(Diagnostic(
-            "error", f"sm_{sm} is not supported: CUDA 13 and hardboiled need sm_{WMMA_TENSOR_CORE.min_sm} or newer",
+            "error", f"sm_{sm} is not supported: CUDA 13 and hardboiled need sm_{MIN_SM} or newer",
             notes=("Volta (sm_70, sm_72) was dropped by CUDA 13",),
         ))
     return sm
@@ -169,7 +169,7 @@ def find_nvcc() -> list[str]:
     return [path, *words[1:]]
 
 
-def compile_cuda(source: str, output: Path, *, kind: str = "ptx", sm: int = WMMA_TENSOR_CORE.default_sm,
+def compile_cuda(source: str, output: Path, *, kind: str = "ptx", sm: int = DEFAULT_SM,
                  extra: tuple[str, ...] = ()) -> Path:
     """Compile CUDA ``source`` with nvcc to PTX, a cubin, an object file or
     a shared library at ``output`` (``kind``), written only once nvcc

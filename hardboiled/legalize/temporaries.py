@@ -36,63 +36,127 @@ def _binds(node: ir.Stmt) -> set[str]:
 
 def written_inside(node: ir.Stmt) -> set[str]:
     """Buffers written or (re)allocated anywhere inside ``node``."""
-    names: set[str] = set()
-    for n in ir.walk(node):
-        if isinstance(n, (ir.Store, ir.Allocate, ir.Free)):
-            names.add(n.name)
-        elif isinstance(n, ir.ProducerConsumer) and n.is_producer:
-            names.add(n.name)
-    return names
+    return {name for n in ir.walk(node) for name in _own_writes(n)}
+
+
+class _Subtrees:
+    """What each statement of one tree holds, computed once bottom-up, so
+    that placing many temporaries stays linear in the tree's size: which of
+    the temporaries it uses, what it writes, whether a kernel loop is in it."""
+
+    def __init__(self, stmt: ir.Stmt, names: set[str]):
+        self.uses: dict[int, frozenset[str]] = {}
+        self.writes: dict[int, frozenset[str]] = {}
+        self.kernels: dict[int, bool] = {}
+        order: list[ir.Node] = list(ir.walk(stmt))
+        for node in reversed(order):  # children before parents
+            kids = list(ir.children(node))
+            used = {node.name} if isinstance(node, ir.Variable) and node.name in names else set()
+            written = set(_own_writes(node))
+            for kid in kids:
+                used |= self.uses[id(kid)]
+                written |= self.writes[id(kid)]
+            self.uses[id(node)] = frozenset(used)
+            self.writes[id(node)] = frozenset(written)
+            self.kernels[id(node)] = (isinstance(node, ir.Stmt) and _is_kernel_loop(node)) or any(
+                self.kernels[id(kid)] for kid in kids)
+
+    def path_to_uses(self, stmt: ir.Stmt, name: str) -> list[ir.Stmt] | None:
+        """Statements from the root down to the smallest one holding every use."""
+        if name not in self.uses[id(stmt)]:
+            return None
+        path = [stmt]
+        while True:
+            holders = [c for c in ir.children(path[-1]) if isinstance(c, ir.Stmt) and name in self.uses[id(c)]]
+            if len(holders) != 1:
+                return path
+            path.append(holders[0])
+
+
+def _own_writes(node: ir.Node) -> tuple[str, ...]:
+    if isinstance(node, (ir.Store, ir.Allocate, ir.Free)):
+        return (node.name,)
+    if isinstance(node, ir.ProducerConsumer) and node.is_producer:
+        return (node.name,)
+    return ()
 
 
 def place_temporaries(stmt: ir.Stmt, temporaries: list[Temporary]) -> ir.Stmt:
     """Allocate and fill each temporary right before the outermost statement
     that contains all its uses, inside which nothing it reads is written,
     and above which every variable it reads is bound. Uses that no single
-    such statement covers (branches of an `if`, two loops) get a copy each."""
+    such statement covers (branches of an `if`, two loops) get a copy each.
+
+    Placements are found on one analysis of the tree and made in one
+    rebuild; only a temporary that must be split into copies rebuilds the
+    tree (and the analysis) on its own."""
     bound_anywhere = {name for node in ir.walk(stmt) if isinstance(node, ir.Stmt) for name in _binds(node)}
     pending = list(temporaries)
+    placed: dict[int, list[Temporary]] = {}
+    subtrees = _Subtrees(stmt, {t.name for t in pending})
     while pending:
         temp = pending.pop(0)
-        path = path_to_uses(stmt, temp.name)
+        path = subtrees.path_to_uses(stmt, temp.name)
         if path is None:
             continue
         free = {n.name for n in ir.walk(temp.value) if isinstance(n, ir.Variable)}
         reads = {n.name for n in ir.walk(temp.value) if isinstance(n, ir.Load)}
-        position = _choose_position(path, free & bound_anywhere, reads)
-        if position is None:
-            stmt, copies = _split_uses(stmt, path[-1], temp)
-            pending[:0] = copies
+        position = _choose_position(path, free & bound_anywhere, reads, subtrees)
+        if position is not None:
+            placed.setdefault(id(path[position]), []).append(temp)
             continue
-        stmt = _allocate_before(stmt, path[position], temp)
-    return stmt
+        stmt = _allocate_all(stmt, placed)
+        placed = {}
+        stmt, copies = _split_uses(stmt, temp)
+        pending[:0] = copies
+        subtrees = _Subtrees(stmt, {t.name for t in pending})
+    return _allocate_all(stmt, placed)
 
 
-def _allocate_before(stmt: ir.Stmt, target: ir.Stmt, temp: Temporary) -> ir.Stmt:
-    """``stmt`` with ``temp`` allocated and filled right before ``target``."""
-    return map_stmt(stmt, lambda node: _allocate(temp, node) if node is target else None)
+def _allocate_all(stmt: ir.Stmt, placed: dict[int, list[Temporary]]) -> ir.Stmt:
+    """``stmt`` with each temporary of ``placed`` allocated and filled right
+    before the statement it is keyed by; several before one statement nest
+    in order, the first innermost."""
+    if not placed:
+        return stmt
+
+    def wrap(node: ir.Stmt) -> ir.Stmt | None:
+        temps = placed.get(id(node))
+        if temps is None:
+            return None
+        # A replaced statement is not looked into: place what goes inside it first.
+        node = _allocate_all(node, {key: value for key, value in placed.items() if key != id(node)})
+        for temp in temps:
+            node = _allocate(temp, node)
+        return node
+
+    return map_stmt(stmt, wrap)
 
 
-def _choose_position(path: list[ir.Stmt], needed: set[str], reads: set[str]) -> int | None:
+def _choose_position(path: list[ir.Stmt], needed: set[str], reads: set[str], subtrees: _Subtrees) -> int | None:
     """Index in ``path`` of the statement to put the temporary before, or
     None if none qualifies (then each branch of the last one gets a copy)."""
     first = 0
     for i, node in enumerate(path):
         if isinstance(node, _BARRIERS) or _is_kernel_loop(node):
             first = i + 1
-    kernels_below = any(isinstance(n, ir.Stmt) and _is_kernel_loop(n) for n in ir.walk(path[-1]))
+    kernels_below = subtrees.kernels[id(path[-1])]
     if not any(_is_kernel_loop(n) for n in path) and kernels_below:
         return None  # used by kernels, but no single kernel holds every use: one copy per kernel
     bound_above: set[str] = set()
     for i, node in enumerate(path):
-        if i >= first and needed <= bound_above and not (reads & written_inside(node)):
+        if i >= first and needed <= bound_above and not (reads & subtrees.writes[id(node)]):
             return i
         bound_above |= _binds(node)
     return None
 
 
-def _split_uses(stmt: ir.Stmt, holder: ir.Stmt, temp: Temporary) -> tuple[ir.Stmt, list[Temporary]]:
-    """Give each child of ``holder`` that uses ``temp`` its own copy."""
+def _split_uses(stmt: ir.Stmt, temp: Temporary) -> tuple[ir.Stmt, list[Temporary]]:
+    """Give each child of the smallest statement holding every use of
+    ``temp`` its own copy."""
+    path = path_to_uses(stmt, temp.name)
+    assert path is not None
+    holder = path[-1]
     copies: list[Temporary] = []
     renamed: dict[int, ir.Stmt] = {}
     for child in ir.children(holder):

@@ -32,10 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hardboiled.select.options import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
-
-DEFAULT_TIMEOUT_S = 60.0
-DEFAULT_MEMORY_MB = 4096
 
 
 class EgglogError(HardboiledError):

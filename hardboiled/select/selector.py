@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from hardboiled import ir
-from hardboiled.select.eqsat import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, EgraphSize
+from hardboiled.select.eqsat import EgraphSize
 from hardboiled.select.explain import explain_miss
 from hardboiled.select.extract import (
     ACCELERATOR_INTRINSICS,
@@ -29,6 +29,7 @@ from hardboiled.select.extract import (
     select_stores,
 )
 from hardboiled.select.facts import sliding_windows
+from hardboiled.select.options import SelectionOptions as SelectionOptions  # re-exported
 from hardboiled.select.partition import partition_accumulators
 from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, reinsert
 from hardboiled.select.rules import Schedule, load_schedule, saturate
@@ -37,22 +38,6 @@ from hardboiled.select.terms import parse_term
 from hardboiled.support.cache import ResultCache
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
-
-
-@dataclass(frozen=True, slots=True)
-class SelectionOptions:
-    store_in: dict[str, str] = field(default_factory=dict)
-    """Buffer name -> memory type, overriding what the dump says."""
-    schedule_path: str | None = None
-    iterations: int | None = None
-    allow_fallback: bool = False
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    memory_mb: int = DEFAULT_MEMORY_MB
-    cache_dir: str | None = None
-    """Where equality-saturation results are cached; None turns caching off."""
-    verbose: bool = False
-    """Report every missed store in full; by default only the root causes,
-    with long expressions shortened."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,9 @@
 
 The key hashes everything that can change what egglog extracts: the program
 it runs (rule files, hardware facts, the encoded statements, the schedule),
-the roots, and the versions of hardboiled and egglog. Entries are JSON files
+the roots, hardboiled's own code (every source, rule file, grammar and
+runtime header: ``code_identity``, so that an entry made by other code is
+never served) and egglog's build. Entries are JSON files
 written atomically (a temporary file, then ``os.replace``), so concurrent
 runs sharing a cache directory never see a half-written entry; a corrupt or
 unreadable entry is a miss.
@@ -10,11 +12,11 @@ unreadable entry is a miss.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import tempfile
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +34,55 @@ def default_cache_dir() -> Path:
     return Path(base) / "hardboiled"
 
 
-def _egglog_version() -> str:
-    try:
-        return version("egglog")
-    except PackageNotFoundError:
-        return "unknown"
+@functools.cache
+def _egglog_identity() -> str:
+    """egglog's build: the size and time of its compiled module (found
+    without importing egglog, nor importlib.metadata: a cache hit must be
+    quick)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("egglog")
+    if spec is None or not spec.submodule_search_locations:
+        return "absent"
+    for location in spec.submodule_search_locations:
+        for path in sorted(Path(location).glob("bindings*")):
+            stat = path.stat()
+            return f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}"
+    return "unknown"
+
+
+_CODE_SUFFIXES = (".py", ".egg", ".lark", ".h")
+
+
+@functools.cache
+def code_identity() -> str:
+    """A digest of hardboiled's code and data: every source, rule file
+    (HARDBOILED_RULES_DIR's too), grammar and runtime header."""
+    from importlib import resources
+
+    roots = [Path(__file__).resolve().parent.parent]
+    roots += [Path(str(resources.files(package))) for package in ("hardboiled.rules", "hardboiled.grammars")]
+    override = os.environ.get("HARDBOILED_RULES_DIR")
+    if override:
+        roots.append(Path(override))
+    digest = hashlib.sha256()
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.suffix in _CODE_SUFFIXES and "__pycache__" not in path.parts and path.is_file():
+                digest.update(str(path.relative_to(root)).encode() + b"\0")
+                try:
+                    digest.update(path.read_bytes())
+                except OSError:
+                    digest.update(b"unreadable")
+    return digest.hexdigest()
 
 
 def cache_key(texts: list[str], roots: list[str]) -> str:
     """Hash of the program texts (not their file names: a schedule read from
-    another path is the same schedule) and the versions."""
+    another path is the same schedule), hardboiled's code and egglog's build."""
     digest = hashlib.sha256()
-    header = {"format": CACHE_FORMAT, "hardboiled": VERSION, "egglog": _egglog_version(), "roots": roots}
+    header = {"format": CACHE_FORMAT, "hardboiled": VERSION, "code": code_identity(), "egglog": _egglog_identity(),
+              "roots": roots}
     digest.update(json.dumps(header, sort_keys=True).encode())
     for text in texts:
         digest.update(b"\0" + str(len(text)).encode() + b"\0" + text.encode())

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from hardboiled import ir
+from hardboiled.targets.cuda_arch import DEFAULT_SM, MIN_SM
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +67,8 @@ class WMMATensorCore:
     leading_dimension_alignment: int = 16
     """Bytes: their leading dimension is a multiple of 16 bytes (16 8-bit,
     8 16-bit or 4 32-bit elements)."""
-    min_sm: int = 75
-    default_sm: int = 80
+    min_sm: int = MIN_SM
+    default_sm: int = DEFAULT_SM
     elementwise: tuple[ir.BinOp, ...] = (ir.BinOp.ADD, ir.BinOp.SUB, ir.BinOp.MUL, ir.BinOp.MIN, ir.BinOp.MAX)
     """Operators applied to each element of an accumulator fragment (an
     epilogue such as a ReLU): the same for every element, whatever lane holds

@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""Compile time (issue 19): P1, P2 and P3 side by side, and parsing speed.
+
+* **P2**, a whole compile of the paper's single-tile bf16 AMX matmul
+  (tests/fixtures/halide/amx_bf16_matmul_std_single/debug.log), against
+  Halide 21 lowering the same pipeline (``compile_to_lowered_stmt``), both
+  as whole processes; and the same compile answered by the cache.
+* **P1**, selection for conv1d against HardBoiled's own egglog programs for
+  conv1d (upstream egglog's tests/hardboiled_conv1d_{32,128}.egg, shipped
+  in bench/data/hardboiled_egglog with their licence): whole processes
+  (theirs: start Python, import egglog, parse and run the program; ours:
+  ``hardboiled compile``), and piecewise (theirs: parsing and running the
+  program; ours: the select and legalization passes of ``--timing``, for
+  the apps/conv1d pipeline with as many taps).
+* **P3**, scaling: conv1d with 16 to 512 taps in its loop form (one tensor
+  statement per 8-tap chunk inside a loop) and unrolled (one statement per
+  chunk), wall time and peak memory of the whole compile, with the slope of
+  log(time) against log(size) fitted over the sizes that finished.
+* **Parsing**: MB/s of ``hardboiled parse`` on a large statement, and one
+  stage read out of a 50 MB debug log.
+
+The dumps come from Halide (the halide package, a dev dependency) and are
+kept in bench/results/compile_time_dumps. ``--tree DIR`` measures another
+checkout of hardboiled (``git worktree add /tmp/before REV``) with this
+script's inputs, for before/after figures.
+
+    .venv/bin/python bench/compile_time.py [--tree DIR] [--repeat N] [--parts p1,p2,p3,parse]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+RESULTS = ROOT / "bench" / "results"
+DUMPS = RESULTS / "compile_time_dumps"
+UPSTREAM = ROOT / "bench" / "data" / "hardboiled_egglog"
+MATMUL_LOG = ROOT / "tests" / "fixtures" / "halide" / "amx_bf16_matmul_std_single" / "debug.log"
+CONV1D_SIZE = dict(width=512, rows=4)
+LOOP_TAPS = (16, 32, 64, 128, 256, 512)
+UNROLLED_TAPS = (64, 128, 256, 512)
+TIMEOUT_S = 300.0
+
+_MEASURED = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.run(sys.argv[1:]).returncode\n"
+    "sys.stderr.write('\\nHB_PEAK_KIB=%d' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    "sys.exit(code)\n"
+)
+
+
+# ------------------------------------------------------------------ processes
+def measure(command: list[str], env: dict[str, str] | None = None,
+            timeout: float = TIMEOUT_S) -> dict[str, Any]:
+    """Run ``command``; its wall time, peak memory (with its children),
+    exit status and standard error."""
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, "-c", _MEASURED, *command], capture_output=True, text=True,
+                              env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"seconds": timeout, "peak_mib": None, "code": "timeout", "stderr": ""}
+    seconds = time.perf_counter() - start
+    stderr, _, peak = proc.stderr.rpartition("HB_PEAK_KIB=")
+    return {"seconds": seconds, "peak_mib": int(peak) / 1024 if peak.isdigit() else None,
+            "code": proc.returncode, "stderr": stderr}
+
+
+def median_run(command: list[str], repeat: int, env: dict[str, str] | None = None) -> dict[str, Any]:
+    runs = [measure(command, env) for _ in range(repeat)]
+    failed = [r for r in runs if r["code"] != 0]
+    if failed:
+        return failed[0]
+    best = dict(runs[0])
+    best["seconds"] = statistics.median(r["seconds"] for r in runs)
+    return best
+
+
+def hardboiled(tree: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+    """A whole ``hardboiled`` process running the checkout ``tree``."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    return [sys.executable, "-m", "hardboiled", *args], env
+
+
+def outcome(run: dict[str, Any]) -> str:
+    if run["code"] == 0:
+        return "ok"
+    if run["code"] == "timeout":
+        return "timeout"
+    text = run["stderr"]
+    for marker in ("RecursionError", "MemoryError", "resource limit", "internal error"):
+        if marker in text:
+            return marker
+    return f"exit {run['code']}"
+
+
+# ------------------------------------------------------------------ Halide dumps
+def _pipeline(key: str) -> tuple[Any, list[Any], str]:
+    """The pipeline a dump key names, its arguments and its target."""
+    from apps.common import AMX_TARGET, CUDA_TARGET
+
+    if key == "matmul":
+        import gen_fixtures
+
+        out, args = gen_fixtures.CASES["amx_bf16_matmul_std_single"]["build"]()
+        return out, args, AMX_TARGET
+    match = re.fullmatch(r"conv1d(-unrolled)?-k(\d+)", key)
+    assert match, key
+    from apps.conv1d import pipeline
+
+    outputs, args = pipeline(taps=int(match.group(2)), unroll_taps=bool(match.group(1)), **CONV1D_SIZE)
+    return outputs[0], args, CUDA_TARGET
+
+
+def child(key: str, out_path: str) -> None:
+    """In a child: lower the pipeline (the passes go to standard error)."""
+    import halide as hl
+
+    out, args, target = _pipeline(key)
+    out.compile_to_lowered_stmt(out_path, args, hl.StmtOutputFormat.Text, hl.Target(target))
+
+
+def dump(key: str) -> Path:
+    """Halide's vectorizing stage for a key, made once and kept."""
+    import gen_fixtures as gf
+
+    path = DUMPS / f"{key}.stmt"
+    if not path.exists():
+        DUMPS.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            lines, code, _ = gf.run_child(key, tmp, True, TIMEOUT_S, script=__file__)
+        stages = gf.split_stages(lines)
+        if "vectorizing" not in stages:
+            raise SystemExit(f"{key}: Halide failed (exit {code}): {gf.error_text(lines)}")
+        path.write_bytes(stages["vectorizing"])
+    return path
+
+
+def halide_lowering() -> None:
+    """In a child: build and lower the matmul, nothing printed (P2's baseline)."""
+    import halide as hl
+
+    out, args, target = _pipeline("matmul")
+    with tempfile.TemporaryDirectory() as tmp:
+        out.compile_to_lowered_stmt(str(Path(tmp) / "out.stmt"), args, hl.StmtOutputFormat.Text, hl.Target(target))
+
+
+def egglog_program(path: str) -> None:
+    """In a child: parse and run an egglog program; print the seconds."""
+    from egglog.bindings import EGraph
+
+    start = time.perf_counter()
+    egraph = EGraph()
+    egraph.run_program(*egraph.parse_program(Path(path).read_text()))
+    print(f"HB_SECONDS={time.perf_counter() - start:.6f}")
+
+
+# ------------------------------------------------------------------ the figures
+def selection_seconds(stderr: str) -> float:
+    """The select and legalization passes of a --timing report."""
+    passes = dict((name, float(seconds)) for seconds, name in
+                  re.findall(r"^\s+(\d+\.\d+) \(\s*[\d.]+%\)\s+(\S+)$", stderr, re.M))
+    skip = {"parse", "report", "Total", "emit-egg", "verify", "emit-c", "emit-cuda", "build-c", "build-cuda", "run-c"}
+    return sum(seconds for name, seconds in passes.items() if name not in skip)
+
+
+def p2(tree: Path, repeat: int) -> dict[str, Any]:
+    halide = median_run([sys.executable, __file__, "--halide-lowering"], repeat)
+    with tempfile.TemporaryDirectory() as tmp:
+        command, env = hardboiled(tree, "compile", str(MATMUL_LOG), "--no-cache", "-q", "-o", f"{tmp}/out.stmt")
+        cold = median_run(command, repeat, env)
+        cached, env = hardboiled(tree, "compile", str(MATMUL_LOG), "--cache-dir", f"{tmp}/cache", "-q", "-o",
+                                 f"{tmp}/out.stmt")
+        measure(cached, env)  # fills the cache
+        warm = median_run(cached, repeat, env)
+    return {"halide_s": halide["seconds"], "compile_s": cold["seconds"], "cache_hit_s": warm["seconds"],
+            "compile_ratio": cold["seconds"] / halide["seconds"], "cache_ratio": warm["seconds"] / halide["seconds"]}
+
+
+def p1(tree: Path, repeat: int) -> list[dict[str, Any]]:
+    rows = []
+    for taps in (32, 128):
+        program = UPSTREAM / f"hardboiled_conv1d_{taps}.egg"
+        theirs = median_run([sys.executable, __file__, "--egglog-program", str(program)], max(1, repeat // 2))
+        inside = re.search(r"HB_SECONDS=([\d.]+)", subprocess.run(
+            [sys.executable, __file__, "--egglog-program", str(program)], capture_output=True, text=True).stdout)
+        with tempfile.TemporaryDirectory() as tmp:
+            command, env = hardboiled(tree, "compile", str(dump(f"conv1d-k{taps}")), "--store-in",
+                                      "conv=WMMAAccumulator", "--no-cache", "--timing", "-q", "-o", f"{tmp}/o.stmt")
+            ours = median_run(command, repeat, env)
+        ours_piece = selection_seconds(ours["stderr"])
+        theirs_piece = float(inside.group(1)) if inside else math.nan
+        rows.append({"taps": taps, "theirs_s": theirs["seconds"], "theirs_mib": theirs["peak_mib"],
+                     "ours_s": ours["seconds"], "ours_mib": ours["peak_mib"],
+                     "whole_ratio": ours["seconds"] / theirs["seconds"],
+                     "theirs_piece_s": theirs_piece, "ours_piece_s": ours_piece,
+                     "piece_ratio": ours_piece / theirs_piece})
+    return rows
+
+
+def _slope(points: list[tuple[int, float]]) -> float | None:
+    """Least-squares slope of log(seconds) on log(size)."""
+    if len(points) < 2:
+        return None
+    xs = [math.log(x) for x, _ in points]
+    ys = [math.log(y) for _, y in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
+def p3(tree: Path) -> dict[str, Any]:
+    curves = {}
+    for form, taps_list in (("loop", LOOP_TAPS), ("unrolled", UNROLLED_TAPS)):
+        rows = []
+        for taps in taps_list:
+            key = f"conv1d-k{taps}" if form == "loop" else f"conv1d-unrolled-k{taps}"
+            source = dump(key)
+            statements = sum(1 for line in source.read_text().splitlines() if re.match(r"\s*conv\[", line))
+            with tempfile.TemporaryDirectory() as tmp:
+                command, env = hardboiled(tree, "compile", str(source), "--store-in", "conv=WMMAAccumulator",
+                                          "--no-cache", "-q", "--emit", "cuda", "-o", f"{tmp}/o.cu")
+                run = measure(command, env)
+            rows.append({"taps": taps, "statements": statements, "seconds": run["seconds"],
+                         "peak_mib": run["peak_mib"], "outcome": outcome(run)})
+        finished = [(r["taps"], r["seconds"]) for r in rows if r["outcome"] == "ok"]
+        curves[form] = {"rows": rows, "slope": _slope(finished)}
+    return curves
+
+
+def parsing(tree: Path) -> dict[str, Any]:
+    """MB/s of parsing a large stmt (copies of a real one in sequence), and
+    one stage read out of a 50 MB log (the stages before it repeated)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        body = dump("conv1d-k512").read_text()
+        big = Path(tmp) / "big.stmt"
+        big.write_text(body * max(1, (8 << 20) // len(body)))
+        command, env = hardboiled(tree, "parse", str(big), "-o", f"{tmp}/out.stmt")
+        run = measure(command, env)
+        baseline = measure(*hardboiled(tree, "--version"))
+        mb = big.stat().st_size / 1e6
+        log = MATMUL_LOG.read_text()
+        head, marker, rest = log.partition("Lowering after vectorizing:")
+        first_stage = head.index("Lowering after ")
+        prefix, stages = head[:first_stage], head[first_stage:]
+        copies = max(1, (50 << 20) // len(stages))
+        huge = Path(tmp) / "huge.log"
+        huge.write_text(prefix + stages * copies + marker + rest)
+        stage = measure(*hardboiled(tree, "parse", str(huge), "--stage", "vectorizing", "-o", f"{tmp}/v.stmt"))
+        return {"stmt_mb": mb, "parse_s": run["seconds"], "startup_s": baseline["seconds"],
+                "mb_per_s": mb / max(1e-9, run["seconds"] - baseline["seconds"]), "parse_outcome": outcome(run),
+                "log_mb": huge.stat().st_size / 1e6, "stage_s": stage["seconds"], "stage_outcome": outcome(stage)}
+
+
+# ------------------------------------------------------------------ report
+def _fmt(value: Any, unit: str = "", digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.{digits}f}{unit}" if isinstance(value, float) else f"{value}{unit}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tree", type=Path, default=ROOT, help="the hardboiled checkout to measure")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per figure; medians are reported")
+    parser.add_argument("--parts", default="p2,p1,p3,parse")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--halide-lowering", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--egglog-program", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return 0
+    if args.halide_lowering:
+        halide_lowering()
+        return 0
+    if args.egglog_program:
+        egglog_program(args.egglog_program)
+        return 0
+    parts = set(args.parts.split(","))
+    tree = args.tree.resolve()
+    bytecode = any((tree / "hardboiled" / "__pycache__").glob("*.pyc"))
+    print(f"tree: {tree} (bytecode {'present' if bytecode else 'absent'}); {os.cpu_count()} cores; "
+          f"medians of {args.repeat}")
+    figures: dict[str, Any] = {"tree": str(tree), "bytecode": bytecode}
+    if "p2" in parts:
+        f = figures["p2"] = p2(tree, args.repeat)
+        print("\nP2  whole compile of the AMX matmul dump, whole processes")
+        print(f"  Halide's lowering {_fmt(f['halide_s'], ' s', 3)}; hardboiled compile {_fmt(f['compile_s'], ' s', 3)} "
+              f"({_fmt(f['compile_ratio'], 'x')}); cache hit {_fmt(f['cache_hit_s'], ' s', 3)} "
+              f"({_fmt(f['cache_ratio'], 'x')})")
+    if "p1" in parts:
+        rows = figures["p1"] = p1(tree, args.repeat)
+        print("\nP1  conv1d selection against HardBoiled's egglog programs")
+        print("  taps   theirs s   MiB    ours s   MiB   whole   | theirs run s  ours select s  piecewise")
+        for r in rows:
+            print(f"  {r['taps']:>4} {_fmt(r['theirs_s'], '', 3):>9} {_fmt(r['theirs_mib'], '', 0):>6} "
+                  f"{_fmt(r['ours_s'], '', 3):>8} {_fmt(r['ours_mib'], '', 0):>5} "
+                  f"{_fmt(r['whole_ratio'], 'x', 3):>7}   | "
+                  f"{_fmt(r['theirs_piece_s'], '', 3):>12} {_fmt(r['ours_piece_s'], '', 3):>14} "
+                  f"{_fmt(r['piece_ratio'], 'x', 3):>9}")
+    if "p3" in parts:
+        curves = figures["p3"] = p3(tree)
+        print("\nP3  conv1d scaling, whole compile (--emit cuda)")
+        for form, curve in curves.items():
+            print(f"  {form} form (slope of log time on log taps: {_fmt(curve['slope'])})")
+            for r in curve["rows"]:
+                print(f"    k={r['taps']:<4} {r['statements']:>4} statements  {_fmt(r['seconds'], ' s'):>9}  "
+                      f"{_fmt(r['peak_mib'], ' MiB', 0):>9}  {r['outcome']}")
+    if "parse" in parts:
+        f = figures["parse"] = parsing(tree)
+        print("\nParsing")
+        print(f"  {f['stmt_mb']:.1f} MB stmt: {_fmt(f['parse_s'], ' s')} ({_fmt(f['mb_per_s'], ' MB/s')} after "
+              f"{_fmt(f['startup_s'], ' s')} of start-up) {f['parse_outcome']}")
+        print(f"  vectorizing stage of a {f['log_mb']:.0f} MB log: {_fmt(f['stage_s'], ' s')} {f['stage_outcome']}")
+    if args.json:
+        import json
+
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
