@@ -13,6 +13,8 @@ install: ## Create .venv and install hardboiled with its test tools
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[dev]"
+	@# Bytecode now: an editable install run with PYTHONDONTWRITEBYTECODE would recompile every module each time.
+	$(BIN)/python -m compileall -q hardboiled > /dev/null
 
 test: ## Run the test suite (fails if no test ran)
 	$(BIN)/python -m pytest

@@ -123,9 +123,11 @@ def compile(source: str | bytes | os.PathLike[str], *, store_in: Mapping[str, st
         build_path=None if build is None else str(build), name=name or entry_point_name(filename),
         args=None if args is None else tuple(args),
     )
+    from hardboiled.support.deep import call_deep
+
     compilation = Compilation(filename, data, options)
     try:
-        run_pipeline(compilation)
+        call_deep(run_pipeline, compilation)
     except HardboiledError as error:
         raise CompileError([*compilation.diagnostics, *getattr(error, "diagnostics", [error.diagnostic])],
                            int(error.exit_code)) from None

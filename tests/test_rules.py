@@ -20,12 +20,14 @@ TESTS = ROOT / "tests" / "rules"
 
 
 def _chunks_through(rule_file: str) -> list[ProgramChunk]:
-    """The selector's chunks up to and including ``rule_file``."""
+    """The selector's rule files up to and including ``rule_file``, then
+    the hardware facts (which follow the rules in the selector's program),
+    once supporting.egg has declared their relations."""
     chunks = rule_chunks()
     last = next(i for i, c in enumerate(chunks) if c.filename == f"rules/{rule_file}")
-    # The hardware facts follow supporting.egg, which declares their relations.
-    facts = next(i for i, c in enumerate(chunks) if c.filename == "<hardware facts>")
-    return chunks[: max(last, facts) + 1] if last >= facts - 1 else chunks[: last + 1]
+    supporting = next(i for i, c in enumerate(chunks) if c.filename == "rules/supporting.egg")
+    facts = next(c for c in chunks if c.filename == "<hardware facts>")
+    return [*chunks[: last + 1], facts] if last >= supporting else chunks[: last + 1]
 
 
 @pytest.mark.parametrize("rule_file", RULE_FILES)
@@ -52,3 +54,31 @@ def test_a_failing_check_is_reported_with_its_location(tmp_path: Path) -> None:
     assert diagnostic.location is not None and diagnostic.location.filename == "wrong.egg"
     assert diagnostic.location.line == 2
     assert "Check failed" in diagnostic.message
+
+
+def test_a_prestarted_child_runs_the_rest_of_the_program_and_a_stale_one_is_replaced() -> None:
+    """The egglog child started early on the rule files (compile_text does
+    it before loading the pipeline) answers exactly as a cold one; a child
+    prestarted on other chunks is killed and a fresh one runs the whole
+    program; one nobody used is stopped."""
+    from hardboiled.select import eqsat
+    from hardboiled.select.rule_files import prestart_rules, rule_file_chunks
+
+    chunks = rule_chunks()
+    probe = ProgramChunk("probe.egg", "(let $x (IntImm (Ty (IntT) 32 1) 1))\n")
+    cold = run_egglog([*chunks, probe], ["$x"], measure_size=False)
+    prestart_rules()
+    warm_child = eqsat._warm
+    assert warm_child is not None and warm_child.serves(chunks, eqsat.DEFAULT_MEMORY_MB)
+    warm = run_egglog([*chunks, probe], ["$x"], measure_size=False)
+    assert eqsat._warm is None and warm_child.proc.returncode == 0
+    assert warm.terms == cold.terms and warm.costs == cold.costs
+    eqsat.prestart(rule_file_chunks()[:1])  # another prelude: not this program's first chunks
+    stale = eqsat._warm
+    assert stale is not None and not stale.serves([probe], eqsat.DEFAULT_MEMORY_MB)
+    assert run_egglog([*chunks, probe], ["$x"], measure_size=False).terms == cold.terms
+    assert stale.proc.returncode is not None  # killed, not left behind
+    prestart_rules()
+    unused = eqsat._warm
+    eqsat.discard_prestarted()
+    assert unused is not None and unused.proc.returncode is not None and eqsat._warm is None

@@ -12,7 +12,7 @@ import pytest
 from hardboiled import ir
 from hardboiled.cli.pipeline import tensorize
 from hardboiled.frontend.parse import parse_input, parse_text
-from hardboiled.select import rules as eqsat
+from hardboiled.select import rule_files
 from hardboiled.select.selector import SelectionOptions
 from hardboiled.verify.compare import compare, verify
 from hardboiled.verify.interp import BufferT, Interpreter
@@ -91,7 +91,7 @@ def test_a_broken_rule_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     # Mutation: the standard-layout B rule interleaves by 4 instead of the
     # element's K pack (2 for bf16). Selection still succeeds; running it
     # shows the result is wrong.
-    real = eqsat.rule_text
+    real = rule_files.rule_text
 
     def mutated(name: str) -> str:
         text = real(name)
@@ -99,7 +99,7 @@ def test_a_broken_rule_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
             text = text.replace("(Temp (VNNIInterleave kpack k n", "(Temp (VNNIInterleave 4 k n", 1)
         return text
 
-    monkeypatch.setattr(eqsat, "rule_text", mutated)
+    monkeypatch.setattr(rule_files, "rule_text", mutated)
     original = _stmt("amx_bf16_matmul_std_single")
     rewritten = tensorize(original, SelectionOptions()).stmt
     assert any(isinstance(n, ir.Call) and n.name == "tile_matmul" for n in ir.walk(rewritten))

@@ -52,8 +52,10 @@ def handles_errors(command: F) -> F:
 
     @functools.wraps(command)
     def wrapper(*args: object, **kwargs: object) -> None:
+        from hardboiled.support.deep import call_deep
+
         try:
-            command(*args, **kwargs)
+            call_deep(command, *args, **kwargs)
         except HardboiledError as exc:
             fmt = kwargs.get("diagnostics_format", "text")
             for diagnostic in getattr(exc, "diagnostics", [exc.diagnostic]):

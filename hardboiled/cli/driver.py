@@ -53,11 +53,19 @@ def compile_text(name: str, data: bytes | None, options: CompileOptions,
     cache, key = _file_cache(name, data or b"", options)
     if cache is not None and (entry := cache.get(key)) is not None:
         return _from_cache(name, entry)
+    if _will_saturate(data or b"", options):
+        # The egglog child starts on the rule files now, while this process
+        # loads the pipeline, parses and extracts (select/eqsat.py).
+        from hardboiled.select.rule_files import prestart_rules
+
+        prestart_rules(options.selection.memory_mb)
     from hardboiled.cli.pipeline import Compilation, run_pipeline
+    from hardboiled.select.eqsat import discard_prestarted
+    from hardboiled.support.deep import call_deep
 
     compilation = Compilation(name, data or b"", options)
     try:
-        run_pipeline(compilation)
+        call_deep(run_pipeline, compilation)
         _take_state(compilation, result)
         _collect_outputs(compilation, result)
     except HardboiledError as exc:
@@ -77,9 +85,18 @@ def compile_text(name: str, data: bytes | None, options: CompileOptions,
             traceback.print_exc()
         result.exit_code = int(ExitCode.INTERNAL_ERROR)
         return result
+    finally:
+        discard_prestarted()
     if cache is not None:
         cache.put(key, _to_cache(result))
     return result
+
+
+def _will_saturate(data: bytes, options: CompileOptions) -> bool:
+    """Whether this input is likely to need equality saturation: it names
+    accelerator memory, or --store-in does (a wrong guess costs a child
+    process started for nothing, or one started later)."""
+    return bool(options.selection.store_in) or b"AMXTile" in data or b"WMMAAccumulator" in data
 
 
 def _take_state(c: Compilation, result: FileResult) -> None:

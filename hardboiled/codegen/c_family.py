@@ -17,6 +17,7 @@ public: both backends use them, and neither reaches into the other.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from string import Template
@@ -220,7 +221,13 @@ class CFamilyEmitter(Visitor[Any]):
         self.lines.append("  " * self.indent + text)
 
     def comment(self, node: ir.Stmt) -> None:
-        text = print_ir(node).split("\n", 1)[0].strip()
+        # Only the statement's own first line: printing what it holds too
+        # would cost the whole subtree at every level (quadratic, and as
+        # deep as the program).
+        own: Any = node
+        shallow = dataclasses.replace(own, **{f.name: ir.NoOp() for f in dataclasses.fields(own)
+                                              if isinstance(getattr(own, f.name), ir.Stmt)})
+        text = print_ir(shallow).split("\n", 1)[0].strip()
         if len(text) > 150:
             text = text[:147] + "..."
         self.emit("/* " + text.replace("*/", "* /") + " */")

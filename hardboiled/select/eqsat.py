@@ -26,6 +26,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -75,6 +76,72 @@ class EqsatResult:
     """Taken from the result cache: no egglog run happened."""
 
 
+class _WarmChild:
+    """An egglog child started ahead of time, which has already run the
+    first chunks of the program (the rule files) while the parent was still
+    parsing and extracting; ``run_egglog`` sends it the rest."""
+
+    def __init__(self, prelude: list[ProgramChunk], memory_mb: int):
+        self.prelude = [(c.filename, c.text) for c in prelude]
+        self.memory_mb = memory_mb
+        self.started = time.perf_counter()
+        self.proc = _spawn(memory_mb)
+        # More than a pipe's worth of rules: written from a thread, so that
+        # the parent goes on while the child starts up and reads them.
+        self.writer = threading.Thread(target=self._write, args=(_message(prelude, None, False),), daemon=True)
+        self.writer.start()
+
+    def _write(self, data: bytes) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        except (OSError, ValueError):
+            pass  # it died: run_egglog reports how
+
+    def serves(self, chunks: list[ProgramChunk], memory_mb: int) -> bool:
+        head = [(c.filename, c.text) for c in chunks[: len(self.prelude)]]
+        return memory_mb == self.memory_mb and head == self.prelude and self.proc.poll() is None
+
+    def discard(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.writer.join()
+        self.proc.communicate()
+
+
+_warm: _WarmChild | None = None
+
+
+def prestart(prelude: list[ProgramChunk], memory_mb: int = DEFAULT_MEMORY_MB) -> None:
+    """Start an egglog child now and have it run ``prelude`` (the rule
+    files): the next ``run_egglog`` whose program starts with these chunks
+    sends only the rest, and does not wait for the child to start."""
+    global _warm
+    discard_prestarted()
+    _warm = _WarmChild(prelude, memory_mb)
+
+
+def discard_prestarted() -> None:
+    """Stop a prestarted child that no run used."""
+    global _warm
+    if _warm is not None:
+        _warm.discard()
+        _warm = None
+
+
+def _spawn(memory_mb: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "hardboiled.select.eqsat"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_limit_memory(memory_mb))
+
+
+def _message(chunks: list[ProgramChunk], roots: list[str] | None, measure_size: bool) -> bytes:
+    """One line of the child's input: chunks to run, then (with ``roots``)
+    what to extract; the child answers after a message with roots."""
+    return json.dumps({"chunks": [{"filename": c.filename, "text": c.text} for c in chunks],
+                       "roots": roots, "measure_size": measure_size}).encode() + b"\n"
+
+
 def run_egglog(
     chunks: list[ProgramChunk],
     roots: list[str],
@@ -83,24 +150,22 @@ def run_egglog(
     memory_mb: int = DEFAULT_MEMORY_MB,
     measure_size: bool = True,
 ) -> EqsatResult:
-    """Run an egglog program in a child process and extract ``roots``."""
-    request = json.dumps(
-        {
-            "chunks": [{"filename": c.filename, "text": c.text} for c in chunks],
-            "roots": roots,
-            "measure_size": measure_size,
-        }
-    )
-    start = time.perf_counter()
+    """Run an egglog program in a child process and extract ``roots``
+    (in the prestarted child, when it has run the program's first chunks)."""
+    global _warm
+    warm, _warm = _warm, None
+    if warm is not None and warm.serves(chunks, memory_mb):
+        warm.writer.join()
+        proc, rest, start = warm.proc, chunks[len(warm.prelude):], warm.started
+    else:
+        if warm is not None:
+            warm.discard()
+        proc, rest, start = _spawn(memory_mb), chunks, time.perf_counter()
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "hardboiled.select.eqsat"],
-            input=request.encode(),
-            capture_output=True,
-            timeout=timeout_s,
-            preexec_fn=_limit_memory(memory_mb),
-        )
+        stdout, stderr = proc.communicate(_message(rest, roots, measure_size), timeout=timeout_s)
     except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
         raise ResourceLimitError(
             Diagnostic(
                 "error",
@@ -110,9 +175,9 @@ def run_egglog(
         ) from None
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
-        raise _child_failure(proc, memory_mb)
+        raise _child_failure(subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), memory_mb)
     try:
-        answer = json.loads(proc.stdout)
+        answer = json.loads(stdout)
     except json.JSONDecodeError:
         raise EgglogError(Diagnostic("error", "egglog child process answered with malformed output")) from None
     if "error" in answer:
@@ -270,25 +335,35 @@ def _top_level_forms(text: str) -> list[str]:
     return forms
 
 
-def _serve(request: dict[str, Any]) -> dict[str, Any]:
+def _serve(messages: Any) -> dict[str, Any]:
+    """Run each message's chunks in one e-graph; answer the first message
+    that names roots (or the first error)."""
     b = _load_bindings()
     egraph = b.EGraph()
     report: dict[str, Any] = {}
-    for chunk in request["chunks"]:
-        try:
-            commands = [command for form in _top_level_forms(chunk["text"])
-                        for command in egraph.parse_program(form, filename=chunk["filename"])]
-            outputs = egraph.run_program(*commands)
-        except b.EggSmolError as exc:
-            return {"error": {"message": str(exc), "filename": chunk["filename"], "text": chunk["text"]}}
-        except BaseException as exc:  # a Rust panic: pyo3's PanicException is a BaseException
-            if type(exc).__name__ != "PanicException":
-                raise
-            message = f"egglog panicked while running this file: {str(exc).splitlines()[0]}"
-            return {"error": {"message": message, "filename": chunk["filename"], "text": chunk["text"]}}
-        for output in outputs:
-            if isinstance(output, b.RunScheduleOutput):
-                report["updated"] = bool(output.report.updated)
+    for line in messages:
+        request = json.loads(line)
+        for chunk in request["chunks"]:
+            try:
+                commands = [command for form in _top_level_forms(chunk["text"])
+                            for command in egraph.parse_program(form, filename=chunk["filename"])]
+                outputs = egraph.run_program(*commands)
+            except b.EggSmolError as exc:
+                return {"error": {"message": str(exc), "filename": chunk["filename"], "text": chunk["text"]}}
+            except BaseException as exc:  # a Rust panic: pyo3's PanicException is a BaseException
+                if type(exc).__name__ != "PanicException":
+                    raise
+                message = f"egglog panicked while running this file: {str(exc).splitlines()[0]}"
+                return {"error": {"message": message, "filename": chunk["filename"], "text": chunk["text"]}}
+            for output in outputs:
+                if isinstance(output, b.RunScheduleOutput):
+                    report["updated"] = bool(output.report.updated)
+        if request.get("roots") is not None:
+            return _extract(b, egraph, request, report)
+    return {"error": {"message": "the parent asked for nothing to extract"}}
+
+
+def _extract(b: Any, egraph: Any, request: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
     terms: list[str] = []
     costs: list[int] = []
     for root in request["roots"]:
@@ -305,8 +380,7 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
-    request = json.loads(sys.stdin.buffer.read())
-    answer = _serve(request)
+    answer = _serve(sys.stdin.buffer)
     sys.stdout.write(json.dumps(answer))
     sys.stdout.flush()
     # Skip interpreter teardown: freeing a large e-graph can take longer than

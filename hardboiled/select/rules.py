@@ -8,10 +8,8 @@ schedule; ``eqsat`` runs it in a child process and extracts every
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from hardboiled.select.eqsat import (
@@ -24,19 +22,13 @@ from hardboiled.select.eqsat import (
     run_egglog,
 )
 from hardboiled.select.facts import amx_facts, wmma_facts
+from hardboiled.select.rule_files import RULE_FILES as RULE_FILES  # re-exported
+from hardboiled.select.rule_files import rule_file_chunks
+from hardboiled.select.rule_files import rule_text as rule_text
 from hardboiled.support.cache import ResultCache, cache_key
 from hardboiled.support.diagnostics import Diagnostic, InputError, Location
 from hardboiled.targets.wmma import WMMAShape
 
-RULE_FILES = (
-    "definition.egg",    # sorts and constructors
-    "supporting.egg",    # supporting: shapes and hardware facts
-    "axioms.egg",        # axiomatic: vector-index and arithmetic identities
-    "amx_layouts.egg",   # application-specific: AMX operand layouts
-    "wmma_layouts.egg",  # application-specific: WMMA operand layouts
-    "amx_lowering.egg",  # lowering: AMX tile instructions
-    "wmma_lowering.egg",  # lowering: WMMA fragment operations
-)
 DEFAULT_ITERATIONS = 20
 ITERATIONS_PLACEHOLDER = "@ITERATIONS@"
 
@@ -51,19 +43,12 @@ class Schedule:
     iterations: int
 
 
-def rule_text(name: str) -> str:
-    """A rule file's text. HARDBOILED_RULES_DIR points at a working copy of
-    the rules (for developing them) instead of the installed ones."""
-    override = os.environ.get("HARDBOILED_RULES_DIR")
-    if override:
-        return (Path(override) / name).read_text()
-    return resources.files("hardboiled.rules").joinpath(name).read_text()
-
-
 def rule_chunks(window_shape: WMMAShape | None = None) -> list[ProgramChunk]:
-    chunks = [ProgramChunk(f"rules/{name}", rule_text(name)) for name in RULE_FILES[:2]]
+    """The rule files, then the hardware facts (facts only: they may come
+    after the rules, which fire when the schedule runs; the rule files come
+    first so that a prestarted child has run them already)."""
+    chunks = rule_file_chunks()
     chunks.append(ProgramChunk("<hardware facts>", amx_facts() + wmma_facts(window_shape=window_shape)))
-    chunks.extend(ProgramChunk(f"rules/{name}", rule_text(name)) for name in RULE_FILES[2:])
     return chunks
 
 

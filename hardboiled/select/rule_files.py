@@ -1,0 +1,45 @@
+"""The rule files, in the order the program loads them, read from the
+installed package (or from HARDBOILED_RULES_DIR). Apart from the program's
+assembly (``rules``) so that the egglog child can be started on them
+before the selector is even loaded (``prestart_rules``)."""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+from hardboiled.select.eqsat import ProgramChunk, prestart
+from hardboiled.select.options import DEFAULT_MEMORY_MB
+
+RULE_FILES = (
+    "definition.egg",    # sorts and constructors
+    "supporting.egg",    # supporting: shapes and hardware facts
+    "axioms.egg",        # axiomatic: vector-index and arithmetic identities
+    "amx_layouts.egg",   # application-specific: AMX operand layouts
+    "wmma_layouts.egg",  # application-specific: WMMA operand layouts
+    "amx_lowering.egg",  # lowering: AMX tile instructions
+    "wmma_lowering.egg",  # lowering: WMMA fragment operations
+)
+
+def rule_text(name: str) -> str:
+    """A rule file's text. HARDBOILED_RULES_DIR points at a working copy of
+    the rules (for developing them) instead of the installed ones."""
+    override = os.environ.get("HARDBOILED_RULES_DIR")
+    if override:
+        return (Path(override) / name).read_text()
+    return resources.files("hardboiled.rules").joinpath(name).read_text()
+
+
+def rule_file_chunks() -> list[ProgramChunk]:
+    """Every rule file, in order: the program's first part, the same for
+    every input."""
+    return [ProgramChunk(f"rules/{name}", rule_text(name)) for name in RULE_FILES]
+
+
+def prestart_rules(memory_mb: int = DEFAULT_MEMORY_MB) -> None:
+    """Start the egglog child on the rule files now (hardboiled/select/eqsat.py)."""
+    try:
+        prestart(rule_file_chunks(), memory_mb)
+    except OSError:
+        pass  # unreadable rules: the compile reports it where it reads them
