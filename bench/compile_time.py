@@ -33,6 +33,7 @@ import argparse
 import math
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -50,7 +51,8 @@ UPSTREAM = ROOT / "bench" / "data" / "hardboiled_egglog"
 MATMUL_LOG = ROOT / "tests" / "fixtures" / "halide" / "amx_bf16_matmul_std_single" / "debug.log"
 CONV1D_SIZE = dict(width=512, rows=4)
 LOOP_TAPS = (16, 32, 64, 128, 256, 512)
-UNROLLED_TAPS = (64, 128, 256, 512)
+UNROLLED_TAPS = (64, 128, 256, 512, 1024, 2048, 4096)
+"""Up to 1,026 tensor statements (two rows per chunk of 8 taps)."""
 TIMEOUT_S = 300.0
 
 _MEASURED = (
@@ -67,16 +69,27 @@ wrapper's start-up is not counted)."""
 
 
 # ------------------------------------------------------------------ processes
+_NEUTRAL_DIR = tempfile.mkdtemp(prefix="hb-bench-cwd-")
+"""Where measured processes run: ``python -m`` and ``-c`` put the working
+directory first on sys.path, and this checkout's would shadow --tree's."""
+
+
 def measure(command: list[str], env: dict[str, str] | None = None,
-            timeout: float = TIMEOUT_S) -> dict[str, Any]:
+            timeout: float | None = None) -> dict[str, Any]:
     """Run ``command``; its wall time, peak memory (with its children),
     exit status and standard error."""
+    timeout = TIMEOUT_S if timeout is None else timeout
+    # A session of its own: a timeout kills the wrapper, the compile and its
+    # egglog child, which would otherwise go on loading the machine.
+    proc = subprocess.Popen([sys.executable, "-c", _MEASURED, *command], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=_NEUTRAL_DIR, start_new_session=True)
     try:
-        proc = subprocess.run([sys.executable, "-c", _MEASURED, *command], capture_output=True, text=True,
-                              env=env, timeout=timeout)
+        _, stderr_text = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         return {"seconds": timeout, "peak_mib": None, "code": "timeout", "stderr": ""}
-    stderr, _, figures = proc.stderr.rpartition("HB_MEASURED=")
+    stderr, _, figures = stderr_text.rpartition("HB_MEASURED=")
     seconds, _, peak = figures.partition(",")
     return {"seconds": float(seconds), "peak_mib": int(peak) / 1024,
             "code": proc.returncode, "stderr": stderr}
@@ -120,6 +133,11 @@ def _pipeline(key: str) -> tuple[Any, list[Any], str]:
 
         out, args = gen_fixtures.CASES["amx_bf16_matmul_std_single"]["build"]()
         return out, args, AMX_TARGET
+    if key == "conv2d_k32-paper":
+        from apps.conv2d import APP_K32
+
+        outputs, args = APP_K32.pipeline(**APP_K32.sizes["paper"])
+        return outputs[0], args, CUDA_TARGET
     match = re.fullmatch(r"conv1d(-unrolled)?-k(\d+)", key)
     assert match, key
     from apps.conv1d import pipeline
@@ -199,7 +217,8 @@ def p1(tree: Path, repeat: int) -> list[dict[str, Any]]:
         program = UPSTREAM / f"hardboiled_conv1d_{taps}.egg"
         theirs = median_run([sys.executable, __file__, "--egglog-program", str(program)], max(1, repeat // 2))
         inside = re.search(r"HB_SECONDS=([\d.]+)", subprocess.run(
-            [sys.executable, __file__, "--egglog-program", str(program)], capture_output=True, text=True).stdout)
+            [sys.executable, __file__, "--egglog-program", str(program)], capture_output=True, text=True,
+            cwd=_NEUTRAL_DIR).stdout)
         with tempfile.TemporaryDirectory() as tmp:
             command, env = hardboiled(tree, "compile", str(dump(f"conv1d-k{taps}")), "--store-in",
                                       "conv=WMMAAccumulator", "--no-cache", "--timing", "-q", "-o", f"{tmp}/o.stmt")
@@ -215,8 +234,9 @@ def p1(tree: Path, repeat: int) -> list[dict[str, Any]]:
 
 
 def _slope(points: list[tuple[int, float]]) -> float | None:
-    """Least-squares slope of log(seconds) on log(size)."""
-    if len(points) < 2:
+    """Least-squares slope of log(seconds) on log(size); None when the
+    sizes do not vary (the loop form has the same statements at every k)."""
+    if len({x for x, _ in points}) < 2:
         return None
     xs = [math.log(x) for x, _ in points]
     ys = [math.log(y) for _, y in points]
@@ -226,10 +246,10 @@ def _slope(points: list[tuple[int, float]]) -> float | None:
 
 def p3(tree: Path) -> dict[str, Any]:
     curves = {}
-    for form, taps_list in (("loop", LOOP_TAPS), ("unrolled", UNROLLED_TAPS)):
+    for form, taps_list in (("conv1d, loop form", LOOP_TAPS), ("conv1d, unrolled", UNROLLED_TAPS)):
         rows = []
         for taps in taps_list:
-            key = f"conv1d-k{taps}" if form == "loop" else f"conv1d-unrolled-k{taps}"
+            key = f"conv1d-k{taps}" if "loop" in form else f"conv1d-unrolled-k{taps}"
             source = dump(key)
             statements = sum(1 for line in source.read_text().splitlines() if re.match(r"\s*conv\[", line))
             with tempfile.TemporaryDirectory() as tmp:
@@ -238,8 +258,16 @@ def p3(tree: Path) -> dict[str, Any]:
                 run = measure(command, env)
             rows.append({"taps": taps, "statements": statements, "seconds": run["seconds"],
                          "peak_mib": run["peak_mib"], "outcome": outcome(run)})
-        finished = [(r["taps"], r["seconds"]) for r in rows if r["outcome"] == "ok"]
+        finished = [(r["statements"], r["seconds"]) for r in rows if r["outcome"] == "ok"]
         curves[form] = {"rows": rows, "slope": _slope(finished)}
+    source = dump("conv2d_k32-paper")
+    with tempfile.TemporaryDirectory() as tmp:
+        command, env = hardboiled(tree, "compile", str(source), "--store-in", "conv=WMMAAccumulator", "--no-cache",
+                                  "-q", "--emit", "cuda", "-o", f"{tmp}/o.cu")
+        run = measure(command, env)
+    curves["conv2d_k32 (paper size)"] = {"rows": [{"taps": 32, "statements": sum(
+        1 for line in source.read_text().splitlines() if re.match(r"\s*conv\[", line)), "seconds": run["seconds"],
+        "peak_mib": run["peak_mib"], "outcome": outcome(run)}], "slope": None}
     return curves
 
 
@@ -263,7 +291,7 @@ def parsing(tree: Path) -> dict[str, Any]:
     mb = sum(path.stat().st_size for path in dumps) / 1e6
     env = dict(os.environ, PYTHONPATH=str(tree))
     proc = subprocess.run([sys.executable, "-c", _PARSE_ALL, *map(str, dumps)], capture_output=True, text=True,
-                          env=env, timeout=TIMEOUT_S)
+                          env=env, timeout=TIMEOUT_S, cwd=_NEUTRAL_DIR)
     match = re.search(r"HB_SECONDS=([\d.]+)", proc.stdout)
     seconds = float(match.group(1)) if match else math.nan
     with tempfile.TemporaryDirectory() as tmp:
@@ -288,11 +316,13 @@ def _fmt(value: Any, unit: str = "", digits: int = 2) -> str:
 
 
 def main() -> int:
+    global TIMEOUT_S
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=ROOT, help="the hardboiled checkout to measure")
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure; medians are reported")
     parser.add_argument("--parts", default="p2,p1,p3,parse")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds per measured process")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--halide-lowering", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--egglog-program", help=argparse.SUPPRESS)
@@ -306,9 +336,13 @@ def main() -> int:
     if args.egglog_program:
         egglog_program(args.egglog_program)
         return 0
+    TIMEOUT_S = args.timeout
     parts = set(args.parts.split(","))
     tree = args.tree.resolve()
     bytecode = any((tree / "hardboiled" / "__pycache__").glob("*.pyc"))
+    probe = subprocess.run([sys.executable, "-c", "import hardboiled; print(hardboiled.__file__)"], cwd=_NEUTRAL_DIR,
+                           env=dict(os.environ, PYTHONPATH=str(tree)), capture_output=True, text=True).stdout.strip()
+    assert probe.startswith(str(tree)), f"measured processes would import {probe}, not {tree}"
     print(f"tree: {tree} (bytecode {'present' if bytecode else 'absent'}); {os.cpu_count()} cores; "
           f"medians of {args.repeat}")
     figures: dict[str, Any] = {"tree": str(tree), "bytecode": bytecode}
@@ -332,7 +366,7 @@ def main() -> int:
         curves = figures["p3"] = p3(tree)
         print("\nP3  conv1d scaling, whole compile (--emit cuda)")
         for form, curve in curves.items():
-            print(f"  {form} form (slope of log time on log taps: {_fmt(curve['slope'])})")
+            print(f"  {form} (slope of log time on log statements: {_fmt(curve['slope'])})")
             for r in curve["rows"]:
                 print(f"    k={r['taps']:<4} {r['statements']:>4} statements  {_fmt(r['seconds'], ' s'):>9}  "
                       f"{_fmt(r['peak_mib'], ' MiB', 0):>9}  {r['outcome']}")

@@ -685,19 +685,34 @@ class Module:
 Node = Expr | Stmt
 
 
-def children(node: Node) -> Iterator[Node]:
+def children(node: Node) -> list[Node]:
     """The direct Expr/Stmt children of a node, in field order (looking
-    into tuples of them, and tuples of tuples such as ``Realize.bounds``)."""
-    for name in node.__dataclass_fields__:  # type: ignore[union-attr]
-        yield from _nodes_in(getattr(node, name))
+    into tuples of them, and tuples of tuples such as ``Realize.bounds``).
+
+    Every traversal goes through here, so it is a plain loop filling a list
+    (no generators), over field names looked up once per class."""
+    found: list[Node] = []
+    for name in _field_names(type(node)):
+        _collect_nodes(getattr(node, name), found)
+    return found
 
 
-def _nodes_in(value: object) -> Iterator[Node]:
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(cls.__dataclass_fields__)  # type: ignore[attr-defined]
+    return names
+
+
+def _collect_nodes(value: object, found: list[Node]) -> None:
     if isinstance(value, (Expr, Stmt)):
-        yield value
-    elif isinstance(value, tuple):
+        found.append(value)
+    elif type(value) is tuple:
         for item in value:
-            yield from _nodes_in(item)
+            _collect_nodes(item, found)
 
 
 def walk(node: Node) -> Iterator[Node]:
@@ -706,7 +721,7 @@ def walk(node: Node) -> Iterator[Node]:
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(list(children(current))))
+        stack.extend(reversed(children(current)))
 
 
 def calls(node: Node) -> Iterator[Call]:

@@ -1,0 +1,78 @@
+"""Compile time (issue 19), as static facts: what a cache hit loads, that
+deep IR meets no recursion limit, and that the egglog child's prelude is the
+program's first part. The times themselves are bench/compile_time.py's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from hardboiled.select.rule_files import rule_file_chunks
+from hardboiled.select.rules import rule_chunks
+
+from .conftest import FIXTURES, ROOT, run_cli
+
+HEAVY = ("lark", "numpy", "hardboiled.ir.nodes", "hardboiled.frontend.parse", "hardboiled.select.selector",
+         "hardboiled.cli.pipeline", "egglog")
+
+
+def test_a_cache_hit_loads_no_parser_ir_or_selector(tmp_path: Path) -> None:
+    """The whole-file cache answers from the raw bytes: the second run of
+    the same compile imports none of the heavy modules."""
+    log = FIXTURES / "amx_bf16_matmul_std_single" / "debug.log"
+    args = ["compile", str(log), "--cache-dir", str(tmp_path / "cache"), "-q", "-o", str(tmp_path / "out.stmt")]
+    assert run_cli(*args).returncode == 0
+    first = (tmp_path / "out.stmt").read_bytes()
+    probe = ("import sys\nfrom hardboiled.cli import main\n"
+             f"sys.argv = ['hardboiled', *{args!r}]\n"
+             "try:\n    main()\nexcept SystemExit as exit:\n    assert not exit.code, exit.code\n"
+             f"print(sorted(m for m in sys.modules if m.startswith({HEAVY!r})))\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout
+    assert (tmp_path / "out.stmt").read_bytes() == first
+
+
+def test_a_cache_entry_made_by_other_code_is_not_served(tmp_path: Path, monkeypatch) -> None:
+    """The key holds a digest of hardboiled's code: a rule file that
+    changes (HARDBOILED_RULES_DIR) changes the key."""
+    from hardboiled.support import cache
+
+    before = cache.cache_key(["x"], [])
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "extra.egg").write_text("; a different rule set\n")
+    monkeypatch.setenv("HARDBOILED_RULES_DIR", str(rules))
+    cache.code_identity.cache_clear()
+    try:
+        assert cache.cache_key(["x"], []) != before
+    finally:
+        monkeypatch.delenv("HARDBOILED_RULES_DIR")
+        cache.code_identity.cache_clear()
+    assert cache.cache_key(["x"], []) == before
+
+
+def test_deep_ir_meets_no_recursion_limit(tmp_path: Path) -> None:
+    """5,000 nested lets (Halide nests each around the rest of its block)
+    parse, print back byte for byte, and compile to C."""
+    depth = 5000
+    lets = "".join(f"let v{i} = {i}\n" for i in range(depth))
+    text = f"allocate f[int32 * 1]\n{lets}f[0] = v{depth - 1}\nfree f\n"
+    source = tmp_path / "deep.stmt"
+    source.write_text(text)
+    parsed = run_cli("parse", str(source))
+    assert parsed.returncode == 0, parsed.stderr[-500:]
+    assert parsed.stdout.decode() == text
+    compiled = run_cli("compile", str(source), "--emit", "c", "--no-cache", "-q")
+    assert compiled.returncode == 0, compiled.stderr[-500:]
+    assert f"int32_t v{depth - 1} = ((int32_t){depth - 1});".encode() in compiled.stdout
+
+
+def test_the_prestarted_prelude_is_the_program_s_first_part() -> None:
+    """The child started before the pipeline loads runs the rule files;
+    every program the selector assembles starts with exactly those."""
+    prelude = rule_file_chunks()
+    program = rule_chunks()
+    assert program[: len(prelude)] == prelude
+    assert [c.filename for c in program[len(prelude):]] == ["<hardware facts>"]
