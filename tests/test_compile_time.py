@@ -76,3 +76,29 @@ def test_the_prestarted_prelude_is_the_program_s_first_part() -> None:
     program = rule_chunks()
     assert program[: len(prelude)] == prelude
     assert [c.filename for c in program[len(prelude):]] == ["<hardware facts>"]
+
+
+def test_the_deep_stack_falls_back_when_the_process_cannot_map_it(monkeypatch) -> None:
+    """A stack the process may not map (as under a tight `ulimit -v`) falls
+    back to a smaller one, with a recursion limit to match, and then to the
+    calling thread: the compile runs either way, and exceptions come back."""
+    import sys
+    import threading
+
+    from hardboiled.support import deep
+
+    monkeypatch.setattr(deep, "STACK_BYTES", 1 << 62)  # no process can map it
+    name, limit = deep.call_deep(lambda: (threading.current_thread().name, sys.getrecursionlimit()))
+    assert name == "hardboiled-compile" and limit >= deep.FALLBACK_STACK_BYTES // deep.FRAME_BYTES
+    monkeypatch.setattr(deep, "FALLBACK_STACK_BYTES", 1 << 62)
+    assert deep.call_deep(lambda: threading.current_thread().name) == threading.current_thread().name
+
+    def fails() -> None:
+        raise KeyError("from the worker")
+
+    try:
+        deep.call_deep(fails)
+    except KeyError as error:
+        assert "from the worker" in str(error)
+    else:
+        raise AssertionError("the worker's exception was lost")

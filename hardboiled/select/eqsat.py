@@ -193,9 +193,12 @@ def run_egglog(
 
 
 def _limit_memory(memory_mb: int) -> Callable[[], None]:
-    def apply() -> None:
-        import resource
+    # Runs in the forked child before exec, while other threads of the
+    # parent may hold locks: it must not import (the import lock) nor
+    # allocate much, so resource is imported here, in the parent.
+    import resource
 
+    def apply() -> None:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 

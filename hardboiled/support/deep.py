@@ -3,7 +3,8 @@
 Halide's text nests every ``let`` and ``allocate`` around the rest of its
 block, so an unrolled schedule makes IR thousands of levels deep, and the
 visitors (printer, emitters, interpreter) recurse once per level. The
-compile runs in a thread with a large stack and a recursion limit to match:
+compile runs in a thread with a large stack and a recursion limit to match
+(the stack over ``FRAME_BYTES``):
 how deep a program may be is then a matter of memory, not of Python's
 default of 1,000 frames.
 """
@@ -19,8 +20,11 @@ T = TypeVar("T")
 
 STACK_BYTES = 1 << 30
 """The thread's stack: virtual memory, committed only as deep as it goes."""
-RECURSION_LIMIT = 1_000_000
-"""Python frames; the stack above holds them (about 1 KB each at most)."""
+FALLBACK_STACK_BYTES = 64 << 20
+"""Tried when the process may not map the first (``ulimit -v``)."""
+FRAME_BYTES = 1024
+"""C stack a Python frame may take at most (the recursion limit is the
+stack over this)."""
 
 
 def call_deep(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -28,24 +32,44 @@ def call_deep(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     result or its exception (SystemExit included), as if called here. An
     interrupt reaches the calling thread, which is the main one."""
     outcome: dict[str, Any] = {}
+    previous_limit = sys.getrecursionlimit()
+    limit = {"frames": previous_limit}
 
     def run() -> None:
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), limit["frames"]))
         try:
             outcome["value"] = function(*args, **kwargs)
         except BaseException as exc:  # re-raised in the caller's thread
             outcome["error"] = exc
 
-    previous_limit = sys.getrecursionlimit()
-    previous_stack = threading.stack_size()
-    try:
-        threading.stack_size(STACK_BYTES)
-        sys.setrecursionlimit(max(previous_limit, RECURSION_LIMIT))
-        worker = threading.Thread(target=run, name="hardboiled-compile", daemon=True)
-        worker.start()
-    finally:
-        threading.stack_size(previous_stack)
-    worker.join()
+    worker = _start(run, limit)
+    if worker is None:  # no thread could be made (a tight `ulimit -v`): run here, with the usual limit
+        run()
+    else:
+        worker.join()
+        # The limit is the process's: back to what this thread's stack holds.
+        sys.setrecursionlimit(previous_limit)
     if "error" in outcome:
         raise outcome["error"]
     result: T = outcome["value"]
     return result
+
+
+def _start(run: Callable[[], None], limit: dict[str, int]) -> threading.Thread | None:
+    """A started thread running ``run``, with the deepest stack the process
+    limits allow (``limit`` gets the recursion limit it holds), or None."""
+    previous = threading.stack_size()
+    try:
+        for size in (STACK_BYTES, FALLBACK_STACK_BYTES):
+            try:
+                threading.stack_size(size)
+                limit["frames"] = size // FRAME_BYTES
+                worker = threading.Thread(target=run, name="hardboiled-compile", daemon=True)
+                worker.start()
+                return worker
+            except (RuntimeError, MemoryError, ValueError):
+                continue
+        limit["frames"] = sys.getrecursionlimit()
+        return None
+    finally:
+        threading.stack_size(previous)
