@@ -61,16 +61,10 @@ class _Subtrees:
             self.kernels[id(node)] = (isinstance(node, ir.Stmt) and _is_kernel_loop(node)) or any(
                 self.kernels[id(kid)] for kid in kids)
 
-    def path_to_uses(self, stmt: ir.Stmt, name: str) -> list[ir.Stmt] | None:
-        """Statements from the root down to the smallest one holding every use."""
-        if name not in self.uses[id(stmt)]:
-            return None
-        path = [stmt]
-        while True:
-            holders = [c for c in ir.children(path[-1]) if isinstance(c, ir.Stmt) and name in self.uses[id(c)]]
-            if len(holders) != 1:
-                return path
-            path.append(holders[0])
+    def holds(self, node: ir.Stmt, name: str) -> bool:
+        """Whether ``node`` uses temporary ``name`` (``common.path_to_uses``'s
+        question, answered from the analysis instead of a walk)."""
+        return name in self.uses[id(node)]
 
 
 def _own_writes(node: ir.Node) -> tuple[str, ...]:
@@ -96,7 +90,7 @@ def place_temporaries(stmt: ir.Stmt, temporaries: list[Temporary]) -> ir.Stmt:
     subtrees = _Subtrees(stmt, {t.name for t in pending})
     while pending:
         temp = pending.pop(0)
-        path = subtrees.path_to_uses(stmt, temp.name)
+        path = path_to_uses(stmt, temp.name, subtrees.holds)
         if path is None:
             continue
         free = {n.name for n in ir.walk(temp.value) if isinstance(n, ir.Variable)}

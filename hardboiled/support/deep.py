@@ -22,6 +22,7 @@ STACK_BYTES = 1 << 30
 """The thread's stack: virtual memory, committed only as deep as it goes."""
 FALLBACK_STACK_BYTES = 64 << 20
 """Tried when the process may not map the first (``ulimit -v``)."""
+THREAD_NAME = "hardboiled-compile"
 FRAME_BYTES = 1024
 """C stack a Python frame may take at most (the recursion limit is the
 stack over this)."""
@@ -31,6 +32,8 @@ def call_deep(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``function(*args, **kwargs)`` on a thread with a deep stack; its
     result or its exception (SystemExit included), as if called here. An
     interrupt reaches the calling thread, which is the main one."""
+    if threading.current_thread().name == THREAD_NAME:
+        return function(*args, **kwargs)  # already on a deep stack (a command calling a compile)
     outcome: dict[str, Any] = {}
     previous_limit = sys.getrecursionlimit()
     limit = {"frames": previous_limit}
@@ -64,7 +67,7 @@ def _start(run: Callable[[], None], limit: dict[str, int]) -> threading.Thread |
             try:
                 threading.stack_size(size)
                 limit["frames"] = size // FRAME_BYTES
-                worker = threading.Thread(target=run, name="hardboiled-compile", daemon=True)
+                worker = threading.Thread(target=run, name=THREAD_NAME, daemon=True)
                 worker.start()
                 return worker
             except (RuntimeError, MemoryError, ValueError):
