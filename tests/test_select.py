@@ -241,5 +241,61 @@ def test_emit_egg_is_the_program_that_runs() -> None:
     result = run_cli("compile", str(path), "--emit", "egg")
     assert result.returncode == 0
     text = result.stdout.decode()
-    for needle in ("(ruleset axioms)", "(amx-limits 16 64)", "(let $s0 (Store \"mm\"", "(extract $s2)"):
+    for needle in ("(ruleset axioms)", "(amx-limits 16 64)", "(push)\n(let $s0 (Store \"mm\"", "(extract $s2)\n(pop)"):
         assert needle in text
+
+
+SCOPED_CASES = ["amx_bf16_matmul_std_single", "amx_bf16_std_reorder", "amx_bf16_vnni_preload_a",
+                "amx_bf16_std_preload_b", "wmma_conv2d", "wmma_upsample2"]
+
+
+def _store_in(case: str) -> dict[str, str]:
+    entry = MANIFEST[case]
+    return {entry["accumulator"]: "WMMAAccumulator"} if entry["accelerator"] == "wmma" else {}
+
+
+@pytest.mark.parametrize("case", SCOPED_CASES)
+def test_stores_saturated_in_scopes_of_one_select_what_one_egraph_does(case: str, monkeypatch) -> None:
+    """Stores run in (push)/(pop) scopes of up to STATEMENTS_PER_SCOPE, so
+    that time stays linear in their number. Those that share facts (a
+    tile's zeroing, accumulation and copy-out; a preloaded operand buffer's
+    filling and reading) stay together or get a helper: with scopes of one
+    store, selection must be what one e-graph of all gives, without the
+    selector's fallback to one e-graph."""
+    from hardboiled.ir.printer import print_ir
+    from hardboiled.select import rules, selector
+
+    store_in = _store_in(case)
+    together = _select(case, store_in=store_in)
+    monkeypatch.setattr(selector, "STATEMENTS_PER_SCOPE", 1)
+    runs: list[object] = []
+    saturate = rules.saturate
+    monkeypatch.setattr(selector, "saturate", lambda *a, **k: runs.append(k["groups"]) or saturate(*a, **k))
+    apart = _select(case, store_in=store_in)
+    assert print_ir(apart.stmt) == print_ir(together.stmt)
+    # The last run selected (an earlier one may miss before the selector
+    # cuts stores into pieces): it ran in scopes, not in the fallback.
+    assert runs[-1] is not None, "the selector fell back to one e-graph"
+    assert apart.egraph is not None and together.egraph is not None
+    if len(runs[-1]) > 1:
+        assert apart.egraph.nodes > together.egraph.nodes  # the rules' part is counted per scope
+
+
+def test_scope_groups_keep_a_tile_together_and_lend_it_an_accumulating_store() -> None:
+    """Zeroing and copy-out of a tile need the shape that an accumulation
+    into it gives; accumulations need nothing from each other."""
+    from hardboiled.select.extract import ScopeGroup, accelerator_allocations, scope_groups, select_stores
+
+    zero = "acc[ramp(0, 1, 256)] = x256(0.000000f)\n"
+    accumulate = ("acc[ramp(0, 1, 256)] = acc[ramp(0, 1, 256)] + "
+                  "(float32x256)vector_reduce_add(a[ramp(%d, 1, 8192)]*b[ramp(0, 1, 8192)])\n")
+    copy_out = "out[ramp(0, 1, 256)] = acc[ramp(0, 1, 256)]\n"
+    body = zero + "".join(accumulate % (8192 * i) for i in range(3)) + copy_out
+    text = f"allocate acc[float32 * 256] in AMXTile\n{body}"
+    parsed = parse_input(text, "<test>", buffer_types={n: ir.parse_type_name("float32") for n in ("a", "b", "out")})
+    allocations = accelerator_allocations(parsed.ir, {})
+    selected = select_stores(parsed.ir, allocations, {})
+    assert len(selected) == 5
+    assert scope_groups(selected, 1) == [ScopeGroup((0, 4), (1,)), ScopeGroup((1,)), ScopeGroup((2,)),
+                                         ScopeGroup((3,))]
+    assert scope_groups(selected, 3) == [ScopeGroup((0, 1, 4)), ScopeGroup((2, 3))]

@@ -220,24 +220,32 @@ def _parse(c: Compilation) -> None:
 
 
 def _emit_egg(c: Compilation) -> None:
-    from hardboiled.select.extract import accelerator_allocations, encode_stores, select_stores
+    from hardboiled.select.extract import (
+        ScopeGroup,
+        accelerator_allocations,
+        encode_stores,
+        scope_groups,
+        select_stores,
+    )
     from hardboiled.select.facts import sliding_windows
-    from hardboiled.select.rules import load_schedule, program_text
+    from hardboiled.select.rules import STATEMENTS_PER_SCOPE, load_schedule, program_text
 
     assert c.program is not None
     options = c.options.selection
     terms: list[str] = []
+    groups: list[ScopeGroup] = []
     windows: list[tuple[int, int, int]] = []
     for body in _bodies(c.program):
         allocations = accelerator_allocations(body, options.store_in)
         selected = [s for s in select_stores(body, allocations, options.store_in) if s.store.predicate is None]
+        groups.extend(group.shifted(len(terms)) for group in scope_groups(selected, STATEMENTS_PER_SCOPE))
         terms.extend(encode_stores(selected, allocations, options.store_in).terms)
         windows.extend(sliding_windows(s.store for s in selected))
     # One program for every body: its window shape is the choice over all of
     # them (selection runs each body alone, so with several bodies whose
     # windows differ each may get its own).
     c.outputs["egg"] = program_text(terms, load_schedule(options.schedule_path, options.iterations),
-                                    WMMA_TENSOR_CORE.best_window_shape(windows))
+                                    WMMA_TENSOR_CORE.best_window_shape(windows), groups)
 
 
 def _select(c: Compilation) -> None:

@@ -10,6 +10,11 @@ library becomes a clean diagnostic instead of a hang or a dead compiler:
 * the child runs it with ``egglog.bindings`` and answers with JSON: one
   extracted term per root (as egglog's s-expression text), its cost, and the
   e-graph's size;
+* a request may also carry scopes: each runs its own chunks between
+  ``(push)`` and ``(pop)``, after the shared ones, and extracts its own
+  roots there. Statements saturated in scopes of bounded size cost time
+  and memory linear in their number: one e-graph holding them all grows
+  the cost of every rule match with the whole program;
 * the parent enforces a wall-clock timeout and an address-space cap
   (``RLIMIT_AS``) on the child.
 
@@ -58,6 +63,15 @@ class ProgramChunk:
 
 
 @dataclass(frozen=True, slots=True)
+class Scope:
+    """Chunks run between ``(push)`` and ``(pop)``, after the shared chunks,
+    and the roots extracted before the pop."""
+
+    chunks: tuple[ProgramChunk, ...]
+    roots: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class EgraphSize:
     nodes: int
     classes: int
@@ -66,9 +80,11 @@ class EgraphSize:
 @dataclass(frozen=True, slots=True)
 class EqsatResult:
     terms: tuple[str, ...]
-    """One extracted s-expression per requested root, in order."""
+    """One extracted s-expression per requested root, in order (the shared
+    roots, then each scope's)."""
     costs: tuple[int, ...]
     size: EgraphSize | None
+    """With scopes: the sum over the scopes (each counts the shared part)."""
     seconds: float
     """Wall-clock time of the child, start-up included."""
     run_report: dict[str, Any] = field(default_factory=dict)
@@ -135,11 +151,18 @@ def _spawn(memory_mb: int) -> subprocess.Popen[bytes]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_limit_memory(memory_mb))
 
 
-def _message(chunks: list[ProgramChunk], roots: list[str] | None, measure_size: bool) -> bytes:
+def _chunks_json(chunks: tuple[ProgramChunk, ...] | list[ProgramChunk]) -> list[dict[str, str]]:
+    return [{"filename": c.filename, "text": c.text} for c in chunks]
+
+
+def _message(chunks: list[ProgramChunk], roots: list[str] | None, measure_size: bool,
+             scopes: tuple[Scope, ...] = ()) -> bytes:
     """One line of the child's input: chunks to run, then (with ``roots``)
-    what to extract; the child answers after a message with roots."""
-    return json.dumps({"chunks": [{"filename": c.filename, "text": c.text} for c in chunks],
-                       "roots": roots, "measure_size": measure_size}).encode() + b"\n"
+    what to extract and the scopes to run; the child answers after a
+    message with roots."""
+    return json.dumps({"chunks": _chunks_json(chunks), "roots": roots, "measure_size": measure_size,
+                       "scopes": [{"chunks": _chunks_json(s.chunks), "roots": list(s.roots)} for s in scopes],
+                       }).encode() + b"\n"
 
 
 def run_egglog(
@@ -149,9 +172,11 @@ def run_egglog(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     memory_mb: int = DEFAULT_MEMORY_MB,
     measure_size: bool = True,
+    scopes: tuple[Scope, ...] = (),
 ) -> EqsatResult:
-    """Run an egglog program in a child process and extract ``roots``
-    (in the prestarted child, when it has run the program's first chunks)."""
+    """Run an egglog program in a child process and extract ``roots``, then
+    run each scope (in the prestarted child, when it has run the program's
+    first chunks)."""
     global _warm
     warm, _warm = _warm, None
     if warm is not None and warm.serves(chunks, memory_mb):
@@ -162,7 +187,7 @@ def run_egglog(
             warm.discard()
         proc, rest, start = _spawn(memory_mb), chunks, time.perf_counter()
     try:
-        stdout, stderr = proc.communicate(_message(rest, roots, measure_size), timeout=timeout_s)
+        stdout, stderr = proc.communicate(_message(rest, roots, measure_size, scopes), timeout=timeout_s)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
@@ -346,40 +371,73 @@ def _serve(messages: Any) -> dict[str, Any]:
     report: dict[str, Any] = {}
     for line in messages:
         request = json.loads(line)
-        for chunk in request["chunks"]:
-            try:
-                commands = [command for form in _top_level_forms(chunk["text"])
-                            for command in egraph.parse_program(form, filename=chunk["filename"])]
-                outputs = egraph.run_program(*commands)
-            except b.EggSmolError as exc:
-                return {"error": {"message": str(exc), "filename": chunk["filename"], "text": chunk["text"]}}
-            except BaseException as exc:  # a Rust panic: pyo3's PanicException is a BaseException
-                if type(exc).__name__ != "PanicException":
-                    raise
-                message = f"egglog panicked while running this file: {str(exc).splitlines()[0]}"
-                return {"error": {"message": message, "filename": chunk["filename"], "text": chunk["text"]}}
-            for output in outputs:
-                if isinstance(output, b.RunScheduleOutput):
-                    report["updated"] = bool(output.report.updated)
+        error = _run_chunks(b, egraph, request["chunks"], report)
+        if error is not None:
+            return error
         if request.get("roots") is not None:
-            return _extract(b, egraph, request, report)
+            return _answer(b, egraph, request, report)
     return {"error": {"message": "the parent asked for nothing to extract"}}
 
 
-def _extract(b: Any, egraph: Any, request: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
+def _run_chunks(b: Any, egraph: Any, chunks: list[dict[str, str]], report: dict[str, Any]) -> dict[str, Any] | None:
+    """Run the chunks; an error answer, or None."""
+    for chunk in chunks:
+        try:
+            commands = [command for form in _top_level_forms(chunk["text"])
+                        for command in egraph.parse_program(form, filename=chunk["filename"])]
+            outputs = egraph.run_program(*commands)
+        except b.EggSmolError as exc:
+            return {"error": {"message": str(exc), "filename": chunk["filename"], "text": chunk["text"]}}
+        except BaseException as exc:  # a Rust panic: pyo3's PanicException is a BaseException
+            if type(exc).__name__ != "PanicException":
+                raise
+            message = f"egglog panicked while running this file: {str(exc).splitlines()[0]}"
+            return {"error": {"message": message, "filename": chunk["filename"], "text": chunk["text"]}}
+        for output in outputs:
+            if isinstance(output, b.RunScheduleOutput):
+                report["updated"] = report.get("updated", False) or bool(output.report.updated)
+    return None
+
+
+def _answer(b: Any, egraph: Any, request: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
+    """Extract the shared roots, then run and extract each scope."""
+    answer = _extract(b, egraph, request["roots"])
+    if "error" in answer:
+        return answer
+    sizes = []
+    if request.get("measure_size") and (request["roots"] or not request.get("scopes")):
+        sizes.append(_count(egraph))
+    push, pop = (egraph.parse_program(text, filename="<scope>") for text in ("(push)", "(pop)"))
+    for scope in request.get("scopes", []):
+        egraph.run_program(*push)
+        error = _run_chunks(b, egraph, scope["chunks"], report)
+        if error is not None:
+            return error
+        extracted = _extract(b, egraph, scope["roots"])
+        if "error" in extracted:
+            return extracted
+        answer["terms"] += extracted["terms"]
+        answer["costs"] += extracted["costs"]
+        if request.get("measure_size"):
+            sizes.append(_count(egraph))
+        egraph.run_program(*pop)
+    answer["report"] = report
+    if sizes:
+        answer["size"] = {key: sum(size[key] for size in sizes) for key in ("nodes", "classes")}
+    return answer
+
+
+def _extract(b: Any, egraph: Any, roots: list[str]) -> dict[str, Any]:
     terms: list[str] = []
     costs: list[int] = []
-    for root in request["roots"]:
+    for root in roots:
         try:
             (output,) = egraph.run_program(*egraph.parse_program(f"(extract {root})", filename="<extract>"))
         except b.EggSmolError as exc:
             return {"error": {"message": str(exc)}}
         terms.append(output.termdag.to_string(output.term))
         costs.append(int(output.cost))
-    answer: dict[str, Any] = {"terms": terms, "costs": costs, "report": report}
-    if request.get("measure_size"):
-        answer["size"] = _count(egraph)
-    return answer
+    return {"terms": terms, "costs": costs}
 
 
 def main() -> int:

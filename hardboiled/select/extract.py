@@ -110,6 +110,107 @@ def select_stores(stmt: ir.Stmt, allocations: dict[str, ir.Allocate], overrides:
     return selected
 
 
+def _shared_facts(store: ir.Store, buffers: set[str], operand_buffers: set[str]) -> tuple[bool, set[str], set[str]]:
+    """What ``scope_groups`` needs of a store: whether it accumulates into
+    its own tile; the accelerator buffers whose tile shapes it needs (it
+    zeroes a tile, or copies one out); the operand buffers whose layout it
+    gives or needs."""
+    needed: set[str] = set()
+    operands: set[str] = {store.name} & operand_buffers
+    accumulates = False
+    for node in ir.walk(store.value):
+        if isinstance(node, ir.Load) and node.name in buffers:
+            if node.name == store.name and node.index == store.index:
+                accumulates = True
+            elif node.name == store.name or store.name not in buffers:
+                needed.add(node.name)  # a tile copied out of accelerator memory
+            else:
+                operands.add(node.name)
+    if not accumulates and store.name in buffers:
+        needed.add(store.name)
+    return accumulates, needed, operands
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeGroup:
+    """Stores saturated together in one (push)/(pop) scope."""
+
+    stores: tuple[int, ...]
+    """Indices into the selected stores, extracted from this scope."""
+    helpers: tuple[int, ...] = ()
+    """Stores saturated here too, only for the facts they give the others
+    (each is extracted from its own group)."""
+
+    def shifted(self, offset: int) -> ScopeGroup:
+        """The same group in a list of stores that has ``offset`` before these."""
+        return ScopeGroup(tuple(i + offset for i in self.stores), tuple(i + offset for i in self.helpers))
+
+
+def scope_groups(selected: list[SelectedStore], limit: int) -> list[ScopeGroup]:
+    """The selected stores in groups that can be saturated apart, in order,
+    each of at most ``limit`` stores unless stores that must stay together
+    are more.
+
+    The rules relate two stores only through facts about accelerator memory
+    (rules/supporting.egg, rules/amx_layouts.egg):
+
+    * the shape of the tile at an index of a buffer, which a matmul that
+      accumulates into it gives, and which zeroing it and copying it out
+      need. An accumulating store gives its tile's shape to itself, so
+      those into one tile (all the taps of an unrolled convolution) can go
+      apart. The other stores of a buffer stay together, with the first
+      store accumulating into each of its tiles, as a helper when that
+      store lies in another group (an index may be written differently by
+      the store that zeroes a tile and the one that copies it out, so
+      tiles are told apart by buffer, not by index);
+    * the layout in which a buffer of preloaded operands is read, which the
+      store filling it needs: the stores filling and reading such a buffer
+      stay together.
+
+    The selector checks the claim: when a store misses in a group, every
+    store is saturated again in one e-graph.
+    """
+    buffers = {name for s in selected for name in s.buffers}
+    operand_buffers = {n.name for s in selected if s.store.name in buffers for n in ir.walk(s.store.value)
+                       if isinstance(n, ir.Load) and n.name in buffers and n.name != s.store.name}
+    parent = list(range(len(selected)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[object, int] = {}
+    first_accumulating: dict[str, dict[ir.Expr, int]] = {}
+    """Per buffer, the first store accumulating into each of its tiles: the
+    helpers that its other stores get."""
+    buffers_needed: list[set[str]] = []
+    for i, sel in enumerate(selected):
+        accumulates, needed, operands = _shared_facts(sel.store, buffers, operand_buffers)
+        if accumulates:
+            first_accumulating.setdefault(sel.store.name, {}).setdefault(sel.store.index, i)
+        buffers_needed.append(needed)
+        for key in [("tiles", name) for name in needed] + [("operand", name) for name in operands]:
+            parent[root(i)] = root(owner.setdefault(key, i))
+    components: dict[int, list[int]] = {}
+    for i in range(len(selected)):
+        components.setdefault(root(i), []).append(i)
+    packed: list[list[int]] = []
+    for component in sorted(components.values()):
+        if packed and len(packed[-1]) + len(component) <= limit:
+            packed[-1].extend(component)
+        else:
+            packed.append(list(component))
+    groups = []
+    for stores in packed:
+        members = set(stores)
+        helpers = sorted({helper for i in stores for name in buffers_needed[i]
+                          for helper in first_accumulating.get(name, {}).values()} - members)
+        groups.append(ScopeGroup(tuple(sorted(stores)), tuple(helpers)))
+    return groups
+
+
 # --------------------------------------------------------------------------
 # Encoding
 # --------------------------------------------------------------------------

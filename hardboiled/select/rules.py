@@ -8,6 +8,7 @@ schedule; ``eqsat`` runs it in a child process and extracts every
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +20,10 @@ from hardboiled.select.eqsat import (
     EgraphSize,
     EqsatResult,
     ProgramChunk,
+    Scope,
     run_egglog,
 )
+from hardboiled.select.extract import ScopeGroup
 from hardboiled.select.facts import amx_facts, wmma_facts
 from hardboiled.select.rule_files import RULE_FILES as RULE_FILES  # re-exported
 from hardboiled.select.rule_files import rule_file_chunks
@@ -30,6 +33,12 @@ from hardboiled.support.diagnostics import Diagnostic, InputError, Location
 from hardboiled.targets.wmma import WMMAShape
 
 DEFAULT_ITERATIONS = 20
+STATEMENTS_PER_SCOPE = 32
+"""Stores saturated together, between (push) and (pop), in one egglog
+child. Each rule match scans the whole e-graph, so one e-graph of every
+store makes time grow faster than their number (conv1d unrolled, 258
+stores: 6.6 s in one e-graph, 2.4 s in scopes of 32). Stores that share
+facts stay in one scope (``scopes`` in select/selector.py)."""
 ITERATIONS_PLACEHOLDER = "@ITERATIONS@"
 
 
@@ -123,17 +132,37 @@ def _check_rulesets(schedule: str, path: str) -> None:
             ))
 
 
-def program_text(terms: list[str], schedule: Schedule, window_shape: WMMAShape | None = None) -> str:
-    """The whole egglog program, as it runs (``--emit egg``)."""
+def program_text(terms: list[str], schedule: Schedule, window_shape: WMMAShape | None = None,
+                 groups: list[ScopeGroup] | None = None) -> str:
+    """The whole egglog program, as it runs (``--emit egg``): the rules, then
+    each group of stores in a scope of its own."""
     parts = [f";;;; {c.filename}\n{c.text}" for c in rule_chunks(window_shape)]
-    parts.append(_inputs_text(terms))
-    parts.append(f";;;; schedule ({schedule.source})\n{schedule.text}")
-    parts.append("".join(f"(extract $s{i})\n" for i in range(len(terms))))
+    for group in groups if groups is not None else [ScopeGroup(tuple(range(len(terms))))]:
+        scope = _scope(terms, group, schedule)
+        helpers = f" (helpers {', '.join(map(str, group.helpers))})" if group.helpers else ""
+        parts.append(f";;;; stores {', '.join(map(str, group.stores))}{helpers}\n(push)\n{scope.chunks[0].text}")
+        parts.append(f";;;; schedule ({schedule.source})\n{schedule.text}")
+        parts.append("".join(f"(extract {root})\n" for root in scope.roots) + "(pop)\n")
     return "\n".join(parts)
 
 
-def _inputs_text(terms: list[str]) -> str:
-    return "".join(f"(let $s{i} {term})\n" for i, term in enumerate(terms))
+
+
+def _scope(terms: list[str], group: ScopeGroup, schedule: Schedule) -> Scope:
+    """The stores of ``group`` (``$sI`` for term I) and its helpers, and the
+    schedule, run in a (push)/(pop) scope of their own."""
+    inputs = "".join(f"(let $s{i} {terms[i]})\n" for i in group.stores)
+    inputs += "".join(f"(let $helper{i} {terms[i]})\n" for i in group.helpers)
+    return Scope((ProgramChunk("<selected stores>", inputs), ProgramChunk(schedule.source, schedule.text)),
+                 tuple(f"$s{i}" for i in group.stores))
+
+
+def _in_term_order(result: EqsatResult, order: list[int]) -> EqsatResult:
+    """Put back in term order what came back in scope order."""
+    terms, costs = [""] * len(order), [0] * len(order)
+    for position, index in enumerate(order):
+        terms[index], costs[index] = result.terms[position], result.costs[position]
+    return dataclasses.replace(result, terms=tuple(terms), costs=tuple(costs))
 
 
 def saturate(
@@ -144,21 +173,26 @@ def saturate(
     memory_mb: int = DEFAULT_MEMORY_MB,
     cache: ResultCache | None = None,
     window_shape: WMMAShape | None = None,
+    groups: list[ScopeGroup] | None = None,
 ) -> EqsatResult:
     """Run the rules on the encoded stores; ``cache`` skips a run whose whole
     program was seen before. ``window_shape``: the fragment shape for
-    sliding windows (the cost model's choice for these stores)."""
+    sliding windows (the cost model's choice for these stores). ``groups``:
+    the stores (indices into ``terms``, each extracted from one group)
+    saturated in each (push)/(pop) scope; by default one scope holds them
+    all. The terms come back in the order of ``terms``."""
     chunks = rule_chunks(window_shape)
-    chunks.append(ProgramChunk("<selected stores>", _inputs_text(terms)))
-    chunks.append(ProgramChunk(schedule.source, schedule.text))
-    roots = [f"$s{i}" for i in range(len(terms))]
-    key = cache_key([c.text for c in chunks], roots) if cache is not None else ""
+    groups = groups if groups is not None else [ScopeGroup(tuple(range(len(terms))))]
+    scopes = tuple(_scope(terms, group, schedule) for group in groups if group.stores)
+    key = (cache_key([c.text for c in chunks] + [c.text for s in scopes for c in s.chunks],
+                     [r for s in scopes for r in s.roots]) if cache is not None else "")
     if cache is not None and (entry := cache.get(key)) is not None:
         size = entry.get("size")
         return EqsatResult(tuple(entry["terms"]), tuple(entry["costs"]),
                            EgraphSize(**size) if size else None, 0.0, {}, cached=True)
     try:
-        result = run_egglog(chunks, roots, timeout_s=timeout_s, memory_mb=memory_mb)
+        result = _in_term_order(run_egglog(chunks, [], timeout_s=timeout_s, memory_mb=memory_mb, scopes=scopes),
+                                [i for group in groups for i in group.stores])
     except EgglogError as exc:
         location = exc.diagnostic.location
         if schedule.source != "default" and location is not None and location.filename == schedule.source:

@@ -17,22 +17,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hardboiled import ir
-from hardboiled.select.eqsat import EgraphSize
+from hardboiled.select.eqsat import EgraphSize, EqsatResult
 from hardboiled.select.explain import explain_miss
 from hardboiled.select.extract import (
     ACCELERATOR_INTRINSICS,
     ACCELERATOR_MEMORY,
     Encoding,
+    ScopeGroup,
     SelectedStore,
     accelerator_allocations,
     encode_stores,
+    scope_groups,
     select_stores,
 )
 from hardboiled.select.facts import sliding_windows
 from hardboiled.select.options import SelectionOptions as SelectionOptions  # re-exported
 from hardboiled.select.partition import partition_accumulators
 from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, reinsert
-from hardboiled.select.rules import Schedule, load_schedule, saturate
+from hardboiled.select.rules import STATEMENTS_PER_SCOPE, Schedule, load_schedule, saturate
 from hardboiled.select.spill import gathers_accelerator, reads_accelerator_in_arithmetic, spill_accelerator_reads
 from hardboiled.select.terms import parse_term
 from hardboiled.support.cache import ResultCache
@@ -141,16 +143,22 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
     encoding = encode_stores(lowerable, allocations, options.store_in)
     result = None
     start = time.perf_counter()
+    groups = scope_groups(lowerable, STATEMENTS_PER_SCOPE)
     if encoding.terms:
-        cache = ResultCache(Path(options.cache_dir)) if options.cache_dir else None
-        window_shape = WMMA_TENSOR_CORE.best_window_shape(sliding_windows(s.store for s in lowerable))
-        result = saturate(encoding.terms, schedule, timeout_s=options.timeout_s, memory_mb=options.memory_mb,
-                          cache=cache, window_shape=window_shape)
-    seconds = time.perf_counter() - start
+        result = _saturate(encoding.terms, lowerable, schedule, options, groups)
     decoder = Decoder(encoding)
     terms = dict(zip((s.position for s in lowerable), result.terms if result else ()))
     replacements, reports, misses = _decode_selected(selected, terms, decoder, encoding, options,
                                                      filename, source, store_lines)
+    if misses and len(groups) > 1:
+        # Grouping must not cost a store its lowering: try once more with
+        # every store in one e-graph (scope_groups says why it should not).
+        result = _saturate(encoding.terms, lowerable, schedule, options, None)
+        decoder = Decoder(encoding)
+        terms = dict(zip((s.position for s in lowerable), result.terms))
+        replacements, reports, misses = _decode_selected(selected, terms, decoder, encoding, options,
+                                                         filename, source, store_lines)
+    seconds = time.perf_counter() - start
     if misses and retry:
         rewritten_stmt, lines = _rewrite_for_retry(stmt, selected, replacements, allocations, options, store_lines)
         if rewritten_stmt is not stmt:
@@ -172,6 +180,14 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
         rewritten, tuple(reports), schedule, result.size if result else None, seconds, tuple(misses),
         bool(result and result.cached), temporaries, tuple(memory.items()),
     )
+
+
+def _saturate(terms: list[str], lowerable: list[SelectedStore], schedule: Schedule, options: SelectionOptions,
+              groups: list[ScopeGroup] | None) -> EqsatResult:
+    cache = ResultCache(Path(options.cache_dir)) if options.cache_dir else None
+    window_shape = WMMA_TENSOR_CORE.best_window_shape(sliding_windows(s.store for s in lowerable))
+    return saturate(terms, schedule, timeout_s=options.timeout_s, memory_mb=options.memory_mb, cache=cache,
+                    window_shape=window_shape, groups=groups)
 
 
 def _decode_selected(selected: list[SelectedStore], terms: dict[int, str], decoder: Decoder, encoding: Encoding,
