@@ -1,5 +1,5 @@
 """``python -m hardboiled`` runs the command line."""
 
-from hardboiled.cli.commands import main
+from hardboiled.cli import main
 
 main()

@@ -102,3 +102,75 @@ def test_the_deep_stack_falls_back_when_the_process_cannot_map_it(monkeypatch) -
         assert "from the worker" in str(error)
     else:
         raise AssertionError("the worker's exception was lost")
+
+
+# ---------------------------------------------------------------- direct mode
+def _probe(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``hardboiled ARGS`` in a fresh interpreter, which then prints whether
+    click was loaded: the direct answer loads nothing but the standard
+    library and hardboiled's support modules."""
+    probe = ("import sys\nfrom hardboiled.cli import main\n"
+             f"sys.argv = ['hardboiled', *{args!r}]\n"
+             "try:\n    main()\nexcept SystemExit as exit:\n    code = exit.code\n"
+             "sys.stderr.write('\\nLOADED=%s' % sorted(m for m in sys.modules if m in ('click', 'rich') or "
+             f"m.startswith({HEAVY!r})))\n"
+             "sys.exit(code)\n")
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd)
+
+
+def test_a_repeated_compile_is_answered_directly_and_byte_for_byte(tmp_path: Path) -> None:
+    """The first run fills the result cache, the second (a hit) records
+    what it did, the third replays that record without loading click:
+    same output file, same standard output and error, same status."""
+    source = tmp_path / "in.log"
+    source.write_bytes((FIXTURES / "amx_bf16_matmul_std_single" / "debug.log").read_bytes())
+    to_file = ["compile", "in.log", "--cache-dir", "cache", "-o", "out.stmt"]
+    to_stdout = ["compile", "in.log", "--cache-dir", "cache", "--emit", "report"]
+    for args in (to_file, to_stdout):
+        runs = [_probe(args, tmp_path) for _ in range(3)]
+        assert [r.returncode for r in runs] == [0, 0, 0], runs[0].stderr
+        (hit, hit_err), (direct, direct_err) = (r.stderr.rsplit("\nLOADED=", 1) for r in runs[1:])
+        assert "'click'" in hit_err and direct_err == "[]", (hit_err, direct_err)
+        assert direct == hit and "cached" in hit  # the summary line, as the hit printed it
+        assert runs[2].stdout == runs[1].stdout
+    assert (tmp_path / "out.stmt").read_text().startswith("assert(")
+    assert len(list((tmp_path / "cache" / "direct").rglob("*.json"))) == 2
+
+
+def test_a_direct_answer_checks_its_inputs_and_rewrites_deleted_outputs(tmp_path: Path) -> None:
+    """A changed input is compiled again; a deleted output is written
+    again; a record never answers another command line or directory."""
+    first = (FIXTURES / "amx_bf16_matmul_std_single" / "debug.log").read_bytes()
+    second = (FIXTURES / "amx_bf16_matmul_vnni_single" / "debug.log").read_bytes()
+    source, out = tmp_path / "in.log", tmp_path / "out.stmt"
+    args = ["compile", "in.log", "--cache-dir", "cache", "-q", "-o", "out.stmt"]
+    source.write_bytes(first)
+    for _ in range(3):
+        assert _probe(args, tmp_path).returncode == 0
+    expected_first = out.read_bytes()
+    out.unlink()
+    replayed = _probe(args, tmp_path)
+    assert replayed.stderr.endswith("LOADED=[]") and out.read_bytes() == expected_first
+    source.write_bytes(second)
+    changed = _probe(args, tmp_path)
+    assert changed.returncode == 0 and "'click'" in changed.stderr
+    assert out.read_bytes() != expected_first
+    (tmp_path / "sub").mkdir()
+    elsewhere = _probe([*args[:1], "../in.log", *args[2:4], "-q", "-o", "../out.stmt"], tmp_path / "sub")
+    assert elsewhere.returncode == 0 and "'click'" in elsewhere.stderr
+
+
+def test_the_direct_key_names_every_environment_variable_hardboiled_reads() -> None:
+    """A variable that changes what compile does must be in the key
+    (cli/direct.py ENVIRONMENT); the Halide bridge's HL_ filter is not the
+    command line's."""
+    import re
+
+    from hardboiled.cli.direct import ENVIRONMENT
+
+    read = set()
+    for path in (ROOT / "hardboiled").rglob("*.py"):
+        text = path.read_text()
+        read |= set(re.findall(r"(?:environ\.get|getenv|environ)\(?\[?\"([A-Z_][A-Z0-9_]*)\"", text))
+    assert read, "no environment read found: the pattern is wrong"
+    assert read - {"HL_"} <= set(ENVIRONMENT), read - set(ENVIRONMENT)

@@ -1,5 +1,9 @@
-"""The ``hardboiled`` command, the compile driver and its pass pipeline."""
+"""The ``hardboiled`` command, the compile driver and its pass pipeline.
 
-from .commands import main
+``main`` is the command's entry point (cli/direct.py): a repeated compile is
+answered from its record before click loads, anything else goes to the
+command line (cli/commands.py)."""
+
+from hardboiled.cli.direct import main
 
 __all__ = ["main"]

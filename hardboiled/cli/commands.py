@@ -31,6 +31,11 @@ if TYPE_CHECKING:  # imported lazily at run time: --help must start fast
     from hardboiled.frontend.parse import ParsedInput
     from hardboiled.select.options import SelectionOptions
 
+cached_compile_observers: list[Callable[[str, list[str], list[tuple[str, str]]], None]] = []
+"""Told of every compile that the whole-file cache answered in full: the
+cache directory, the files it read and the files it wrote, with their text
+(cli/direct.py records such runs, to answer them again before click loads)."""
+
 BatchInput = tuple[str, bytes | None, Diagnostic | None]
 """One input of a batch: its display name, its bytes, or why it could not be read."""
 
@@ -354,9 +359,12 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     )
     inputs = [_read_input(path) for path in input_paths]
     results = _run_batch(inputs, options, jobs or (os.cpu_count() or 1), quiet)
-    _write_results(results, [name for name, _, _ in inputs], kinds, output_path, diagnostics_format)
+    written = _write_results(results, [name for name, _, _ in inputs], kinds, output_path, diagnostics_format)
     if not quiet:
         _summarize(results, report_format)
+    if selection.cache_dir and STDIO not in input_paths and all(r.cached for r in results):
+        for observer in cached_compile_observers:
+            observer(selection.cache_dir, [*input_paths, *([schedule_path] if schedule_path else [])], written)
     code = max(r.exit_code for r in results)
     if code:
         sys.exit(code)
@@ -431,10 +439,18 @@ def _selection_options(store_in: tuple[str, ...], schedule_path: str | None, ite
 
 
 def _write_results(results: list[FileResult], names: list[str], kinds: tuple[str, ...], output_path: str | None,
-                   diagnostics_format: str) -> None:
+                   diagnostics_format: str) -> list[tuple[str, str]]:
     """Instrumentation and diagnostics to standard error, outputs to their
-    files (atomically), in input order."""
+    files (atomically), in input order. Returns the files written, with
+    their text."""
     from hardboiled.cli.driver import EMIT_SUFFIXES, HEADER, HEADER_SUFFIX, output_names
+
+    written: list[tuple[str, str]] = []
+
+    def write(path: str, text: str) -> None:
+        write_output(path, text)
+        if path != STDIO:
+            written.append((path, text))
 
     directory = None
     if output_path not in (None, STDIO) and (len(names) > 1 or len(kinds) > 1 or Path(output_path).is_dir()):
@@ -449,16 +465,17 @@ def _write_results(results: list[FileResult], names: list[str], kinds: tuple[str
             if kind == HEADER:
                 # Beside the source it declares; not on standard output.
                 if directory is not None:
-                    write_output(str(directory / (stem + HEADER_SUFFIX)), text)
+                    write(str(directory / (stem + HEADER_SUFFIX)), text)
                 elif output_path not in (None, STDIO) and Path(output_path).suffix != HEADER_SUFFIX:
-                    write_output(str(Path(output_path).with_suffix(HEADER_SUFFIX)), text)
+                    write(str(Path(output_path).with_suffix(HEADER_SUFFIX)), text)
                 continue
             if kind not in kinds:
                 continue
             if directory is not None:
-                write_output(str(directory / (stem + EMIT_SUFFIXES[kind])), text)
+                write(str(directory / (stem + EMIT_SUFFIXES[kind])), text)
             else:
-                write_output(output_path or STDIO, text)
+                write(output_path or STDIO, text)
+    return written
 
 
 def _read_input(path: str) -> tuple[str, bytes | None, Diagnostic | None]:

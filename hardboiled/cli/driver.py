@@ -41,6 +41,8 @@ class FileResult:
     exit_code: int = int(ExitCode.SUCCESS)
     instrumentation: list[str] = field(default_factory=list)
     """--print-before/--print-after dumps and --timing reports, for standard error."""
+    cached: bool = False
+    """Answered by the whole-file cache."""
 
 
 def compile_text(name: str, data: bytes | None, options: CompileOptions,
@@ -174,7 +176,7 @@ def _from_cache(name: str, entry: dict[str, Any]) -> FileResult:
     report = entry["report"]
     for statement in report.get("statements", []):
         statement["cached"] = True
-    return FileResult(name, entry["outputs"], report, diagnostics, entry["messages"], entry["exit_code"])
+    return FileResult(name, entry["outputs"], report, diagnostics, entry["messages"], entry["exit_code"], cached=True)
 
 
 # --------------------------------------------------------------------------

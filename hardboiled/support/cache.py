@@ -35,7 +35,7 @@ def default_cache_dir() -> Path:
 
 
 @functools.cache
-def _egglog_identity() -> str:
+def egglog_identity() -> str:
     """egglog's build: the size and time of its compiled module (found
     without importing egglog, nor importlib.metadata: a cache hit must be
     quick)."""
@@ -54,26 +54,68 @@ def _egglog_identity() -> str:
 _CODE_SUFFIXES = (".py", ".egg", ".lark", ".h")
 
 
+def _code_roots() -> list[Path]:
+    """Where hardboiled's code and data live: the package, the rule files
+    and grammars (beside it in a checkout), and HARDBOILED_RULES_DIR."""
+    package = Path(__file__).resolve().parent.parent
+    roots = [package]
+    if not (package / "rules").is_dir():  # a checkout: they are not inside the package
+        roots += [package.parent / "rules", package.parent / "grammars"]
+    override = os.environ.get("HARDBOILED_RULES_DIR")
+    if override:
+        roots.append(Path(override))
+    return roots
+
+
+def _code_files() -> list[tuple[Path, str]]:
+    """Every source, rule file, grammar and runtime header, with its path
+    relative to its root, in a fixed order."""
+    files: list[tuple[Path, str]] = []
+
+    def visit(directory: str, relative: str) -> None:
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name == "__pycache__":
+                continue
+            if entry.is_dir():
+                visit(entry.path, f"{relative}{entry.name}/")
+            elif entry.name.endswith(_CODE_SUFFIXES) and entry.is_file():
+                files.append((Path(entry.path), relative + entry.name))
+
+    for root in _code_roots():
+        visit(str(root), "")
+    return files
+
+
 @functools.cache
 def code_identity() -> str:
     """A digest of hardboiled's code and data: every source, rule file
     (HARDBOILED_RULES_DIR's too), grammar and runtime header."""
-    from importlib import resources
-
-    roots = [Path(__file__).resolve().parent.parent]
-    roots += [Path(str(resources.files(package))) for package in ("hardboiled.rules", "hardboiled.grammars")]
-    override = os.environ.get("HARDBOILED_RULES_DIR")
-    if override:
-        roots.append(Path(override))
     digest = hashlib.sha256()
-    for root in roots:
-        for path in sorted(root.rglob("*")):
-            if path.suffix in _CODE_SUFFIXES and "__pycache__" not in path.parts and path.is_file():
-                digest.update(str(path.relative_to(root)).encode() + b"\0")
-                try:
-                    digest.update(path.read_bytes())
-                except OSError:
-                    digest.update(b"unreadable")
+    for path, relative in _code_files():
+        digest.update(relative.encode() + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            digest.update(b"unreadable")
+    return digest.hexdigest()
+
+
+@functools.cache
+def code_signature() -> str:
+    """The same files as ``code_identity``, by name, size and modification
+    time, without reading them (as make and Python's bytecode cache judge
+    freshness): cheap enough for every start of the command (cli/direct.py)."""
+    digest = hashlib.sha256()
+    for path, relative in _code_files():
+        try:
+            stat = path.stat()
+            digest.update(f"{relative}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+        except OSError:
+            digest.update(f"{relative}\0unreadable\0".encode())
     return digest.hexdigest()
 
 
@@ -81,7 +123,7 @@ def cache_key(texts: list[str], roots: list[str]) -> str:
     """Hash of the program texts (not their file names: a schedule read from
     another path is the same schedule), hardboiled's code and egglog's build."""
     digest = hashlib.sha256()
-    header = {"format": CACHE_FORMAT, "hardboiled": VERSION, "code": code_identity(), "egglog": _egglog_identity(),
+    header = {"format": CACHE_FORMAT, "hardboiled": VERSION, "code": code_identity(), "egglog": egglog_identity(),
               "roots": roots}
     digest.update(json.dumps(header, sort_keys=True).encode())
     for text in texts:

@@ -11,8 +11,10 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hardboiled.support.diagnostics import Diagnostic, InputError, Location
+if TYPE_CHECKING:  # loaded on an error only: a direct answer (cli/direct.py) writes without them
+    from hardboiled.support.diagnostics import InputError
 
 STDIO = "-"
 
@@ -28,6 +30,8 @@ def read_input_bytes(path: str) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as exc:
+        from hardboiled.support.diagnostics import Diagnostic, InputError, Location
+
         reason = exc.strerror or str(exc)
         raise InputError(
             Diagnostic("error", f"cannot read '{path}': {reason}", Location(path, 1, 1))
@@ -89,5 +93,7 @@ def write_bytes_atomically(target: Path, data: bytes, mode: int = 0o666) -> None
 
 
 def _cannot_write(target: Path, exc: OSError) -> InputError:
+    from hardboiled.support.diagnostics import Diagnostic, InputError
+
     reason = exc.strerror or str(exc)
     return InputError(Diagnostic("error", f"cannot write '{target}': {reason}"))

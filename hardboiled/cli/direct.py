@@ -1,0 +1,209 @@
+"""Direct mode: a repeated ``compile`` answered before anything heavy loads.
+
+A build runs the same ``hardboiled compile`` command again and again on
+inputs that did not change. The result cache (support/cache.py) answers
+such a run, but only once Python has loaded click and the command line.
+Direct mode (after ccache's mode of that name) answers it from the
+invocation itself:
+
+* a ``compile`` whose every input was answered by the result cache records
+  what it did: the files it read, with a digest of their bytes; the files
+  it wrote; what it printed; its exit status. The record's key is made of
+  the arguments, the working directory, the environment variables
+  hardboiled reads (``ENVIRONMENT``), which of standard output and error
+  are terminals, and the identity of hardboiled's code and egglog's build;
+* the next run with that key checks that every file read still has the
+  same bytes, then writes the same files (atomically, as ever) and prints
+  the same text, without importing click, the parser or the selector.
+
+Anything unexpected (no record, a changed input, a file that cannot be
+written, a malformed record) falls through to the ordinary command line,
+which gives the same answer the slow way. What a terminal shows (colour,
+tables sized to it) is never recorded.
+
+This module is the ``hardboiled`` command's entry point, so it imports
+nothing beyond the standard library and the small support modules.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+ENVIRONMENT = ("CC", "NVCC", "HARDBOILED_CACHE_DIR", "HARDBOILED_RULES_DIR", "HARDBOILED_TRACEBACK",
+               "XDG_CACHE_HOME", "HOME", "NO_COLOR", "TERM", "COLUMNS", "PATH")
+"""Every environment variable that can change what ``compile`` does or
+prints (tests/test_compile_time.py checks the code reads no other)."""
+
+DIRECTORY = "direct"
+"""Records live in this subdirectory of the cache directory."""
+
+
+def main(args: list[str] | None = None) -> None:
+    """The ``hardboiled`` command: a recorded answer, else the command line."""
+    argv = list(sys.argv[1:] if args is None else args)
+    code = replay(argv)
+    if code is not None:
+        sys.exit(code)
+    from hardboiled.cli import commands
+
+    if argv[:1] != ["compile"]:
+        commands.main.main(argv)
+        return
+    recording = _Recording(argv)
+    commands.cached_compile_observers.append(recording.note)
+    try:
+        with recording:
+            commands.main.main(argv)
+    except SystemExit as exit:
+        recording.finish(exit.code)
+        raise
+    finally:
+        commands.cached_compile_observers.remove(recording.note)
+
+
+# --------------------------------------------------------------------------
+# Replaying
+# --------------------------------------------------------------------------
+
+
+def replay(argv: list[str]) -> int | None:
+    """Answer ``argv`` from its record: the exit status, or None when the
+    ordinary command line must run."""
+    if argv[:1] != ["compile"]:
+        return None
+    directory = _cache_directory_named_in(argv)
+    if directory is None:
+        return None
+    from hardboiled.support.cache import ResultCache
+
+    entry = ResultCache(directory / DIRECTORY).get(invocation_key(argv))
+    if entry is None:
+        return None
+    from hardboiled.support.fileio import write_output
+
+    try:
+        for path, digest in entry["reads"]:
+            if _digest(Path(path).read_bytes()) != digest:
+                return None
+        writes = [(str(path), str(text)) for path, text in entry["writes"]]
+        if not all(Path(path).parent.is_dir() for path, _ in writes):
+            return None
+        for path, text in writes:
+            write_output(path, text)
+        stdout, stderr, code = str(entry["stdout"]), str(entry["stderr"]), int(entry["exit_code"])
+    except Exception:  # a stale or damaged record, an output that cannot be written: the
+        return None     # ordinary command line answers (and reports what is wrong)
+    sys.stdout.write(stdout)
+    sys.stdout.flush()
+    sys.stderr.write(stderr)
+    return code
+
+
+def _cache_directory_named_in(argv: list[str]) -> Path | None:
+    """The cache directory as the arguments name it, read without click. A
+    misreading only looks in the wrong place: records are keyed by the
+    whole argument list, so it can miss but never answer wrongly."""
+    directory = None
+    for i, arg in enumerate(argv):
+        if arg == "--no-cache":
+            return None
+        if arg == "--cache-dir" and i + 1 < len(argv):
+            directory = argv[i + 1]
+        elif arg.startswith("--cache-dir="):
+            directory = arg.partition("=")[2]
+    if directory is not None:
+        return Path(directory)
+    from hardboiled.support.cache import default_cache_dir
+
+    return default_cache_dir()
+
+
+def invocation_key(argv: list[str]) -> str:
+    from hardboiled.support.cache import code_signature, egglog_identity
+
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = ""
+    identity = {
+        "argv": argv, "cwd": cwd, "env": {name: os.environ.get(name) for name in ENVIRONMENT},
+        "terminals": [_is_terminal(sys.stdout), _is_terminal(sys.stderr)],
+        "code": code_signature(), "egglog": egglog_identity(), "python": sys.version,
+    }
+    return _digest(json.dumps(identity, sort_keys=True).encode())
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+# --------------------------------------------------------------------------
+# Recording
+# --------------------------------------------------------------------------
+
+
+class _Tee:
+    """A standard stream that keeps a copy of what is written to it."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+        self.text: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.text.append(text)
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _Recording:
+    """What one ``compile`` run read, wrote and printed."""
+
+    def __init__(self, argv: list[str]):
+        self.argv = argv
+        self.record: dict[str, Any] | None = None
+        self.cache_directory: Path | None = None
+
+    def __enter__(self) -> None:
+        self.stdout, self.stderr = _Tee(sys.stdout), _Tee(sys.stderr)
+        self.saved = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = self.stdout, self.stderr
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stdout, sys.stderr = self.saved
+
+    def note(self, cache_directory: str, reads: list[str], writes: list[tuple[str, str]]) -> None:
+        """``compile`` tells of a run the result cache answered in full: the
+        files it read (inputs, schedule) and wrote (commands.py,
+        ``cached_compile_observers``)."""
+        try:
+            digests = [(path, _digest(Path(path).read_bytes())) for path in reads]
+        except OSError:
+            return
+        self.cache_directory = Path(cache_directory)
+        self.record = {"reads": digests, "writes": writes}
+
+    def finish(self, exit_code: object) -> None:
+        if self.record is None or self.cache_directory is None:
+            return
+        stderr = "".join(self.stderr.text)
+        if stderr and _is_terminal(self.saved[1]):
+            return  # shaped for this terminal (colour, its width)
+        from hardboiled.support.cache import ResultCache
+
+        code = 0 if exit_code is None else exit_code if isinstance(exit_code, int) else 1
+        record = dict(self.record, stdout="".join(self.stdout.text), stderr=stderr, exit_code=code)
+        ResultCache(self.cache_directory / DIRECTORY).put(invocation_key(self.argv), record)
