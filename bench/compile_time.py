@@ -206,9 +206,15 @@ def p2(tree: Path, repeat: int) -> dict[str, Any]:
         cached, env = hardboiled(tree, "compile", str(MATMUL_LOG), "--cache-dir", f"{tmp}/cache", "-q", "-o",
                                  f"{tmp}/out.stmt")
         measure(cached, env)  # fills the cache
-        warm = median_run(cached, repeat, env)
-    return {"halide_s": halide["seconds"], "compile_s": cold["seconds"], "cache_hit_s": warm["seconds"],
-            "compile_ratio": cold["seconds"] / halide["seconds"], "cache_ratio": warm["seconds"] / halide["seconds"]}
+        # A whole-file hit: each run another command line (another output
+        # name), which direct mode has no record of.
+        hits = [measure([*cached[:-1], f"{tmp}/out{i}.stmt"], env)["seconds"] for i in range(repeat)]
+        measure(cached, env)  # a hit, which leaves a direct-mode record (where the tree has one)
+        direct = median_run(cached, repeat, env)
+    hit = statistics.median(hits)
+    return {"halide_s": halide["seconds"], "compile_s": cold["seconds"], "cache_hit_s": hit,
+            "direct_s": direct["seconds"], "compile_ratio": cold["seconds"] / halide["seconds"],
+            "cache_ratio": hit / halide["seconds"], "direct_ratio": direct["seconds"] / halide["seconds"]}
 
 
 def p1(tree: Path, repeat: int) -> list[dict[str, Any]]:
@@ -350,8 +356,9 @@ def main() -> int:
         f = figures["p2"] = p2(tree, args.repeat)
         print("\nP2  whole compile of the AMX matmul dump, whole processes")
         print(f"  Halide's lowering {_fmt(f['halide_s'], ' s', 3)}; hardboiled compile {_fmt(f['compile_s'], ' s', 3)} "
-              f"({_fmt(f['compile_ratio'], 'x')}); cache hit {_fmt(f['cache_hit_s'], ' s', 3)} "
-              f"({_fmt(f['cache_ratio'], 'x')})")
+              f"({_fmt(f['compile_ratio'], 'x')})")
+        print(f"  cache hit {_fmt(f['cache_hit_s'], ' s', 3)} ({_fmt(f['cache_ratio'], 'x')}); the same command "
+              f"line again (direct mode) {_fmt(f['direct_s'], ' s', 3)} ({_fmt(f['direct_ratio'], 'x')})")
     if "p1" in parts:
         rows = figures["p1"] = p1(tree, args.repeat)
         print("\nP1  conv1d selection against HardBoiled's egglog programs")

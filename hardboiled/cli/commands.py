@@ -31,9 +31,9 @@ if TYPE_CHECKING:  # imported lazily at run time: --help must start fast
     from hardboiled.frontend.parse import ParsedInput
     from hardboiled.select.options import SelectionOptions
 
-cached_compile_observers: list[Callable[[str, list[str], list[tuple[str, str]]], None]] = []
+cached_compile_observers: list[Callable[[str, list[tuple[str, bytes]], list[tuple[str, str]]], None]] = []
 """Told of every compile that the whole-file cache answered in full: the
-cache directory, the files it read and the files it wrote, with their text
+cache directory, the files it read with their bytes and the files it wrote, with their text
 (cli/direct.py records such runs, to answer them again before click loads)."""
 
 BatchInput = tuple[str, bytes | None, Diagnostic | None]
@@ -363,11 +363,28 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     if not quiet:
         _summarize(results, report_format)
     if selection.cache_dir and STDIO not in input_paths and all(r.cached for r in results):
-        for observer in cached_compile_observers:
-            observer(selection.cache_dir, [*input_paths, *([schedule_path] if schedule_path else [])], written)
+        _tell_cached_compile(selection.cache_dir, input_paths, [data for _, data, _ in inputs], schedule_path,
+                             written)
     code = max(r.exit_code for r in results)
     if code:
         sys.exit(code)
+
+
+def _tell_cached_compile(cache_dir: str, input_paths: tuple[str, ...], data: list[bytes | None],
+                         schedule_path: str | None, written: list[tuple[str, str]]) -> None:
+    """Tell the observers of a compile the cache answered in full what it
+    read: the inputs' bytes as they were compiled (a file changed since then
+    must not be paired with these outputs), and the schedule file."""
+    if not cached_compile_observers or any(d is None for d in data):
+        return
+    reads = [(path, d) for path, d in zip(input_paths, data) if d is not None]
+    if schedule_path is not None:
+        try:
+            reads.append((schedule_path, Path(schedule_path).read_bytes()))
+        except OSError:
+            return
+    for observer in cached_compile_observers:
+        observer(cache_dir, reads, written)
 
 
 def _argument_order(text: str | None) -> tuple[str, ...] | None:

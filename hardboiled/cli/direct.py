@@ -185,16 +185,12 @@ class _Recording:
     def __exit__(self, *exc: object) -> None:
         sys.stdout, sys.stderr = self.saved
 
-    def note(self, cache_directory: str, reads: list[str], writes: list[tuple[str, str]]) -> None:
+    def note(self, cache_directory: str, reads: list[tuple[str, bytes]], writes: list[tuple[str, str]]) -> None:
         """``compile`` tells of a run the result cache answered in full: the
-        files it read (inputs, schedule) and wrote (commands.py,
-        ``cached_compile_observers``)."""
-        try:
-            digests = [(path, _digest(Path(path).read_bytes())) for path in reads]
-        except OSError:
-            return
+        files it read (inputs, schedule) with their bytes, and the files it
+        wrote (commands.py, ``cached_compile_observers``)."""
         self.cache_directory = Path(cache_directory)
-        self.record = {"reads": digests, "writes": writes}
+        self.record = {"reads": [(path, _digest(data)) for path, data in reads], "writes": writes}
 
     def finish(self, exit_code: object) -> None:
         if self.record is None or self.cache_directory is None:
