@@ -174,3 +174,28 @@ def test_the_direct_key_names_every_environment_variable_hardboiled_reads() -> N
         read |= set(re.findall(r"(?:environ\.get|getenv|environ)\(?\[?\"([A-Z_][A-Z0-9_]*)\"", text))
     assert read, "no environment read found: the pattern is wrong"
     assert read - {"HL_"} <= set(ENVIRONMENT), read - set(ENVIRONMENT)
+
+
+def test_a_record_others_could_have_planted_is_not_followed(tmp_path: Path) -> None:
+    """A record names files to write: one in a directory that others may
+    write is ignored, and so is one that writes where the command line does
+    not point (both then compile the ordinary way)."""
+    import json
+    import os
+
+    (tmp_path / "in.log").write_bytes((FIXTURES / "amx_bf16_matmul_std_single" / "debug.log").read_bytes())
+    args = ["compile", "in.log", "--cache-dir", "cache", "-q", "-o", "out.stmt"]
+    for _ in range(2):
+        assert _probe(args, tmp_path).returncode == 0
+    (record,) = (tmp_path / "cache" / "direct").rglob("*.json")
+    assert _probe(args, tmp_path).stderr.endswith("LOADED=[]")
+    os.chmod(record.parent, 0o777)
+    shared = _probe(args, tmp_path)
+    assert shared.returncode == 0 and "'click'" in shared.stderr
+    os.chmod(record.parent, 0o755)
+    entry = json.loads(record.read_text())
+    entry["writes"].append([str(tmp_path.parent / "planted.txt"), "planted"])
+    record.write_text(json.dumps(entry))
+    planted = _probe(args, tmp_path)
+    assert planted.returncode == 0 and "'click'" in planted.stderr
+    assert not (tmp_path.parent / "planted.txt").exists()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,11 @@ def replay(argv: list[str]) -> int | None:
         return None
     from hardboiled.support.cache import ResultCache
 
-    entry = ResultCache(directory / DIRECTORY).get(invocation_key(argv))
+    records = ResultCache(directory / DIRECTORY)
+    key = invocation_key(argv)
+    if not _written_by_this_user_alone(records.entry_path(key), directory):
+        return None
+    entry = records.get(key)
     if entry is None:
         return None
     from hardboiled.support.fileio import write_output
@@ -91,7 +96,7 @@ def replay(argv: list[str]) -> int | None:
             if _digest(Path(path).read_bytes()) != digest:
                 return None
         writes = [(str(path), str(text)) for path, text in entry["writes"]]
-        if not all(Path(path).parent.is_dir() for path, _ in writes):
+        if not all(Path(path).parent.is_dir() and _named_on_command_line(path, argv) for path, _ in writes):
             return None
         for path, text in writes:
             write_output(path, text)
@@ -102,6 +107,34 @@ def replay(argv: list[str]) -> int | None:
     sys.stdout.flush()
     sys.stderr.write(stderr)
     return code
+
+
+def _written_by_this_user_alone(record: Path, cache_directory: Path) -> bool:
+    """A record tells what files to write: one that another user could have
+    planted (in a directory, or a file, that others may write, or through a
+    symbolic link) is not followed."""
+    try:
+        own = os.geteuid()
+        path = record
+        while True:
+            status = os.lstat(path)
+            if stat.S_ISLNK(status.st_mode) or status.st_uid != own or status.st_mode & 0o022:
+                return False
+            if path == cache_directory or path.parent == path:
+                return True
+            path = path.parent
+    except OSError:
+        return False
+
+
+def _named_on_command_line(path: str, argv: list[str]) -> bool:
+    """Whether the command line names ``path``, its directory, or a file in
+    its directory (a header goes beside the -o file): a record never writes
+    where the command line did not point."""
+    target = os.path.abspath(path)
+    places = {os.path.abspath(arg) for arg in argv if not arg.startswith("-") or arg == "-"}
+    places |= {os.path.dirname(place) for place in places}
+    return target in places or os.path.dirname(target) in places
 
 
 def _cache_directory_named_in(argv: list[str]) -> Path | None:

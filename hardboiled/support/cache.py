@@ -137,12 +137,12 @@ class ResultCache:
         self.hits = 0
         self.misses = 0
 
-    def _path(self, key: str) -> Path:
+    def entry_path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
         try:
-            entry = json.loads(self._path(key).read_text())
+            entry = json.loads(self.entry_path(key).read_text())
         except (OSError, ValueError):
             self.misses += 1
             return None
@@ -153,7 +153,7 @@ class ResultCache:
         return entry
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        path = self._path(key)
+        path = self.entry_path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".entry-", suffix=".tmp", dir=path.parent)
