@@ -193,8 +193,11 @@ def test_a_record_others_could_have_planted_is_not_followed(tmp_path: Path) -> N
     shared = _probe(args, tmp_path)
     assert shared.returncode == 0 and "'click'" in shared.stderr
     os.chmod(record.parent, 0o755)
+    from hardboiled.support.cache import _checksum
+
     entry = json.loads(record.read_text())
-    entry["writes"].append([str(tmp_path.parent / "planted.txt"), "planted"])
+    entry["value"]["writes"].append([str(tmp_path.parent / "planted.txt"), "planted"])
+    entry["checksum"] = _checksum(entry["key"], entry["value"])  # planted by someone who can compute it
     record.write_text(json.dumps(entry))
     planted = _probe(args, tmp_path)
     assert planted.returncode == 0 and "'click'" in planted.stderr

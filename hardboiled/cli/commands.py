@@ -350,6 +350,8 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     selection = _selection_options(store_in, schedule_path, iterations, allow_fallback, egglog_timeout,
                                    egglog_memory, None if no_cache else str(cache_dir or _default_cache_dir()))
     selection = dataclasses.replace(selection, verbose=verbose)
+    if selection.cache_dir is not None:
+        _check_cache_directory(Path(selection.cache_dir))
     options = CompileOptions(
         stage=stage, buffer_types=_parse_buffer_types(buffer_types), selection=selection, emit=kinds,
         verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", int), cc=cc,
@@ -406,6 +408,20 @@ def _check_entry_point(name: str | None, input_paths: tuple[str, ...]) -> None:
                                  "starting with hb_ (the generated code's own)", param_hint="--name")
     if len(input_paths) > 1:
         raise click.UsageError("--name names one function: with several inputs, each is named after its file")
+
+
+def _check_cache_directory(directory: Path) -> None:
+    """A cache answers for the compiler: one that another user can write
+    could serve them any output (docs/security.md)."""
+    from hardboiled.support.cache import cache_directory_problem
+
+    problem = cache_directory_problem(directory)
+    if problem is not None:
+        raise HardboiledError(Diagnostic(
+            "error", f"cache directory '{directory}' {problem}; it could hold results another user put there",
+            notes=("use a directory of your own that only you can write (chmod 700), another --cache-dir, "
+                   "or --no-cache",),
+        ))
 
 
 def _default_cache_dir() -> Path:

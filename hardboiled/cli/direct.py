@@ -40,6 +40,8 @@ ENVIRONMENT = ("CC", "NVCC", "HARDBOILED_CACHE_DIR", "HARDBOILED_RULES_DIR", "HA
 """Every environment variable that can change what ``compile`` does or
 prints (tests/test_compile_time.py checks the code reads no other)."""
 
+_RECORD_SHAPE = {"reads": [[str]], "writes": [[str]], "stdout": str, "stderr": str, "exit_code": int}
+
 DIRECTORY = "direct"
 """Records live in this subdirectory of the cache directory."""
 
@@ -86,7 +88,7 @@ def replay(argv: list[str]) -> int | None:
     key = invocation_key(argv)
     if not _written_by_this_user_alone(records.entry_path(key), directory):
         return None
-    entry = records.get(key)
+    entry = records.get(key, _RECORD_SHAPE)
     if entry is None:
         return None
     from hardboiled.support.fileio import write_output

@@ -53,7 +53,7 @@ def compile_text(name: str, data: bytes | None, options: CompileOptions,
         result.exit_code = int(ExitCode.INPUT_ERROR)
         return result
     cache, key = _file_cache(name, data or b"", options)
-    if cache is not None and (entry := cache.get(key)) is not None:
+    if cache is not None and (entry := cache.get(key, _ENTRY_SHAPE)) is not None:
         return _from_cache(name, entry)
     if _will_saturate(data or b"", options):
         # The egglog child starts on the rule files now, while this process
@@ -157,6 +157,13 @@ def _file_cache(name: str, data: bytes, options: CompileOptions) -> tuple[Any, s
     return ResultCache(Path(options.selection.cache_dir)), cache_key(texts, [])
 
 
+_DIAGNOSTIC_SHAPE = {"severity": str, "message": str, "file": (str, None), "line": (int, None),
+                     "column": (int, None), "source_line": (str, None), "notes": [str]}
+_ENTRY_SHAPE = {"outputs": {"*": str}, "report": dict, "messages": [str], "diagnostics": [_DIAGNOSTIC_SHAPE],
+                "exit_code": int}
+"""What a whole-file cache entry must look like to be served."""
+
+
 def _to_cache(result: FileResult) -> dict[str, Any]:
     return {
         "outputs": result.outputs,
@@ -168,7 +175,6 @@ def _to_cache(result: FileResult) -> dict[str, Any]:
 
 
 def _from_cache(name: str, entry: dict[str, Any]) -> FileResult:
-
     diagnostics = []
     for d in entry["diagnostics"]:
         location = Location(d["file"], d["line"], d["column"], d.get("source_line")) if d["file"] else None

@@ -165,6 +165,10 @@ def _in_term_order(result: EqsatResult, order: list[int]) -> EqsatResult:
     return dataclasses.replace(result, terms=tuple(terms), costs=tuple(costs))
 
 
+_ENTRY_SHAPE = {"terms": [str], "costs": [int], "size": (None, {"nodes": int, "classes": int})}
+"""What a saturation cache entry must look like to be served."""
+
+
 def saturate(
     terms: list[str],
     schedule: Schedule,
@@ -186,7 +190,7 @@ def saturate(
     scopes = tuple(_scope(terms, group, schedule) for group in groups if group.stores)
     key = (cache_key([c.text for c in chunks] + [c.text for s in scopes for c in s.chunks],
                      [r for s in scopes for r in s.roots]) if cache is not None else "")
-    if cache is not None and (entry := cache.get(key)) is not None:
+    if cache is not None and (entry := cache.get(key, _ENTRY_SHAPE)) is not None:
         size = entry.get("size")
         return EqsatResult(tuple(entry["terms"]), tuple(entry["costs"]),
                            EgraphSize(**size) if size else None, 0.0, {}, cached=True)

@@ -1,0 +1,119 @@
+"""Hardening (issue 18): one regression test per defect found by the outside
+review, with inputs, schedules and a shared cache directory untrusted
+(docs/security.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from hardboiled.support.cache import ResultCache, cache_directory_problem, matches
+
+from .conftest import FIXTURES, run_cli
+
+LOG = FIXTURES / "amx_bf16_matmul_std_single" / "debug.log"
+
+
+# ------------------------------------------------------------------ 4. the cache
+def _fill(cache: Path, out: Path) -> list[Path]:
+    """Compile once with a fresh cache; its entries."""
+    result = run_cli("compile", str(LOG), "--cache-dir", str(cache), "-q", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    return sorted(p for p in cache.rglob("*.json") if "direct" not in p.parts)
+
+
+def test_no_single_byte_corruption_of_an_entry_is_served(tmp_path: Path) -> None:
+    """Each entry carries a checksum of its key and value: a flipped byte
+    anywhere is a miss (the result is computed again and the entry
+    replaced), never a different result. The review found 79% served."""
+    store = ResultCache(tmp_path / "c")
+    value = {"terms": ["(Store \"mm\" (TileZero 16 64) (IntImm 0))"], "costs": [3], "size": None}
+    store.put("k" * 64, value)
+    (path,) = (tmp_path / "c").rglob("*.json")
+    original = path.read_bytes()
+    served_wrong = 0
+    rng = random.Random(18)
+    for position in range(len(original)):
+        corrupted = bytearray(original)
+        corrupted[position] ^= 1 << rng.randrange(8)
+        path.write_bytes(bytes(corrupted))
+        got = store.get("k" * 64)
+        served_wrong += got is not None and got != value
+    assert served_wrong == 0
+    path.write_bytes(original)
+    assert store.get("k" * 64) == value
+
+
+def test_a_wrong_shaped_entry_is_a_miss_not_an_internal_error(tmp_path: Path) -> None:
+    """An intact entry of the wrong shape (another version's, a hand-made
+    one) is recomputed and replaced: the review found exit 70 on every run
+    until the cache was deleted."""
+    cache, out = tmp_path / "cache", tmp_path / "out.stmt"
+    entries = _fill(cache, out)
+    expected = out.read_bytes()
+    for path in entries:
+        entry = json.loads(path.read_text())
+        entry["value"] = {"outputs": 3}
+        from hardboiled.support.cache import _checksum
+
+        entry["checksum"] = _checksum(entry["key"], entry["value"])
+        path.write_text(json.dumps(entry))
+    out.unlink()
+    again = run_cli("compile", str(LOG), "--cache-dir", str(cache), "-q", "-o", str(out))
+    assert again.returncode == 0, again.stderr
+    assert out.read_bytes() == expected
+    assert all(json.loads(p.read_text())["value"] != {"outputs": 3} for p in entries)  # replaced
+
+
+def test_a_cache_directory_others_can_write_or_a_link_is_refused(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    result = run_cli("compile", str(LOG), "--cache-dir", str(shared), "-q", "-o", str(tmp_path / "o.stmt"))
+    assert result.returncode == 2
+    assert f"cache directory '{shared}' is writable by other users" in result.stderr.decode()
+    assert not (tmp_path / "o.stmt").exists()
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "private")
+    assert cache_directory_problem(link) == "is a symbolic link"
+    assert run_cli("compile", str(LOG), "--cache-dir", str(link), "-q", "-o", str(tmp_path / "o.stmt")).returncode == 2
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a directory another user's needs root")
+def test_a_cache_directory_of_another_user_is_refused(tmp_path: Path) -> None:
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, 65534, 65534)
+    assert cache_directory_problem(theirs) == "belongs to another user"
+
+
+def test_a_new_cache_directory_is_private_and_links_inside_are_not_followed(tmp_path: Path) -> None:
+    cache, out = tmp_path / "new" / "cache", tmp_path / "out.stmt"
+    entries = _fill(cache, out)
+    assert cache.stat().st_mode & 0o777 == 0o700
+    assert all(p.parent.stat().st_mode & 0o777 == 0o700 for p in entries)
+    store = ResultCache(cache)
+    planted = tmp_path / "planted.json"
+    for path in entries:
+        planted.write_bytes(path.read_bytes())
+        path.unlink()
+        path.symlink_to(planted)
+        key = path.stem
+        assert store.get(key) is None
+        path.unlink()
+        planted.rename(path)
+        assert store.get(key) is not None
+
+
+def test_shapes() -> None:
+    shape = {"terms": [str], "size": (None, {"nodes": int}), "outputs": {"*": str}}
+    assert matches({"terms": ["a"], "size": None, "outputs": {"ir": "x"}}, shape)
+    assert matches({"terms": [], "size": {"nodes": 3}, "outputs": {}}, shape)
+    assert not matches({"terms": [1], "size": None, "outputs": {}}, shape)
+    assert not matches({"terms": [], "size": {"nodes": True}, "outputs": {}}, shape)
+    assert not matches({"terms": [], "size": None, "outputs": {"ir": 3}}, shape)
+    assert not matches({"terms": [], "size": None}, shape)
