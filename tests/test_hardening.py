@@ -117,3 +117,43 @@ def test_shapes() -> None:
     assert not matches({"terms": [], "size": {"nodes": True}, "outputs": {}}, shape)
     assert not matches({"terms": [], "size": None, "outputs": {"ir": 3}}, shape)
     assert not matches({"terms": [], "size": None}, shape)
+
+
+# ------------------------------------------------------------------ 10. outputs
+def test_a_link_planted_in_the_output_directory_is_replaced_not_written_through(tmp_path: Path) -> None:
+    out, victim = tmp_path / "out", tmp_path / "victim.txt"
+    out.mkdir()
+    victim.write_text("precious\n")
+    (out / "debug.stmt").symlink_to(victim)
+    result = run_cli("compile", str(LOG), "--no-cache", "-q", "--emit", "ir,report", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert victim.read_text() == "precious\n"
+    assert not (out / "debug.stmt").is_symlink() and (out / "debug.stmt").read_text().startswith("assert(")
+
+
+def test_overwriting_keeps_a_private_file_private(tmp_path: Path) -> None:
+    out = tmp_path / "out.stmt"
+    out.write_text("old\n")
+    os.chmod(out, 0o600)
+    assert run_cli("compile", str(LOG), "--no-cache", "-q", "-o", str(out)).returncode == 0
+    assert out.stat().st_mode & 0o777 == 0o600 and out.read_text() != "old\n"
+    fresh = tmp_path / "fresh.stmt"
+    assert run_cli("compile", str(LOG), "--no-cache", "-q", "-o", str(fresh)).returncode == 0
+    assert fresh.stat().st_mode & 0o777 == 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def test_output_directories_as_documented(tmp_path: Path) -> None:
+    """docs/cli.md: -o DIR is created with its parents; -o FILE in a
+    missing directory is exit 2 and writes nothing."""
+    made = tmp_path / "a" / "b"
+    assert run_cli("compile", str(LOG), "--no-cache", "-q", "--emit", "ir,report", "-o", str(made)).returncode == 0
+    assert sorted(p.name for p in made.iterdir()) == ["debug.report.json", "debug.stmt"]
+    missing = run_cli("compile", str(LOG), "--no-cache", "-q", "-o", str(tmp_path / "no" / "x.stmt"))
+    assert missing.returncode == 2 and b"cannot write" in missing.stderr
+    assert not (tmp_path / "no").exists()

@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # imported lazily at run time: --help must start fast
     from hardboiled.frontend.parse import ParsedInput
     from hardboiled.select.options import SelectionOptions
 
-cached_compile_observers: list[Callable[[str, list[tuple[str, bytes]], list[tuple[str, str]]], None]] = []
+cached_compile_observers: list[Callable[[str, list[tuple[str, bytes]], list[tuple[str, str, str]]], None]] = []
 """Told of every compile that the whole-file cache answered in full: the
 cache directory, the files it read with their bytes and the files it wrote, with their text
 (cli/direct.py records such runs, to answer them again before click loads)."""
@@ -373,7 +373,7 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
 
 
 def _tell_cached_compile(cache_dir: str, input_paths: tuple[str, ...], data: list[bytes | None],
-                         schedule_path: str | None, written: list[tuple[str, str]]) -> None:
+                         schedule_path: str | None, written: list[tuple[str, str, str]]) -> None:
     """Tell the observers of a compile the cache answered in full what it
     read: the inputs' bytes as they were compiled (a file changed since then
     must not be paired with these outputs), and the schedule file."""
@@ -472,18 +472,20 @@ def _selection_options(store_in: tuple[str, ...], schedule_path: str | None, ite
 
 
 def _write_results(results: list[FileResult], names: list[str], kinds: tuple[str, ...], output_path: str | None,
-                   diagnostics_format: str) -> list[tuple[str, str]]:
+                   diagnostics_format: str) -> list[tuple[str, str, str]]:
     """Instrumentation and diagnostics to standard error, outputs to their
     files (atomically), in input order. Returns the files written, with
-    their text."""
+    their text and whether a link there was followed or replaced. In a
+    directory the names are hardboiled's: a symbolic link found there is
+    replaced, not written through."""
     from hardboiled.cli.driver import EMIT_SUFFIXES, HEADER, HEADER_SUFFIX, output_names
 
-    written: list[tuple[str, str]] = []
+    written: list[tuple[str, str, str]] = []
 
-    def write(path: str, text: str) -> None:
-        write_output(path, text)
+    def write(path: str, text: str, follow_links: bool = True) -> None:
+        write_output(path, text, follow_links=follow_links)
         if path != STDIO:
-            written.append((path, text))
+            written.append((path, text, "follow" if follow_links else "replace"))
 
     directory = None
     if output_path not in (None, STDIO) and (len(names) > 1 or len(kinds) > 1 or Path(output_path).is_dir()):
@@ -498,14 +500,14 @@ def _write_results(results: list[FileResult], names: list[str], kinds: tuple[str
             if kind == HEADER:
                 # Beside the source it declares; not on standard output.
                 if directory is not None:
-                    write(str(directory / (stem + HEADER_SUFFIX)), text)
+                    write(str(directory / (stem + HEADER_SUFFIX)), text, follow_links=False)
                 elif output_path not in (None, STDIO) and Path(output_path).suffix != HEADER_SUFFIX:
                     write(str(Path(output_path).with_suffix(HEADER_SUFFIX)), text)
                 continue
             if kind not in kinds:
                 continue
             if directory is not None:
-                write(str(directory / (stem + EMIT_SUFFIXES[kind])), text)
+                write(str(directory / (stem + EMIT_SUFFIXES[kind])), text, follow_links=False)
             else:
                 write(output_path or STDIO, text)
     return written

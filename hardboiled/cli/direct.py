@@ -97,11 +97,11 @@ def replay(argv: list[str]) -> int | None:
         for path, digest in entry["reads"]:
             if _digest(Path(path).read_bytes()) != digest:
                 return None
-        writes = [(str(path), str(text)) for path, text in entry["writes"]]
-        if not all(Path(path).parent.is_dir() and _named_on_command_line(path, argv) for path, _ in writes):
+        writes = [(str(path), str(text), how == "follow") for path, text, how in entry["writes"]]
+        if not all(Path(path).parent.is_dir() and _named_on_command_line(path, argv) for path, _, _ in writes):
             return None
-        for path, text in writes:
-            write_output(path, text)
+        for path, text, follow_links in writes:
+            write_output(path, text, follow_links=follow_links)
         stdout, stderr, code = str(entry["stdout"]), str(entry["stderr"]), int(entry["exit_code"])
     except Exception:  # a stale or damaged record, an output that cannot be written: the
         return None     # ordinary command line answers (and reports what is wrong)
@@ -220,7 +220,7 @@ class _Recording:
     def __exit__(self, *exc: object) -> None:
         sys.stdout, sys.stderr = self.saved
 
-    def note(self, cache_directory: str, reads: list[tuple[str, bytes]], writes: list[tuple[str, str]]) -> None:
+    def note(self, cache_directory: str, reads: list[tuple[str, bytes]], writes: list[tuple[str, str, str]]) -> None:
         """``compile`` tells of a run the result cache answered in full: the
         files it read (inputs, schedule) with their bytes, and the files it
         wrote (commands.py, ``cached_compile_observers``)."""

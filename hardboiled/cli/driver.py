@@ -239,7 +239,7 @@ def output_names(inputs: list[str]) -> list[str]:
     repeated = {stem for stem in stems if stems.count(stem) > 1}
     for i, stem in enumerate(stems):
         if stem in repeated and inputs[i] != "<stdin>":
-            stems[i] = f"{Path(inputs[i]).parent.name}_{stem}"
+            stems[i] = f"{Path(inputs[i]).absolute().parent.name}_{stem}"
     seen: dict[str, int] = {}
     unique = []
     for stem in stems:
