@@ -209,29 +209,39 @@ def test_schedule_and_iterations_options(tmp_path: Path) -> None:
     assert f"schedule {schedule} (3 iterations)".encode() in custom.stderr
 
 
+def _rules_with(tmp_path: Path, extra: str) -> dict[str, str]:
+    """An environment whose rule files (HARDBOILED_RULES_DIR, trusted like
+    the installed ones) add ``extra``: a schedule file may only run
+    rulesets that rule files declare."""
+    import shutil
+
+    rules = tmp_path / "rules"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "rules", rules)
+    supporting = rules / "supporting.egg"
+    supporting.write_text(supporting.read_text() + extra)
+    return {"HARDBOILED_RULES_DIR": str(rules)}
+
+
 def test_egglog_timeout_is_a_resource_limit(tmp_path: Path) -> None:
     path = FIXTURES / "amx_bf16_matmul_std_single" / "vectorizing.stmt"
-    schedule = tmp_path / "forever.egg"
     # A rule that keeps making new terms never saturates.
-    schedule.write_text(
-        "(ruleset grow)\n(rule ((= e (IntImm t v))) ((let w (IntImm t (+ v 1)))) :ruleset grow)\n"
-        "(run-schedule (repeat 100000000 (run grow)))\n"
-    )
-    result = run_cli("compile", str(path), "--schedule", str(schedule), "--egglog-timeout", "2")
-    assert result.returncode == ExitCode.RESOURCE_LIMIT == 4
+    env = _rules_with(tmp_path, "(ruleset grow)\n(rule ((= e (IntImm t v))) ((let w (IntImm t (+ v 1)))) :ruleset grow)\n")
+    schedule = tmp_path / "forever.egg"
+    schedule.write_text("(run-schedule (repeat 100000000 (run grow)))\n")
+    result = run_cli("compile", str(path), "--schedule", str(schedule), "--egglog-timeout", "2", env=env)
+    assert result.returncode == ExitCode.RESOURCE_LIMIT == 4, result.stderr.decode()
     assert b"did not finish within 2 s" in result.stderr
 
 
 def test_egglog_memory_cap_is_a_resource_limit(tmp_path: Path) -> None:
     path = FIXTURES / "amx_bf16_matmul_std_single" / "vectorizing.stmt"
-    schedule = tmp_path / "blowup.egg"
     # Every pair of integers makes a new one: the e-graph squares each round.
-    schedule.write_text(
-        "(ruleset blowup)\n(rule ((= a (IntImm t v)) (= b (IntImm t w))) ((let c (IntImm t (+ (* v 1000) w))))"
-        " :ruleset blowup)\n(run-schedule (repeat 8 (run blowup)))\n"
-    )
+    env = _rules_with(tmp_path, "(ruleset blowup)\n(rule ((= a (IntImm t v)) (= b (IntImm t w))) "
+                                "((let c (IntImm t (+ (* v 1000) w)))) :ruleset blowup)\n")
+    schedule = tmp_path / "blowup.egg"
+    schedule.write_text("(run-schedule (repeat 8 (run blowup)))\n")
     result = run_cli("compile", str(path), "--schedule", str(schedule), "--egglog-memory", "300",
-                     "--egglog-timeout", "120")
+                     "--egglog-timeout", "120", env=env)
     assert result.returncode == 4, result.stderr.decode()
     assert b"ran out of memory (limit 300 MB)" in result.stderr
 

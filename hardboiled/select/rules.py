@@ -104,32 +104,129 @@ def load_schedule(path: str | None, iterations: int | None) -> Schedule:
             raise InputError(
                 Diagnostic("error", f"schedule '{path}' is not UTF-8 text (byte {exc.start})", Location(path, 1, 1))
             ) from None
-        if "run-schedule" not in template and "(run " not in template:
-            raise InputError(
-                Diagnostic("error", "a schedule file must contain a (run-schedule ...) or (run ...) command",
-                           Location(path, 1, 1, template.split("\n", 1)[0]))
-            )
-        _check_rulesets(template, path)
+        check_schedule(template, path)
     return Schedule(template.replace(ITERATIONS_PLACEHOLDER, str(count)), source, count)
 
 
-_RUN_RE = re.compile(r"\(run\s+([A-Za-z_][A-Za-z0-9_\-]*)")
-_DECLARED_RE = re.compile(r"\(ruleset\s+([A-Za-z_][A-Za-z0-9_\-]*)\)")
+_TOKEN_RE = re.compile(r"\s+|;[^\n]*|\(|\)|[^\s();]+")
+_COUNT_RE = re.compile(r"[0-9]{1,18}")
+_COMBINATORS = {"seq": 0, "saturate": 0, "repeat": 1}
+"""Schedule combinators a schedule file may use, with how many counts
+come before their schedules."""
+SCHEDULE_FORMS = ("(run-schedule S...) where S is (run RULESET), (repeat N S...), (saturate S...) or (seq S...); "
+                  "(run RULESET N); N is a positive integer or @ITERATIONS@")
 
 
-def _check_rulesets(schedule: str, path: str) -> None:
-    """A schedule may only run rulesets that exist (egglog would panic)."""
+@dataclass(frozen=True, slots=True)
+class _Form:
+    """An s-expression of a schedule file: an atom's text, or a list."""
+
+    items: tuple[_Form, ...] | str
+    offset: int
+
+
+def check_schedule(text: str, path: str) -> None:
+    """A schedule file is untrusted input (docs/security.md): it may only
+    combine the shipped rulesets (``SCHEDULE_FORMS``). Declaring rules,
+    ``include``-ing files, or any other egglog command is an input error
+    located at the form, before egglog sees anything."""
     known = {m.group(1) for name in RULE_FILES for m in _DECLARED_RE.finditer(rule_text(name))}
-    known |= {m.group(1) for m in _DECLARED_RE.finditer(schedule)}
-    for m in _RUN_RE.finditer(schedule):
-        if m.group(1) not in known:
-            line = schedule.count("\n", 0, m.start(1)) + 1
-            column = m.start(1) - (schedule.rfind("\n", 0, m.start(1)) + 1) + 1
-            raise InputError(Diagnostic(
-                "error", f"the schedule runs an unknown ruleset '{m.group(1)}'",
-                Location(path, line, column, schedule.split("\n")[line - 1]),
-                notes=("rulesets: " + ", ".join(sorted(known)),),
-            ))
+    forms = _read_forms(text, path)
+    if not forms:
+        raise _schedule_error(text, path, 0, "a schedule file must contain a (run-schedule ...) or (run ...) command")
+    for form in forms:
+        head = _head(form)
+        if head == "run-schedule" and isinstance(form.items, tuple) and len(form.items) > 1:
+            for schedule in form.items[1:]:
+                _check_combinator(schedule, known, text, path)
+        elif head == "run":
+            _check_run(form, known, text, path, top_level=True)
+        else:
+            raise _schedule_error(text, path, form.offset, "a schedule file may only run the shipped rulesets",
+                                  known)
+
+
+def _check_combinator(form: _Form, known: set[str], text: str, path: str) -> None:
+    head = _head(form)
+    if head == "run":
+        _check_run(form, known, text, path, top_level=False)
+        return
+    if head not in _COMBINATORS or not isinstance(form.items, tuple):
+        raise _schedule_error(text, path, form.offset, "not a schedule: expected run, repeat, saturate or seq",
+                              known)
+    counts = _COMBINATORS[head]
+    rest = form.items[1 + counts:]
+    for count in form.items[1:1 + counts]:
+        _check_count(count, text, path)
+    if len(form.items) < 1 + counts or not rest:
+        raise _schedule_error(text, path, form.offset, f"({head} ...) needs {'a count and ' if counts else ''}"
+                              "at least one schedule", known)
+    for schedule in rest:
+        _check_combinator(schedule, known, text, path)
+
+
+def _check_run(form: _Form, known: set[str], text: str, path: str, top_level: bool) -> None:
+    assert isinstance(form.items, tuple)
+    arguments = form.items[1:]
+    if not arguments or len(arguments) > (2 if top_level else 1):
+        raise _schedule_error(text, path, form.offset, "expected (run RULESET)" + (" or (run RULESET N)"
+                                                                                  if top_level else ""), known)
+    ruleset = arguments[0]
+    if not isinstance(ruleset.items, str) or ruleset.items not in known:
+        shown = ruleset.items if isinstance(ruleset.items, str) else "(...)"
+        raise _schedule_error(text, path, ruleset.offset, f"the schedule runs an unknown ruleset '{shown}'", known)
+    for count in arguments[1:]:
+        _check_count(count, text, path)
+
+
+def _check_count(form: _Form, text: str, path: str) -> None:
+    if form.items == ITERATIONS_PLACEHOLDER or (isinstance(form.items, str) and _COUNT_RE.fullmatch(form.items)
+                                                and int(form.items) > 0):
+        return
+    raise _schedule_error(text, path, form.offset, "expected a count: a positive integer or @ITERATIONS@")
+
+
+def _head(form: _Form) -> str | None:
+    if isinstance(form.items, tuple) and form.items and isinstance(form.items[0].items, str):
+        return form.items[0].items
+    return None
+
+
+def _read_forms(text: str, path: str) -> list[_Form]:
+    """The top-level forms, with each form's offset in ``text``."""
+    stack: list[tuple[int, list[_Form]]] = []
+    top: list[_Form] = []
+    for match in _TOKEN_RE.finditer(text):
+        token = match.group()
+        if token[0].isspace() or token[0] == ";":
+            continue
+        if token == "(":
+            stack.append((match.start(), []))
+        elif token == ")":
+            if not stack:
+                raise _schedule_error(text, path, match.start(), "unbalanced ')'")
+            start, items = stack.pop()
+            (stack[-1][1] if stack else top).append(_Form(tuple(items), start))
+        elif stack:
+            stack[-1][1].append(_Form(token, match.start()))
+        else:
+            raise _schedule_error(text, path, match.start(), f"unexpected '{token}' outside a form")
+    if stack:
+        raise _schedule_error(text, path, stack[-1][0], "unbalanced '(': the form is not closed")
+    return top
+
+
+def _schedule_error(text: str, path: str, offset: int, message: str, known: set[str] | None = None) -> InputError:
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    notes = [f"a schedule file may contain: {SCHEDULE_FORMS}"]
+    if known is not None:
+        notes.append("rulesets: " + ", ".join(sorted(known)))
+    return InputError(Diagnostic("error", message, Location(path, line, column, text.split("\n")[line - 1]),
+                                 notes=tuple(notes)))
+
+
+_DECLARED_RE = re.compile(r"\(ruleset\s+([A-Za-z_][A-Za-z0-9_\-]*)\)")
 
 
 def program_text(terms: list[str], schedule: Schedule, window_shape: WMMAShape | None = None,
