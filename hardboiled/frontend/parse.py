@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from lark import Token, Tree
 from lark.exceptions import UnexpectedInput
@@ -32,9 +33,12 @@ from hardboiled import ir
 from hardboiled.frontend.grammar import halide_parser
 from hardboiled.frontend.stages import DEFAULT_STAGE, is_debug_log, select_stage
 from hardboiled.frontend.syntax_errors import syntax_error
+from hardboiled.ir.invariants import node_problem
 from hardboiled.support.diagnostics import InputError, error_at
 
-_TYPE_ASSERT_RE = re.compile(r"assert\(([^\s()]+)\.type == \(uint32\)(\d+),")
+N = TypeVar("N", bound=ir.Node)
+
+_TYPE_ASSERT_RE = re.compile(r"assert\(([^\s()]+)\.type == \(uint32\)(\d{1,10}),")
 _ALLOCATE_RE = re.compile(r"^\s*allocate (\S+)\[((?:u?int|b?float)\d+)(?:x\d+)? ", re.MULTILINE)
 _BROADCAST_NAME_RE = re.compile(r"x(\d+)")
 _LOOKS_LIKE_SCALAR_TYPE = re.compile(r"(u?int|b?float)\d+(x\d+)?")
@@ -292,7 +296,7 @@ class _TreeBuilder:
             "not_": self._not,
             "let_expr": self._let_expr,
             "predicated_load": self._predicated_load,
-            "int_lit": lambda t: ir.IntImm(int(_token(t.children[0]))),
+            "int_lit": lambda t: self._int_literal(t.children[0], ir.INT32),
             "float_lit": self._float_lit,
             "string_lit": self._string_lit,
             "var": lambda t: self._variable(str(t.children[0]), None),
@@ -353,7 +357,7 @@ class _TreeBuilder:
             text = inner
         t = ir.parse_type_name(text)
         if t is None:
-            raise self.error(f"unknown type '{text}'", node)
+            raise self.error(f"unknown type '{text if len(text) <= 60 else text[:40] + '...'}'", node)
         return t
 
     # ------------------------------------------------------------ modules
@@ -540,14 +544,14 @@ class _TreeBuilder:
 
     def _store(self, children: list, predicate_tree: Tree | None) -> ir.Stmt:
         name_tok, index_tree, alignment_tree, value_tree = children
-        alignment = _alignment(alignment_tree)
+        alignment = self._alignment(alignment_tree)
         value = self.expr(value_tree)
         elem = self.buffer_types.get(str(name_tok))
         if elem is not None and elem.code is ir.TypeCode.BFLOAT and (as_bf := _as_bfloat(value)) is not None:
             value = as_bf
         predicate = self.expr(predicate_tree) if predicate_tree is not None else None
         self.store_lines.append(name_tok.line + self.line_offset)
-        return ir.Store(str(name_tok), value, self.expr(index_tree), predicate, alignment)
+        return self.checked(ir.Store(str(name_tok), value, self.expr(index_tree), predicate, alignment), name_tok)
 
     def _fork(self, tree: Tree) -> ir.Stmt:
         bodies = [self.body(b) for b in tree.children]
@@ -570,7 +574,15 @@ class _TreeBuilder:
         rule = self._expr_rules.get(tree.data)
         if rule is None:
             raise self.error(f"unsupported expression '{tree.data}'", tree)
-        return rule(tree)
+        return self.checked(rule(tree), tree)
+
+    def checked(self, node: N, tree: Tree | Token) -> N:
+        """``node``, if its types and lanes agree (ir/invariants.py); a
+        mismatch is the input's error, located here, not a crash later."""
+        problem = node_problem(node)
+        if problem is not None:
+            raise self.error(problem, tree)
+        return node
 
     def _binop_chain(self, tree: Tree) -> ir.Expr:
         """Apply C precedence (left-associative) to ``a op b op c ...``."""
@@ -665,6 +677,35 @@ class _TreeBuilder:
         assert m is not None, "the FLOAT terminal and _FLOAT_RE disagree"
         return ir.FloatImm(float(m.group(1)), _FLOAT_SUFFIX_TYPES[m.group(2)])
 
+    def _alignment(self, tree: Tree | None) -> tuple[int, int] | None:
+        """``aligned(MODULUS, REMAINDER)``: Halide prints numbers that fit in int64."""
+        if tree is None:
+            return None
+        tokens = [_token(child) for child in tree.children[:2]]
+        for token in tokens:
+            if len(token.lstrip("-")) > 18:
+                raise self.error("alignment out of range: Halide prints one that fits in int64", token)
+        return int(tokens[0]), int(tokens[1])
+
+    def _lane_count(self, lanes: int, token: Token | Tree) -> int:
+        if not 1 <= lanes <= ir.MAX_LANES:
+            shown = lanes if lanes >= 0 else "that many"
+            raise self.error(f"a vector has 1 to {ir.MAX_LANES} lanes in Halide, not {shown}", token)
+        return lanes
+
+    def _int_literal(self, token: Token | Tree, t: ir.Type) -> ir.Expr:
+        """An integer literal of type ``t`` (int32 when Halide prints it
+        bare), which must fit in it: Halide never prints one that does not."""
+        text = _token(token)
+        digits = text.lstrip("-")
+        low, high = (0, 2 ** t.bits - 1) if t.is_uint else (-(2 ** (t.bits - 1)), 2 ** (t.bits - 1) - 1)
+        if len(digits) > len(str(2 ** t.bits)) or not low <= int(text) <= high:
+            shown = text if len(text) <= 40 else f"{text[:20]}...({len(digits)} digits)"
+            raise self.error(f"integer literal {shown} does not fit in {t} ({low} to {high})", token,
+                             notes=("Halide prints a wider literal with its type, e.g. (int64)5000000000",)
+                             if not t.is_uint and t.bits == 32 else ())
+        return ir.UIntImm(int(text), t) if t.is_uint else ir.IntImm(int(text), t)
+
     def _variable(self, name: str, declared: ir.Type | None) -> ir.Expr:
         if declared is not None:
             return ir.Variable(name, declared)
@@ -678,12 +719,9 @@ class _TreeBuilder:
         t = self.type_name(str(prefix_tok), prefix_tok)
         kind = operand.data
         if kind == "int_lit":
-            value = int(_token(operand.children[0]))
-            if t.is_uint:
-                return ir.UIntImm(value, t)
-            if t.is_int:
-                return ir.IntImm(value, t)
-            raise self.error(f"integer literal cannot have type {t}", prefix_tok)
+            if not (t.is_int or t.is_uint):
+                raise self.error(f"integer literal cannot have type {t}", prefix_tok)
+            return self._int_literal(operand.children[0], t)
         if kind == "float_lit":
             lit = self._float_lit(operand)
             assert isinstance(lit, ir.FloatImm)
@@ -728,7 +766,7 @@ class _TreeBuilder:
                     ),
                 )
             t = elem.with_lanes(lanes)
-        return ir.Load(name, index, t, None, _alignment(alignment_tree))
+        return ir.Load(name, index, t, None, self._alignment(alignment_tree))
 
     def _call(self, tree: Tree, declared: ir.Type | None) -> ir.Expr:
         name_node, *arg_trees = tree.children
@@ -768,9 +806,10 @@ class _TreeBuilder:
                 raise self.error(
                     f"ramp base and stride have different types: {base.type} and {stride.type}", token
                 )
-            return ir.Ramp(base, stride, lanes.value)
+            return ir.Ramp(base, stride, self._lane_count(lanes.value, token))
         if n == 1 and (m := _BROADCAST_NAME_RE.fullmatch(name)) is not None:
-            return ir.Broadcast(args[0], int(m.group(1)))
+            digits = m.group(1)
+            return ir.Broadcast(args[0], self._lane_count(int(digits) if len(digits) <= 6 else -1, token))
         if n == 1 and (cast_type := ir.parse_type_name(name)) is not None:
             if cast_type.lanes != args[0].type.lanes:
                 raise self.error(
@@ -847,10 +886,6 @@ _SHUFFLE_FORMS: dict[str, tuple[int, Callable[[_TreeBuilder, list[ir.Expr], Toke
 """Each shuffle spelling: the fewest arguments it takes, and its builder."""
 
 
-def _alignment(tree: Tree | None) -> tuple[int, int] | None:
-    if tree is None:
-        return None
-    return int(_token(tree.children[0])), int(_token(tree.children[1]))
 
 
 def _int_literal(e: ir.Expr) -> int | None:

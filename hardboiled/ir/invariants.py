@@ -118,6 +118,13 @@ _CHECKS: dict[type, Callable[[Any], str | None]] = {
 """The type and lane checks, by node class."""
 
 
+def node_problem(node: ir.Node) -> str | None:
+    """What is wrong with this one node's types and lanes, or None (the
+    parser asks as it builds each node, to locate the problem)."""
+    check = _CHECKS.get(type(node))
+    return check(node) if check is not None else None
+
+
 _SCOPES = (ir.Allocate, ir.Realize, ir.LetStmt, ir.Let, ir.For)
 """Nodes that bring a name into scope for what they enclose."""
 

@@ -99,17 +99,25 @@ _VALID_BITS = {
 }
 
 
+MAX_LANES = 65535
+"""Halide's limit: ``halide_type_t`` keeps the lane count in 16 bits."""
+
+
 def parse_type_name(text: str) -> Type | None:
     """Decode a printed type name such as ``float32x256``; None if it is not one."""
     m = _SCALAR_TYPE_RE.fullmatch(text)
     if m is None:
         return None
     code = TypeCode(m.group(1))
+    if len(m.group(2)) > 2:
+        return None
     bits = int(m.group(2))
     if bits not in _VALID_BITS[code]:
         return None
+    if m.group(3) is not None and len(m.group(3)) > len(str(MAX_LANES)):
+        return None
     lanes = int(m.group(3)) if m.group(3) else 1
-    if lanes < 1 or (m.group(3) is not None and lanes == 1):
+    if lanes < 1 or lanes > MAX_LANES or (m.group(3) is not None and lanes == 1):
         return None
     return Type(code, bits, lanes)
 
