@@ -247,3 +247,34 @@ def test_a_seeded_fuzz_sample_ends_in_no_internal_error_signal_or_timeout() -> N
     assert outcomes.bad() == 0, [(i.strategy, i.target, outcome, said) for i, outcome, said in outcomes.failures]
     # The sample reaches past the parser: some inputs compile, some verify.
     assert outcomes.counts[("compile", "exit 0")] > 0 and outcomes.counts[("verify", "exit 0")] > 0
+
+
+# ------------------------------------------------------------------ 11. Halide's own AMX stage
+HALIDE_AMX_STAGES = sorted(p.parent.name for p in FIXTURES.glob("*/extracting_tile_operations.stmt"))
+
+
+@pytest.mark.parametrize("case", HALIDE_AMX_STAGES)
+def test_halide_s_own_amx_stage_compiles_to_c(case: str) -> None:
+    """The stage after "extracting tile operations" is Halide's own AMX
+    result; its tile shapes are casts (``int16(16)``), which legalization
+    took for a bug (exit 70 on these 18 real dumps)."""
+    from hardboiled.cli.driver import compile_text
+    from hardboiled.cli.options import CompileOptions
+
+    data = (FIXTURES / case / "extracting_tile_operations.stmt").read_bytes()
+    result = compile_text(f"{case}.stmt", data, CompileOptions(emit=("ir", "c")))
+    assert result.exit_code == 0, [d.message for d in result.diagnostics]
+    assert "tile_matmul" in result.outputs["ir"] and "_tile_loadd" in result.outputs["c"]
+
+
+def test_verify_catches_halide_s_wrong_amx_output_for_a_standard_layout_b() -> None:
+    """``hardboiled verify VECTORIZING EXTRACTED`` runs Halide's own AMX
+    stage against the stage it came from: upstream Halide's result for a
+    standard-layout B is wrong, its VNNI one right (docs/tutorial.md)."""
+    wrong = FIXTURES / "amx_bf16_matmul_std_single"
+    result = run_cli("verify", str(wrong / "vectorizing.stmt"), str(wrong / "extracting_tile_operations.stmt"))
+    assert result.returncode == 5, result.stderr
+    assert b"mm_global_wrapper$0[0, 0]: expected" in result.stderr
+    right = FIXTURES / "amx_bf16_matmul_vnni_single"
+    result = run_cli("verify", str(right / "vectorizing.stmt"), str(right / "extracting_tile_operations.stmt"))
+    assert result.returncode == 0 and b"equal (256 elements" in result.stderr, result.stderr

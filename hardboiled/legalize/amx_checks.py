@@ -27,11 +27,14 @@ def check_amx(stmt: ir.Stmt, amx_buffers: dict[str, ir.Allocate], tile: AMXTile 
     for node in ir.calls(stmt):
         intrinsic = AMXIntrinsic.parse(node.name)
         if intrinsic is not None and intrinsic.writes_tile:
-            rows, colbytes = intrinsic.argument(node, "rows"), intrinsic.argument(node, "colbytes")
-            assert isinstance(rows, ir.IntImm) and isinstance(colbytes, ir.IntImm)
-            if rows.value > tile.max_rows or colbytes.value > tile.max_colbytes:
+            rows = _constant(intrinsic.argument(node, "rows"))
+            colbytes = _constant(intrinsic.argument(node, "colbytes"))
+            if rows is None or colbytes is None:
+                raise legal_error(f"{print_ir(node)[:200]}: a tile's rows and bytes per row must be constants "
+                                  "(the tile configuration is fixed before the tile is used)")
+            if not (0 < rows <= tile.max_rows and 0 < colbytes <= tile.max_colbytes):
                 raise legal_error(
-                    f"{node.name} of {rows.value} rows x {colbytes.value} bytes exceeds an AMX tile "
+                    f"{node.name} of {rows} rows x {colbytes} bytes does not fit an AMX tile "
                     f"({tile.max_rows} rows x {tile.max_colbytes} bytes)"
                 )
     accumulator_tiles = 0
@@ -48,6 +51,14 @@ def check_amx(stmt: ir.Stmt, amx_buffers: dict[str, ir.Allocate], tile: AMXTile 
             f"the AMX buffers need {accumulator_tiles} tile registers, plus 2 for matmul operands; "
             f"AMX has {tile.registers}"
         )
+
+
+def _constant(e: ir.Expr) -> int | None:
+    """An integer constant, also as Halide's own AMX stage writes one: a
+    cast of a literal, such as ``int16(16)``."""
+    while isinstance(e, ir.Cast) and (e.type.is_int or e.type.is_uint):
+        e = e.value
+    return e.value if isinstance(e, (ir.IntImm, ir.UIntImm)) else None
 
 
 def _check_tile_indexing(stmt: ir.Stmt, name: str, alloc: ir.Allocate, tile: AMXTile) -> None:
