@@ -581,6 +581,14 @@ class CFamilyEmitter(Visitor[Any]):
         self.emit(f"{c_type(t.element())} {name}[{t.lanes}];")
         return name
 
+    def _named(self, text: str, t: ir.Type) -> str:
+        """``text`` as a name or a literal: a temporary holds anything else."""
+        if _SIMPLE_OPERAND.fullmatch(text):
+            return text
+        name = self.temp()
+        self.emit(f"{c_type(t)} {name} = {text};")
+        return name
+
     def _lane(self, e: ir.Expr, text: str, i: str = "i") -> str:
         return f"{text}[{i}]" if e.type.lanes > 1 else text
 
@@ -631,6 +639,10 @@ class CFamilyEmitter(Visitor[Any]):
         a, b = self.expr(e.a), self.expr(e.b)
         t = e.a.type
         if e.type.lanes == 1:
+            if e.op in _OPERANDS_USED_TWICE and (e.op is not ir.BinOp.MOD or t.is_float):
+                # min, max and a float mod name each operand twice: nested
+                # ones (a clamp chain) would double the text at each level.
+                a, b = self._named(a, t), self._named(b, t)
             return binary_expr(e.op, t, a, b)
         out = self._vector(e.type)
         self.emit(f"for (int i = 0; i < {e.type.lanes}; i++) {out}[i] = "
@@ -902,6 +914,13 @@ def round_to(t: ir.Type, text: str) -> str:
     if t.code is ir.TypeCode.FLOAT and t.bits == 16:
         return f"hb_round_f16({text})"
     return text
+
+
+_OPERANDS_USED_TWICE = frozenset({ir.BinOp.MIN, ir.BinOp.MAX, ir.BinOp.MOD})
+"""Operators whose C text (``binary_expr``) names an operand twice (MOD
+only for floats)."""
+_SIMPLE_OPERAND = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[A-Za-z0-9_]+\])?|\(*(\([a-z0-9_ ]+\))?-?[0-9A-Za-z_.]+\)*")
+"""A name, a lane of a name, or a (cast) literal: cheap to write twice."""
 
 
 def binary_expr(op: ir.BinOp, t: ir.Type, a: str, b: str) -> str:
