@@ -313,3 +313,94 @@ def test_deep_programs_meet_no_recursion_limit(tmp_path: Path, name: str, text: 
     assert again.returncode == 0 and again.stdout == parsed.stdout
     compiled = run_cli("compile", str(source), "--no-cache", "-q", "--emit", "c", "-o", str(tmp_path / f"{name}.c"))
     assert compiled.returncode == 0, compiled.stderr[-300:]
+
+
+# ------------------------------------------------------------------ 6. signals and children
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+
+from .conftest import HARDBOILED  # noqa: E402
+
+SLOW_SCHEDULE = "(run-schedule (repeat 100000000 (run supporting) (run axioms)))\n"
+
+
+def _slow_compiler(tmp_path: Path) -> Path:
+    script = tmp_path / "slowcc"
+    script.write_text("#!/bin/sh\nsleep 60\n")
+    script.chmod(0o755)
+    return script
+
+
+def _eqsat_children() -> set[int]:
+    found = subprocess.run(["pgrep", "-f", "hardboiled.select.eqsat"], capture_output=True, text=True).stdout
+    return {int(pid) for pid in found.split()}
+
+
+def _start(tmp_path: Path, *args: str, sigint: bool = False) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"), HARDBOILED_CACHE_DIR=str(tmp_path / "cache"))
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return subprocess.Popen([str(HARDBOILED), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) if sigint else None)
+
+
+def test_sigterm_in_saturation_exits_143_with_no_output_and_no_child(tmp_path: Path) -> None:
+    schedule = tmp_path / "slow.egg"
+    schedule.write_text(SLOW_SCHEDULE)
+    before = _eqsat_children()
+    proc = _start(tmp_path, "compile", str(LOG), "--schedule", str(schedule), "-o", str(tmp_path / "out.stmt"))
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 143, stderr.decode()
+    assert stderr.decode().endswith("hardboiled: error: terminated\n") and b"Traceback" not in stderr
+    assert not (tmp_path / "out.stmt").exists()
+    time.sleep(0.5)
+    assert _eqsat_children() <= before  # the egglog child went with it
+
+
+def test_sigterm_while_a_compiler_hangs_removes_the_temporary_directory(tmp_path: Path) -> None:
+    """The review found SIGTERM killing hardboiled (-15) and leaving its
+    temporary directories behind."""
+    proc = _start(tmp_path, "compile", str(LOG), "--no-cache", "--run", "--cc", str(_slow_compiler(tmp_path)),
+                  "-o", str(tmp_path / "out.stmt"))
+    ours = tmp_path / "tmp"
+    deadline = time.monotonic() + 30
+    while not list(ours.glob("hardboiled-*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(ours.glob("hardboiled-*")), "the compile never reached the compiler"
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 143, stderr.decode()
+    assert list(ours.glob("hardboiled-*")) == []  # (lark keeps its grammar cache there too)
+    assert not (tmp_path / "out.stmt").exists()
+
+
+def test_sigint_with_two_jobs_never_hangs_nor_leaves_workers(tmp_path: Path) -> None:
+    """The review saw 2 hangs in 100 tries."""
+    schedule = tmp_path / "slow.egg"
+    schedule.write_text(SLOW_SCHEDULE)
+    second = tmp_path / "second.log"
+    second.write_bytes(LOG.read_bytes())
+    for attempt in range(5):
+        proc = _start(tmp_path, "compile", str(LOG), str(second), "-j", "2", "--schedule", str(schedule), "--no-cache",
+                      "-o", str(tmp_path / f"out{attempt}"), sigint=True)
+        time.sleep(1.5 + 0.3 * attempt)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+        assert proc.returncode == 130, stderr.decode()
+        assert not (tmp_path / f"out{attempt}").exists() or not list((tmp_path / f"out{attempt}").iterdir())
+    time.sleep(0.5)
+    workers = subprocess.run(["pgrep", "-f", f"{tmp_path}"], capture_output=True, text=True).stdout.split()
+    assert workers == []
+
+
+def test_a_compiler_that_hangs_is_a_toolchain_error(tmp_path: Path, monkeypatch) -> None:
+    from hardboiled.cli.driver import compile_text
+    from hardboiled.cli.options import CompileOptions
+    from hardboiled.codegen import toolchain
+
+    monkeypatch.setattr(toolchain, "COMPILER_TIMEOUT_S", 1.0)
+    result = compile_text("mm.log", LOG.read_bytes(), CompileOptions(run=True, cc=str(_slow_compiler(tmp_path))))
+    assert result.exit_code == 3, [d.message for d in result.diagnostics]
+    assert "did not finish within 1 s" in result.diagnostics[0].message

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Terminated
 from hardboiled.support.fileio import STDIO, display_name, read_input_bytes, write_output
 from hardboiled.support.version import VERSION
 from hardboiled.targets.cuda_arch import DEFAULT_SM, MIN_SM
@@ -70,7 +70,10 @@ def handles_errors(command: F) -> F:
             raise
         except KeyboardInterrupt:
             _report(Diagnostic("error", "interrupted"))
-            sys.exit(130)
+            sys.exit(int(ExitCode.INTERRUPTED))
+        except Terminated:
+            _report(Diagnostic("error", "terminated"))
+            sys.exit(int(ExitCode.TERMINATED))
         except BrokenPipeError:
             # The reader of our output went away (e.g. `| head`): not an error.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -195,7 +198,7 @@ class _DiagnosingGroup(click.Group):
             sys.exit(exc.exit_code)
         except click.Abort:
             _report(Diagnostic("error", "interrupted"))
-            sys.exit(130)
+            sys.exit(int(ExitCode.INTERRUPTED))
         if not standalone_mode:
             return result
         sys.exit(result if isinstance(result, int) else int(ExitCode.SUCCESS))

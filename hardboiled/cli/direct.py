@@ -30,8 +30,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import stat
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +49,27 @@ DIRECTORY = "direct"
 
 
 def main(args: list[str] | None = None) -> None:
-    """The ``hardboiled`` command: a recorded answer, else the command line."""
-    argv = list(sys.argv[1:] if args is None else args)
+    """The ``hardboiled`` command: a recorded answer, else the command line.
+    SIGTERM unwinds it like an interrupt (temporary files removed, children
+    killed, nothing half-written) and exits 143."""
+    from hardboiled.support.diagnostics import ExitCode, Terminated
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
+    try:
+        _main(list(sys.argv[1:] if args is None else args))
+    except Terminated:
+        sys.stderr.write("hardboiled: error: terminated\n")
+        sys.exit(int(ExitCode.TERMINATED))
+
+
+def _terminate(signum: int, frame: object) -> None:
+    from hardboiled.support.diagnostics import Terminated
+
+    raise Terminated()
+
+
+def _main(argv: list[str]) -> None:
     code = replay(argv)
     if code is not None:
         sys.exit(code)

@@ -217,13 +217,44 @@ def compile_batch(inputs: list[tuple[str, bytes | None, Diagnostic | None]], opt
         return results
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        results = []
-        for result in pool.map(_job, work):
+    from hardboiled.support import children
+
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_setup)
+    results = []
+    workers: list[Any] = []
+    try:
+        mapped = pool.map(_job, work)
+        workers = list(getattr(pool, "_processes", {}).values())
+        for worker in workers:  # an interrupt kills them (support/deep.py), which wakes this thread
+            children.track(worker)
+        for result in mapped:
             results.append(result)
             if progress:
                 progress(result)
-        return results
+    except BaseException:
+        # An interrupt or SIGTERM: the workers ignore both, so stop them
+        # here rather than wait for them (which could hang).
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        for worker in workers:
+            children.untrack(worker)
+    pool.shutdown()
+    return results
+
+
+def _worker_setup() -> None:
+    """A ``-j`` worker: killed with the parent, and deaf to the terminal's
+    Ctrl-C and to SIGTERM, which the parent handles for it."""
+    import signal
+
+    from hardboiled.support.children import die_with_parent
+
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def output_names(inputs: list[str]) -> list[str]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from hardboiled.support import children
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.support.fileio import write_bytes_atomically
 from hardboiled.targets.cuda_arch import DEFAULT_SM, MIN_SM
@@ -104,15 +105,30 @@ def compile_c(source: str, output: Path, *, shared: bool, amx: str = "auto",
         src = Path(tmp) / "kernel.c"
         src.write_text(source)
         temporary_output = Path(tmp) / output.name
-        proc = subprocess.run(
-            [*compiler.command, *flags, *extra, str(src), "-o", str(temporary_output), "-lm"],
-            capture_output=True, text=True, timeout=300,
-        )
+        proc = _run_compiler(compiler.name, [*compiler.command, *flags, *extra, str(src), "-o",
+                                             str(temporary_output), "-lm"])
         if proc.returncode != 0:
             raise _compiler_failure(compiler.name, "C", proc)
         _require_output(compiler.name, temporary_output)
         write_bytes_atomically(output, temporary_output.read_bytes(), temporary_output.stat().st_mode & 0o777)
     return compiler
+
+
+COMPILER_TIMEOUT_S = 300.0
+"""How long a C compiler or nvcc may take on one generated file."""
+
+
+def _run_compiler(name: str, command: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run a compiler (tied to this process, killed on an interrupt); one
+    that hangs or cannot be started is a toolchain error, exit 3."""
+    try:
+        return children.run(command, COMPILER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ToolchainError(Diagnostic(
+            "error", f"{name} did not finish within {COMPILER_TIMEOUT_S:g} s", notes=(" ".join(command[:3]) + " ...",),
+        )) from None
+    except OSError as exc:
+        raise ToolchainError(Diagnostic("error", f"cannot run {name} ({command[0]}): {exc.strerror or exc}")) from None
 
 
 def _compiler_failure(name: str, language: str, proc: subprocess.CompletedProcess[str]) -> ToolchainError:
@@ -182,11 +198,8 @@ def compile_cuda(source: str, output: Path, *, kind: str = "ptx", sm: int = DEFA
         src = Path(tmp) / "kernel.cu"
         src.write_text(source)
         temporary_output = Path(tmp) / f"kernel.{kind}"
-        proc = subprocess.run(
-            [*nvcc, f"-arch=sm_{sm}", *CUDA_OUTPUT_KINDS[kind], "-std=c++17", *extra, str(src), "-o",
-             str(temporary_output)],
-            capture_output=True, text=True, timeout=300,
-        )
+        proc = _run_compiler("nvcc", [*nvcc, f"-arch=sm_{sm}", *CUDA_OUTPUT_KINDS[kind], "-std=c++17", *extra,
+                                      str(src), "-o", str(temporary_output)])
         if proc.returncode != 0:
             raise _compiler_failure("nvcc", "CUDA", proc)
         _require_output("nvcc", temporary_output)

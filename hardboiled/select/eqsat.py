@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from hardboiled.select.options import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
+from hardboiled.support import children
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
 
 
@@ -124,6 +125,7 @@ class _WarmChild:
             self.proc.kill()
         self.writer.join()
         self.proc.communicate()
+        children.untrack(self.proc)
 
 
 _warm: _WarmChild | None = None
@@ -147,8 +149,11 @@ def discard_prestarted() -> None:
 
 
 def _spawn(memory_mb: int) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "hardboiled.select.eqsat"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_limit_memory(memory_mb))
+    """The child: killed with its parent, tracked until it is waited for
+    (support/children.py)."""
+    return children.track(subprocess.Popen([sys.executable, "-m", "hardboiled.select.eqsat"], stdin=subprocess.PIPE,
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                           preexec_fn=children.preexec(_limit_memory(memory_mb))))
 
 
 def _chunks_json(chunks: tuple[ProgramChunk, ...] | list[ProgramChunk]) -> list[dict[str, str]]:
@@ -191,6 +196,7 @@ def run_egglog(
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
+        children.untrack(proc)
         raise ResourceLimitError(
             Diagnostic(
                 "error",
@@ -199,6 +205,7 @@ def run_egglog(
             )
         ) from None
     seconds = time.perf_counter() - start
+    children.untrack(proc)
     if proc.returncode != 0:
         raise _child_failure(subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), memory_mb)
     try:

@@ -11,10 +11,13 @@ default of 1,000 frames.
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from hardboiled.support import children
 
 T = TypeVar("T")
 
@@ -49,13 +52,33 @@ def call_deep(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     if worker is None:  # no thread could be made (a tight `ulimit -v`): run here, with the usual limit
         run()
     else:
-        worker.join()
-        # The limit is the process's: back to what this thread's stack holds.
-        sys.setrecursionlimit(previous_limit)
+        try:
+            worker.join()
+        except BaseException as exc:  # SIGINT or SIGTERM, which reach this (the main) thread
+            _stop(worker, type(exc))
+            raise
+        finally:
+            # The limit is the process's: back to what this thread's stack holds.
+            sys.setrecursionlimit(previous_limit)
     if "error" in outcome:
         raise outcome["error"]
     result: T = outcome["value"]
     return result
+
+
+STOP_WAIT_S = 10.0
+"""How long an interrupted compile may take to unwind (remove its
+temporary files) before the process exits anyway."""
+
+
+def _stop(worker: threading.Thread, exception: type[BaseException]) -> None:
+    """Raise ``exception`` in the compile's thread as well, kill the
+    children it may be waiting for, and let it unwind."""
+    ident = worker.ident
+    if ident is not None and worker.is_alive():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(exception))
+    children.kill_all()
+    worker.join(STOP_WAIT_S)
 
 
 def _start(run: Callable[[], None], limit: dict[str, int]) -> threading.Thread | None:

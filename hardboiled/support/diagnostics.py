@@ -29,6 +29,16 @@ class ExitCode(enum.IntEnum):
     VERIFICATION_MISMATCH = 5
     INTERNAL_ERROR = 70
     """A bug in hardboiled (os.EX_SOFTWARE)."""
+    INTERRUPTED = 130
+    """SIGINT (Ctrl-C): 128 + 2, as a shell reports it."""
+    TERMINATED = 143
+    """SIGTERM: 128 + 15."""
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread by the handler the ``hardboiled``
+    command installs (cli/direct.py): it unwinds like an interrupt, so
+    temporary files go and no output is half-written, and exits 143."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,103 @@
+"""Child processes that never outlive hardboiled.
+
+hardboiled starts egglog children, C compilers and nvcc, and ``-j``
+workers. Each is started so that the kernel kills it when its parent
+goes (``PR_SET_PDEATHSIG`` on Linux, ``die_with_parent``), and the live
+ones are tracked, so that an interrupt or a SIGTERM can stop them at once
+(``kill_all``): the compile's thread, blocked waiting for one, then
+unwinds and removes its temporary files (support/deep.py).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+try:  # looked up here, in the parent: a child between fork and exec must not load libraries
+    _prctl: Any = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux
+    _prctl = None
+
+_live: set[Any] = set()
+"""Live children: ``subprocess.Popen`` or ``multiprocessing.Process`` (both can ``kill()``)."""
+_group_leaders: set[Any] = set()
+"""Tracked children started in a process group of their own."""
+_lock = threading.Lock()
+
+
+def die_with_parent() -> None:
+    """In a child (a ``preexec_fn`` or a worker's initializer): be killed
+    when the parent dies, even by SIGKILL."""
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def preexec(*also: Callable[[], None]) -> Callable[[], None]:
+    """A ``preexec_fn`` that ties the child to its parent, then runs ``also``."""
+
+    def setup() -> None:
+        die_with_parent()
+        for step in also:
+            step()
+
+    return setup
+
+
+def track(proc: Any) -> Any:
+    with _lock:
+        _live.add(proc)
+    return proc
+
+
+def untrack(proc: Any) -> None:
+    with _lock:
+        _live.discard(proc)
+
+
+def kill_all() -> None:
+    """Kill every tracked child (an interrupt, a SIGTERM)."""
+    with _lock:
+        procs = list(_live)
+    for proc in procs:
+        _kill(proc)
+
+
+def _kill(proc: Any) -> None:
+    """Kill a child, and its whole process group when it leads one (a
+    compiler driver's cc1, as and ld, or a shell script's commands)."""
+    try:
+        if proc in _group_leaders:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except OSError:
+        pass
+
+
+def run(command: Sequence[str], timeout_s: float, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run(command, capture_output=True, text=True)``, tied to
+    this process and tracked; ``subprocess.TimeoutExpired`` after
+    ``timeout_s``, with the child killed."""
+    # A process group of its own, so that a timeout or an interrupt kills
+    # what it started too (whose open pipes would keep communicate waiting).
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=preexec(), start_new_session=True, **kwargs)
+    _group_leaders.add(proc)
+    track(proc)
+    try:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout_s)
+        except BaseException:
+            _kill(proc)
+            proc.communicate()
+            raise
+    finally:
+        untrack(proc)
+        _group_leaders.discard(proc)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
