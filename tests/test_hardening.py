@@ -404,3 +404,30 @@ def test_a_compiler_that_hangs_is_a_toolchain_error(tmp_path: Path, monkeypatch)
     result = compile_text("mm.log", LOG.read_bytes(), CompileOptions(run=True, cc=str(_slow_compiler(tmp_path))))
     assert result.exit_code == 3, [d.message for d in result.diagnostics]
     assert "did not finish within 1 s" in result.diagnostics[0].message
+
+
+# ------------------------------------------------------------------ 3. the interpreter
+REGRESSIONS = sorted((FIXTURES.parent / "fuzz" / "regressions").glob("*.stmt"))
+
+
+@pytest.mark.parametrize("path", REGRESSIONS, ids=[p.stem for p in REGRESSIONS])
+def test_what_the_10000_input_fuzz_run_found_is_a_diagnostic(path: Path) -> None:
+    """Six semantic mutations of real dumps (bench/fuzz.py, seed 1) ended in
+    exit 70 in verification: a dimension the buffer lacks, an empty loop's
+    variable, a call on vectors of different lengths, a negative
+    allocation. Each is now the program's error, exit 2."""
+    from hardboiled.cli.driver import compile_text
+    from hardboiled.cli.options import CompileOptions
+
+    result = compile_text(path.name, path.read_bytes(), CompileOptions(verify=True))
+    assert result.exit_code in (0, 1, 2, 4, 5), [d.message for d in result.diagnostics]
+
+
+def test_the_interpreter_refuses_a_buffer_too_large_to_hold(tmp_path: Path) -> None:
+    """The review saw 15 GB used at 2e9 lanes."""
+    text = (FIXTURES / "amx_bf16_matmul_std_single" / "vectorizing.stmt").read_text()
+    source = tmp_path / "big.stmt"
+    source.write_text(text.replace("allocate mm[float32 * 16 * 16] in AMXTile", "allocate mm[float32 * 16 * 100000000]"))
+    result = run_cli("compile", str(source), "--no-cache", "--verify", "-q", "-o", str(tmp_path / "o.stmt"))
+    assert result.returncode == 4, result.stderr
+    assert b"'mm' needs 1600000000 elements, more than the interpreter's 1024 MiB per buffer" in result.stderr

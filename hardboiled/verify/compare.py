@@ -21,7 +21,15 @@ from hardboiled import ir
 from hardboiled.ir.buffers import BufferSpec, discover_buffers
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.verify.error_bound import ERROR, NoErrorBound, bound_program, differing_buffers
-from hardboiled.verify.interp import BufferT, Interpreter, InterpreterError, Pointer, ProgramAssertFailed, dtype_of
+from hardboiled.verify.interp import (
+    BufferT,
+    Interpreter,
+    InterpreterError,
+    Pointer,
+    ProgramAssertFailed,
+    check_allocation,
+    dtype_of,
+)
 
 DEFAULT_SEED = 0
 DEFAULT_OUTPUT_EXTENTS = (19, 64, 256)
@@ -88,8 +96,9 @@ class VerificationResult:
         return f"verify (seed {self.seed}): " + "; ".join(parts)
 
 
-def _random_data(t: ir.Type, size: int, rng: np.random.Generator) -> np.ndarray:
+def _random_data(t: ir.Type, size: int, rng: np.random.Generator, name: str = "input") -> np.ndarray:
     dtype = dtype_of(t)
+    check_allocation(size, dtype, name)
     if t.is_float:
         values = rng.standard_normal(size)
         return values.astype(np.float64).astype(dtype)
@@ -163,7 +172,7 @@ def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int,
         for d in range(spec.dimensions):
             known[f"{spec.name}.min.{d}"], known[f"{spec.name}.extent.{d}"] = mins[d], extents[d]
             known[f"{spec.name}.stride.{d}"] = strides[d]
-        buffers[spec.name] = BufferT(spec.name, spec.type, _random_data(spec.type, size, rng),
+        buffers[spec.name] = BufferT(spec.name, spec.type, _random_data(spec.type, size, rng, spec.name),
                                      tuple(mins), tuple(extents), tuple(strides))
     outputs = {s.name for s in specs.values() if s.output}
     return buffers, outputs

@@ -33,7 +33,7 @@ import numpy as np
 
 from hardboiled import ir
 from hardboiled.ir.visitor import Visitor
-from hardboiled.support.diagnostics import Diagnostic, HardboiledError
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.targets import amx, wmma
 
 Value = Any
@@ -42,6 +42,34 @@ Value = Any
 class InterpreterError(HardboiledError):
     """The program cannot be run: an unsupported construct, a failed assert,
     an out-of-bounds access."""
+
+
+class ResourceLimitError(InterpreterError):
+    """The program needs more memory than the interpreter gives it."""
+
+    exit_code = ExitCode.RESOURCE_LIMIT
+
+
+MAX_ALLOCATION_BYTES = 1 << 30
+"""The largest buffer the interpreter allocates (inputs, outputs and the
+program's own allocations): verification runs on small random inputs, so a
+bigger one is a wrong size, not a real need."""
+
+
+def check_allocation(size: int, dtype: Any, name: str) -> None:
+    """A buffer of ``size`` elements is one the interpreter can hold."""
+    if size < 0:
+        raise _fail(f"the program allocates '{name}' with a negative size ({size} elements)")
+    if size * np.dtype(dtype).itemsize > MAX_ALLOCATION_BYTES:
+        raise ResourceLimitError(Diagnostic(
+            "error", f"'{name}' needs {size} elements, more than the interpreter's {MAX_ALLOCATION_BYTES >> 20} MiB "
+            "per buffer", notes=("--param sets smaller buffer sizes",)))
+
+
+def new_array(size: int, dtype: Any, name: str) -> np.ndarray:
+    """A zeroed buffer of ``size`` elements, within ``MAX_ALLOCATION_BYTES``."""
+    check_allocation(size, dtype, name)
+    return np.zeros(size, dtype=dtype)
 
 
 class ProgramAssertFailed(InterpreterError):
@@ -108,7 +136,7 @@ class _Env:
 
     def restore(self, name: str, previous: Value) -> None:
         if previous is _MISSING:
-            del self.values[name]
+            self.values.pop(name, None)  # a loop that ran no iteration never bound it
         else:
             self.values[name] = previous
 
@@ -224,7 +252,7 @@ class Interpreter(Visitor[Any]):
             if s.padding is not None:
                 size += _as_int(self.eval(s.padding))
         # Uninitialized memory: a recognizable, deterministic garbage value.
-        array = np.zeros(size, dtype=dtype_of(s.type.element()))
+        array = new_array(size, dtype_of(s.type.element()), s.name)
         previous = self.env.bind(s.name, Pointer(array, 0, s.name))
         try:
             self.run(s.body)
@@ -463,6 +491,8 @@ def _strict(op: ir.BinOp) -> Callable[[ir.Call, list[Value]], Value]:
 
 
 def _binary(op: ir.BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.size != b.size and 1 not in (a.size, b.size):
+        raise _fail(f"operands of '{op.value}' have {a.size} and {b.size} lanes")
     with np.errstate(all="ignore"):
         if op in _WRAPPING:
             return _WRAPPING[op](a, b).astype(a.dtype)
@@ -520,6 +550,13 @@ def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]
     def i32(v: int) -> Value:
         return np.array([v], dtype=np.int32)
 
+    def dimension(args: list[Value], field: str) -> int:
+        buffer, d = buffer_of(args[0]), _as_int(args[1])
+        values = getattr(buffer, field)
+        if not 0 <= d < len(values):
+            raise _fail(f"the program asks for dimension {d} of buffer '{buffer.name}', which has {len(values)}")
+        return int(values[d])
+
     def buffer_init(call: ir.Call, args: list[Value]) -> Value:
         # (dst, dst_shape, host, device, device_interface, type code, bits,
         #  dimensions, shape: make_struct(min, extent, stride, flags per dimension), flags)
@@ -546,9 +583,9 @@ def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]
         "_halide_buffer_get_device_dirty": lambda call, args: np.array([False]),
         "_halide_buffer_get_host_dirty": lambda call, args: np.array([False]),
         "_halide_buffer_get_dimensions": lambda call, args: i32(len(buffer_of(args[0]).extents)),
-        "_halide_buffer_get_min": lambda call, args: i32(buffer_of(args[0]).mins[_as_int(args[1])]),
-        "_halide_buffer_get_extent": lambda call, args: i32(buffer_of(args[0]).extents[_as_int(args[1])]),
-        "_halide_buffer_get_stride": lambda call, args: i32(buffer_of(args[0]).strides[_as_int(args[1])]),
+        "_halide_buffer_get_min": lambda call, args: i32(dimension(args, "mins")),
+        "_halide_buffer_get_extent": lambda call, args: i32(dimension(args, "extents")),
+        "_halide_buffer_get_stride": lambda call, args: i32(dimension(args, "strides")),
         "_halide_buffer_is_bounds_query": lambda call, args: np.array([False]),
         "_halide_buffer_set_host_dirty": lambda call, args: i32(0),
         "_halide_buffer_set_device_dirty": lambda call, args: i32(0),
@@ -572,7 +609,7 @@ def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]
         "size_of_halide_buffer_t": lambda call, args: i32(0),
         "_halide_buffer_init": buffer_init,
         "register_destructor": lambda call, args: i32(0),
-        "alloca": lambda call, args: Pointer(np.zeros(_as_int(args[0]), dtype=np.uint8), 0, "alloca"),
+        "alloca": lambda call, args: Pointer(new_array(_as_int(args[0]), np.uint8, "alloca"), 0, "alloca"),
         "bitwise_not": lambda call, args: np.invert(args[0]),
         "bitwise_and": lambda call, args: np.bitwise_and(args[0], args[1]),
         "bitwise_or": lambda call, args: np.bitwise_or(args[0], args[1]),
