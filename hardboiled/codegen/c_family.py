@@ -582,8 +582,10 @@ class CFamilyEmitter(Visitor[Any]):
         return name
 
     def _named(self, text: str, t: ir.Type) -> str:
-        """``text`` as a name or a literal: a temporary holds anything else."""
-        if _SIMPLE_OPERAND.fullmatch(text):
+        """``text``, or a temporary holding it when it holds a conditional
+        (another min, max or select): written twice at every level, nested
+        ones would grow exponentially; anything else only grows linearly."""
+        if "?" not in text:
             return text
         name = self.temp()
         self.emit(f"{c_type(t)} {name} = {text};")
@@ -919,8 +921,6 @@ def round_to(t: ir.Type, text: str) -> str:
 _OPERANDS_USED_TWICE = frozenset({ir.BinOp.MIN, ir.BinOp.MAX, ir.BinOp.MOD})
 """Operators whose C text (``binary_expr``) names an operand twice (MOD
 only for floats)."""
-_SIMPLE_OPERAND = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[A-Za-z0-9_]+\])?|\(*(\([a-z0-9_ ]+\))?-?[0-9A-Za-z_.]+\)*")
-"""A name, a lane of a name, or a (cast) literal: cheap to write twice."""
 
 
 def binary_expr(op: ir.BinOp, t: ir.Type, a: str, b: str) -> str:

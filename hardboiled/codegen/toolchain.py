@@ -21,7 +21,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -101,10 +100,10 @@ def compile_c(source: str, output: Path, *, shared: bool, amx: str = "auto",
     flags = list(BASE_FLAGS) + ["-I", str(runtime_dir())]
     flags += list(AMX_FLAGS) if mode == "native" else ["-DHB_AMX_EMULATE"]
     flags += ["-shared", "-fPIC"] if shared else ["-c", "-fPIC"]
-    with tempfile.TemporaryDirectory(prefix="hardboiled-cc-") as tmp:
-        src = Path(tmp) / "kernel.c"
+    with children.temporary_directory("hardboiled-cc-") as tmp:
+        src = tmp / "kernel.c"
         src.write_text(source)
-        temporary_output = Path(tmp) / output.name
+        temporary_output = tmp / output.name
         proc = _run_compiler(compiler.name, [*compiler.command, *flags, *extra, str(src), "-o",
                                              str(temporary_output), "-lm"])
         if proc.returncode != 0:
@@ -194,10 +193,10 @@ def compile_cuda(source: str, output: Path, *, kind: str = "ptx", sm: int = DEFA
         raise HardboiledError(Diagnostic("error", f"unknown CUDA output kind {kind!r}",
                                          notes=(f"choose one of: {', '.join(CUDA_OUTPUT_KINDS)}",)))
     nvcc = find_nvcc()
-    with tempfile.TemporaryDirectory(prefix="hardboiled-nvcc-") as tmp:
-        src = Path(tmp) / "kernel.cu"
+    with children.temporary_directory("hardboiled-nvcc-") as tmp:
+        src = tmp / "kernel.cu"
         src.write_text(source)
-        temporary_output = Path(tmp) / f"kernel.{kind}"
+        temporary_output = tmp / f"kernel.{kind}"
         proc = _run_compiler("nvcc", [*nvcc, f"-arch=sm_{sm}", *CUDA_OUTPUT_KINDS[kind], "-std=c++17", *extra,
                                       str(src), "-o", str(temporary_output)])
         if proc.returncode != 0:

@@ -350,9 +350,19 @@ class Binary(Expr):
 
     @property
     def type(self) -> Type:  # type: ignore[override]
-        if self.op.is_comparison or self.op.is_logical:
-            return Bool(self.a.type.lanes)
-        return self.a.type
+        # A loop down the left operands, not a recursion: Halide nests a
+        # long sum to the left, and this is asked at every level.
+        node: Expr = self
+        while isinstance(node, Binary) and id(node.op) not in _BOOL_VALUED:
+            node = node.a
+        if isinstance(node, Binary):
+            return Bool(node.a.type.lanes)
+        return node.type
+
+
+_BOOL_VALUED = frozenset(id(op) for op in BinOp if op.is_comparison or op.is_logical)
+"""The operators whose result is boolean, by identity (hashing an enum
+member runs Python code)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -193,10 +193,12 @@ def run_egglog(
         proc, rest, start = _spawn(memory_mb), chunks, time.perf_counter()
     try:
         stdout, stderr = proc.communicate(_message(rest, roots, measure_size, scopes), timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+    except BaseException as exc:  # the time limit, or an interrupt: the child must not outlive this
         proc.kill()
         proc.communicate()
         children.untrack(proc)
+        if not isinstance(exc, subprocess.TimeoutExpired):
+            raise
         raise ResourceLimitError(
             Diagnostic(
                 "error",

@@ -1,21 +1,28 @@
-"""Child processes that never outlive hardboiled.
+"""Child processes and temporary directories that never outlive hardboiled.
 
 hardboiled starts egglog children, C compilers and nvcc, and ``-j``
 workers. Each is started so that the kernel kills it when its parent
 goes (``PR_SET_PDEATHSIG`` on Linux, ``die_with_parent``), and the live
 ones are tracked, so that an interrupt or a SIGTERM can stop them at once
 (``kill_all``): the compile's thread, blocked waiting for one, then
-unwinds and removes its temporary files (support/deep.py).
+unwinds. The temporary directories made with ``temporary_directory`` are
+also removed by ``remove_temporary_directories``, which the main thread
+calls after an interrupt: the exception raised in the compile's thread
+may land in the middle of its own clean-up (support/deep.py).
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1
@@ -101,3 +108,29 @@ def run(command: Sequence[str], timeout_s: float, **kwargs: Any) -> subprocess.C
         untrack(proc)
         _group_leaders.discard(proc)
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+_directories: set[str] = set()
+
+
+@contextmanager
+def temporary_directory(prefix: str) -> Iterator[Path]:
+    """A temporary directory, removed when the block ends, or by
+    ``remove_temporary_directories`` if the block is interrupted."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    with _lock:
+        _directories.add(path)
+    try:
+        yield Path(path)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        with _lock:
+            _directories.discard(path)
+
+
+def remove_temporary_directories() -> None:
+    with _lock:
+        paths = list(_directories)
+        _directories.clear()
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)

@@ -79,6 +79,7 @@ def _stop(worker: threading.Thread, exception: type[BaseException]) -> None:
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(exception))
     children.kill_all()
     worker.join(STOP_WAIT_S)
+    children.remove_temporary_directories()
 
 
 def _start(run: Callable[[], None], limit: dict[str, int]) -> threading.Thread | None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import ctypes
-import tempfile
 from pathlib import Path
 
 from hardboiled import ir
@@ -20,6 +19,7 @@ from hardboiled.codegen.abi import (
     raw_entry_point,
 )
 from hardboiled.codegen.toolchain import compile_c, cpu_has_amx, find_compiler, resolve_amx_mode
+from hardboiled.support import children
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
 from hardboiled.verify.compare import DEFAULT_SEED, VerificationResult, compare_outputs, error_bounds, run_original
 from hardboiled.verify.interp import BufferT
@@ -94,8 +94,8 @@ def run_generated_c(original: ir.Stmt, rewritten: ir.Stmt, source: str, *, cc: s
             "error", "--amx native cannot run here: this CPU has no AMX (no amx_tile in /proc/cpuinfo)",
             notes=("use --amx emulate (or auto) to run, or --build alone to compile with native intrinsics",),
         ))
-    with tempfile.TemporaryDirectory(prefix="hardboiled-run-") as tmp:
-        library = Path(tmp) / "kernel.so"
+    with children.temporary_directory("hardboiled-run-") as tmp:
+        library = tmp / "kernel.so"
         compiler = compile_c(source, library, shared=True, amx=mode, compiler=find_compiler(cc), extra=extra)
         result = run_built_kernel(original, rewritten, library, function, seed=seed, params=params, order=order)
     return result, compiler.name, mode

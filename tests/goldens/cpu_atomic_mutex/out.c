@@ -142,8 +142,7 @@ int vectorizing_raw(int32_t *A_host_pointer, int32_t A_host_pointer_min0, int32_
     /* assert((void *)out != reinterpret<(void *)>((uint64)0), halide_error_host_is_null("Output buffer out")) */
     if (!((out != ((void *)(uintptr_t)(UINT64_C(0)))))) { return -17; }
     /* let f.x.extent_realized = max(out.extent.0 + out.min.0, 8) - min(out.min.0, 0) */
-    int32_t t1 = ((int32_t)((uint32_t)out_extent_0 + (uint32_t)out_min_0));
-    int32_t f_x_extent_realized = ((int32_t)((uint32_t)(t1 > ((int32_t)8) ? t1 : ((int32_t)8)) - (uint32_t)(out_min_0 < ((int32_t)0) ? out_min_0 : ((int32_t)0))));
+    int32_t f_x_extent_realized = ((int32_t)((uint32_t)(((int32_t)((uint32_t)out_extent_0 + (uint32_t)out_min_0)) > ((int32_t)8) ? ((int32_t)((uint32_t)out_extent_0 + (uint32_t)out_min_0)) : ((int32_t)8)) - (uint32_t)(out_min_0 < ((int32_t)0) ? out_min_0 : ((int32_t)0))));
     (void)f_x_extent_realized;
     /* allocate f.0[int32 * f.x.extent_realized] */
     {
@@ -169,26 +168,24 @@ int vectorizing_raw(int32_t *A_host_pointer, int32_t A_host_pointer_min0, int32_
           int32_t f_s1_r5_x_lo = ((int32_t)0), f_s1_r5_x_end = f_s1_r5_x_lo + ((int32_t)64);
           for (int32_t f_s1_r5_x = f_s1_r5_x_lo; f_s1_r5_x < f_s1_r5_x_end; f_s1_r5_x++) {
             /* let t10 = max(min((int32)A[f.s1.r5$x - A.min.0], 7), 0) - min(out.min.0, 0) */
-            int32_t t2 = A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))];
-            int32_t t3 = (t2 < ((int32_t)7) ? t2 : ((int32_t)7));
-            int32_t t10 = ((int32_t)((uint32_t)(t3 > ((int32_t)0) ? t3 : ((int32_t)0)) - (uint32_t)(out_min_0 < ((int32_t)0) ? out_min_0 : ((int32_t)0))));
+            int32_t t1 = (A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))] < ((int32_t)7) ? A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))] : ((int32_t)7));
+            int32_t t10 = ((int32_t)((uint32_t)(t1 > ((int32_t)0) ? t1 : ((int32_t)0)) - (uint32_t)(out_min_0 < ((int32_t)0) ? out_min_0 : ((int32_t)0))));
             (void)t10;
             /* f.0[t10] = (int32)f.0[t10] + 1 */
             f_0[t10] = ((int32_t)((uint32_t)f_0[t10] + (uint32_t)((int32_t)1)));
             /* let t2 = (int32)A[f.s1.r5$x - A.min.0] */
-            int32_t t2_2 = A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))];
-            (void)t2_2;
+            int32_t t2 = A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))];
+            (void)t2;
             /* let t11 = max(min(t2, 7), 0) - min(out.min.0, 0) */
-            int32_t t4 = (t2_2 < ((int32_t)7) ? t2_2 : ((int32_t)7));
-            int32_t t11 = ((int32_t)((uint32_t)(t4 > ((int32_t)0) ? t4 : ((int32_t)0)) - (uint32_t)(out_min_0 < ((int32_t)0) ? out_min_0 : ((int32_t)0))));
+            int32_t t3 = (t2 < ((int32_t)7) ? t2 : ((int32_t)7));
+            int32_t t11 = ((int32_t)((uint32_t)(t3 > ((int32_t)0) ? t3 : ((int32_t)0)) - (uint32_t)(out_min_0 < ((int32_t)0) ? out_min_0 : ((int32_t)0))));
             (void)t11;
             /* let t12 = max(min((int32)A[f.s1.r5$x - A.min.0], 7), 0) - min(out.min.0, 0) */
-            int32_t t5 = A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))];
-            int32_t t6 = (t5 < ((int32_t)7) ? t5 : ((int32_t)7));
-            int32_t t12 = ((int32_t)((uint32_t)(t6 > ((int32_t)0) ? t6 : ((int32_t)0)) - (uint32_t)(out_min_0 < ((int32_t)0) ? out_min_0 : ((int32_t)0))));
+            int32_t t4 = (A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))] < ((int32_t)7) ? A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))] : ((int32_t)7));
+            int32_t t12 = ((int32_t)((uint32_t)(t4 > ((int32_t)0) ? t4 : ((int32_t)0)) - (uint32_t)(out_min_0 < ((int32_t)0) ? out_min_0 : ((int32_t)0))));
             (void)t12;
             /* f.1[t12] = (int32)f.1[t11]*t2 */
-            f_1[t12] = ((int32_t)((uint32_t)f_1[t11] * (uint32_t)t2_2));
+            f_1[t12] = ((int32_t)((uint32_t)f_1[t11] * (uint32_t)t2));
           }
         }
         /* produce out */

@@ -128,12 +128,11 @@ int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t 
   /* let A.extent.0.required.s = let t31.s = (((min(f.extent.0, 8)/8)*8) + ((((f.extent.0 + 7)/8)*8) + f.min.0)) in min((min(f.extent.0, 7) + t31.s) + -... */
   int32_t t31_s = ((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)hb_div((f_extent_0 < ((int32_t)8) ? f_extent_0 : ((int32_t)8)), ((int32_t)8))) * (uint32_t)((int32_t)8))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)hb_div(((int32_t)((uint32_t)f_extent_0 + (uint32_t)((int32_t)7))), ((int32_t)8))) * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0))));
   int32_t t1 = ((int32_t)((uint32_t)((int32_t)((uint32_t)(f_extent_0 < ((int32_t)7) ? f_extent_0 : ((int32_t)7)) + (uint32_t)t31_s)) + (uint32_t)((int32_t)-8)));
-  int32_t t2 = ((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0));
-  int32_t A_extent_0_required_s = (t1 < t2 ? t1 : t2);
+  int32_t A_extent_0_required_s = (t1 < ((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0)) ? t1 : ((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0)));
   (void)A_extent_0_required_s;
   /* let f.extent.0.required = min(min(f.extent.0, 8) + (((f.extent.0 + -1)/8)*8), f.extent.0) */
-  int32_t t3 = ((int32_t)((uint32_t)(f_extent_0 < ((int32_t)8) ? f_extent_0 : ((int32_t)8)) + (uint32_t)((int32_t)((uint32_t)((int32_t)hb_div(((int32_t)((uint32_t)f_extent_0 + (uint32_t)((int32_t)-1))), ((int32_t)8))) * (uint32_t)((int32_t)8)))));
-  int32_t f_extent_0_required = (t3 < f_extent_0 ? t3 : f_extent_0);
+  int32_t t2 = ((int32_t)((uint32_t)(f_extent_0 < ((int32_t)8) ? f_extent_0 : ((int32_t)8)) + (uint32_t)((int32_t)((uint32_t)((int32_t)hb_div(((int32_t)((uint32_t)f_extent_0 + (uint32_t)((int32_t)-1))), ((int32_t)8))) * (uint32_t)((int32_t)8)))));
+  int32_t f_extent_0_required = (t2 < f_extent_0 ? t2 : f_extent_0);
   (void)f_extent_0_required;
   /* bounds query branch: always skipped here */
   /* bounds query branch: always skipped here */
@@ -209,70 +208,66 @@ int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t 
               if (!g) { return -200000; }
               /* produce g */
               /* for (g.s0.x.x, 0, (min(f.extent.0 - (f.s0.x.x*8), 8)/8) + 1) { */
-              int32_t t4 = ((int32_t)((uint32_t)f_extent_0 - (uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8)))));
               {
-                int32_t g_s0_x_x_lo = ((int32_t)0), g_s0_x_x_end = g_s0_x_x_lo + ((int32_t)((uint32_t)((int32_t)hb_div((t4 < ((int32_t)8) ? t4 : ((int32_t)8)), ((int32_t)8))) + (uint32_t)((int32_t)1)));
+                int32_t g_s0_x_x_lo = ((int32_t)0), g_s0_x_x_end = g_s0_x_x_lo + ((int32_t)((uint32_t)((int32_t)hb_div((((int32_t)((uint32_t)f_extent_0 - (uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))))) < ((int32_t)8) ? ((int32_t)((uint32_t)f_extent_0 - (uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))))) : ((int32_t)8)), ((int32_t)8))) + (uint32_t)((int32_t)1)));
                 for (int32_t g_s0_x_x = g_s0_x_x_lo; g_s0_x_x < g_s0_x_x_end; g_s0_x_x++) {
                   /* let g.s0.x.v1.base = (g.s0.x.x*8) + ((f.s0.x.x*8) + f.min.0) */
                   int32_t g_s0_x_v1_base = ((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0))));
                   (void)g_s0_x_v1_base;
                   /* if ((uint1)likely(((max((f.s0.x.x*8) - f.extent.0, -8) + ((g.s0.x.x*8) + f.min.0)) + 7) <= f.min.0)) { */
-                  int32_t t5 = ((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0));
-                  if ((((int32_t)((uint32_t)((int32_t)((uint32_t)(t5 > ((int32_t)-8) ? t5 : ((int32_t)-8)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) + (uint32_t)((int32_t)7))) <= f_min_0))
+                  if ((((int32_t)((uint32_t)((int32_t)((uint32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0)) > ((int32_t)-8) ? ((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0)) : ((int32_t)-8)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) + (uint32_t)((int32_t)7))) <= f_min_0))
                   {
                     /* g[ramp(g.s0.x.x*8, 1, 8) aligned(8, 0)] = (float32x8)sqrt_f32(max((float32x8)A[ramp(((A.stride.1*f.s0.y) + g.s0.x.v1.base) - ((A.min.1*A.stride.1) ... */
-                    int32_t t6[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t6[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)f_s0_y)) + (uint32_t)g_s0_x_v1_base)) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) + j * ((int32_t)1));
+                    int32_t t3[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t3[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)f_s0_y)) + (uint32_t)g_s0_x_v1_base)) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) + j * ((int32_t)1));
+                    float t4[8];
+                    for (int i = 0; i < 8; i++) t4[i] = A[t3[i]];
+                    float t5[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t5[j * 1 + k] = 0.0f;
+                    float t6[8];
+                    for (int i = 0; i < 8; i++) t6[i] = (t4[i] > t5[i] ? t4[i] : t5[i]);
                     float t7[8];
-                    for (int i = 0; i < 8; i++) t7[i] = A[t6[i]];
+                    for (int i = 0; i < 8; i++) t7[i] = sqrtf(t6[i]);
                     float t8[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t8[j * 1 + k] = 0.0f;
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t8[j * 1 + k] = 2.0f;
                     float t9[8];
-                    for (int i = 0; i < 8; i++) t9[i] = (t7[i] > t8[i] ? t7[i] : t8[i]);
-                    float t10[8];
-                    for (int i = 0; i < 8; i++) t10[i] = sqrtf(t9[i]);
-                    float t11[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t11[j * 1 + k] = 2.0f;
-                    float t12[8];
-                    for (int i = 0; i < 8; i++) t12[i] = (float)(t10[i] * t11[i]);
-                    int32_t t13[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t13[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + j * ((int32_t)1));
-                    for (int i = 0; i < 8; i++) g[t13[i]] = t12[i];
+                    for (int i = 0; i < 8; i++) t9[i] = (float)(t7[i] * t8[i]);
+                    int32_t t10[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t10[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + j * ((int32_t)1));
+                    for (int i = 0; i < 8; i++) g[t10[i]] = t9[i];
                   }
                   else
                   {
                     /* predicate ((uint1x8)likely(ramp(max((f.s0.x.x*8) - f.extent.0, -8) + ((g.s0.x.x*8) + f.min.0), 1, 8) <= x8(f.min.0))) */
+                    int32_t t11[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t11[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)f_s0_y)) + (uint32_t)g_s0_x_v1_base)) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) + j * ((int32_t)1));
+                    float t12[8];
+                    int32_t t13[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t13[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0)) > ((int32_t)-8) ? ((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0)) : ((int32_t)-8)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
                     int32_t t14[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t14[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)f_s0_y)) + (uint32_t)g_s0_x_v1_base)) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) + j * ((int32_t)1));
-                    float t15[8];
-                    int32_t t16 = ((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0));
-                    int32_t t17[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t17[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)(t16 > ((int32_t)-8) ? t16 : ((int32_t)-8)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
-                    int32_t t18[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t18[j * 1 + k] = f_min_0;
-                    uint8_t t19[8];
-                    for (int i = 0; i < 8; i++) t19[i] = (t17[i] <= t18[i]);
-                    for (int i = 0; i < 8; i++) t15[i] = t19[i] ? A[t14[i]] : 0;
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t14[j * 1 + k] = f_min_0;
+                    uint8_t t15[8];
+                    for (int i = 0; i < 8; i++) t15[i] = (t13[i] <= t14[i]);
+                    for (int i = 0; i < 8; i++) t12[i] = t15[i] ? A[t11[i]] : 0;
+                    float t16[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t16[j * 1 + k] = 0.0f;
+                    float t17[8];
+                    for (int i = 0; i < 8; i++) t17[i] = (t12[i] > t16[i] ? t12[i] : t16[i]);
+                    float t18[8];
+                    for (int i = 0; i < 8; i++) t18[i] = sqrtf(t17[i]);
+                    float t19[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t19[j * 1 + k] = 2.0f;
                     float t20[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t20[j * 1 + k] = 0.0f;
-                    float t21[8];
-                    for (int i = 0; i < 8; i++) t21[i] = (t15[i] > t20[i] ? t15[i] : t20[i]);
-                    float t22[8];
-                    for (int i = 0; i < 8; i++) t22[i] = sqrtf(t21[i]);
-                    float t23[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t23[j * 1 + k] = 2.0f;
-                    float t24[8];
-                    for (int i = 0; i < 8; i++) t24[i] = (float)(t22[i] * t23[i]);
-                    int32_t t25[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t25[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + j * ((int32_t)1));
-                    int32_t t26 = ((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0));
-                    int32_t t27[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t27[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)(t26 > ((int32_t)-8) ? t26 : ((int32_t)-8)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
-                    int32_t t28[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t28[j * 1 + k] = f_min_0;
-                    uint8_t t29[8];
-                    for (int i = 0; i < 8; i++) t29[i] = (t27[i] <= t28[i]);
-                    for (int i = 0; i < 8; i++) if (t29[i]) g[t25[i]] = t24[i];
+                    for (int i = 0; i < 8; i++) t20[i] = (float)(t18[i] * t19[i]);
+                    int32_t t21[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t21[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + j * ((int32_t)1));
+                    int32_t t22[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t22[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0)) > ((int32_t)-8) ? ((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0)) : ((int32_t)-8)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
+                    int32_t t23[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t23[j * 1 + k] = f_min_0;
+                    uint8_t t24[8];
+                    for (int i = 0; i < 8; i++) t24[i] = (t22[i] <= t23[i]);
+                    for (int i = 0; i < 8; i++) if (t24[i]) g[t21[i]] = t20[i];
                   }
                 }
               }
@@ -281,96 +276,96 @@ int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t 
               if ((((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)((int32_t)8))) <= f_extent_0))
               {
                 /* f[ramp(((f.s0.y*f.stride.1) + ((f.s0.x.x*8) + f.min.0)) - ((f.min.1*f.stride.1) + f.min.0), 1, 8)] = */
+                int32_t t25[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t25[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
+                float t26[8];
+                for (int i = 0; i < 8; i++) t26[i] = g[t25[i]];
+                float *t1_widened_f_s0_x_v0 = t26;
+                int32_t t27[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t27[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + j * ((int32_t)1));
+                int32_t t28[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t28[j * 1 + k] = ((int32_t)3);
+                int32_t t29[8];
+                for (int i = 0; i < 8; i++) t29[i] = ((int32_t)hb_mod(t27[i], t28[i]));
                 int32_t t30[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t30[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-                float t31[8];
-                for (int i = 0; i < 8; i++) t31[i] = g[t30[i]];
-                float *t1_widened_f_s0_x_v0 = t31;
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t30[j * 1 + k] = ((int32_t)0);
+                uint8_t t31[8];
+                for (int i = 0; i < 8; i++) t31[i] = (t29[i] == t30[i]);
                 int32_t t32[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t32[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + j * ((int32_t)1));
-                int32_t t33[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t33[j * 1 + k] = ((int32_t)3);
-                int32_t t34[8];
-                for (int i = 0; i < 8; i++) t34[i] = ((int32_t)hb_mod(t32[i], t33[i]));
-                int32_t t35[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t35[j * 1 + k] = ((int32_t)0);
-                uint8_t t36[8];
-                for (int i = 0; i < 8; i++) t36[i] = (t34[i] == t35[i]);
-                int32_t t37[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t37[j * 1 + k] = (int32_t)(((int32_t)1) + j * ((int32_t)1));
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t32[j * 1 + k] = (int32_t)(((int32_t)1) + j * ((int32_t)1));
+                float t33[8];
+                for (int i = 0; i < 8; i++) t33[i] = g[t32[i]];
+                float t34[8];
+                for (int i = 0; i < 8; i++) t34[i] = (float)(t33[i] + t1_widened_f_s0_x_v0[i]);
+                float t35[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t35[j * 1 + k] = 100.0f;
+                float t36[8];
+                for (int i = 0; i < 8; i++) t36[i] = (t1_widened_f_s0_x_v0[i] < t35[i] ? t1_widened_f_s0_x_v0[i] : t35[i]);
+                int16_t t37[8];
+                for (int i = 0; i < 8; i++) t37[i] = ((int16_t)(int64_t)(t36[i]));
                 float t38[8];
-                for (int i = 0; i < 8; i++) t38[i] = g[t37[i]];
+                for (int i = 0; i < 8; i++) t38[i] = ((float)(t37[i]));
                 float t39[8];
-                for (int i = 0; i < 8; i++) t39[i] = (float)(t38[i] + t1_widened_f_s0_x_v0[i]);
-                float t40[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t40[j * 1 + k] = 100.0f;
-                float t41[8];
-                for (int i = 0; i < 8; i++) t41[i] = (t1_widened_f_s0_x_v0[i] < t40[i] ? t1_widened_f_s0_x_v0[i] : t40[i]);
-                int16_t t42[8];
-                for (int i = 0; i < 8; i++) t42[i] = ((int16_t)(int64_t)(t41[i]));
-                float t43[8];
-                for (int i = 0; i < 8; i++) t43[i] = ((float)(t42[i]));
-                float t44[8];
-                for (int i = 0; i < 8; i++) t44[i] = t36[i] ? t39[i] : t43[i];
-                int32_t t45[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t45[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_y * (uint32_t)f_stride_1)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_min_1 * (uint32_t)f_stride_1)) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
-                for (int i = 0; i < 8; i++) f[t45[i]] = t44[i];
+                for (int i = 0; i < 8; i++) t39[i] = t31[i] ? t34[i] : t38[i];
+                int32_t t40[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t40[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_y * (uint32_t)f_stride_1)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_min_1 * (uint32_t)f_stride_1)) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
+                for (int i = 0; i < 8; i++) f[t40[i]] = t39[i];
               }
               else
               {
                 /* predicate ((uint1x8)likely(ramp(((f.s0.x.x*8) + f.min.0) + 1, 1, 8) <= x8(f.extent.0 + f.min.0))) */
+                int32_t t41[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t41[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
+                float t42[8];
+                int32_t t43[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t43[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)1));
+                int32_t t44[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t44[j * 1 + k] = ((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0));
+                uint8_t t45[8];
+                for (int i = 0; i < 8; i++) t45[i] = (t43[i] <= t44[i]);
+                for (int i = 0; i < 8; i++) t42[i] = t45[i] ? g[t41[i]] : 0;
+                float *t1_widened_f_s0_x_v0 = t42;
                 int32_t t46[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t46[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-                float t47[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t46[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + j * ((int32_t)1));
+                int32_t t47[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t47[j * 1 + k] = ((int32_t)3);
                 int32_t t48[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t48[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)1));
+                for (int i = 0; i < 8; i++) t48[i] = ((int32_t)hb_mod(t46[i], t47[i]));
                 int32_t t49[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t49[j * 1 + k] = ((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0));
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t49[j * 1 + k] = ((int32_t)0);
                 uint8_t t50[8];
-                for (int i = 0; i < 8; i++) t50[i] = (t48[i] <= t49[i]);
-                for (int i = 0; i < 8; i++) t47[i] = t50[i] ? g[t46[i]] : 0;
-                float *t1_widened_f_s0_x_v0 = t47;
+                for (int i = 0; i < 8; i++) t50[i] = (t48[i] == t49[i]);
                 int32_t t51[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t51[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + j * ((int32_t)1));
-                int32_t t52[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t52[j * 1 + k] = ((int32_t)3);
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t51[j * 1 + k] = (int32_t)(((int32_t)1) + j * ((int32_t)1));
+                float t52[8];
                 int32_t t53[8];
-                for (int i = 0; i < 8; i++) t53[i] = ((int32_t)hb_mod(t51[i], t52[i]));
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t53[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)1));
                 int32_t t54[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t54[j * 1 + k] = ((int32_t)0);
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t54[j * 1 + k] = ((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0));
                 uint8_t t55[8];
-                for (int i = 0; i < 8; i++) t55[i] = (t53[i] == t54[i]);
-                int32_t t56[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t56[j * 1 + k] = (int32_t)(((int32_t)1) + j * ((int32_t)1));
+                for (int i = 0; i < 8; i++) t55[i] = (t53[i] <= t54[i]);
+                for (int i = 0; i < 8; i++) t52[i] = t55[i] ? g[t51[i]] : 0;
+                float t56[8];
+                for (int i = 0; i < 8; i++) t56[i] = (float)(t52[i] + t1_widened_f_s0_x_v0[i]);
                 float t57[8];
-                int32_t t58[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t58[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)1));
-                int32_t t59[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t59[j * 1 + k] = ((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0));
-                uint8_t t60[8];
-                for (int i = 0; i < 8; i++) t60[i] = (t58[i] <= t59[i]);
-                for (int i = 0; i < 8; i++) t57[i] = t60[i] ? g[t56[i]] : 0;
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t57[j * 1 + k] = 100.0f;
+                float t58[8];
+                for (int i = 0; i < 8; i++) t58[i] = (t1_widened_f_s0_x_v0[i] < t57[i] ? t1_widened_f_s0_x_v0[i] : t57[i]);
+                int16_t t59[8];
+                for (int i = 0; i < 8; i++) t59[i] = ((int16_t)(int64_t)(t58[i]));
+                float t60[8];
+                for (int i = 0; i < 8; i++) t60[i] = ((float)(t59[i]));
                 float t61[8];
-                for (int i = 0; i < 8; i++) t61[i] = (float)(t57[i] + t1_widened_f_s0_x_v0[i]);
-                float t62[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t62[j * 1 + k] = 100.0f;
-                float t63[8];
-                for (int i = 0; i < 8; i++) t63[i] = (t1_widened_f_s0_x_v0[i] < t62[i] ? t1_widened_f_s0_x_v0[i] : t62[i]);
-                int16_t t64[8];
-                for (int i = 0; i < 8; i++) t64[i] = ((int16_t)(int64_t)(t63[i]));
-                float t65[8];
-                for (int i = 0; i < 8; i++) t65[i] = ((float)(t64[i]));
-                float t66[8];
-                for (int i = 0; i < 8; i++) t66[i] = t55[i] ? t61[i] : t65[i];
-                int32_t t67[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t67[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_y * (uint32_t)f_stride_1)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_min_1 * (uint32_t)f_stride_1)) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
-                int32_t t68[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t68[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)1));
-                int32_t t69[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t69[j * 1 + k] = ((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0));
-                uint8_t t70[8];
-                for (int i = 0; i < 8; i++) t70[i] = (t68[i] <= t69[i]);
-                for (int i = 0; i < 8; i++) if (t70[i]) f[t67[i]] = t66[i];
+                for (int i = 0; i < 8; i++) t61[i] = t50[i] ? t56[i] : t60[i];
+                int32_t t62[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t62[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_y * (uint32_t)f_stride_1)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_min_1 * (uint32_t)f_stride_1)) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
+                int32_t t63[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t63[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)1));
+                int32_t t64[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t64[j * 1 + k] = ((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0));
+                uint8_t t65[8];
+                for (int i = 0; i < 8; i++) t65[i] = (t63[i] <= t64[i]);
+                for (int i = 0; i < 8; i++) if (t65[i]) f[t62[i]] = t61[i];
               }
               free(g);
             }

@@ -189,22 +189,20 @@ int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t 
           int32_t f_s0_x_x_lo = ((int32_t)0), f_s0_x_x_end = f_s0_x_x_lo + ((int32_t)hb_div(((int32_t)((uint32_t)f_extent_0 + (uint32_t)((int32_t)7))), ((int32_t)8)));
           for (int32_t f_s0_x_x = f_s0_x_x_lo; f_s0_x_x < f_s0_x_x_end; f_s0_x_x++) {
             /* let f.s0.x.v0.base = min(likely_if_innermost((f.s0.x.x*8) + f.min.0), (f.extent.0 + f.min.0) + -8) */
-            int32_t t1 = ((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0));
-            int32_t t2 = ((int32_t)((uint32_t)((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0)) + (uint32_t)((int32_t)-8)));
-            int32_t f_s0_x_v0_base = (t1 < t2 ? t1 : t2);
+            int32_t f_s0_x_v0_base = (((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) < ((int32_t)((uint32_t)((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0)) + (uint32_t)((int32_t)-8))) ? ((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) : ((int32_t)((uint32_t)((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0)) + (uint32_t)((int32_t)-8))));
             (void)f_s0_x_v0_base;
             /* f[ramp(((f.s0.y*f.stride.1) + f.s0.x.v0.base) - ((f.min.1*f.stride.1) + f.min.0), 1, 8)] = (float32x8)A[ramp(((A.stride.1*f.s0.y) + f.s0.x.v0.base)... */
-            int32_t t3[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t3[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)f_s0_y)) + (uint32_t)f_s0_x_v0_base)) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) + j * ((int32_t)1));
+            int32_t t1[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t1[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)f_s0_y)) + (uint32_t)f_s0_x_v0_base)) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) + j * ((int32_t)1));
+            float t2[8];
+            for (int i = 0; i < 8; i++) t2[i] = A[t1[i]];
+            float t3[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t3[j * 1 + k] = 0.25f;
             float t4[8];
-            for (int i = 0; i < 8; i++) t4[i] = A[t3[i]];
-            float t5[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t5[j * 1 + k] = 0.25f;
-            float t6[8];
-            for (int i = 0; i < 8; i++) t6[i] = (float)(t4[i] * t5[i]);
-            int32_t t7[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t7[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_y * (uint32_t)f_stride_1)) + (uint32_t)f_s0_x_v0_base)) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_min_1 * (uint32_t)f_stride_1)) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
-            for (int i = 0; i < 8; i++) f[t7[i]] = t6[i];
+            for (int i = 0; i < 8; i++) t4[i] = (float)(t2[i] * t3[i]);
+            int32_t t5[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t5[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_y * (uint32_t)f_stride_1)) + (uint32_t)f_s0_x_v0_base)) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_min_1 * (uint32_t)f_stride_1)) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
+            for (int i = 0; i < 8; i++) f[t5[i]] = t4[i];
           }
         }
       }

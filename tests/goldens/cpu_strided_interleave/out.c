@@ -117,16 +117,14 @@ int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t 
   int32_t out_stride_1 = out_host_pointer_stride1;
   (void)out_stride_1;
   /* let A.extent.0.required.s = max((out.extent.1 + out.min.1)*2, ((out.extent.1 + out.min.1)*3) + -2) - min((min(out.extent.1, 8) + out.min.1)*3, ((mi... */
-  int32_t t1 = ((int32_t)((uint32_t)((int32_t)((uint32_t)out_extent_1 + (uint32_t)out_min_1)) * (uint32_t)((int32_t)2)));
-  int32_t t2 = ((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_extent_1 + (uint32_t)out_min_1)) * (uint32_t)((int32_t)3))) + (uint32_t)((int32_t)-2)));
-  int32_t t3 = ((int32_t)((uint32_t)((int32_t)((uint32_t)(out_extent_1 < ((int32_t)8) ? out_extent_1 : ((int32_t)8)) + (uint32_t)out_min_1)) * (uint32_t)((int32_t)3)));
-  int32_t t4 = ((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)(out_extent_1 < ((int32_t)8) ? out_extent_1 : ((int32_t)8)) + (uint32_t)out_min_1)) * (uint32_t)((int32_t)2))) + (uint32_t)((int32_t)8)));
-  int32_t A_extent_0_required_s = ((int32_t)((uint32_t)(t1 > t2 ? t1 : t2) - (uint32_t)(t3 < t4 ? t3 : t4)));
+  int32_t t1 = ((int32_t)((uint32_t)((int32_t)((uint32_t)(out_extent_1 < ((int32_t)8) ? out_extent_1 : ((int32_t)8)) + (uint32_t)out_min_1)) * (uint32_t)((int32_t)3)));
+  int32_t t2 = ((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)(out_extent_1 < ((int32_t)8) ? out_extent_1 : ((int32_t)8)) + (uint32_t)out_min_1)) * (uint32_t)((int32_t)2))) + (uint32_t)((int32_t)8)));
+  int32_t A_extent_0_required_s = ((int32_t)((uint32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)out_extent_1 + (uint32_t)out_min_1)) * (uint32_t)((int32_t)2))) > ((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_extent_1 + (uint32_t)out_min_1)) * (uint32_t)((int32_t)3))) + (uint32_t)((int32_t)-2))) ? ((int32_t)((uint32_t)((int32_t)((uint32_t)out_extent_1 + (uint32_t)out_min_1)) * (uint32_t)((int32_t)2))) : ((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_extent_1 + (uint32_t)out_min_1)) * (uint32_t)((int32_t)3))) + (uint32_t)((int32_t)-2)))) - (uint32_t)(t1 < t2 ? t1 : t2)));
   (void)A_extent_0_required_s;
   /* let A.min.0.required.s = min((min(out.extent.1, 8) + out.min.1)*3, ((min(out.extent.1, 8) + out.min.1)*2) + 8) */
-  int32_t t5 = ((int32_t)((uint32_t)((int32_t)((uint32_t)(out_extent_1 < ((int32_t)8) ? out_extent_1 : ((int32_t)8)) + (uint32_t)out_min_1)) * (uint32_t)((int32_t)3)));
-  int32_t t6 = ((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)(out_extent_1 < ((int32_t)8) ? out_extent_1 : ((int32_t)8)) + (uint32_t)out_min_1)) * (uint32_t)((int32_t)2))) + (uint32_t)((int32_t)8)));
-  int32_t A_min_0_required_s = (t5 < t6 ? t5 : t6);
+  int32_t t3 = ((int32_t)((uint32_t)((int32_t)((uint32_t)(out_extent_1 < ((int32_t)8) ? out_extent_1 : ((int32_t)8)) + (uint32_t)out_min_1)) * (uint32_t)((int32_t)3)));
+  int32_t t4 = ((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)(out_extent_1 < ((int32_t)8) ? out_extent_1 : ((int32_t)8)) + (uint32_t)out_min_1)) * (uint32_t)((int32_t)2))) + (uint32_t)((int32_t)8)));
+  int32_t A_min_0_required_s = (t3 < t4 ? t3 : t4);
   (void)A_min_0_required_s;
   /* bounds query branch: always skipped here */
   /* bounds query branch: always skipped here */
@@ -183,24 +181,22 @@ int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t 
         int32_t g_s0_x_x_lo = ((int32_t)0), g_s0_x_x_end = g_s0_x_x_lo + ((int32_t)hb_div(((int32_t)((uint32_t)out_extent_1 + (uint32_t)((int32_t)7))), ((int32_t)8)));
         for (int32_t g_s0_x_x = g_s0_x_x_lo; g_s0_x_x < g_s0_x_x_end; g_s0_x_x++) {
           /* let g.s0.x.v1.base = min(likely_if_innermost((g.s0.x.x*8) + out.min.1), (out.extent.1 + out.min.1) + -8) */
-          int32_t t7 = ((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)out_min_1));
-          int32_t t8 = ((int32_t)((uint32_t)((int32_t)((uint32_t)out_extent_1 + (uint32_t)out_min_1)) + (uint32_t)((int32_t)-8)));
-          int32_t g_s0_x_v1_base = (t7 < t8 ? t7 : t8);
+          int32_t g_s0_x_v1_base = (((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)out_min_1)) < ((int32_t)((uint32_t)((int32_t)((uint32_t)out_extent_1 + (uint32_t)out_min_1)) + (uint32_t)((int32_t)-8))) ? ((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)out_min_1)) : ((int32_t)((uint32_t)((int32_t)((uint32_t)out_extent_1 + (uint32_t)out_min_1)) + (uint32_t)((int32_t)-8))));
           (void)g_s0_x_v1_base;
           /* g[ramp(g.s0.x.v1.base - out.min.1, 1, 8)] = (float32x8)A[ramp((g.s0.x.v1.base*3) - A.min.0, 3, 8)] + (float32x8)A[ramp(((g.s0.x.v1.base*3) - A.min.... */
-          int32_t t9[8];
-          for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t9[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_v1_base * (uint32_t)((int32_t)3))) - (uint32_t)A_min_0)) + j * ((int32_t)3));
-          float t10[8];
-          for (int i = 0; i < 8; i++) t10[i] = A[t9[i]];
-          int32_t t11[8];
-          for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t11[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_v1_base * (uint32_t)((int32_t)3))) - (uint32_t)A_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)3));
-          float t12[8];
-          for (int i = 0; i < 8; i++) t12[i] = A[t11[i]];
-          float t13[8];
-          for (int i = 0; i < 8; i++) t13[i] = (float)(t10[i] + t12[i]);
-          int32_t t14[8];
-          for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t14[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)g_s0_x_v1_base - (uint32_t)out_min_1)) + j * ((int32_t)1));
-          for (int i = 0; i < 8; i++) g[t14[i]] = t13[i];
+          int32_t t5[8];
+          for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t5[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_v1_base * (uint32_t)((int32_t)3))) - (uint32_t)A_min_0)) + j * ((int32_t)3));
+          float t6[8];
+          for (int i = 0; i < 8; i++) t6[i] = A[t5[i]];
+          int32_t t7[8];
+          for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t7[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_v1_base * (uint32_t)((int32_t)3))) - (uint32_t)A_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)3));
+          float t8[8];
+          for (int i = 0; i < 8; i++) t8[i] = A[t7[i]];
+          float t9[8];
+          for (int i = 0; i < 8; i++) t9[i] = (float)(t6[i] + t8[i]);
+          int32_t t10[8];
+          for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t10[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)g_s0_x_v1_base - (uint32_t)out_min_1)) + j * ((int32_t)1));
+          for (int i = 0; i < 8; i++) g[t10[i]] = t9[i];
         }
       }
       /* assert((0 <= out.min.0) && ((out.extent.0 + out.min.0) <= 3), halide_error_explicit_bounds_too_small("c", "out", 0, 2, out.min.0, (out.extent.0 + o... */
@@ -212,9 +208,7 @@ int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t 
         int32_t out_s0_x_x_lo = ((int32_t)0), out_s0_x_x_end = out_s0_x_x_lo + ((int32_t)hb_div(((int32_t)((uint32_t)out_extent_1 + (uint32_t)((int32_t)7))), ((int32_t)8)));
         for (int32_t out_s0_x_x = out_s0_x_x_lo; out_s0_x_x < out_s0_x_x_end; out_s0_x_x++) {
           /* let out.s0.x.v2.base = min(likely_if_innermost((out.s0.x.x*8) + out.min.1), (out.extent.1 + out.min.1) + -8) */
-          int32_t t15 = ((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)out_min_1));
-          int32_t t16 = ((int32_t)((uint32_t)((int32_t)((uint32_t)out_extent_1 + (uint32_t)out_min_1)) + (uint32_t)((int32_t)-8)));
-          int32_t out_s0_x_v2_base = (t15 < t16 ? t15 : t16);
+          int32_t out_s0_x_v2_base = (((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)out_min_1)) < ((int32_t)((uint32_t)((int32_t)((uint32_t)out_extent_1 + (uint32_t)out_min_1)) + (uint32_t)((int32_t)-8))) ? ((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)out_min_1)) : ((int32_t)((uint32_t)((int32_t)((uint32_t)out_extent_1 + (uint32_t)out_min_1)) + (uint32_t)((int32_t)-8))));
           (void)out_s0_x_v2_base;
           /* allocate f[float32 * 3 * 8] */
           {
@@ -222,45 +216,59 @@ int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t 
             if (!f) { return -200000; }
             /* produce f */
             /* f[ramp(0, 3, 8)] = (float32x8)A[ramp((out.s0.x.v2.base*2) - A.min.0, 2, 8)]*x8(0.500000f) */
-            int32_t t17[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t17[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base * (uint32_t)((int32_t)2))) - (uint32_t)A_min_0)) + j * ((int32_t)2));
-            float t18[8];
-            for (int i = 0; i < 8; i++) t18[i] = A[t17[i]];
-            float t19[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t19[j * 1 + k] = 0.5f;
-            float t20[8];
-            for (int i = 0; i < 8; i++) t20[i] = (float)(t18[i] * t19[i]);
-            int32_t t21[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t21[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)3));
-            for (int i = 0; i < 8; i++) f[t21[i]] = t20[i];
+            int32_t t11[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t11[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base * (uint32_t)((int32_t)2))) - (uint32_t)A_min_0)) + j * ((int32_t)2));
+            float t12[8];
+            for (int i = 0; i < 8; i++) t12[i] = A[t11[i]];
+            float t13[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t13[j * 1 + k] = 0.5f;
+            float t14[8];
+            for (int i = 0; i < 8; i++) t14[i] = (float)(t12[i] * t13[i]);
+            int32_t t15[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t15[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)3));
+            for (int i = 0; i < 8; i++) f[t15[i]] = t14[i];
             /* f[ramp(1, 3, 8)] = (float32x8)A[ramp(((out.s0.x.v2.base*2) - A.min.0) + 1, 2, 8)]*x8(0.500000f) */
-            int32_t t22[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t22[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base * (uint32_t)((int32_t)2))) - (uint32_t)A_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)2));
-            float t23[8];
-            for (int i = 0; i < 8; i++) t23[i] = A[t22[i]];
-            float t24[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t24[j * 1 + k] = 0.5f;
-            float t25[8];
-            for (int i = 0; i < 8; i++) t25[i] = (float)(t23[i] * t24[i]);
-            int32_t t26[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t26[j * 1 + k] = (int32_t)(((int32_t)1) + j * ((int32_t)3));
-            for (int i = 0; i < 8; i++) f[t26[i]] = t25[i];
+            int32_t t16[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t16[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base * (uint32_t)((int32_t)2))) - (uint32_t)A_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)2));
+            float t17[8];
+            for (int i = 0; i < 8; i++) t17[i] = A[t16[i]];
+            float t18[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t18[j * 1 + k] = 0.5f;
+            float t19[8];
+            for (int i = 0; i < 8; i++) t19[i] = (float)(t17[i] * t18[i]);
+            int32_t t20[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t20[j * 1 + k] = (int32_t)(((int32_t)1) + j * ((int32_t)3));
+            for (int i = 0; i < 8; i++) f[t20[i]] = t19[i];
             /* f[ramp(2, 3, 8)] = (float32x8)A[ramp(((out.s0.x.v2.base*2) - A.min.0) + 2, 2, 8)]*x8(0.500000f) */
-            int32_t t27[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t27[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base * (uint32_t)((int32_t)2))) - (uint32_t)A_min_0)) + (uint32_t)((int32_t)2))) + j * ((int32_t)2));
-            float t28[8];
-            for (int i = 0; i < 8; i++) t28[i] = A[t27[i]];
-            float t29[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t29[j * 1 + k] = 0.5f;
-            float t30[8];
-            for (int i = 0; i < 8; i++) t30[i] = (float)(t28[i] * t29[i]);
-            int32_t t31[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t31[j * 1 + k] = (int32_t)(((int32_t)2) + j * ((int32_t)3));
-            for (int i = 0; i < 8; i++) f[t31[i]] = t30[i];
+            int32_t t21[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t21[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base * (uint32_t)((int32_t)2))) - (uint32_t)A_min_0)) + (uint32_t)((int32_t)2))) + j * ((int32_t)2));
+            float t22[8];
+            for (int i = 0; i < 8; i++) t22[i] = A[t21[i]];
+            float t23[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t23[j * 1 + k] = 0.5f;
+            float t24[8];
+            for (int i = 0; i < 8; i++) t24[i] = (float)(t22[i] * t23[i]);
+            int32_t t25[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t25[j * 1 + k] = (int32_t)(((int32_t)2) + j * ((int32_t)3));
+            for (int i = 0; i < 8; i++) f[t25[i]] = t24[i];
             /* consume f */
             /* out[ramp((out.s0.x.v2.base - out.min.1)*out.stride.1, out.stride.1, 8)] = (float32x8)f[ramp(0, 3, 8)] + (float32x8)g[ramp(out.s0.x.v2.base - out.mi... */
+            int32_t t26[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t26[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)3));
+            float t27[8];
+            for (int i = 0; i < 8; i++) t27[i] = f[t26[i]];
+            int32_t t28[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t28[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) + j * ((int32_t)1));
+            float t29[8];
+            for (int i = 0; i < 8; i++) t29[i] = g[t28[i]];
+            float t30[8];
+            for (int i = 0; i < 8; i++) t30[i] = (float)(t27[i] + t29[i]);
+            int32_t t31[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t31[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) * (uint32_t)out_stride_1)) + j * out_stride_1);
+            for (int i = 0; i < 8; i++) out[t31[i]] = t30[i];
+            /* out[ramp(((out.s0.x.v2.base - out.min.1)*out.stride.1) + 1, out.stride.1, 8)] = (float32x8)f[ramp(1, 3, 8)] + (float32x8)g[ramp(out.s0.x.v2.base - ... */
             int32_t t32[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t32[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)3));
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t32[j * 1 + k] = (int32_t)(((int32_t)1) + j * ((int32_t)3));
             float t33[8];
             for (int i = 0; i < 8; i++) t33[i] = f[t32[i]];
             int32_t t34[8];
@@ -270,11 +278,11 @@ int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t 
             float t36[8];
             for (int i = 0; i < 8; i++) t36[i] = (float)(t33[i] + t35[i]);
             int32_t t37[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t37[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) * (uint32_t)out_stride_1)) + j * out_stride_1);
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t37[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) * (uint32_t)out_stride_1)) + (uint32_t)((int32_t)1))) + j * out_stride_1);
             for (int i = 0; i < 8; i++) out[t37[i]] = t36[i];
-            /* out[ramp(((out.s0.x.v2.base - out.min.1)*out.stride.1) + 1, out.stride.1, 8)] = (float32x8)f[ramp(1, 3, 8)] + (float32x8)g[ramp(out.s0.x.v2.base - ... */
+            /* out[ramp(((out.s0.x.v2.base - out.min.1)*out.stride.1) + 2, out.stride.1, 8)] = (float32x8)f[ramp(2, 3, 8)] + (float32x8)g[ramp(out.s0.x.v2.base - ... */
             int32_t t38[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t38[j * 1 + k] = (int32_t)(((int32_t)1) + j * ((int32_t)3));
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t38[j * 1 + k] = (int32_t)(((int32_t)2) + j * ((int32_t)3));
             float t39[8];
             for (int i = 0; i < 8; i++) t39[i] = f[t38[i]];
             int32_t t40[8];
@@ -284,22 +292,8 @@ int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t 
             float t42[8];
             for (int i = 0; i < 8; i++) t42[i] = (float)(t39[i] + t41[i]);
             int32_t t43[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t43[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) * (uint32_t)out_stride_1)) + (uint32_t)((int32_t)1))) + j * out_stride_1);
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t43[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) * (uint32_t)out_stride_1)) + (uint32_t)((int32_t)2))) + j * out_stride_1);
             for (int i = 0; i < 8; i++) out[t43[i]] = t42[i];
-            /* out[ramp(((out.s0.x.v2.base - out.min.1)*out.stride.1) + 2, out.stride.1, 8)] = (float32x8)f[ramp(2, 3, 8)] + (float32x8)g[ramp(out.s0.x.v2.base - ... */
-            int32_t t44[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t44[j * 1 + k] = (int32_t)(((int32_t)2) + j * ((int32_t)3));
-            float t45[8];
-            for (int i = 0; i < 8; i++) t45[i] = f[t44[i]];
-            int32_t t46[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t46[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) + j * ((int32_t)1));
-            float t47[8];
-            for (int i = 0; i < 8; i++) t47[i] = g[t46[i]];
-            float t48[8];
-            for (int i = 0; i < 8; i++) t48[i] = (float)(t45[i] + t47[i]);
-            int32_t t49[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t49[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) * (uint32_t)out_stride_1)) + (uint32_t)((int32_t)2))) + j * out_stride_1);
-            for (int i = 0; i < 8; i++) out[t49[i]] = t48[i];
             free(f);
           }
         }
