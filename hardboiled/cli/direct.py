@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import signal
-import stat
 import sys
 import threading
 from pathlib import Path
@@ -134,20 +133,16 @@ def replay(argv: list[str]) -> int | None:
 
 def _written_by_this_user_alone(record: Path, cache_directory: Path) -> bool:
     """A record tells what files to write: one that another user could have
-    planted (in a directory, or a file, that others may write, or through a
-    symbolic link) is not followed."""
-    try:
-        own = os.geteuid()
-        path = record
-        while True:
-            status = os.lstat(path)
-            if stat.S_ISLNK(status.st_mode) or status.st_uid != own or status.st_mode & 0o022:
-                return False
-            if path == cache_directory or path.parent == path:
-                return True
-            path = path.parent
-    except OSError:
-        return False
+    planted (it, or a directory up to the cache directory, is writable by
+    others, another user's, or a symbolic link) is not followed."""
+    from hardboiled.support.cache import path_problem
+
+    path = record
+    while path_problem(path) is None:
+        if path == cache_directory or path.parent == path:
+            return True
+        path = path.parent
+    return False
 
 
 def _named_on_command_line(path: str, argv: list[str]) -> bool:
