@@ -452,3 +452,42 @@ def test_the_interpreter_refuses_a_buffer_too_large_to_hold(tmp_path: Path) -> N
     result = run_cli("compile", str(source), "--no-cache", "--verify", "-q", "-o", str(tmp_path / "o.stmt"))
     assert result.returncode == 4, result.stderr
     assert b"'mm' needs 1600000000 elements, more than the interpreter's 1024 MiB per buffer" in result.stderr
+
+
+# ------------------------------------------------------------------ 1. generated code out of process
+def _library(tmp_path: Path, body: str) -> Path:
+    """A shared library whose raw entry point ``k_raw`` runs ``body``
+    (built with the C compiler the toolchain finds: clang or gcc)."""
+    from hardboiled.codegen.toolchain import find_compiler
+
+    source, library = tmp_path / "k.c", tmp_path / "k.so"
+    source.write_text(f"int k_raw(void) {{ {body} }}\nint k(void) {{ return 0; }}\n")
+    compiler = find_compiler(None)
+    subprocess.run([*compiler.command, "-O0", "-shared", "-fPIC", str(source), "-o", str(library)], check=True)
+    return library
+
+
+@pytest.mark.parametrize("body, signal_name", [
+    ("volatile int *p = 0; return *p;", "SIGSEGV"),
+    ("volatile char big[64 << 20]; big[0] = 1; return big[0];", "SIGSEGV"),  # past the 8 MB stack
+])
+def test_generated_code_that_crashes_is_exit_6_and_hardboiled_survives(tmp_path: Path, body: str,
+                                                                        signal_name: str) -> None:
+    """The review: a heap overflow reported "equal", a 4M-lane stack array
+    killed hardboiled (exit 139). --run now calls the kernel in a child."""
+    from hardboiled.support.diagnostics import ExitCode
+    from hardboiled.verify.run import KernelCrashed, run_isolated
+
+    with pytest.raises(KernelCrashed) as raised:
+        run_isolated("raw", _library(tmp_path, body), "k", [], {})
+    assert raised.value.exit_code == ExitCode.KERNEL_CRASHED == 6
+    assert f"the generated kernel's raw entry point crashed ({signal_name})" in raised.value.diagnostic.message
+
+
+def test_generated_code_that_never_returns_is_stopped(tmp_path: Path, monkeypatch) -> None:
+    from hardboiled.verify import run
+
+    monkeypatch.setattr(run, "KERNEL_TIMEOUT_S", 1.0)
+    with pytest.raises(run.KernelCrashed) as raised:
+        run.run_isolated("raw", _library(tmp_path, "for (;;) {} return 0;"), "k", [], {})
+    assert "did not finish within 1 s" in raised.value.diagnostic.message

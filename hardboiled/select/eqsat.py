@@ -33,7 +33,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,7 +152,7 @@ def _spawn(memory_mb: int) -> subprocess.Popen[bytes]:
     (support/children.py)."""
     return children.track(subprocess.Popen([sys.executable, "-m", "hardboiled.select.eqsat"], stdin=subprocess.PIPE,
                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                           preexec_fn=children.preexec(_limit_memory(memory_mb))))
+                                           preexec_fn=children.preexec(children.memory_limit(memory_mb))))
 
 
 def _chunks_json(chunks: tuple[ProgramChunk, ...] | list[ProgramChunk]) -> list[dict[str, str]]:
@@ -224,19 +223,6 @@ def run_egglog(
         seconds=seconds,
         run_report=answer.get("report", {}),
     )
-
-
-def _limit_memory(memory_mb: int) -> Callable[[], None]:
-    # Runs in the forked child before exec, while other threads of the
-    # parent may hold locks: it must not import (the import lock) nor
-    # allocate much, so resource is imported here, in the parent.
-    import resource
-
-    def apply() -> None:
-        limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    return apply
 
 
 def _child_failure(proc: subprocess.CompletedProcess[bytes], memory_mb: int) -> HardboiledError:

@@ -87,14 +87,16 @@ def _kill(proc: Any) -> None:
         pass
 
 
-def run(command: Sequence[str], timeout_s: float, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+def run(command: Sequence[str], timeout_s: float, *, setup: tuple[Callable[[], None], ...] = (),
+        **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """``subprocess.run(command, capture_output=True, text=True)``, tied to
     this process and tracked; ``subprocess.TimeoutExpired`` after
-    ``timeout_s``, with the child killed."""
+    ``timeout_s``, with the child killed. ``setup`` runs in the child
+    before it starts (resource limits)."""
     # A process group of its own, so that a timeout or an interrupt kills
     # what it started too (whose open pipes would keep communicate waiting).
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=preexec(), start_new_session=True, **kwargs)
+                            preexec_fn=preexec(*setup), start_new_session=True, **kwargs)
     _group_leaders.add(proc)
     track(proc)
     try:
@@ -134,3 +136,16 @@ def remove_temporary_directories() -> None:
         _directories.clear()
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def memory_limit(megabytes: int) -> Callable[[], None]:
+    """A ``setup`` step capping the child's address space (``RLIMIT_AS``).
+    It runs between fork and exec, while other threads of the parent may
+    hold locks, so it must not import: resource is imported here."""
+    import resource
+
+    def apply() -> None:
+        limit = megabytes * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply

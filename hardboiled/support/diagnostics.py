@@ -27,6 +27,9 @@ class ExitCode(enum.IntEnum):
     TOOLCHAIN_FAILURE = 3
     RESOURCE_LIMIT = 4
     VERIFICATION_MISMATCH = 5
+    KERNEL_CRASHED = 6
+    """The generated code, run by --run, crashed (a signal) or passed its
+    time or memory limit; it runs in a child process, so hardboiled does not."""
     INTERNAL_ERROR = 70
     """A bug in hardboiled (os.EX_SOFTWARE)."""
     INTERRUPTED = 130

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import pickle
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from hardboiled import ir
@@ -20,7 +24,7 @@ from hardboiled.codegen.abi import (
 )
 from hardboiled.codegen.toolchain import compile_c, cpu_has_amx, find_compiler, resolve_amx_mode
 from hardboiled.support import children
-from hardboiled.support.diagnostics import Diagnostic, HardboiledError
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.verify.compare import DEFAULT_SEED, VerificationResult, compare_outputs, error_bounds, run_original
 from hardboiled.verify.interp import BufferT
 
@@ -76,6 +80,67 @@ def run_raw_kernel(library: Path, function: str, arguments: list[KernelArgument]
     return int(kernel(*args))
 
 
+ENTRY_POINTS = {"raw": run_raw_kernel, "halide_buffer_t": run_kernel}
+"""How each entry point of a kernel is called, by name."""
+KERNEL_TIMEOUT_S = 120.0
+"""How long the generated code may run on the verification inputs."""
+KERNEL_MEMORY_MB = 4096
+"""The address space the child running the generated code may use."""
+
+
+class KernelCrashed(HardboiledError):
+    """The generated code, run by --run, crashed or passed its limits."""
+
+    exit_code = ExitCode.KERNEL_CRASHED
+
+
+def run_isolated(entry: str, library: Path, function: str, arguments: list[KernelArgument],
+                 buffers: dict[str, BufferT]) -> int:
+    """Call an entry point of the built kernel in a child process, under a
+    time and memory limit, and bring its outputs back into ``buffers``.
+    A kernel that writes out of bounds or overflows its stack then kills
+    the child, not hardboiled, and is reported with its signal."""
+    with children.temporary_directory("hardboiled-kernel-") as tmp:
+        request, answer = tmp / "request.pickle", tmp / "answer.pickle"
+        request.write_bytes(pickle.dumps((entry, str(library), function, arguments, buffers)))
+        try:
+            proc = children.run([sys.executable, "-m", "hardboiled.verify.run", str(request), str(answer)],
+                                KERNEL_TIMEOUT_S, setup=(children.memory_limit(KERNEL_MEMORY_MB),))
+        except subprocess.TimeoutExpired:
+            raise KernelCrashed(Diagnostic(
+                "error", f"the generated kernel's {entry} entry point did not finish within {KERNEL_TIMEOUT_S:g} s",
+            )) from None
+        if proc.returncode != 0 or not answer.exists():
+            raise KernelCrashed(Diagnostic("error", f"the generated kernel's {entry} entry point "
+                                           + _how_it_ended(proc.returncode, proc.stderr),
+                                           notes=("the code ran in a child process, which alone was lost; "
+                                                  "this is a bug in the generated code, or a buffer too large "
+                                                  f"for the {KERNEL_MEMORY_MB} MB the child may use",)))
+        status, results = pickle.loads(answer.read_bytes())
+    for name, data in results.items():
+        buffers[name].data[...] = data
+    return int(status)
+
+
+def _how_it_ended(returncode: int, stderr: str) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"crashed ({name})"
+    last = stderr.strip().splitlines()[-1:] or ["no message"]
+    return f"failed (exit status {returncode}: {last[0][:200]})"
+
+
+def _child_main(request: str, answer: str) -> None:
+    """In the child: call the entry point, write its status and outputs."""
+    entry, library, function, arguments, buffers = pickle.loads(Path(request).read_bytes())
+    status = ENTRY_POINTS[entry](Path(library), function, arguments, buffers)
+    results = {name: buf.data for name, buf in buffers.items()}
+    Path(answer).write_bytes(pickle.dumps((status, results)))
+
+
 def run_generated_c(original: ir.Stmt, rewritten: ir.Stmt, source: str, *, cc: str | None = None,
                     amx: str = "auto", seed: int = DEFAULT_SEED,
                     params: dict[str, int] | None = None,
@@ -112,9 +177,9 @@ def run_built_kernel(original: ir.Stmt, rewritten: ir.Stmt, library: Path, funct
     arguments = kernel_signature(rewritten, order)
     bounds = error_bounds(original, rewritten, buffers, outputs)
     result = VerificationResult(seed, ())
-    for entry, call in (("raw", run_raw_kernel), ("halide_buffer_t", run_kernel)):
+    for entry in ENTRY_POINTS:
         actual = copy.deepcopy(buffers)
-        status = call(library, function, arguments, actual)
+        status = run_isolated(entry, library, function, arguments, actual)
         if status != 0:
             return VerificationResult(seed, (), f"the generated kernel's {entry} entry point returned {status} "
                                                 "(a failed check)")
@@ -122,3 +187,7 @@ def run_built_kernel(original: ir.Stmt, rewritten: ir.Stmt, library: Path, funct
         if not result.ok:
             return result
     return result
+
+
+if __name__ == "__main__":  # python -m hardboiled.verify.run REQUEST ANSWER (run_isolated's child)
+    _child_main(sys.argv[1], sys.argv[2])
