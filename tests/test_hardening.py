@@ -491,3 +491,16 @@ def test_generated_code_that_never_returns_is_stopped(tmp_path: Path, monkeypatc
     with pytest.raises(run.KernelCrashed) as raised:
         run.run_isolated("raw", _library(tmp_path, "for (;;) {} return 0;"), "k", [], {})
     assert "did not finish within 1 s" in raised.value.diagnostic.message
+
+
+# ------------------------------------------------------------------ 7. the environment
+def test_a_rules_directory_without_the_rule_files_is_an_input_error(tmp_path: Path) -> None:
+    """The review: a bad HARDBOILED_RULES_DIR was exit 70. (A rule file that
+    egglog rejects stays exit 70, located in it: tests/test_cli_batch.py.)"""
+    empty = tmp_path / "rules"
+    empty.mkdir()
+    result = run_cli("compile", str(LOG), "--no-cache", "-q", "-o", str(tmp_path / "o.stmt"),
+                     env={"HARDBOILED_RULES_DIR": str(empty)})
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.decode().startswith("hardboiled: error: HARDBOILED_RULES_DIR: cannot read ")
+    assert b"unset it to use the installed rules" in result.stderr

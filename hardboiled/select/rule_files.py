@@ -11,6 +11,7 @@ from pathlib import Path
 
 from hardboiled.select.eqsat import ProgramChunk, prestart
 from hardboiled.select.options import DEFAULT_MEMORY_MB
+from hardboiled.support.diagnostics import Diagnostic, InputError
 
 RULE_FILES = (
     "definition.egg",    # sorts and constructors
@@ -27,7 +28,15 @@ def rule_text(name: str) -> str:
     the rules (for developing them) instead of the installed ones."""
     override = os.environ.get("HARDBOILED_RULES_DIR")
     if override:
-        return (Path(override) / name).read_text()
+        try:
+            return (Path(override) / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise InputError(Diagnostic(
+                "error", f"HARDBOILED_RULES_DIR: cannot read {name} in '{override}': {reason}",
+                notes=("it must hold every rule file (" + ", ".join(RULE_FILES) + ") and schedules/default.egg; "
+                       "unset it to use the installed rules",),
+            )) from None
     return resources.files("hardboiled.rules").joinpath(name).read_text()
 
 
@@ -41,5 +50,5 @@ def prestart_rules(memory_mb: int = DEFAULT_MEMORY_MB) -> None:
     """Start the egglog child on the rule files now (hardboiled/select/eqsat.py)."""
     try:
         prestart(rule_file_chunks(), memory_mb)
-    except OSError:
+    except InputError:
         pass  # unreadable rules: the compile reports it where it reads them
