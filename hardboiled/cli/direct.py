@@ -32,9 +32,10 @@ import json
 import os
 import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Any
+
+from hardboiled.support.signals import Terminated
 
 ENVIRONMENT = ("CC", "NVCC", "HARDBOILED_CACHE_DIR", "HARDBOILED_RULES_DIR", "HARDBOILED_TRACEBACK",
                "XDG_CACHE_HOME", "HOME", "NO_COLOR", "TERM", "COLUMNS", "PATH")
@@ -51,20 +52,20 @@ def main(args: list[str] | None = None) -> None:
     """The ``hardboiled`` command: a recorded answer, else the command line.
     SIGTERM unwinds it like an interrupt (temporary files removed, children
     killed, nothing half-written) and exits 143."""
-    from hardboiled.support.diagnostics import ExitCode, Terminated
-
-    if threading.current_thread() is threading.main_thread():
+    try:
         signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:
+        pass  # not the main thread (a caller embedding the command): its own handlers stand
     try:
         _main(list(sys.argv[1:] if args is None else args))
     except Terminated:
+        from hardboiled.support.diagnostics import ExitCode
+
         sys.stderr.write("hardboiled: error: terminated\n")
         sys.exit(int(ExitCode.TERMINATED))
 
 
 def _terminate(signum: int, frame: object) -> None:
-    from hardboiled.support.diagnostics import Terminated
-
     raise Terminated()
 
 

@@ -16,6 +16,8 @@ import enum
 import json
 from dataclasses import dataclass, field
 
+from hardboiled.support.signals import Terminated as Terminated  # re-exported: SIGTERM sits with the exit codes
+
 
 class ExitCode(enum.IntEnum):
     """Process exit statuses; documented in docs/cli.md and stable."""
@@ -38,10 +40,6 @@ class ExitCode(enum.IntEnum):
     """SIGTERM: 128 + 15."""
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised in the main thread by the handler the ``hardboiled``
-    command installs (cli/direct.py): it unwinds like an interrupt, so
-    temporary files go and no output is half-written, and exits 143."""
 
 
 @dataclass(frozen=True, slots=True)
