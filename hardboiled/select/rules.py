@@ -38,7 +38,7 @@ STATEMENTS_PER_SCOPE = 32
 child. Each rule match scans the whole e-graph, so one e-graph of every
 store makes time grow faster than their number (conv1d unrolled, 258
 stores: 6.6 s in one e-graph, 2.4 s in scopes of 32). Stores that share
-facts stay in one scope (``scopes`` in select/selector.py)."""
+facts stay in one scope (``scope_groups`` in select/extract.py)."""
 ITERATIONS_PLACEHOLDER = "@ITERATIONS@"
 
 

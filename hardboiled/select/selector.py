@@ -144,20 +144,18 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
     result = None
     start = time.perf_counter()
     groups = scope_groups(lowerable, STATEMENTS_PER_SCOPE)
-    if encoding.terms:
-        result = _saturate(encoding.terms, lowerable, schedule, options, groups)
-    decoder = Decoder(encoding)
-    terms = dict(zip((s.position for s in lowerable), result.terms if result else ()))
-    replacements, reports, misses = _decode_selected(selected, terms, decoder, encoding, options,
-                                                     filename, source, store_lines)
-    if misses and len(groups) > 1:
-        # Grouping must not cost a store its lowering: try once more with
-        # every store in one e-graph (scope_groups says why it should not).
-        result = _saturate(encoding.terms, lowerable, schedule, options, None)
+    # Grouping must not cost a store its lowering: after a miss in scopes,
+    # once more with every store in one e-graph (scope_groups says why it
+    # should not be needed).
+    for attempt in (groups, None) if len(groups) > 1 else (None,):
+        if encoding.terms:
+            result = _saturate(encoding.terms, lowerable, schedule, options, attempt)
         decoder = Decoder(encoding)
-        terms = dict(zip((s.position for s in lowerable), result.terms))
+        terms = dict(zip((s.position for s in lowerable), result.terms if result else ()))
         replacements, reports, misses = _decode_selected(selected, terms, decoder, encoding, options,
                                                          filename, source, store_lines)
+        if not misses:
+            break
     seconds = time.perf_counter() - start
     if misses and retry:
         rewritten_stmt, lines = _rewrite_for_retry(stmt, selected, replacements, allocations, options, store_lines)

@@ -56,19 +56,16 @@ program's own allocations): verification runs on small random inputs, so a
 bigger one is a wrong size, not a real need."""
 
 
-def check_allocation(size: int, dtype: Any, name: str) -> None:
-    """A buffer of ``size`` elements is one the interpreter can hold."""
+def new_array(size: int, dtype: Any, name: str) -> np.ndarray:
+    """A zeroed buffer of ``size`` elements, within ``MAX_ALLOCATION_BYTES``
+    (the program's own allocations: its inputs are bounded when they are
+    made, verify/compare.py ``MAX_BUFFER_ELEMENTS``)."""
     if size < 0:
         raise _fail(f"the program allocates '{name}' with a negative size ({size} elements)")
     if size * np.dtype(dtype).itemsize > MAX_ALLOCATION_BYTES:
         raise ResourceLimitError(Diagnostic(
             "error", f"'{name}' needs {size} elements, more than the interpreter's {MAX_ALLOCATION_BYTES >> 20} MiB "
             "per buffer", notes=("--param sets smaller buffer sizes",)))
-
-
-def new_array(size: int, dtype: Any, name: str) -> np.ndarray:
-    """A zeroed buffer of ``size`` elements, within ``MAX_ALLOCATION_BYTES``."""
-    check_allocation(size, dtype, name)
     return np.zeros(size, dtype=dtype)
 
 
