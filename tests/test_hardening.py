@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -493,6 +494,60 @@ def test_generated_code_that_never_returns_is_stopped(tmp_path: Path, monkeypatc
     assert "did not finish within 1 s" in raised.value.diagnostic.message
 
 
+def _closure_kernel(tmp_path: Path) -> tuple[Path, list]:
+    """The C of a real CPU dump whose allocation is sized by the output's
+    extents (``allocate g[float32 * f.extent.0 * f.extent.1]``), built as
+    ``k``, and its arguments."""
+    from hardboiled.codegen.abi import kernel_signature
+    from hardboiled.frontend.parse import parse_input
+
+    source = FIXTURES / "cpu_parallel_closure" / "vectorizing.stmt"
+    library = tmp_path / "k.so"
+    result = run_cli("compile", str(source), "--no-cache", "--build", str(library), "--name", "k", "-q",
+                     "--emit", "c", "-o", str(tmp_path / "k.c"))
+    assert result.returncode == 0, result.stderr
+    return library, kernel_signature(parse_input(source.read_text()).ir)
+
+
+def _tiny_buffers(extent1: int, stride1: int) -> dict:
+    """Buffers A and f that claim (1 x extent1) elements with row stride
+    stride1, over 16 bytes of memory: only a kernel that checks before it
+    reads or allocates survives them."""
+    import numpy as np
+
+    from hardboiled import ir
+    from hardboiled.verify.interp import BufferT
+
+    return {name: BufferT(name, ir.Float(32), np.zeros(4, np.float32), (0, 0), (1, extent1), (1, stride1))
+            for name in ("A", "f")}
+
+
+@pytest.mark.parametrize("entry, status", [("raw", -200001), ("halide_buffer_t", -6)])
+def test_the_entry_points_refuse_a_buffer_past_int32_indexing(tmp_path: Path, entry: str, status: int) -> None:
+    """The review: an int32 size overflow wrote past a heap buffer and was
+    reported "equal". Index arithmetic is int32, as in Halide, so both entry
+    points refuse, before anything runs, a buffer whose elements lie more
+    than 2^31 - 1 apart (here 2^29 rows of stride 8), whatever checks the
+    dump itself carries: buffer_extents_too_large (-6) for NAME."""
+    from hardboiled.verify.run import run_isolated
+
+    library, arguments = _closure_kernel(tmp_path)
+    assert run_isolated(entry, library, "k", arguments, _tiny_buffers(1 << 29, 8)) == status
+
+
+@pytest.mark.parametrize("entry, status", [("raw", -200002), ("halide_buffer_t", -5)])
+def test_an_allocation_past_2_gib_is_refused_not_wrapped(tmp_path: Path, entry: str, status: int) -> None:
+    """2^29 elements fit int32 indexing, but g = 4 bytes x 2^29 does not fit
+    Halide's 2^31 - 1 bytes: its size is computed in 64 bits and refused
+    (buffer_allocation_too_large, -5), where an int32 product would wrap."""
+    from hardboiled.verify.run import run_isolated
+
+    library, arguments = _closure_kernel(tmp_path)
+    assert run_isolated(entry, library, "k", arguments, _tiny_buffers(1 << 29, 1)) == status
+    source = (tmp_path / "k.c").read_text()
+    assert "int64_t t2 = hb_allocation_elements(4, 3, t1);" in source
+
+
 # ------------------------------------------------------------------ 7. the environment
 def test_a_rules_directory_without_the_rule_files_is_an_input_error(tmp_path: Path) -> None:
     """The review: a bad HARDBOILED_RULES_DIR was exit 70. (A rule file that
@@ -504,3 +559,111 @@ def test_a_rules_directory_without_the_rule_files_is_an_input_error(tmp_path: Pa
     assert result.returncode == 2, result.stderr
     assert result.stderr.decode().startswith("hardboiled: error: HARDBOILED_RULES_DIR: cannot read ")
     assert b"unset it to use the installed rules" in result.stderr
+
+
+def _under_address_limit(kilobytes: int, *args: str, tmp_path: Path) -> subprocess.CompletedProcess[bytes]:
+    """``hardboiled ARGS`` in a shell that ran ``ulimit -v KILOBYTES`` (soft
+    and hard: a child cannot raise it, root or not)."""
+    from .conftest import HARDBOILED
+
+    command = f"ulimit -v {kilobytes} && exec {HARDBOILED} " + " ".join(f"'{a}'" for a in args)
+    return subprocess.run(["bash", "-c", command], capture_output=True, timeout=120, cwd=tmp_path)
+
+
+def test_an_address_space_limit_below_egglog_s_cap_is_respected(tmp_path: Path) -> None:
+    """The review: ``ulimit -v`` below the egglog child's 4 GB cap was exit
+    70 (the child could not raise its limit). The child now takes the lower
+    limit, and selection runs under it."""
+    result = _under_address_limit(3_000_000, "compile", str(LOG), "--no-cache", "-q", "-o", "o.stmt",
+                                  tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "o.stmt").read_text().count("tile_matmul") == 1
+
+
+@pytest.mark.parametrize("kilobytes", [60_000, 100_000, 150_000, 200_000, 300_000])
+def test_too_little_memory_is_exit_4_with_the_limit_named(tmp_path: Path, kilobytes: int) -> None:
+    """Under a small limit something fails to load or to start (numpy's
+    BLAS, a thread, the egglog child): exit 4, naming the limit, never 70."""
+    result = _under_address_limit(kilobytes, "compile", str(LOG), "--no-cache", "--verify", "-q",
+                                  "-o", "o.stmt", tmp_path=tmp_path)
+    stderr = result.stderr.decode()
+    assert result.returncode in (0, 4), stderr
+    if result.returncode == 4:
+        assert "ran out of memory" in stderr and "(ulimit -v)" in stderr, stderr
+        assert not (tmp_path / "o.stmt").exists()
+
+
+def _broken_package(root: Path, package: str, init: str) -> Path:
+    """A package that shadows ``package`` and loads a shared object that is
+    not one (the loader's "invalid ELF header")."""
+    directory = root / package
+    directory.mkdir(parents=True)
+    (directory / "__init__.py").write_text(init)
+    (directory / "broken.cpython-311-x86_64-linux-gnu.so").write_bytes(b"not an ELF file\n" * 64)
+    (directory / "broken.cpython-312-x86_64-linux-gnu.so").write_bytes(b"not an ELF file\n" * 64)
+    return root
+
+
+def test_a_broken_egglog_is_a_diagnosis_not_an_internal_error(tmp_path: Path) -> None:
+    """The egglog child cannot load its bindings: exit 3, naming egglog."""
+    path = _broken_package(tmp_path / "site", "egglog", "from egglog.broken import *\n")
+    (path / "egglog" / "bindings.cpython-311-x86_64-linux-gnu.so").write_bytes(b"junk")
+    result = run_cli("compile", str(LOG), "--no-cache", "-q", "-o", str(tmp_path / "o.stmt"),
+                     env={"PYTHONPATH": str(path)})
+    stderr = result.stderr.decode()
+    assert result.returncode == 3, stderr
+    assert "error: the egglog child process cannot load egglog" in stderr
+    assert "invalid ELF header" in stderr and "reinstall it" in stderr
+    assert not (tmp_path / "o.stmt").exists()
+
+
+def test_a_broken_numpy_is_a_diagnosis_not_an_internal_error(tmp_path: Path) -> None:
+    """numpy loads for verification; a damaged one is exit 3, naming it."""
+    path = _broken_package(tmp_path / "site", "numpy", "from numpy.broken import *\n")
+    result = run_cli("compile", str(LOG), "--no-cache", "--verify", "-q", "-o", str(tmp_path / "o.stmt"),
+                     env={"PYTHONPATH": str(path)})
+    stderr = result.stderr.decode()
+    assert result.returncode == 3, stderr
+    assert "error: hardboiled cannot load numpy" in stderr and "invalid ELF header" in stderr
+
+
+def test_a_compiler_that_writes_a_broken_shared_object_is_a_toolchain_error(tmp_path: Path) -> None:
+    """--run loads what the compiler built in a child: a file that is no
+    shared object is exit 3 (the toolchain's), not a crash of the code."""
+    fake = tmp_path / "fake-cc"
+    fake.write_text('#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = -o ] && { echo junk > "$2"; exit 0; }; shift; done\n')
+    fake.chmod(0o755)
+    result = run_cli("compile", str(LOG), "--no-cache", "--run", "--cc", str(fake), "-q",
+                     "-o", str(tmp_path / "o.stmt"))
+    stderr = result.stderr.decode()
+    assert result.returncode == 3, stderr
+    assert "error: the built kernel 'kernel.so' cannot be loaded" in stderr
+    assert not (tmp_path / "o.stmt").exists()
+
+
+def _read_only_mount_works() -> bool:
+    return subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o ro tmpfs /mnt"],
+                          capture_output=True).returncode == 0 if shutil.which("unshare") else False
+
+
+@pytest.mark.skipif(not _read_only_mount_works(), reason="unshare cannot mount a read-only file system here")
+def test_a_read_only_disk_is_a_diagnosis(tmp_path: Path) -> None:
+    """A real read-only file system (tmpfs mounted ro in a mount namespace):
+    outputs, -o DIR and the cache on it. The review: exit 70."""
+    from .conftest import HARDBOILED
+
+    read_only = tmp_path / "ro"
+    read_only.mkdir()
+    script = f"""
+        mount -t tmpfs -o ro tmpfs '{read_only}' || exit 99
+        cd '{read_only}'
+        h() {{ '{HARDBOILED}' "$@" --no-cache -q '{LOG}'; echo "exit $?"; }}
+        h compile -o out.stmt
+        h compile --emit c,ir -o out
+        '{HARDBOILED}' compile -q '{LOG}' --cache-dir '{read_only}/cache' -o /dev/null; echo "exit $?"
+    """
+    result = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.stdout.split("\n")[:3] == ["exit 2", "exit 2", "exit 0"], result.stderr
+    assert f"error: cannot write '{read_only}/out.stmt': Read-only file system" in result.stderr
+    assert "error: cannot write 'out': Read-only file system" in result.stderr
+    assert "internal error" not in result.stderr

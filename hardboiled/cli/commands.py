@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Terminated
-from hardboiled.support.fileio import STDIO, display_name, read_input_bytes, write_output
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Terminated, internal_error
+from hardboiled.support.fileio import STDIO, display_name, make_output_directory, read_input_bytes, write_output
 from hardboiled.support.version import VERSION
 from hardboiled.targets.cuda_arch import DEFAULT_SM, MIN_SM
 
@@ -79,15 +79,15 @@ def handles_errors(command: F) -> F:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(int(ExitCode.SUCCESS))
         except Exception as exc:  # the last line of defence
+            from hardboiled.support.environment import environment_fault
+
             if os.environ.get("HARDBOILED_TRACEBACK") == "1":
                 traceback.print_exc()
-            _report(
-                Diagnostic(
-                    "error",
-                    f"internal error: {type(exc).__name__}: {exc}",
-                    notes=("this is a bug in hardboiled; set HARDBOILED_TRACEBACK=1 for details",),
-                )
-            )
+            fault = environment_fault(exc)
+            if fault is not None:  # the machine's doing (memory, a library that cannot load), not a bug
+                _report(fault.diagnostic)
+                sys.exit(int(fault.exit_code))
+            _report(internal_error(exc))
             sys.exit(int(ExitCode.INTERNAL_ERROR))
 
     return cast(F, wrapper)
@@ -493,7 +493,7 @@ def _write_results(results: list[FileResult], names: list[str], kinds: tuple[str
     directory = None
     if output_path not in (None, STDIO) and (len(names) > 1 or len(kinds) > 1 or Path(output_path).is_dir()):
         directory = Path(output_path)
-        directory.mkdir(parents=True, exist_ok=True)
+        make_output_directory(directory)
     for result, stem in zip(results, output_names(names)):
         for block in result.instrumentation:
             sys.stderr.write(block)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hardboiled.cli.options import CompileOptions
-from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location, internal_error
 
 if TYPE_CHECKING:  # the pipeline loads only when the cache cannot answer
     from hardboiled.cli.pipeline import Compilation
@@ -76,16 +76,16 @@ def compile_text(name: str, data: bytes | None, options: CompileOptions,
         result.diagnostics.extend(getattr(exc, "diagnostics", [exc.diagnostic]))
         result.exit_code = int(exc.exit_code)
         return result
-    except Exception as exc:  # an internal error, reported without a traceback
+    except Exception as exc:  # an internal error (or the machine's fault), reported without a traceback
+        from hardboiled.support.environment import environment_fault
+
         result = FileResult(name)
         _take_state(compilation, result)
-        result.diagnostics.append(Diagnostic(
-            "error", f"internal error: {type(exc).__name__}: {exc}",
-            notes=("this is a bug in hardboiled; set HARDBOILED_TRACEBACK=1 for details",),
-        ))
         if os.environ.get("HARDBOILED_TRACEBACK") == "1":
             traceback.print_exc()
-        result.exit_code = int(ExitCode.INTERNAL_ERROR)
+        fault = environment_fault(exc)
+        result.diagnostics.append(fault.diagnostic if fault is not None else internal_error(exc))
+        result.exit_code = int(fault.exit_code if fault is not None else ExitCode.INTERNAL_ERROR)
         return result
     finally:
         discard_prestarted()

@@ -94,6 +94,15 @@ HALIDE_ERROR_CODES = {
 points return; tests check them against the halide package's header."""
 
 
+RAW_FAILURES = {-200000: "out_of_memory", -200001: "buffer_extents_too_large",
+                -200002: "buffer_allocation_too_large"}
+"""NAME_raw's own failures, beside -N for the dump's N-th check: an
+allocation that failed; a buffer argument whose elements lie further apart
+than int32 index arithmetic reaches; an allocation of more than 2^31 - 1
+bytes. NAME returns the halide_error_code_t named here for each."""
+RAW_STATUS = {name: status for status, name in RAW_FAILURES.items()}
+
+
 def halide_error_code(message_call: str) -> int:
     """The halide_error_code_t Halide's runtime returns for a failed check
     whose message is a call of ``message_call`` (``halide_error_bad_type``

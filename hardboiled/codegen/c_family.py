@@ -21,7 +21,7 @@ import dataclasses
 import re
 from collections.abc import Callable
 from string import Template
-from typing import Any
+from typing import Any, cast
 
 from hardboiled import ir
 from hardboiled.codegen.abi import (
@@ -29,6 +29,8 @@ from hardboiled.codegen.abi import (
     HALIDE_BUFFER_FLAGS,
     HALIDE_ERROR_CODES,
     HALIDE_TYPE_CODES,
+    RAW_FAILURES,
+    RAW_STATUS,
     KernelArgument,
     halide_error_code,
     kernel_signature,
@@ -62,6 +64,20 @@ def c_type(t: ir.Type) -> str:
     if t.is_handle:
         return "void *"
     return _C_TYPES[(t.code, t.bits)]
+
+
+def c_size(t: ir.Type) -> int:
+    """Bytes of one value of the C type of (element) type t."""
+    if t.is_handle:
+        return 8
+    return {"float": 4, "double": 8}.get(c_type(t), max(1, t.bits // 8))
+
+
+VECTOR_STACK_BYTES = 4096
+"""The largest vector value kept in a local array. A larger one (Halide
+allows 65,535 lanes) lives in a scratch block the raw entry point takes
+from the heap once per call, so that no input can overflow the stack of
+the thread that calls the kernel."""
 
 
 def storage_type(t: ir.Type) -> str:
@@ -133,6 +149,33 @@ $qualifiers uint16_t hb_f32_to_f16(float f) {
   return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
 }
 $qualifiers float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
+/* Index arithmetic is int32, as in Halide: whether a buffer argument's
+   elements (min, extent, stride per dimension) lie further apart than
+   2^31 - 1, its last coordinate passes it, or an extent is negative. */
+$qualifiers int hb_buffer_too_large(int dimensions, const int32_t *dims) {
+  int64_t span = 0, elements = 1;
+  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 1;
+  for (int d = 0; d < dimensions; d++) {
+    int64_t min = dims[3 * d], extent = dims[3 * d + 1], stride = dims[3 * d + 2];
+    if (extent == 0) return 0; /* empty: nothing is addressed */
+    span += (extent - 1) * (stride < 0 ? -stride : stride);
+    elements *= extent;
+    if (span > INT32_MAX || elements > INT32_MAX || min + extent - 1 > INT32_MAX) return 1;
+  }
+  return 0;
+}
+/* The elements to allocate (the product of the factors; 1 for an empty
+   allocation, so that calloc's NULL always means failure), or -1 if an
+   extent is negative or it would pass 2^31 - 1 bytes, Halide's limit. */
+$qualifiers int64_t hb_allocation_elements(int64_t element_bytes, int count, const int64_t *factors) {
+  int64_t elements = 1;
+  for (int i = 0; i < count; i++) if (factors[i] <= 0) return factors[i] < 0 ? -1 : 1;
+  for (int i = 0; i < count; i++) {
+    if (factors[i] > INT32_MAX / (element_bytes * elements)) return -1;
+    elements *= factors[i];
+  }
+  return elements;
+}
 """)
 
 HALIDE_BUFFER_LAYOUT = r"""/* halide_buffer_t: from Halide's HalideRuntime.h where the compiler finds it
@@ -188,6 +231,9 @@ class CFamilyEmitter(Visitor[Any]):
         self.arguments = kernel_signature(stmt) if arguments is None else arguments
         self.buffer_args = {a.buffer: a for a in self.arguments}
         self.element_types: dict[str, ir.Type] = {a.buffer: a.type for a in self.arguments}
+        self.scratch_bytes = 0
+        """Bytes of ``hb_scratch`` the vector values larger than
+        ``VECTOR_STACK_BYTES`` take (``vectors_on_heap``)."""
         self.declared: list[set[str]] = [set()]
         """C names declared in each open block (for lets)."""
 
@@ -242,26 +288,58 @@ class CFamilyEmitter(Visitor[Any]):
             self.param(arg.buffer)
         self.prepare()
         body_start = len(self.lines)
+        self.refuse_buffers_too_large()
         self.open_body()
         self.stmt_(self.stmt)
         self.close_body()
         self.emit("return 0;")
         body = self.lines[body_start:]
-        header = [GENERATED_BANNER, self.preamble(), f"{self.linkage}{self.raw_declaration()} {{"]
-        return "\n".join(header + body + ["}", "", self.halide_entry_point()])
+        header = [GENERATED_BANNER, self.preamble()]
+        if not self.scratch_bytes:
+            header.append(f"{self.linkage}{self.raw_declaration()} {{")
+            return "\n".join(header + body + ["}", "", self.halide_entry_point()])
+        # Large vector values live in hb_scratch: the body becomes a function
+        # of its own, so that the block is freed on each of its returns.
+        parameters = self.raw_parameters()
+        inner = f"hb_{self.function}_body"
+        header.append(f"static int {inner}({', '.join([*parameters, 'char *hb_scratch'])}) {{")
+        names = [parameter.rsplit(" ", 1)[-1].lstrip("*") for parameter in parameters]
+        wrapper = [f"{self.linkage}{self.raw_declaration()} {{",
+                   f"  /* {self.scratch_bytes} bytes of vector values larger than {VECTOR_STACK_BYTES} bytes */",
+                   f"  char *hb_scratch = (char *)malloc({self.scratch_bytes});",
+                   f"  if (!hb_scratch) return {RAW_STATUS['out_of_memory']};",
+                   f"  int status = {inner}({', '.join([*names, 'hb_scratch'])});",
+                   "  free(hb_scratch);", "  return status;", "}"]
+        return "\n".join(header + body + ["}", "", *wrapper, "", self.halide_entry_point()])
 
-    def raw_declaration(self) -> str:
-        """``int NAME_raw(...)``: each buffer's pointer, then the min, extent
-        and stride of each of its dimensions, then the backend's own
-        parameters."""
+    def refuse_buffers_too_large(self) -> None:
+        """Before anything runs: every buffer argument within int32 index
+        arithmetic (``hb_buffer_too_large``), as Halide's own checks keep
+        it; a dump need not carry those checks, and a caller of NAME_raw
+        may pass anything."""
+        for arg in self.arguments:
+            name = self.param(arg.buffer)
+            if not arg.dimensions:
+                continue
+            fields = ", ".join(f"{name}_{f}{d}" for d in range(arg.dimensions) for f in ("min", "extent", "stride"))
+            self.emit(f"{{ const int32_t dims[] = {{{fields}}}; if (hb_buffer_too_large({arg.dimensions}, dims)) "
+                      f"return {RAW_STATUS['buffer_extents_too_large']}; }}")
+
+    def raw_parameters(self) -> list[str]:
+        """NAME_raw's parameters: each buffer's pointer, then the min,
+        extent and stride of each of its dimensions, then the backend's
+        own parameters."""
         params = []
         for arg in self.arguments:
             name = self.param(arg.buffer)
             params.append(f"{storage_type(arg.type)} *{name}")
             for d in range(arg.dimensions):
                 params.extend(f"int32_t {name}_{f}{d}" for f in ("min", "extent", "stride"))
-        params.extend(self.extra_parameters())
-        return f"int {raw_entry_point(self.function)}({', '.join(params)})"
+        return params + self.extra_parameters()
+
+    def raw_declaration(self) -> str:
+        """``int NAME_raw(...)``."""
+        return f"int {raw_entry_point(self.function)}({', '.join(self.raw_parameters())})"
 
     def buffer_declaration(self) -> str:
         """``int NAME(struct halide_buffer_t *X, ...)``: Halide's AOT
@@ -307,6 +385,8 @@ class CFamilyEmitter(Visitor[Any]):
         if self.assertion_codes:
             lines.append(f"  if (status < 0 && status >= -{len(self.assertion_codes)}) "
                          "return hb_check_errors[-status - 1];")
+        for status, error in RAW_FAILURES.items():
+            lines.append(f"  if (status == {status}) return {HALIDE_ERROR_CODES[error]}; /* {error} */")
         lines.append("  if (status != 0) return status;")
         written, stale = ("device_dirty", "host_dirty") if self.buffers_on_device else ("host_dirty", "device_dirty")
         for arg in self.arguments:
@@ -337,7 +417,9 @@ class CFamilyEmitter(Visitor[Any]):
                          f"dimension{'s' if arg.dimensions != 1 else ''}")
         lines += [" */", f"{self.buffer_declaration()};", "",
                   f"/* {raw_entry_point(self.function)}: the same pipeline on bare pointers. Returns 0, or -N when",
-                  " * its N-th check fails (in the order of the source). Arguments, in order:"]
+                  " * its N-th check fails (in the order of the source), "
+                  + ", ".join(f"{status} ({error.replace('_', ' ')})" for status, error in RAW_FAILURES.items())
+                  + ". Arguments, in order:"]
         for arg in self.arguments:
             role = "output" if arg.output else "input"
             lines.append(f" *   {self.param(arg.buffer)}: {arg.buffer}, {role}, {arg.type} elements "
@@ -358,6 +440,9 @@ class CFamilyEmitter(Visitor[Any]):
 
     # ------------------------------------------------------------ backend hooks
     linkage = ""
+    vectors_on_heap = True
+    """Large vector values in the entry point's heap scratch (host code);
+    a device kernel keeps its own in local memory."""
     """Written before the function's return type (``extern "C" `` in C++)."""
 
     def end_of_body(self) -> None:
@@ -492,15 +577,12 @@ class CFamilyEmitter(Visitor[Any]):
 
     def visit_allocate(self, s: ir.Allocate) -> None:
         self.comment(s)
-        size = self.expr(ir.IntImm(s.type.lanes))
-        for extent in s.extents:
-            size = f"({size}) * ({self.expr(extent)})"
         name = self.cname(s.name)
         elem = s.type.element()
         self.element_types[s.name] = elem
         self.emit("{")
         self.indent += 1
-        self.acquire_memory(name, storage_type(elem), size)
+        self.acquire_memory(name, storage_type(elem), self._allocation_elements(s))
         self.declared.append(set())
         self.stmt_(s.body)
         self.declared.pop()
@@ -508,10 +590,32 @@ class CFamilyEmitter(Visitor[Any]):
         self.indent -= 1
         self.emit("}")
 
+    def _allocation_elements(self, s: ir.Allocate) -> str:
+        """How many elements ``s`` allocates, as C: a constant, checked here,
+        or a variable computed in 64 bits and checked at run time (which
+        returns the status for an allocation too large)."""
+        element_bytes = max(1, s.type.bits // 8)
+        factors = [ir.IntImm(s.type.lanes), *s.extents]
+        if all(isinstance(f, ir.IntImm) for f in factors):
+            elements = 1
+            for factor in factors:
+                elements *= cast(ir.IntImm, factor).value
+            if elements < 0 or elements * element_bytes > 2**31 - 1:
+                raise codegen_error(f"allocation '{s.name}' of {elements} elements passes 2^31 - 1 bytes, "
+                                    "Halide's limit")
+            return str(max(1, elements))  # calloc(0) may answer NULL, which reads as a failure
+        terms = self.temp()
+        elements = self.temp()
+        self.emit(f"const int64_t {terms}[] = {{{', '.join(f'(int64_t)({self.expr(f)})' for f in factors)}}};")
+        self.emit(f"int64_t {elements} = hb_allocation_elements({element_bytes}, {len(factors)}, {terms});")
+        self.emit(f"if ({elements} < 0) {{ {self.release_on_return()}return "
+                  f"{RAW_STATUS['buffer_allocation_too_large']}; }}")
+        return elements
+
     def acquire_memory(self, name: str, storage: str, size: str) -> None:
         """Declare ``name`` as ``size`` elements of ``storage`` (zeroed host memory here)."""
         self.emit(f"{storage} *{name} = ({storage} *)calloc((size_t)({size}), sizeof({storage}));")
-        self.emit(f"if (!{name}) {{ {self.release_on_return()}return -200000; }}")
+        self.emit(f"if (!{name}) {{ {self.release_on_return()}return {RAW_STATUS['out_of_memory']}; }}")
 
     def release_memory(self, name: str) -> None:
         self.emit(f"free({name});")
@@ -578,7 +682,15 @@ class CFamilyEmitter(Visitor[Any]):
 
     def _vector(self, t: ir.Type) -> str:
         name = self.temp()
-        self.emit(f"{c_type(t.element())} {name}[{t.lanes}];")
+        element = c_type(t.element())
+        size = t.lanes * c_size(t.element())
+        if self.vectors_on_heap and size > VECTOR_STACK_BYTES:
+            # Each declaration gets its own place: a loop reuses it from one
+            # iteration to the next, as it would a local array.
+            self.emit(f"{element} *{name} = ({element} *)(hb_scratch + {self.scratch_bytes});")
+            self.scratch_bytes += -(-size // 64) * 64
+        else:
+            self.emit(f"{element} {name}[{t.lanes}];")
         return name
 
     def _named(self, text: str, t: ir.Type) -> str:

@@ -372,6 +372,8 @@ def _distinct_lanes(index: ir.Expr) -> bool:
 class KernelGenerator(CFamilyEmitter):
     """The body of one ``__global__`` kernel."""
 
+    vectors_on_heap = False
+
     def __init__(self, host: CudaGenerator, body: ir.Stmt, name: str):
         # No buffer parameters of its own: a kernel's parameters are the free
         # names of its body. It starts from the host's names and types.

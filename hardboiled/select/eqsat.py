@@ -40,6 +40,7 @@ from typing import Any
 from hardboiled.select.options import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from hardboiled.support import children
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
+from hardboiled.support.environment import OutOfMemory, classify_fault
 
 
 class EgglogError(HardboiledError):
@@ -105,7 +106,13 @@ class _WarmChild:
         # More than a pipe's worth of rules: written from a thread, so that
         # the parent goes on while the child starts up and reads them.
         self.writer = threading.Thread(target=self._write, args=(_message(prelude, None, False),), daemon=True)
-        self.writer.start()
+        try:
+            self.writer.start()
+        except RuntimeError:  # no memory for the thread's stack: the child must not be left behind
+            self.proc.kill()
+            self.proc.communicate()
+            children.untrack(self.proc)
+            raise
 
     def _write(self, data: bytes) -> None:
         try:
@@ -136,7 +143,10 @@ def prestart(prelude: list[ProgramChunk], memory_mb: int = DEFAULT_MEMORY_MB) ->
     sends only the rest, and does not wait for the child to start."""
     global _warm
     discard_prestarted()
-    _warm = _WarmChild(prelude, memory_mb)
+    try:
+        _warm = _WarmChild(prelude, memory_mb)
+    except (OSError, RuntimeError):  # no memory for a child or a thread now: run_egglog starts one (or says why)
+        _warm = None
 
 
 def discard_prestarted() -> None:
@@ -213,6 +223,10 @@ def run_egglog(
         answer = json.loads(stdout)
     except json.JSONDecodeError:
         raise EgglogError(Diagnostic("error", "egglog child process answered with malformed output")) from None
+    if "fault" in answer:
+        fault = answer["fault"]
+        raise classify_fault(fault["kind"], fault["message"], "the egglog child process") or \
+            EgglogError(Diagnostic("error", f"egglog child process failed: {fault['kind']}: {fault['message']}"))
     if "error" in answer:
         raise EgglogError(_egglog_diagnostic(answer["error"]))
     size = answer.get("size")
@@ -227,19 +241,18 @@ def run_egglog(
 
 def _child_failure(proc: subprocess.CompletedProcess[bytes], memory_mb: int) -> HardboiledError:
     stderr = proc.stderr.decode(errors="replace").strip()
-    out_of_memory = (
-        "memory allocation" in stderr
-        or "MemoryError" in stderr
-        or "Cannot allocate memory" in stderr
-        or proc.returncode in (-signal.SIGKILL, -signal.SIGABRT, -signal.SIGSEGV)
-    )
     last = stderr.splitlines()[-1] if stderr else f"exit status {proc.returncode}"
-    if out_of_memory:
+    fault = classify_fault("", stderr, "the egglog child process")
+    if isinstance(fault, OutOfMemory) or proc.returncode in (-signal.SIGKILL, -signal.SIGABRT, -signal.SIGSEGV):
+        limit = children.effective_memory_mb(memory_mb)
+        how = ("raise the limit with --egglog-memory, or lower --iterations" if limit == memory_mb else
+               f"hardboiled runs under an address-space limit of {limit} MB (ulimit -v), below the "
+               f"{memory_mb} MB --egglog-memory asks for: raise it, or lower --iterations")
         return ResourceLimitError(
             Diagnostic(
                 "error",
-                f"equality saturation ran out of memory (limit {memory_mb} MB)",
-                notes=(f"egglog child: {last}", "raise the limit with --egglog-memory, or lower --iterations"),
+                f"equality saturation ran out of memory (limit {limit} MB)",
+                notes=(f"egglog child: {last}", how),
             )
         )
     return EgglogError(Diagnostic("error", f"egglog child process failed: {last}"))
@@ -436,7 +449,10 @@ def _extract(b: Any, egraph: Any, roots: list[str]) -> dict[str, Any]:
 
 
 def main() -> int:
-    answer = _serve(sys.stdin.buffer)
+    try:
+        answer = _serve(sys.stdin.buffer)
+    except (ImportError, MemoryError) as exc:  # the machine's fault: the parent says so (support/environment.py)
+        answer = {"fault": {"kind": type(exc).__name__, "message": str(exc)}}
     sys.stdout.write(json.dumps(answer))
     sys.stdout.flush()
     # Skip interpreter teardown: freeing a large e-graph can take longer than

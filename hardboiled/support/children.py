@@ -138,14 +138,30 @@ def remove_temporary_directories() -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def memory_limit(megabytes: int) -> Callable[[], None]:
-    """A ``setup`` step capping the child's address space (``RLIMIT_AS``).
-    It runs between fork and exec, while other threads of the parent may
-    hold locks, so it must not import: resource is imported here."""
+def effective_memory_mb(megabytes: int) -> int:
+    """The address space a child asked to get ``megabytes`` really gets: no
+    more than this process's own hard limit (``ulimit -v``), which a child
+    can never raise."""
     import resource
 
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard == resource.RLIM_INFINITY:
+        return megabytes
+    return min(megabytes, hard // (1024 * 1024))
+
+
+def memory_limit(megabytes: int) -> Callable[[], None]:
+    """A ``setup`` step capping the child's address space (``RLIMIT_AS``) at
+    ``megabytes``, or at the hard limit hardboiled itself runs under when
+    that is lower (asking for more would fail in the child). It runs
+    between fork and exec, while other threads of the parent may hold
+    locks, so it must not import: resource is imported here."""
+    import resource
+
+    limit = effective_memory_mb(megabytes) * 1024 * 1024
+
     def apply() -> None:
-        limit = megabytes * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     return apply
+

@@ -131,6 +131,12 @@ class HardboiledError(Exception):
         self.diagnostic = diagnostic
 
 
+def internal_error(exc: BaseException) -> Diagnostic:
+    """How a bug in hardboiled reaches the user: one line, no traceback."""
+    return Diagnostic("error", f"internal error: {type(exc).__name__}: {exc}",
+                      notes=("this is a bug in hardboiled; set HARDBOILED_TRACEBACK=1 for details",))
+
+
 class InputError(HardboiledError):
     """Malformed or unusable input: syntax errors, unknown stages, bad types."""
 

@@ -106,6 +106,16 @@ def write_bytes_atomically(target: Path, data: bytes, mode: int = 0o666, *, foll
         raise
 
 
+def make_output_directory(directory: Path) -> None:
+    """``-o DIR``, created with its parents if missing; a directory that
+    cannot be made (a read-only or full disk, a file in the way) is a
+    diagnostic, like a file that cannot be written."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _cannot_write(directory, exc) from None
+
+
 def _status(target: Path, follow_links: bool) -> os.stat_result | None:
     """What is at ``target`` now (through a link when ``follow_links``), or
     None when nothing is."""

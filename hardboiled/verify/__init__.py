@@ -4,3 +4,12 @@ generated code (``run``); and what generated code costs, measured without
 the accelerator: AMX tile operations counted under the emulation
 (``tile_counts``), Tensor Core figures read from the generated CUDA and its
 PTX (``wmma_figures``)."""
+
+import os
+
+# numpy's OpenBLAS starts a pool with a buffer per core as it loads. The
+# interpreter's only products are single fragments (16x16), for which one
+# thread is right; and under an address-space limit (ulimit -v) that pool's
+# buffers are what fails, with an exit(1) inside OpenBLAS that no Python
+# exception reports. Set before any module of this package imports numpy.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

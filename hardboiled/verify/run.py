@@ -22,7 +22,7 @@ from hardboiled.codegen.abi import (
     kernel_signature,
     raw_entry_point,
 )
-from hardboiled.codegen.toolchain import compile_c, cpu_has_amx, find_compiler, resolve_amx_mode
+from hardboiled.codegen.toolchain import ToolchainError, compile_c, cpu_has_amx, find_compiler, resolve_amx_mode
 from hardboiled.support import children
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.verify.compare import DEFAULT_SEED, VerificationResult, compare_outputs, error_bounds, run_original
@@ -110,6 +110,9 @@ def run_isolated(entry: str, library: Path, function: str, arguments: list[Kerne
             raise KernelCrashed(Diagnostic(
                 "error", f"the generated kernel's {entry} entry point did not finish within {KERNEL_TIMEOUT_S:g} s",
             )) from None
+        if proc.returncode == _CANNOT_LOAD:
+            raise ToolchainError(Diagnostic("error", f"the built kernel '{library.name}' cannot be loaded",
+                                            notes=(proc.stderr.strip()[-500:],)))
         if proc.returncode != 0 or not answer.exists():
             raise KernelCrashed(Diagnostic("error", f"the generated kernel's {entry} entry point "
                                            + _how_it_ended(proc.returncode, proc.stderr),
@@ -133,9 +136,20 @@ def _how_it_ended(returncode: int, stderr: str) -> str:
     return f"failed (exit status {returncode}: {last[0][:200]})"
 
 
+_CANNOT_LOAD = 3
+"""The child's exit status when the library it was given cannot be loaded
+(a compiler that wrote a broken shared object, a missing symbol): a
+toolchain failure, not a crash of the generated code."""
+
+
 def _child_main(request: str, answer: str) -> None:
     """In the child: call the entry point, write its status and outputs."""
     entry, library, function, arguments, buffers = pickle.loads(Path(request).read_bytes())
+    try:
+        getattr(ctypes.CDLL(library), function)
+    except (OSError, AttributeError) as exc:  # not a shared object, or not the one generated for this kernel
+        sys.stderr.write(f"{exc}\n")
+        sys.exit(_CANNOT_LOAD)
     status = ENTRY_POINTS[entry](Path(library), function, arguments, buffers)
     results = {name: buf.data for name, buf in buffers.items()}
     Path(answer).write_bytes(pickle.dumps((status, results)))

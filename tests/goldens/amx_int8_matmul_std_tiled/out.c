@@ -625,8 +625,38 @@ static inline uint16_t hb_f32_to_f16(float f) {
   return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
 }
 static inline float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
+/* Index arithmetic is int32, as in Halide: whether a buffer argument's
+   elements (min, extent, stride per dimension) lie further apart than
+   2^31 - 1, its last coordinate passes it, or an extent is negative. */
+static inline int hb_buffer_too_large(int dimensions, const int32_t *dims) {
+  int64_t span = 0, elements = 1;
+  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 1;
+  for (int d = 0; d < dimensions; d++) {
+    int64_t min = dims[3 * d], extent = dims[3 * d + 1], stride = dims[3 * d + 2];
+    if (extent == 0) return 0; /* empty: nothing is addressed */
+    span += (extent - 1) * (stride < 0 ? -stride : stride);
+    elements *= extent;
+    if (span > INT32_MAX || elements > INT32_MAX || min + extent - 1 > INT32_MAX) return 1;
+  }
+  return 0;
+}
+/* The elements to allocate (the product of the factors; 1 for an empty
+   allocation, so that calloc's NULL always means failure), or -1 if an
+   extent is negative or it would pass 2^31 - 1 bytes, Halide's limit. */
+static inline int64_t hb_allocation_elements(int64_t element_bytes, int count, const int64_t *factors) {
+  int64_t elements = 1;
+  for (int i = 0; i < count; i++) if (factors[i] <= 0) return factors[i] < 0 ? -1 : 1;
+  for (int i = 0; i < count; i++) {
+    if (factors[i] > INT32_MAX / (element_bytes * elements)) return -1;
+    elements *= factors[i];
+  }
+  return elements;
+}
 
 int vectorizing_raw(int8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int32_t A_host_pointer_min1, int32_t A_host_pointer_extent1, int32_t A_host_pointer_stride1, int8_t *B_host_pointer, int32_t B_host_pointer_min0, int32_t B_host_pointer_extent0, int32_t B_host_pointer_stride0, int32_t B_host_pointer_min1, int32_t B_host_pointer_extent1, int32_t B_host_pointer_stride1, int32_t *mm_global_wrapper_0_host_pointer, int32_t mm_global_wrapper_0_host_pointer_min0, int32_t mm_global_wrapper_0_host_pointer_extent0, int32_t mm_global_wrapper_0_host_pointer_stride0, int32_t mm_global_wrapper_0_host_pointer_min1, int32_t mm_global_wrapper_0_host_pointer_extent1, int32_t mm_global_wrapper_0_host_pointer_stride1) {
+  { const int32_t dims[] = {A_host_pointer_min0, A_host_pointer_extent0, A_host_pointer_stride0, A_host_pointer_min1, A_host_pointer_extent1, A_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
+  { const int32_t dims[] = {B_host_pointer_min0, B_host_pointer_extent0, B_host_pointer_stride0, B_host_pointer_min1, B_host_pointer_extent1, B_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
+  { const int32_t dims[] = {mm_global_wrapper_0_host_pointer_min0, mm_global_wrapper_0_host_pointer_extent0, mm_global_wrapper_0_host_pointer_stride0, mm_global_wrapper_0_host_pointer_min1, mm_global_wrapper_0_host_pointer_extent1, mm_global_wrapper_0_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
   /* AMX palette 1: rows and bytes per row of each tile register. */
   unsigned char hb_tile_config[64] = {0};
   hb_tile_config[0] = 1;
@@ -829,7 +859,7 @@ int vectorizing_raw(int8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t
     /* produce mm_global_wrapper$0 */
     /* allocate B.amx_vnni.0[int8 * 8192] */
     {
-      int8_t *B_amx_vnni_0 = (int8_t *)calloc((size_t)((((int32_t)1)) * (((int32_t)8192))), sizeof(int8_t));
+      int8_t *B_amx_vnni_0 = (int8_t *)calloc((size_t)(8192), sizeof(int8_t));
       if (!B_amx_vnni_0) { _tile_release(); return -200000; }
       /* for (mm_global_wrapper$0.s0.y.yo, 0, 4) { */
       {
@@ -938,6 +968,9 @@ int vectorizing(struct halide_buffer_t *b_A, struct halide_buffer_t *b_B, struct
   if ((status = hb_check_halide_buffer(b_mm_global_wrapper_0, 0, 32, 2, 0)) != 0) return status;
   status = vectorizing_raw((int8_t *)b_A->host, b_A->dim[0].min, b_A->dim[0].extent, b_A->dim[0].stride, b_A->dim[1].min, b_A->dim[1].extent, b_A->dim[1].stride, (int8_t *)b_B->host, b_B->dim[0].min, b_B->dim[0].extent, b_B->dim[0].stride, b_B->dim[1].min, b_B->dim[1].extent, b_B->dim[1].stride, (int32_t *)b_mm_global_wrapper_0->host, b_mm_global_wrapper_0->dim[0].min, b_mm_global_wrapper_0->dim[0].extent, b_mm_global_wrapper_0->dim[0].stride, b_mm_global_wrapper_0->dim[1].min, b_mm_global_wrapper_0->dim[1].extent, b_mm_global_wrapper_0->dim[1].stride);
   if (status < 0 && status >= -41) return hb_check_errors[-status - 1];
+  if (status == -200000) return -11; /* out_of_memory */
+  if (status == -200001) return -6; /* buffer_extents_too_large */
+  if (status == -200002) return -5; /* buffer_allocation_too_large */
   if (status != 0) return status;
   b_mm_global_wrapper_0->flags = (b_mm_global_wrapper_0->flags | 1u) & ~(uint64_t)2u; /* host dirty */
   return 0;

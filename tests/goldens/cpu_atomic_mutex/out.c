@@ -59,8 +59,37 @@ static inline uint16_t hb_f32_to_f16(float f) {
   return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
 }
 static inline float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
+/* Index arithmetic is int32, as in Halide: whether a buffer argument's
+   elements (min, extent, stride per dimension) lie further apart than
+   2^31 - 1, its last coordinate passes it, or an extent is negative. */
+static inline int hb_buffer_too_large(int dimensions, const int32_t *dims) {
+  int64_t span = 0, elements = 1;
+  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 1;
+  for (int d = 0; d < dimensions; d++) {
+    int64_t min = dims[3 * d], extent = dims[3 * d + 1], stride = dims[3 * d + 2];
+    if (extent == 0) return 0; /* empty: nothing is addressed */
+    span += (extent - 1) * (stride < 0 ? -stride : stride);
+    elements *= extent;
+    if (span > INT32_MAX || elements > INT32_MAX || min + extent - 1 > INT32_MAX) return 1;
+  }
+  return 0;
+}
+/* The elements to allocate (the product of the factors; 1 for an empty
+   allocation, so that calloc's NULL always means failure), or -1 if an
+   extent is negative or it would pass 2^31 - 1 bytes, Halide's limit. */
+static inline int64_t hb_allocation_elements(int64_t element_bytes, int count, const int64_t *factors) {
+  int64_t elements = 1;
+  for (int i = 0; i < count; i++) if (factors[i] <= 0) return factors[i] < 0 ? -1 : 1;
+  for (int i = 0; i < count; i++) {
+    if (factors[i] > INT32_MAX / (element_bytes * elements)) return -1;
+    elements *= factors[i];
+  }
+  return elements;
+}
 
 int vectorizing_raw(int32_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int32_t *out_host_pointer, int32_t out_host_pointer_min0, int32_t out_host_pointer_extent0, int32_t out_host_pointer_stride0) {
+  { const int32_t dims[] = {A_host_pointer_min0, A_host_pointer_extent0, A_host_pointer_stride0}; if (hb_buffer_too_large(1, dims)) return -200001; }
+  { const int32_t dims[] = {out_host_pointer_min0, out_host_pointer_extent0, out_host_pointer_stride0}; if (hb_buffer_too_large(1, dims)) return -200001; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)out.buffer) != (uint64)0, halide_error_buffer_argument_is_null("out")) */
   if (!((((uint64_t)(uintptr_t)(((void *)out_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)A.buffer) != (uint64)0, halide_error_buffer_argument_is_null("A")) */
@@ -146,11 +175,17 @@ int vectorizing_raw(int32_t *A_host_pointer, int32_t A_host_pointer_min0, int32_
     (void)f_x_extent_realized;
     /* allocate f.0[int32 * f.x.extent_realized] */
     {
-      int32_t *f_0 = (int32_t *)calloc((size_t)((((int32_t)1)) * (f_x_extent_realized)), sizeof(int32_t));
+      const int64_t t1[] = {(int64_t)(((int32_t)1)), (int64_t)(f_x_extent_realized)};
+      int64_t t2 = hb_allocation_elements(4, 2, t1);
+      if (t2 < 0) { return -200002; }
+      int32_t *f_0 = (int32_t *)calloc((size_t)(t2), sizeof(int32_t));
       if (!f_0) { return -200000; }
       /* allocate f.1[int32 * f.x.extent_realized] */
       {
-        int32_t *f_1 = (int32_t *)calloc((size_t)((((int32_t)1)) * (f_x_extent_realized)), sizeof(int32_t));
+        const int64_t t3[] = {(int64_t)(((int32_t)1)), (int64_t)(f_x_extent_realized)};
+        int64_t t4 = hb_allocation_elements(4, 2, t3);
+        if (t4 < 0) { return -200002; }
+        int32_t *f_1 = (int32_t *)calloc((size_t)(t4), sizeof(int32_t));
         if (!f_1) { return -200000; }
         /* produce f */
         /* for (f.s0.x, min(out.min.0, 0), f.x.extent_realized) { */
@@ -168,24 +203,24 @@ int vectorizing_raw(int32_t *A_host_pointer, int32_t A_host_pointer_min0, int32_
           int32_t f_s1_r5_x_lo = ((int32_t)0), f_s1_r5_x_end = f_s1_r5_x_lo + ((int32_t)64);
           for (int32_t f_s1_r5_x = f_s1_r5_x_lo; f_s1_r5_x < f_s1_r5_x_end; f_s1_r5_x++) {
             /* let t10 = max(min((int32)A[f.s1.r5$x - A.min.0], 7), 0) - min(out.min.0, 0) */
-            int32_t t1 = (A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))] < ((int32_t)7) ? A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))] : ((int32_t)7));
-            int32_t t10 = ((int32_t)((uint32_t)(t1 > ((int32_t)0) ? t1 : ((int32_t)0)) - (uint32_t)(out_min_0 < ((int32_t)0) ? out_min_0 : ((int32_t)0))));
+            int32_t t5 = (A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))] < ((int32_t)7) ? A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))] : ((int32_t)7));
+            int32_t t10 = ((int32_t)((uint32_t)(t5 > ((int32_t)0) ? t5 : ((int32_t)0)) - (uint32_t)(out_min_0 < ((int32_t)0) ? out_min_0 : ((int32_t)0))));
             (void)t10;
             /* f.0[t10] = (int32)f.0[t10] + 1 */
             f_0[t10] = ((int32_t)((uint32_t)f_0[t10] + (uint32_t)((int32_t)1)));
             /* let t2 = (int32)A[f.s1.r5$x - A.min.0] */
-            int32_t t2 = A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))];
-            (void)t2;
+            int32_t t2_2 = A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))];
+            (void)t2_2;
             /* let t11 = max(min(t2, 7), 0) - min(out.min.0, 0) */
-            int32_t t3 = (t2 < ((int32_t)7) ? t2 : ((int32_t)7));
-            int32_t t11 = ((int32_t)((uint32_t)(t3 > ((int32_t)0) ? t3 : ((int32_t)0)) - (uint32_t)(out_min_0 < ((int32_t)0) ? out_min_0 : ((int32_t)0))));
+            int32_t t6 = (t2_2 < ((int32_t)7) ? t2_2 : ((int32_t)7));
+            int32_t t11 = ((int32_t)((uint32_t)(t6 > ((int32_t)0) ? t6 : ((int32_t)0)) - (uint32_t)(out_min_0 < ((int32_t)0) ? out_min_0 : ((int32_t)0))));
             (void)t11;
             /* let t12 = max(min((int32)A[f.s1.r5$x - A.min.0], 7), 0) - min(out.min.0, 0) */
-            int32_t t4 = (A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))] < ((int32_t)7) ? A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))] : ((int32_t)7));
-            int32_t t12 = ((int32_t)((uint32_t)(t4 > ((int32_t)0) ? t4 : ((int32_t)0)) - (uint32_t)(out_min_0 < ((int32_t)0) ? out_min_0 : ((int32_t)0))));
+            int32_t t7 = (A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))] < ((int32_t)7) ? A[((int32_t)((uint32_t)f_s1_r5_x - (uint32_t)A_min_0))] : ((int32_t)7));
+            int32_t t12 = ((int32_t)((uint32_t)(t7 > ((int32_t)0) ? t7 : ((int32_t)0)) - (uint32_t)(out_min_0 < ((int32_t)0) ? out_min_0 : ((int32_t)0))));
             (void)t12;
             /* f.1[t12] = (int32)f.1[t11]*t2 */
-            f_1[t12] = ((int32_t)((uint32_t)f_1[t11] * (uint32_t)t2));
+            f_1[t12] = ((int32_t)((uint32_t)f_1[t11] * (uint32_t)t2_2));
           }
         }
         /* produce out */
@@ -256,6 +291,9 @@ int vectorizing(struct halide_buffer_t *b_A, struct halide_buffer_t *b_out) {
   if ((status = hb_check_halide_buffer(b_out, 0, 32, 1, 0)) != 0) return status;
   status = vectorizing_raw((int32_t *)b_A->host, b_A->dim[0].min, b_A->dim[0].extent, b_A->dim[0].stride, (int32_t *)b_out->host, b_out->dim[0].min, b_out->dim[0].extent, b_out->dim[0].stride);
   if (status < 0 && status >= -17) return hb_check_errors[-status - 1];
+  if (status == -200000) return -11; /* out_of_memory */
+  if (status == -200001) return -6; /* buffer_extents_too_large */
+  if (status == -200002) return -5; /* buffer_allocation_too_large */
   if (status != 0) return status;
   b_out->flags = (b_out->flags | 1u) & ~(uint64_t)2u; /* host dirty */
   return 0;

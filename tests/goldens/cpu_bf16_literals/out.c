@@ -59,8 +59,37 @@ static inline uint16_t hb_f32_to_f16(float f) {
   return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
 }
 static inline float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
+/* Index arithmetic is int32, as in Halide: whether a buffer argument's
+   elements (min, extent, stride per dimension) lie further apart than
+   2^31 - 1, its last coordinate passes it, or an extent is negative. */
+static inline int hb_buffer_too_large(int dimensions, const int32_t *dims) {
+  int64_t span = 0, elements = 1;
+  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 1;
+  for (int d = 0; d < dimensions; d++) {
+    int64_t min = dims[3 * d], extent = dims[3 * d + 1], stride = dims[3 * d + 2];
+    if (extent == 0) return 0; /* empty: nothing is addressed */
+    span += (extent - 1) * (stride < 0 ? -stride : stride);
+    elements *= extent;
+    if (span > INT32_MAX || elements > INT32_MAX || min + extent - 1 > INT32_MAX) return 1;
+  }
+  return 0;
+}
+/* The elements to allocate (the product of the factors; 1 for an empty
+   allocation, so that calloc's NULL always means failure), or -1 if an
+   extent is negative or it would pass 2^31 - 1 bytes, Halide's limit. */
+static inline int64_t hb_allocation_elements(int64_t element_bytes, int count, const int64_t *factors) {
+  int64_t elements = 1;
+  for (int i = 0; i < count; i++) if (factors[i] <= 0) return factors[i] < 0 ? -1 : 1;
+  for (int i = 0; i < count; i++) {
+    if (factors[i] > INT32_MAX / (element_bytes * elements)) return -1;
+    elements *= factors[i];
+  }
+  return elements;
+}
 
 int vectorizing_raw(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, uint16_t *f_host_pointer, int32_t f_host_pointer_min0, int32_t f_host_pointer_extent0, int32_t f_host_pointer_stride0) {
+  { const int32_t dims[] = {A_host_pointer_min0, A_host_pointer_extent0, A_host_pointer_stride0}; if (hb_buffer_too_large(1, dims)) return -200001; }
+  { const int32_t dims[] = {f_host_pointer_min0, f_host_pointer_extent0, f_host_pointer_stride0}; if (hb_buffer_too_large(1, dims)) return -200001; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)f.buffer) != (uint64)0, halide_error_buffer_argument_is_null("f")) */
   if (!((((uint64_t)(uintptr_t)(((void *)f_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)A.buffer) != (uint64)0, halide_error_buffer_argument_is_null("A")) */
@@ -246,6 +275,9 @@ int vectorizing(struct halide_buffer_t *b_A, struct halide_buffer_t *b_f) {
   if ((status = hb_check_halide_buffer(b_f, 4, 16, 1, 0)) != 0) return status;
   status = vectorizing_raw((uint16_t *)b_A->host, b_A->dim[0].min, b_A->dim[0].extent, b_A->dim[0].stride, (uint16_t *)b_f->host, b_f->dim[0].min, b_f->dim[0].extent, b_f->dim[0].stride);
   if (status < 0 && status >= -17) return hb_check_errors[-status - 1];
+  if (status == -200000) return -11; /* out_of_memory */
+  if (status == -200001) return -6; /* buffer_extents_too_large */
+  if (status == -200002) return -5; /* buffer_allocation_too_large */
   if (status != 0) return status;
   b_f->flags = (b_f->flags | 1u) & ~(uint64_t)2u; /* host dirty */
   return 0;

@@ -59,8 +59,37 @@ static inline uint16_t hb_f32_to_f16(float f) {
   return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
 }
 static inline float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
+/* Index arithmetic is int32, as in Halide: whether a buffer argument's
+   elements (min, extent, stride per dimension) lie further apart than
+   2^31 - 1, its last coordinate passes it, or an extent is negative. */
+static inline int hb_buffer_too_large(int dimensions, const int32_t *dims) {
+  int64_t span = 0, elements = 1;
+  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 1;
+  for (int d = 0; d < dimensions; d++) {
+    int64_t min = dims[3 * d], extent = dims[3 * d + 1], stride = dims[3 * d + 2];
+    if (extent == 0) return 0; /* empty: nothing is addressed */
+    span += (extent - 1) * (stride < 0 ? -stride : stride);
+    elements *= extent;
+    if (span > INT32_MAX || elements > INT32_MAX || min + extent - 1 > INT32_MAX) return 1;
+  }
+  return 0;
+}
+/* The elements to allocate (the product of the factors; 1 for an empty
+   allocation, so that calloc's NULL always means failure), or -1 if an
+   extent is negative or it would pass 2^31 - 1 bytes, Halide's limit. */
+static inline int64_t hb_allocation_elements(int64_t element_bytes, int count, const int64_t *factors) {
+  int64_t elements = 1;
+  for (int i = 0; i < count; i++) if (factors[i] <= 0) return factors[i] < 0 ? -1 : 1;
+  for (int i = 0; i < count; i++) {
+    if (factors[i] > INT32_MAX / (element_bytes * elements)) return -1;
+    elements *= factors[i];
+  }
+  return elements;
+}
 
 int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int32_t A_host_pointer_min1, int32_t A_host_pointer_extent1, int32_t A_host_pointer_stride1, float *f_host_pointer, int32_t f_host_pointer_min0, int32_t f_host_pointer_extent0, int32_t f_host_pointer_stride0, int32_t f_host_pointer_min1, int32_t f_host_pointer_extent1, int32_t f_host_pointer_stride1) {
+  { const int32_t dims[] = {A_host_pointer_min0, A_host_pointer_extent0, A_host_pointer_stride0, A_host_pointer_min1, A_host_pointer_extent1, A_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
+  { const int32_t dims[] = {f_host_pointer_min0, f_host_pointer_extent0, f_host_pointer_stride0, f_host_pointer_min1, f_host_pointer_extent1, f_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)f.buffer) != (uint64)0, halide_error_buffer_argument_is_null("f")) */
   if (!((((uint64_t)(uintptr_t)(((void *)f_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)A.buffer) != (uint64)0, halide_error_buffer_argument_is_null("A")) */
@@ -204,7 +233,10 @@ int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t 
             (void)g_x_extent_realized_s_s;
             /* allocate g[float32 * (min(g.x.extent_realized.s.s, 8) + 1) * 1] */
             {
-              float *g = (float *)calloc((size_t)(((((int32_t)1)) * (((int32_t)((uint32_t)(g_x_extent_realized_s_s < ((int32_t)8) ? g_x_extent_realized_s_s : ((int32_t)8)) + (uint32_t)((int32_t)1))))) * (((int32_t)1))), sizeof(float));
+              const int64_t t3[] = {(int64_t)(((int32_t)1)), (int64_t)(((int32_t)((uint32_t)(g_x_extent_realized_s_s < ((int32_t)8) ? g_x_extent_realized_s_s : ((int32_t)8)) + (uint32_t)((int32_t)1)))), (int64_t)(((int32_t)1))};
+              int64_t t4 = hb_allocation_elements(4, 3, t3);
+              if (t4 < 0) { return -200002; }
+              float *g = (float *)calloc((size_t)(t4), sizeof(float));
               if (!g) { return -200000; }
               /* produce g */
               /* for (g.s0.x.x, 0, (min(f.extent.0 - (f.s0.x.x*8), 8)/8) + 1) { */
@@ -218,56 +250,56 @@ int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t 
                   if ((((int32_t)((uint32_t)((int32_t)((uint32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0)) > ((int32_t)-8) ? ((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0)) : ((int32_t)-8)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) + (uint32_t)((int32_t)7))) <= f_min_0))
                   {
                     /* g[ramp(g.s0.x.x*8, 1, 8) aligned(8, 0)] = (float32x8)sqrt_f32(max((float32x8)A[ramp(((A.stride.1*f.s0.y) + g.s0.x.v1.base) - ((A.min.1*A.stride.1) ... */
-                    int32_t t3[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t3[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)f_s0_y)) + (uint32_t)g_s0_x_v1_base)) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) + j * ((int32_t)1));
-                    float t4[8];
-                    for (int i = 0; i < 8; i++) t4[i] = A[t3[i]];
-                    float t5[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t5[j * 1 + k] = 0.0f;
+                    int32_t t5[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t5[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)f_s0_y)) + (uint32_t)g_s0_x_v1_base)) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) + j * ((int32_t)1));
                     float t6[8];
-                    for (int i = 0; i < 8; i++) t6[i] = (t4[i] > t5[i] ? t4[i] : t5[i]);
+                    for (int i = 0; i < 8; i++) t6[i] = A[t5[i]];
                     float t7[8];
-                    for (int i = 0; i < 8; i++) t7[i] = sqrtf(t6[i]);
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t7[j * 1 + k] = 0.0f;
                     float t8[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t8[j * 1 + k] = 2.0f;
+                    for (int i = 0; i < 8; i++) t8[i] = (t6[i] > t7[i] ? t6[i] : t7[i]);
                     float t9[8];
-                    for (int i = 0; i < 8; i++) t9[i] = (float)(t7[i] * t8[i]);
-                    int32_t t10[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t10[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + j * ((int32_t)1));
-                    for (int i = 0; i < 8; i++) g[t10[i]] = t9[i];
+                    for (int i = 0; i < 8; i++) t9[i] = sqrtf(t8[i]);
+                    float t10[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t10[j * 1 + k] = 2.0f;
+                    float t11[8];
+                    for (int i = 0; i < 8; i++) t11[i] = (float)(t9[i] * t10[i]);
+                    int32_t t12[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t12[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + j * ((int32_t)1));
+                    for (int i = 0; i < 8; i++) g[t12[i]] = t11[i];
                   }
                   else
                   {
                     /* predicate ((uint1x8)likely(ramp(max((f.s0.x.x*8) - f.extent.0, -8) + ((g.s0.x.x*8) + f.min.0), 1, 8) <= x8(f.min.0))) */
-                    int32_t t11[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t11[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)f_s0_y)) + (uint32_t)g_s0_x_v1_base)) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) + j * ((int32_t)1));
-                    float t12[8];
                     int32_t t13[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t13[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0)) > ((int32_t)-8) ? ((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0)) : ((int32_t)-8)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
-                    int32_t t14[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t14[j * 1 + k] = f_min_0;
-                    uint8_t t15[8];
-                    for (int i = 0; i < 8; i++) t15[i] = (t13[i] <= t14[i]);
-                    for (int i = 0; i < 8; i++) t12[i] = t15[i] ? A[t11[i]] : 0;
-                    float t16[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t16[j * 1 + k] = 0.0f;
-                    float t17[8];
-                    for (int i = 0; i < 8; i++) t17[i] = (t12[i] > t16[i] ? t12[i] : t16[i]);
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t13[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)f_s0_y)) + (uint32_t)g_s0_x_v1_base)) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) + j * ((int32_t)1));
+                    float t14[8];
+                    int32_t t15[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t15[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0)) > ((int32_t)-8) ? ((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0)) : ((int32_t)-8)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
+                    int32_t t16[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t16[j * 1 + k] = f_min_0;
+                    uint8_t t17[8];
+                    for (int i = 0; i < 8; i++) t17[i] = (t15[i] <= t16[i]);
+                    for (int i = 0; i < 8; i++) t14[i] = t17[i] ? A[t13[i]] : 0;
                     float t18[8];
-                    for (int i = 0; i < 8; i++) t18[i] = sqrtf(t17[i]);
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t18[j * 1 + k] = 0.0f;
                     float t19[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t19[j * 1 + k] = 2.0f;
+                    for (int i = 0; i < 8; i++) t19[i] = (t14[i] > t18[i] ? t14[i] : t18[i]);
                     float t20[8];
-                    for (int i = 0; i < 8; i++) t20[i] = (float)(t18[i] * t19[i]);
-                    int32_t t21[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t21[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + j * ((int32_t)1));
-                    int32_t t22[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t22[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0)) > ((int32_t)-8) ? ((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0)) : ((int32_t)-8)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
+                    for (int i = 0; i < 8; i++) t20[i] = sqrtf(t19[i]);
+                    float t21[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t21[j * 1 + k] = 2.0f;
+                    float t22[8];
+                    for (int i = 0; i < 8; i++) t22[i] = (float)(t20[i] * t21[i]);
                     int32_t t23[8];
-                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t23[j * 1 + k] = f_min_0;
-                    uint8_t t24[8];
-                    for (int i = 0; i < 8; i++) t24[i] = (t22[i] <= t23[i]);
-                    for (int i = 0; i < 8; i++) if (t24[i]) g[t21[i]] = t20[i];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t23[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + j * ((int32_t)1));
+                    int32_t t24[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t24[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0)) > ((int32_t)-8) ? ((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) - (uint32_t)f_extent_0)) : ((int32_t)-8)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
+                    int32_t t25[8];
+                    for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t25[j * 1 + k] = f_min_0;
+                    uint8_t t26[8];
+                    for (int i = 0; i < 8; i++) t26[i] = (t24[i] <= t25[i]);
+                    for (int i = 0; i < 8; i++) if (t26[i]) g[t23[i]] = t22[i];
                   }
                 }
               }
@@ -276,96 +308,96 @@ int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t 
               if ((((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)((int32_t)8))) <= f_extent_0))
               {
                 /* f[ramp(((f.s0.y*f.stride.1) + ((f.s0.x.x*8) + f.min.0)) - ((f.min.1*f.stride.1) + f.min.0), 1, 8)] = */
-                int32_t t25[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t25[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-                float t26[8];
-                for (int i = 0; i < 8; i++) t26[i] = g[t25[i]];
-                float *t1_widened_f_s0_x_v0 = t26;
                 int32_t t27[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t27[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + j * ((int32_t)1));
-                int32_t t28[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t28[j * 1 + k] = ((int32_t)3);
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t27[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
+                float t28[8];
+                for (int i = 0; i < 8; i++) t28[i] = g[t27[i]];
+                float *t1_widened_f_s0_x_v0 = t28;
                 int32_t t29[8];
-                for (int i = 0; i < 8; i++) t29[i] = ((int32_t)hb_mod(t27[i], t28[i]));
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t29[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + j * ((int32_t)1));
                 int32_t t30[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t30[j * 1 + k] = ((int32_t)0);
-                uint8_t t31[8];
-                for (int i = 0; i < 8; i++) t31[i] = (t29[i] == t30[i]);
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t30[j * 1 + k] = ((int32_t)3);
+                int32_t t31[8];
+                for (int i = 0; i < 8; i++) t31[i] = ((int32_t)hb_mod(t29[i], t30[i]));
                 int32_t t32[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t32[j * 1 + k] = (int32_t)(((int32_t)1) + j * ((int32_t)1));
-                float t33[8];
-                for (int i = 0; i < 8; i++) t33[i] = g[t32[i]];
-                float t34[8];
-                for (int i = 0; i < 8; i++) t34[i] = (float)(t33[i] + t1_widened_f_s0_x_v0[i]);
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t32[j * 1 + k] = ((int32_t)0);
+                uint8_t t33[8];
+                for (int i = 0; i < 8; i++) t33[i] = (t31[i] == t32[i]);
+                int32_t t34[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t34[j * 1 + k] = (int32_t)(((int32_t)1) + j * ((int32_t)1));
                 float t35[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t35[j * 1 + k] = 100.0f;
+                for (int i = 0; i < 8; i++) t35[i] = g[t34[i]];
                 float t36[8];
-                for (int i = 0; i < 8; i++) t36[i] = (t1_widened_f_s0_x_v0[i] < t35[i] ? t1_widened_f_s0_x_v0[i] : t35[i]);
-                int16_t t37[8];
-                for (int i = 0; i < 8; i++) t37[i] = ((int16_t)(int64_t)(t36[i]));
+                for (int i = 0; i < 8; i++) t36[i] = (float)(t35[i] + t1_widened_f_s0_x_v0[i]);
+                float t37[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t37[j * 1 + k] = 100.0f;
                 float t38[8];
-                for (int i = 0; i < 8; i++) t38[i] = ((float)(t37[i]));
-                float t39[8];
-                for (int i = 0; i < 8; i++) t39[i] = t31[i] ? t34[i] : t38[i];
-                int32_t t40[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t40[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_y * (uint32_t)f_stride_1)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_min_1 * (uint32_t)f_stride_1)) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
-                for (int i = 0; i < 8; i++) f[t40[i]] = t39[i];
+                for (int i = 0; i < 8; i++) t38[i] = (t1_widened_f_s0_x_v0[i] < t37[i] ? t1_widened_f_s0_x_v0[i] : t37[i]);
+                int16_t t39[8];
+                for (int i = 0; i < 8; i++) t39[i] = ((int16_t)(int64_t)(t38[i]));
+                float t40[8];
+                for (int i = 0; i < 8; i++) t40[i] = ((float)(t39[i]));
+                float t41[8];
+                for (int i = 0; i < 8; i++) t41[i] = t33[i] ? t36[i] : t40[i];
+                int32_t t42[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t42[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_y * (uint32_t)f_stride_1)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_min_1 * (uint32_t)f_stride_1)) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
+                for (int i = 0; i < 8; i++) f[t42[i]] = t41[i];
               }
               else
               {
                 /* predicate ((uint1x8)likely(ramp(((f.s0.x.x*8) + f.min.0) + 1, 1, 8) <= x8(f.extent.0 + f.min.0))) */
-                int32_t t41[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t41[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
-                float t42[8];
                 int32_t t43[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t43[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)1));
-                int32_t t44[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t44[j * 1 + k] = ((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0));
-                uint8_t t45[8];
-                for (int i = 0; i < 8; i++) t45[i] = (t43[i] <= t44[i]);
-                for (int i = 0; i < 8; i++) t42[i] = t45[i] ? g[t41[i]] : 0;
-                float *t1_widened_f_s0_x_v0 = t42;
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t43[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
+                float t44[8];
+                int32_t t45[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t45[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)1));
                 int32_t t46[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t46[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + j * ((int32_t)1));
-                int32_t t47[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t47[j * 1 + k] = ((int32_t)3);
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t46[j * 1 + k] = ((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0));
+                uint8_t t47[8];
+                for (int i = 0; i < 8; i++) t47[i] = (t45[i] <= t46[i]);
+                for (int i = 0; i < 8; i++) t44[i] = t47[i] ? g[t43[i]] : 0;
+                float *t1_widened_f_s0_x_v0 = t44;
                 int32_t t48[8];
-                for (int i = 0; i < 8; i++) t48[i] = ((int32_t)hb_mod(t46[i], t47[i]));
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t48[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + j * ((int32_t)1));
                 int32_t t49[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t49[j * 1 + k] = ((int32_t)0);
-                uint8_t t50[8];
-                for (int i = 0; i < 8; i++) t50[i] = (t48[i] == t49[i]);
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t49[j * 1 + k] = ((int32_t)3);
+                int32_t t50[8];
+                for (int i = 0; i < 8; i++) t50[i] = ((int32_t)hb_mod(t48[i], t49[i]));
                 int32_t t51[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t51[j * 1 + k] = (int32_t)(((int32_t)1) + j * ((int32_t)1));
-                float t52[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t51[j * 1 + k] = ((int32_t)0);
+                uint8_t t52[8];
+                for (int i = 0; i < 8; i++) t52[i] = (t50[i] == t51[i]);
                 int32_t t53[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t53[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)1));
-                int32_t t54[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t54[j * 1 + k] = ((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0));
-                uint8_t t55[8];
-                for (int i = 0; i < 8; i++) t55[i] = (t53[i] <= t54[i]);
-                for (int i = 0; i < 8; i++) t52[i] = t55[i] ? g[t51[i]] : 0;
-                float t56[8];
-                for (int i = 0; i < 8; i++) t56[i] = (float)(t52[i] + t1_widened_f_s0_x_v0[i]);
-                float t57[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t57[j * 1 + k] = 100.0f;
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t53[j * 1 + k] = (int32_t)(((int32_t)1) + j * ((int32_t)1));
+                float t54[8];
+                int32_t t55[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t55[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)1));
+                int32_t t56[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t56[j * 1 + k] = ((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0));
+                uint8_t t57[8];
+                for (int i = 0; i < 8; i++) t57[i] = (t55[i] <= t56[i]);
+                for (int i = 0; i < 8; i++) t54[i] = t57[i] ? g[t53[i]] : 0;
                 float t58[8];
-                for (int i = 0; i < 8; i++) t58[i] = (t1_widened_f_s0_x_v0[i] < t57[i] ? t1_widened_f_s0_x_v0[i] : t57[i]);
-                int16_t t59[8];
-                for (int i = 0; i < 8; i++) t59[i] = ((int16_t)(int64_t)(t58[i]));
+                for (int i = 0; i < 8; i++) t58[i] = (float)(t54[i] + t1_widened_f_s0_x_v0[i]);
+                float t59[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t59[j * 1 + k] = 100.0f;
                 float t60[8];
-                for (int i = 0; i < 8; i++) t60[i] = ((float)(t59[i]));
-                float t61[8];
-                for (int i = 0; i < 8; i++) t61[i] = t50[i] ? t56[i] : t60[i];
-                int32_t t62[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t62[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_y * (uint32_t)f_stride_1)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_min_1 * (uint32_t)f_stride_1)) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
-                int32_t t63[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t63[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)1));
+                for (int i = 0; i < 8; i++) t60[i] = (t1_widened_f_s0_x_v0[i] < t59[i] ? t1_widened_f_s0_x_v0[i] : t59[i]);
+                int16_t t61[8];
+                for (int i = 0; i < 8; i++) t61[i] = ((int16_t)(int64_t)(t60[i]));
+                float t62[8];
+                for (int i = 0; i < 8; i++) t62[i] = ((float)(t61[i]));
+                float t63[8];
+                for (int i = 0; i < 8; i++) t63[i] = t52[i] ? t58[i] : t62[i];
                 int32_t t64[8];
-                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t64[j * 1 + k] = ((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0));
-                uint8_t t65[8];
-                for (int i = 0; i < 8; i++) t65[i] = (t63[i] <= t64[i]);
-                for (int i = 0; i < 8; i++) if (t65[i]) f[t62[i]] = t61[i];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t64[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_y * (uint32_t)f_stride_1)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_min_1 * (uint32_t)f_stride_1)) + (uint32_t)f_min_0)))) + j * ((int32_t)1));
+                int32_t t65[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t65[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)f_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)f_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)1));
+                int32_t t66[8];
+                for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t66[j * 1 + k] = ((int32_t)((uint32_t)f_extent_0 + (uint32_t)f_min_0));
+                uint8_t t67[8];
+                for (int i = 0; i < 8; i++) t67[i] = (t65[i] <= t66[i]);
+                for (int i = 0; i < 8; i++) if (t67[i]) f[t64[i]] = t63[i];
               }
               free(g);
             }
@@ -427,6 +459,9 @@ int vectorizing(struct halide_buffer_t *b_A, struct halide_buffer_t *b_f) {
   if ((status = hb_check_halide_buffer(b_f, 2, 32, 2, 0)) != 0) return status;
   status = vectorizing_raw((float *)b_A->host, b_A->dim[0].min, b_A->dim[0].extent, b_A->dim[0].stride, b_A->dim[1].min, b_A->dim[1].extent, b_A->dim[1].stride, (float *)b_f->host, b_f->dim[0].min, b_f->dim[0].extent, b_f->dim[0].stride, b_f->dim[1].min, b_f->dim[1].extent, b_f->dim[1].stride);
   if (status < 0 && status >= -25) return hb_check_errors[-status - 1];
+  if (status == -200000) return -11; /* out_of_memory */
+  if (status == -200001) return -6; /* buffer_extents_too_large */
+  if (status == -200002) return -5; /* buffer_allocation_too_large */
   if (status != 0) return status;
   b_f->flags = (b_f->flags | 1u) & ~(uint64_t)2u; /* host dirty */
   return 0;

@@ -59,8 +59,37 @@ static inline uint16_t hb_f32_to_f16(float f) {
   return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
 }
 static inline float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
+/* Index arithmetic is int32, as in Halide: whether a buffer argument's
+   elements (min, extent, stride per dimension) lie further apart than
+   2^31 - 1, its last coordinate passes it, or an extent is negative. */
+static inline int hb_buffer_too_large(int dimensions, const int32_t *dims) {
+  int64_t span = 0, elements = 1;
+  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 1;
+  for (int d = 0; d < dimensions; d++) {
+    int64_t min = dims[3 * d], extent = dims[3 * d + 1], stride = dims[3 * d + 2];
+    if (extent == 0) return 0; /* empty: nothing is addressed */
+    span += (extent - 1) * (stride < 0 ? -stride : stride);
+    elements *= extent;
+    if (span > INT32_MAX || elements > INT32_MAX || min + extent - 1 > INT32_MAX) return 1;
+  }
+  return 0;
+}
+/* The elements to allocate (the product of the factors; 1 for an empty
+   allocation, so that calloc's NULL always means failure), or -1 if an
+   extent is negative or it would pass 2^31 - 1 bytes, Halide's limit. */
+static inline int64_t hb_allocation_elements(int64_t element_bytes, int count, const int64_t *factors) {
+  int64_t elements = 1;
+  for (int i = 0; i < count; i++) if (factors[i] <= 0) return factors[i] < 0 ? -1 : 1;
+  for (int i = 0; i < count; i++) {
+    if (factors[i] > INT32_MAX / (element_bytes * elements)) return -1;
+    elements *= factors[i];
+  }
+  return elements;
+}
 
 int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, float *out_host_pointer, int32_t out_host_pointer_min0, int32_t out_host_pointer_extent0, int32_t out_host_pointer_stride0, int32_t out_host_pointer_min1, int32_t out_host_pointer_extent1, int32_t out_host_pointer_stride1) {
+  { const int32_t dims[] = {A_host_pointer_min0, A_host_pointer_extent0, A_host_pointer_stride0}; if (hb_buffer_too_large(1, dims)) return -200001; }
+  { const int32_t dims[] = {out_host_pointer_min0, out_host_pointer_extent0, out_host_pointer_stride0, out_host_pointer_min1, out_host_pointer_extent1, out_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)out.buffer) != (uint64)0, halide_error_buffer_argument_is_null("out")) */
   if (!((((uint64_t)(uintptr_t)(((void *)out_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)A.buffer) != (uint64)0, halide_error_buffer_argument_is_null("A")) */
@@ -173,7 +202,10 @@ int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t 
     if (!((out != ((void *)(uintptr_t)(UINT64_C(0)))))) { return -21; }
     /* allocate g[float32 * out.extent.1] */
     {
-      float *g = (float *)calloc((size_t)((((int32_t)1)) * (out_extent_1)), sizeof(float));
+      const int64_t t5[] = {(int64_t)(((int32_t)1)), (int64_t)(out_extent_1)};
+      int64_t t6 = hb_allocation_elements(4, 2, t5);
+      if (t6 < 0) { return -200002; }
+      float *g = (float *)calloc((size_t)(t6), sizeof(float));
       if (!g) { return -200000; }
       /* produce g */
       /* for (g.s0.x.x, 0, (out.extent.1 + 7)/8) { */
@@ -184,19 +216,19 @@ int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t 
           int32_t g_s0_x_v1_base = (((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)out_min_1)) < ((int32_t)((uint32_t)((int32_t)((uint32_t)out_extent_1 + (uint32_t)out_min_1)) + (uint32_t)((int32_t)-8))) ? ((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_x * (uint32_t)((int32_t)8))) + (uint32_t)out_min_1)) : ((int32_t)((uint32_t)((int32_t)((uint32_t)out_extent_1 + (uint32_t)out_min_1)) + (uint32_t)((int32_t)-8))));
           (void)g_s0_x_v1_base;
           /* g[ramp(g.s0.x.v1.base - out.min.1, 1, 8)] = (float32x8)A[ramp((g.s0.x.v1.base*3) - A.min.0, 3, 8)] + (float32x8)A[ramp(((g.s0.x.v1.base*3) - A.min.... */
-          int32_t t5[8];
-          for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t5[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_v1_base * (uint32_t)((int32_t)3))) - (uint32_t)A_min_0)) + j * ((int32_t)3));
-          float t6[8];
-          for (int i = 0; i < 8; i++) t6[i] = A[t5[i]];
           int32_t t7[8];
-          for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t7[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_v1_base * (uint32_t)((int32_t)3))) - (uint32_t)A_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)3));
+          for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t7[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_v1_base * (uint32_t)((int32_t)3))) - (uint32_t)A_min_0)) + j * ((int32_t)3));
           float t8[8];
           for (int i = 0; i < 8; i++) t8[i] = A[t7[i]];
-          float t9[8];
-          for (int i = 0; i < 8; i++) t9[i] = (float)(t6[i] + t8[i]);
-          int32_t t10[8];
-          for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t10[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)g_s0_x_v1_base - (uint32_t)out_min_1)) + j * ((int32_t)1));
-          for (int i = 0; i < 8; i++) g[t10[i]] = t9[i];
+          int32_t t9[8];
+          for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t9[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)g_s0_x_v1_base * (uint32_t)((int32_t)3))) - (uint32_t)A_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)3));
+          float t10[8];
+          for (int i = 0; i < 8; i++) t10[i] = A[t9[i]];
+          float t11[8];
+          for (int i = 0; i < 8; i++) t11[i] = (float)(t8[i] + t10[i]);
+          int32_t t12[8];
+          for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t12[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)g_s0_x_v1_base - (uint32_t)out_min_1)) + j * ((int32_t)1));
+          for (int i = 0; i < 8; i++) g[t12[i]] = t11[i];
         }
       }
       /* assert((0 <= out.min.0) && ((out.extent.0 + out.min.0) <= 3), halide_error_explicit_bounds_too_small("c", "out", 0, 2, out.min.0, (out.extent.0 + o... */
@@ -212,88 +244,88 @@ int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t 
           (void)out_s0_x_v2_base;
           /* allocate f[float32 * 3 * 8] */
           {
-            float *f = (float *)calloc((size_t)(((((int32_t)1)) * (((int32_t)3))) * (((int32_t)8))), sizeof(float));
+            float *f = (float *)calloc((size_t)(24), sizeof(float));
             if (!f) { return -200000; }
             /* produce f */
             /* f[ramp(0, 3, 8)] = (float32x8)A[ramp((out.s0.x.v2.base*2) - A.min.0, 2, 8)]*x8(0.500000f) */
-            int32_t t11[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t11[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base * (uint32_t)((int32_t)2))) - (uint32_t)A_min_0)) + j * ((int32_t)2));
-            float t12[8];
-            for (int i = 0; i < 8; i++) t12[i] = A[t11[i]];
-            float t13[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t13[j * 1 + k] = 0.5f;
+            int32_t t13[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t13[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base * (uint32_t)((int32_t)2))) - (uint32_t)A_min_0)) + j * ((int32_t)2));
             float t14[8];
-            for (int i = 0; i < 8; i++) t14[i] = (float)(t12[i] * t13[i]);
-            int32_t t15[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t15[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)3));
-            for (int i = 0; i < 8; i++) f[t15[i]] = t14[i];
+            for (int i = 0; i < 8; i++) t14[i] = A[t13[i]];
+            float t15[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t15[j * 1 + k] = 0.5f;
+            float t16[8];
+            for (int i = 0; i < 8; i++) t16[i] = (float)(t14[i] * t15[i]);
+            int32_t t17[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t17[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)3));
+            for (int i = 0; i < 8; i++) f[t17[i]] = t16[i];
             /* f[ramp(1, 3, 8)] = (float32x8)A[ramp(((out.s0.x.v2.base*2) - A.min.0) + 1, 2, 8)]*x8(0.500000f) */
-            int32_t t16[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t16[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base * (uint32_t)((int32_t)2))) - (uint32_t)A_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)2));
-            float t17[8];
-            for (int i = 0; i < 8; i++) t17[i] = A[t16[i]];
-            float t18[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t18[j * 1 + k] = 0.5f;
+            int32_t t18[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t18[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base * (uint32_t)((int32_t)2))) - (uint32_t)A_min_0)) + (uint32_t)((int32_t)1))) + j * ((int32_t)2));
             float t19[8];
-            for (int i = 0; i < 8; i++) t19[i] = (float)(t17[i] * t18[i]);
-            int32_t t20[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t20[j * 1 + k] = (int32_t)(((int32_t)1) + j * ((int32_t)3));
-            for (int i = 0; i < 8; i++) f[t20[i]] = t19[i];
+            for (int i = 0; i < 8; i++) t19[i] = A[t18[i]];
+            float t20[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t20[j * 1 + k] = 0.5f;
+            float t21[8];
+            for (int i = 0; i < 8; i++) t21[i] = (float)(t19[i] * t20[i]);
+            int32_t t22[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t22[j * 1 + k] = (int32_t)(((int32_t)1) + j * ((int32_t)3));
+            for (int i = 0; i < 8; i++) f[t22[i]] = t21[i];
             /* f[ramp(2, 3, 8)] = (float32x8)A[ramp(((out.s0.x.v2.base*2) - A.min.0) + 2, 2, 8)]*x8(0.500000f) */
-            int32_t t21[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t21[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base * (uint32_t)((int32_t)2))) - (uint32_t)A_min_0)) + (uint32_t)((int32_t)2))) + j * ((int32_t)2));
-            float t22[8];
-            for (int i = 0; i < 8; i++) t22[i] = A[t21[i]];
-            float t23[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t23[j * 1 + k] = 0.5f;
+            int32_t t23[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t23[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base * (uint32_t)((int32_t)2))) - (uint32_t)A_min_0)) + (uint32_t)((int32_t)2))) + j * ((int32_t)2));
             float t24[8];
-            for (int i = 0; i < 8; i++) t24[i] = (float)(t22[i] * t23[i]);
-            int32_t t25[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t25[j * 1 + k] = (int32_t)(((int32_t)2) + j * ((int32_t)3));
-            for (int i = 0; i < 8; i++) f[t25[i]] = t24[i];
+            for (int i = 0; i < 8; i++) t24[i] = A[t23[i]];
+            float t25[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t25[j * 1 + k] = 0.5f;
+            float t26[8];
+            for (int i = 0; i < 8; i++) t26[i] = (float)(t24[i] * t25[i]);
+            int32_t t27[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t27[j * 1 + k] = (int32_t)(((int32_t)2) + j * ((int32_t)3));
+            for (int i = 0; i < 8; i++) f[t27[i]] = t26[i];
             /* consume f */
             /* out[ramp((out.s0.x.v2.base - out.min.1)*out.stride.1, out.stride.1, 8)] = (float32x8)f[ramp(0, 3, 8)] + (float32x8)g[ramp(out.s0.x.v2.base - out.mi... */
-            int32_t t26[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t26[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)3));
-            float t27[8];
-            for (int i = 0; i < 8; i++) t27[i] = f[t26[i]];
             int32_t t28[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t28[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) + j * ((int32_t)1));
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t28[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)3));
             float t29[8];
-            for (int i = 0; i < 8; i++) t29[i] = g[t28[i]];
-            float t30[8];
-            for (int i = 0; i < 8; i++) t30[i] = (float)(t27[i] + t29[i]);
-            int32_t t31[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t31[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) * (uint32_t)out_stride_1)) + j * out_stride_1);
-            for (int i = 0; i < 8; i++) out[t31[i]] = t30[i];
+            for (int i = 0; i < 8; i++) t29[i] = f[t28[i]];
+            int32_t t30[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t30[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) + j * ((int32_t)1));
+            float t31[8];
+            for (int i = 0; i < 8; i++) t31[i] = g[t30[i]];
+            float t32[8];
+            for (int i = 0; i < 8; i++) t32[i] = (float)(t29[i] + t31[i]);
+            int32_t t33[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t33[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) * (uint32_t)out_stride_1)) + j * out_stride_1);
+            for (int i = 0; i < 8; i++) out[t33[i]] = t32[i];
             /* out[ramp(((out.s0.x.v2.base - out.min.1)*out.stride.1) + 1, out.stride.1, 8)] = (float32x8)f[ramp(1, 3, 8)] + (float32x8)g[ramp(out.s0.x.v2.base - ... */
-            int32_t t32[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t32[j * 1 + k] = (int32_t)(((int32_t)1) + j * ((int32_t)3));
-            float t33[8];
-            for (int i = 0; i < 8; i++) t33[i] = f[t32[i]];
             int32_t t34[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t34[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) + j * ((int32_t)1));
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t34[j * 1 + k] = (int32_t)(((int32_t)1) + j * ((int32_t)3));
             float t35[8];
-            for (int i = 0; i < 8; i++) t35[i] = g[t34[i]];
-            float t36[8];
-            for (int i = 0; i < 8; i++) t36[i] = (float)(t33[i] + t35[i]);
-            int32_t t37[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t37[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) * (uint32_t)out_stride_1)) + (uint32_t)((int32_t)1))) + j * out_stride_1);
-            for (int i = 0; i < 8; i++) out[t37[i]] = t36[i];
+            for (int i = 0; i < 8; i++) t35[i] = f[t34[i]];
+            int32_t t36[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t36[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) + j * ((int32_t)1));
+            float t37[8];
+            for (int i = 0; i < 8; i++) t37[i] = g[t36[i]];
+            float t38[8];
+            for (int i = 0; i < 8; i++) t38[i] = (float)(t35[i] + t37[i]);
+            int32_t t39[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t39[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) * (uint32_t)out_stride_1)) + (uint32_t)((int32_t)1))) + j * out_stride_1);
+            for (int i = 0; i < 8; i++) out[t39[i]] = t38[i];
             /* out[ramp(((out.s0.x.v2.base - out.min.1)*out.stride.1) + 2, out.stride.1, 8)] = (float32x8)f[ramp(2, 3, 8)] + (float32x8)g[ramp(out.s0.x.v2.base - ... */
-            int32_t t38[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t38[j * 1 + k] = (int32_t)(((int32_t)2) + j * ((int32_t)3));
-            float t39[8];
-            for (int i = 0; i < 8; i++) t39[i] = f[t38[i]];
             int32_t t40[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t40[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) + j * ((int32_t)1));
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t40[j * 1 + k] = (int32_t)(((int32_t)2) + j * ((int32_t)3));
             float t41[8];
-            for (int i = 0; i < 8; i++) t41[i] = g[t40[i]];
-            float t42[8];
-            for (int i = 0; i < 8; i++) t42[i] = (float)(t39[i] + t41[i]);
-            int32_t t43[8];
-            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t43[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) * (uint32_t)out_stride_1)) + (uint32_t)((int32_t)2))) + j * out_stride_1);
-            for (int i = 0; i < 8; i++) out[t43[i]] = t42[i];
+            for (int i = 0; i < 8; i++) t41[i] = f[t40[i]];
+            int32_t t42[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t42[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) + j * ((int32_t)1));
+            float t43[8];
+            for (int i = 0; i < 8; i++) t43[i] = g[t42[i]];
+            float t44[8];
+            for (int i = 0; i < 8; i++) t44[i] = (float)(t41[i] + t43[i]);
+            int32_t t45[8];
+            for (int j = 0; j < 8; j++) for (int k = 0; k < 1; k++) t45[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)out_s0_x_v2_base - (uint32_t)out_min_1)) * (uint32_t)out_stride_1)) + (uint32_t)((int32_t)2))) + j * out_stride_1);
+            for (int i = 0; i < 8; i++) out[t45[i]] = t44[i];
             free(f);
           }
         }
@@ -354,6 +386,9 @@ int vectorizing(struct halide_buffer_t *b_A, struct halide_buffer_t *b_out) {
   if ((status = hb_check_halide_buffer(b_out, 2, 32, 2, 0)) != 0) return status;
   status = vectorizing_raw((float *)b_A->host, b_A->dim[0].min, b_A->dim[0].extent, b_A->dim[0].stride, (float *)b_out->host, b_out->dim[0].min, b_out->dim[0].extent, b_out->dim[0].stride, b_out->dim[1].min, b_out->dim[1].extent, b_out->dim[1].stride);
   if (status < 0 && status >= -22) return hb_check_errors[-status - 1];
+  if (status == -200000) return -11; /* out_of_memory */
+  if (status == -200001) return -6; /* buffer_extents_too_large */
+  if (status == -200002) return -5; /* buffer_allocation_too_large */
   if (status != 0) return status;
   b_out->flags = (b_out->flags | 1u) & ~(uint64_t)2u; /* host dirty */
   return 0;

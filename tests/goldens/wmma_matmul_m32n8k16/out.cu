@@ -64,6 +64,33 @@ static inline __host__ __device__ uint16_t hb_f32_to_f16(float f) {
   return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
 }
 static inline __host__ __device__ float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
+/* Index arithmetic is int32, as in Halide: whether a buffer argument's
+   elements (min, extent, stride per dimension) lie further apart than
+   2^31 - 1, its last coordinate passes it, or an extent is negative. */
+static inline __host__ __device__ int hb_buffer_too_large(int dimensions, const int32_t *dims) {
+  int64_t span = 0, elements = 1;
+  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 1;
+  for (int d = 0; d < dimensions; d++) {
+    int64_t min = dims[3 * d], extent = dims[3 * d + 1], stride = dims[3 * d + 2];
+    if (extent == 0) return 0; /* empty: nothing is addressed */
+    span += (extent - 1) * (stride < 0 ? -stride : stride);
+    elements *= extent;
+    if (span > INT32_MAX || elements > INT32_MAX || min + extent - 1 > INT32_MAX) return 1;
+  }
+  return 0;
+}
+/* The elements to allocate (the product of the factors; 1 for an empty
+   allocation, so that calloc's NULL always means failure), or -1 if an
+   extent is negative or it would pass 2^31 - 1 bytes, Halide's limit. */
+static inline __host__ __device__ int64_t hb_allocation_elements(int64_t element_bytes, int count, const int64_t *factors) {
+  int64_t elements = 1;
+  for (int i = 0; i < count; i++) if (factors[i] <= 0) return factors[i] < 0 ? -1 : 1;
+  for (int i = 0; i < count; i++) {
+    if (factors[i] > INT32_MAX / (element_bytes * elements)) return -1;
+    elements *= factors[i];
+  }
+  return elements;
+}
 using namespace nvcuda;
 /* launched as <<<grid, dim3(32, 1, 1)>>> */
 static __global__ void vectorizing_k0(uint16_t *__restrict__ A, uint16_t *__restrict__ B, float *__restrict__ prod_global_wrapper_0, int32_t prod_global_wrapper_0_s0_x_xo_block_id_x_lo, int32_t prod_global_wrapper_0_s0_y_yo_block_id_y_lo) {
@@ -124,6 +151,9 @@ static __global__ void vectorizing_k0(uint16_t *__restrict__ A, uint16_t *__rest
 
 
 extern "C" int vectorizing_raw(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int32_t A_host_pointer_min1, int32_t A_host_pointer_extent1, int32_t A_host_pointer_stride1, uint16_t *B_host_pointer, int32_t B_host_pointer_min0, int32_t B_host_pointer_extent0, int32_t B_host_pointer_stride0, int32_t B_host_pointer_min1, int32_t B_host_pointer_extent1, int32_t B_host_pointer_stride1, float *prod_global_wrapper_0_host_pointer, int32_t prod_global_wrapper_0_host_pointer_min0, int32_t prod_global_wrapper_0_host_pointer_extent0, int32_t prod_global_wrapper_0_host_pointer_stride0, int32_t prod_global_wrapper_0_host_pointer_min1, int32_t prod_global_wrapper_0_host_pointer_extent1, int32_t prod_global_wrapper_0_host_pointer_stride1, cudaStream_t hb_stream) {
+  { const int32_t dims[] = {A_host_pointer_min0, A_host_pointer_extent0, A_host_pointer_stride0, A_host_pointer_min1, A_host_pointer_extent1, A_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
+  { const int32_t dims[] = {B_host_pointer_min0, B_host_pointer_extent0, B_host_pointer_stride0, B_host_pointer_min1, B_host_pointer_extent1, B_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
+  { const int32_t dims[] = {prod_global_wrapper_0_host_pointer_min0, prod_global_wrapper_0_host_pointer_extent0, prod_global_wrapper_0_host_pointer_stride0, prod_global_wrapper_0_host_pointer_min1, prod_global_wrapper_0_host_pointer_extent1, prod_global_wrapper_0_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)prod_global_wrapper$0.buffer) != (uint64)0, halide_error_buffer_argument_is_null("prod_global_... */
   if (!((((uint64_t)(uintptr_t)(((void *)prod_global_wrapper_0_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)B.buffer) != (uint64)0, halide_error_buffer_argument_is_null("B")) */
@@ -369,6 +399,9 @@ extern "C" int vectorizing(struct halide_buffer_t *b_A, struct halide_buffer_t *
   if ((status = hb_check_halide_buffer(b_prod_global_wrapper_0, 2, 32, 2, 1)) != 0) return status;
   status = vectorizing_raw((uint16_t *)(uintptr_t)b_A->device, b_A->dim[0].min, b_A->dim[0].extent, b_A->dim[0].stride, b_A->dim[1].min, b_A->dim[1].extent, b_A->dim[1].stride, (uint16_t *)(uintptr_t)b_B->device, b_B->dim[0].min, b_B->dim[0].extent, b_B->dim[0].stride, b_B->dim[1].min, b_B->dim[1].extent, b_B->dim[1].stride, (float *)(uintptr_t)b_prod_global_wrapper_0->device, b_prod_global_wrapper_0->dim[0].min, b_prod_global_wrapper_0->dim[0].extent, b_prod_global_wrapper_0->dim[0].stride, b_prod_global_wrapper_0->dim[1].min, b_prod_global_wrapper_0->dim[1].extent, b_prod_global_wrapper_0->dim[1].stride, (cudaStream_t)0);
   if (status < 0 && status >= -42) return hb_check_errors[-status - 1];
+  if (status == -200000) return -11; /* out_of_memory */
+  if (status == -200001) return -6; /* buffer_extents_too_large */
+  if (status == -200002) return -5; /* buffer_allocation_too_large */
   if (status != 0) return status;
   b_prod_global_wrapper_0->flags = (b_prod_global_wrapper_0->flags | 2u) & ~(uint64_t)1u; /* device dirty */
   return 0;
