@@ -455,6 +455,33 @@ def test_the_interpreter_refuses_a_buffer_too_large_to_hold(tmp_path: Path) -> N
     assert b"'mm' needs 1600000000 elements, more than the interpreter's 1024 MiB per buffer" in result.stderr
 
 
+def test_the_interpreter_stops_at_its_time_limit(tmp_path: Path) -> None:
+    """The review: the interpreter had no time bound. A real dump whose
+    loop runs 2^31 - 1 times (its extent changed) stops at --verify-timeout
+    with exit 4 and no output, for compile --verify and for verify."""
+    import time
+
+    lines = (FIXTURES / "amx_bf16_matmul_std_tiled" / "vectorizing.stmt").read_text().split("\n")
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("for ("))
+    indent = lines[start][:len(lines[start]) - len(lines[start].lstrip())]
+    end = next(i for i in range(start, len(lines)) if lines[i] == indent + "}")
+    # The first loop nest, run again and again by a loop around it.
+    lines[end:end + 1] = [lines[end], indent + "}"]
+    lines[start:start] = [indent + "for (spin, 0, 2147483647) {"]
+    source = tmp_path / "endless.stmt"
+    source.write_text("\n".join(lines))
+    started = time.monotonic()
+    result = run_cli("compile", str(source), "--no-cache", "--verify", "--verify-timeout", "2", "-q",
+                     "-o", str(tmp_path / "o.stmt"))
+    assert result.returncode == 4, result.stderr
+    assert b"error: the reference interpreter did not finish within 2 s" in result.stderr
+    assert b"raise the limit with --verify-timeout" in result.stderr
+    assert not (tmp_path / "o.stmt").exists() and time.monotonic() - started < 60
+    checked = run_cli("verify", str(source), str(source), "--verify-timeout", "1")
+    assert checked.returncode == 4, checked.stderr
+    assert b"did not finish within 1 s" in checked.stderr
+
+
 # ------------------------------------------------------------------ 1. generated code out of process
 def _library(tmp_path: Path, body: str) -> Path:
     """A shared library whose raw entry point ``k_raw`` runs ``body``
@@ -546,6 +573,46 @@ def test_an_allocation_past_2_gib_is_refused_not_wrapped(tmp_path: Path, entry: 
     assert run_isolated(entry, library, "k", arguments, _tiny_buffers(1 << 29, 1)) == status
     source = (tmp_path / "k.c").read_text()
     assert "int64_t t2 = hb_allocation_elements(4, 3, t1);" in source
+
+
+def test_wide_vectors_live_on_the_heap_not_the_stack(tmp_path: Path) -> None:
+    """The review: a 4M-lane stack array killed hardboiled. Lanes are now
+    at most 65,535 (Halide's limit), and a vector value over 4 KiB lives in
+    a scratch block from the heap: forty 65,535-lane statements (about
+    20 MB of vector values, more than a thread's 8 MB stack) run, and
+    agree with the interpreter."""
+    import numpy as np
+
+    from hardboiled import ir
+    from hardboiled.codegen.abi import kernel_signature
+    from hardboiled.codegen.c import generate_c
+    from hardboiled.codegen.toolchain import compile_c, find_compiler
+    from hardboiled.frontend.parse import parse_input
+    from hardboiled.verify.compare import run_program
+    from hardboiled.verify.interp import BufferT
+    from hardboiled.verify.run import run_isolated
+
+    lanes = 65535
+    lines = []
+    for b in ("A", "out"):
+        lines += [f"let {b} = (void *)_halide_buffer_get_host((struct halide_buffer_t *){b}.buffer)",
+                  f"let {b}.type = (uint32)_halide_buffer_get_type((struct halide_buffer_t *){b}.buffer)",
+                  f"let {b}.dimensions = _halide_buffer_get_dimensions((struct halide_buffer_t *){b}.buffer)",
+                  f'assert({b}.type == (uint32)73730, halide_error_bad_type("{b}", {b}.type, (uint32)73730))',
+                  f'assert({b}.dimensions == 1, halide_error_bad_dimensions("{b}", {b}.dimensions, 1))']
+    lines += [f"out[ramp(0, 1, {lanes})] = ((float32x{lanes})out[ramp(0, 1, {lanes})]*x{lanes}(0.500000f)) + "
+              f"((float32x{lanes})A[ramp(0, 1, {lanes})]*x{lanes}({k}.000000f))" for k in range(40)]
+    stmt = parse_input("\n".join(lines) + "\n", buffer_types={"A": ir.Float(32), "out": ir.Float(32)}).ir
+    source = generate_c(stmt, "wide")
+    assert "char *hb_scratch = (char *)malloc(" in source
+    library = tmp_path / "wide.so"
+    compile_c(source, library, shared=True, amx="emulate", compiler=find_compiler(None))
+    rng = np.random.default_rng(18)
+    buffers = {name: BufferT(name, ir.Float(32), rng.standard_normal(lanes).astype(np.float32), (0,), (lanes,), (1,))
+               for name in ("A", "out")}
+    expected = run_program(stmt, buffers)["out"].data
+    assert run_isolated("raw", library, "wide", kernel_signature(stmt), buffers) == 0
+    np.testing.assert_array_equal(buffers["out"].data, expected)
 
 
 # ------------------------------------------------------------------ 7. the environment

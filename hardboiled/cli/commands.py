@@ -171,6 +171,10 @@ diagnostics_format_option = click.option(
 )
 seed_option = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                            help="Seed of the random input data used by verification.")
+verify_timeout_option = click.option(
+    "--verify-timeout", "verify_timeout", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
+    help="Wall-clock limit for the reference interpreter in one verification (default 300); exceeding it "
+    "exits 4.")
 param_option = click.option("--param", "params", metavar="NAME=VALUE", multiple=True,
                             help="Value of a buffer field the dump leaves symbolic, e.g. "
                             "B.stride.1=40 or out.extent.0=64 (repeatable).")
@@ -298,6 +302,7 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
               "auto emulates unless the CPU has AMX.")
 @seed_option
 @param_option
+@verify_timeout_option
 @click.option("--egglog-timeout", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
               help="Wall-clock limit for equality saturation (default 60).")
 @click.option("--egglog-memory", type=click.IntRange(min=64), default=None, metavar="MB",
@@ -331,7 +336,7 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
                     build_path: str | None, cuda_arch: str, entry_point: str | None,
                     argument_order: str | None, cc: str | None,
                     include_dirs: tuple[str, ...], amx_mode: str, seed: int,
-                    params: tuple[str, ...],
+                    params: tuple[str, ...], verify_timeout: float | None,
                     egglog_timeout: float | None, egglog_memory: int | None, cache_dir: str | None,
                     no_cache: bool, jobs: int, report_format: str, diagnostics_format: str,
                     quiet: bool, print_before: tuple[str, ...], print_after: tuple[str, ...], timing: bool,
@@ -357,7 +362,8 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
         _check_cache_directory(Path(selection.cache_dir))
     options = CompileOptions(
         stage=stage, buffer_types=_parse_buffer_types(buffer_types), selection=selection, emit=kinds,
-        verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", int), cc=cc,
+        verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", int),
+        verify_timeout_s=verify_timeout, cc=cc,
         amx=amx_mode, build_path=build_path, cuda_arch=parse_cuda_arch(cuda_arch), name=entry_point,
         include_dirs=include_dirs, args=_argument_order(argument_order),
         print_before=print_before, print_after=print_after, timing=timing, verify_ir=verify_ir,
@@ -539,15 +545,16 @@ def _run_batch(inputs: list[BatchInput], options: CompileOptions, jobs: int, qui
 
 
 def _verify_and_report(original: ir.Stmt | ir.Module, rewritten: ir.Stmt | ir.Module, seed: int,
-                       params: dict[str, int], quiet: bool) -> None:
+                       params: dict[str, int], quiet: bool, timeout_s: float | None = None) -> None:
     from hardboiled import ir
     from hardboiled.verify.compare import mismatch_error, verify
+    from hardboiled.verify.interp import INTERPRETER_TIMEOUT_S
 
     if isinstance(original, ir.Module) or isinstance(rewritten, ir.Module):
         raise HardboiledError(Diagnostic(
             "error", "verification runs a single statement; use a debug log or a stmt file, not a module",
         ))
-    result = verify(original, rewritten, seed=seed, params=params)
+    result = verify(original, rewritten, seed=seed, params=params, timeout_s=timeout_s or INTERPRETER_TIMEOUT_S)
     if not result.ok:
         raise mismatch_error(result)
     if not quiet:
@@ -561,10 +568,11 @@ def _verify_and_report(original: ir.Stmt | ir.Module, rewritten: ir.Stmt | ir.Mo
 @buffer_type_option
 @seed_option
 @param_option
+@verify_timeout_option
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @handles_errors
 def verify_command(original_path: str, rewritten_path: str, stage: str | None, buffer_types: tuple[str, ...],
-                   seed: int, params: tuple[str, ...], quiet: bool) -> None:
+                   seed: int, params: tuple[str, ...], verify_timeout: float | None, quiet: bool) -> None:
     """Check that REWRITTEN computes what ORIGINAL computes.
 
     Both run in hardboiled's reference interpreter on the same seeded random
@@ -577,7 +585,7 @@ def verify_command(original_path: str, rewritten_path: str, stage: str | None, b
         raise click.UsageError("standard input can be read only once")
     original = _read_program(original_path, stage, buffer_types).ir
     rewritten = _read_program(rewritten_path, None, buffer_types).ir
-    _verify_and_report(original, rewritten, seed, _key_values(params, "--param", int), quiet)
+    _verify_and_report(original, rewritten, seed, _key_values(params, "--param", int), quiet, verify_timeout)
 
 
 @main.command("rules")

@@ -25,6 +25,9 @@ class CompileOptions:
     run: bool = False
     seed: int = 0
     params: dict[str, int] = field(default_factory=dict)
+    verify_timeout_s: float | None = None
+    """--verify-timeout: the interpreter's limit per verification (None:
+    verify/interp.py INTERPRETER_TIMEOUT_S)."""
     cc: str | None = None
     amx: str = "auto"
     build_path: str | None = None

@@ -278,12 +278,18 @@ def _report(c: Compilation) -> None:
     c.report = selection_report(c.name, c.stage, c.selections)
 
 
+def _interpreter_timeout(c: Compilation) -> float:
+    from hardboiled.verify.interp import INTERPRETER_TIMEOUT_S
+
+    return c.options.verify_timeout_s or INTERPRETER_TIMEOUT_S
+
+
 def _verify(c: Compilation) -> None:
     from hardboiled.cli.report import verification_json
     from hardboiled.verify.compare import mismatch_error, verify
 
     check = verify(_single(c.original, "verification"), _single(c.program, "verification"),
-                   seed=c.options.seed, params=c.options.params)
+                   seed=c.options.seed, params=c.options.params, timeout_s=_interpreter_timeout(c))
     c.report["verification"] = verification_json(check)
     if not check.ok:
         raise mismatch_error(check)
@@ -372,7 +378,7 @@ def _run_c(c: Compilation) -> None:
                                             c.c_source, cc=options.cc, amx=options.amx, seed=options.seed,
                                             params=options.params, function=_entry_point(c),
                                             order=_argument_order(c),
-                                            extra=options.include_flags)
+                                            extra=options.include_flags, timeout_s=_interpreter_timeout(c))
     c.report["run"] = dict(verification_json(check), compiler=compiler, amx=mode)
     if not check.ok:
         raise mismatch_error(check)

@@ -22,12 +22,15 @@ from hardboiled.ir.buffers import BufferSpec, discover_buffers
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.verify.error_bound import ERROR, NoErrorBound, bound_program, differing_buffers
 from hardboiled.verify.interp import (
+    INTERPRETER_TIMEOUT_S,
     BufferT,
     Interpreter,
     InterpreterError,
     Pointer,
     ProgramAssertFailed,
+    ResourceLimitError,
     dtype_of,
+    time_limit,
 )
 
 DEFAULT_SEED = 0
@@ -284,6 +287,8 @@ def error_bounds(original: ir.Stmt, rewritten: ir.Stmt, buffers: dict[str, Buffe
              for name in floats}
     try:
         Interpreter(params=dict(extra), buffers=copy.deepcopy(buffers)).run(program)
+    except ResourceLimitError:
+        raise
     except InterpreterError:
         return None
     return {name: extra[name + ERROR].array for name in floats}
@@ -366,14 +371,19 @@ def run_original(original: ir.Stmt, params: dict[str, int], seed: int
 
 
 def verify(original: ir.Stmt, rewritten: ir.Stmt, *, seed: int = DEFAULT_SEED,
-           params: dict[str, int] | None = None) -> VerificationResult:
-    buffers, outputs, expected = run_original(original, params or {}, seed)
-    try:
-        actual = run_program(rewritten, buffers)
-    except InterpreterError as exc:
-        return VerificationResult(seed, (), exc.diagnostic.message)
-    return VerificationResult(seed, compare_outputs(buffers, outputs, expected, actual,
-                                                    error_bounds(original, rewritten, buffers, outputs)))
+           params: dict[str, int] | None = None, timeout_s: float = INTERPRETER_TIMEOUT_S) -> VerificationResult:
+    """Run both programs on the same random inputs (within ``timeout_s`` in
+    all) and compare their outputs."""
+    with time_limit(timeout_s):
+        buffers, outputs, expected = run_original(original, params or {}, seed)
+        try:
+            actual = run_program(rewritten, buffers)
+        except ResourceLimitError:
+            raise  # the interpreter's limit, not a wrong result
+        except InterpreterError as exc:
+            return VerificationResult(seed, (), exc.diagnostic.message)
+        bounds = error_bounds(original, rewritten, buffers, outputs)
+    return VerificationResult(seed, compare_outputs(buffers, outputs, expected, actual, bounds))
 
 
 def _coordinates(buf: BufferT, flat: int) -> tuple[int, ...] | None:

@@ -24,7 +24,10 @@ Values are 1-D numpy arrays (a scalar has one lane); handles are
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,9 +48,36 @@ class InterpreterError(HardboiledError):
 
 
 class ResourceLimitError(InterpreterError):
-    """The program needs more memory than the interpreter gives it."""
+    """The program needs more memory or time than the interpreter gives it."""
 
     exit_code = ExitCode.RESOURCE_LIMIT
+
+
+INTERPRETER_TIMEOUT_S = 300.0
+"""How long one verification may run the interpreter (--verify-timeout):
+its inputs are small random buffers, so a run past it is a program that
+loops far longer than its sizes justify, or sizes far too large."""
+
+_deadline: ContextVar[tuple[float, float] | None] = ContextVar("interpreter_deadline", default=None)
+"""(time.monotonic() past which interpreting stops, the limit in seconds)."""
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Every interpreter run inside the block (in this thread) stops with a
+    ResourceLimitError once ``seconds`` have passed since it began."""
+    token = _deadline.set((time.monotonic() + seconds, seconds))
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def _check_deadline(deadline: tuple[float, float] | None) -> None:
+    if deadline is not None and time.monotonic() > deadline[0]:
+        raise ResourceLimitError(Diagnostic(
+            "error", f"the reference interpreter did not finish within {deadline[1]:g} s",
+            notes=("raise the limit with --verify-timeout, or pass smaller sizes with --param",)))
 
 
 MAX_ALLOCATION_BYTES = 1 << 30
@@ -230,8 +260,10 @@ class Interpreter(Visitor[Any]):
             return
         lo, extent = _as_int(self.eval(s.min)), _as_int(self.eval(s.extent))
         previous = self.env.values.get(s.name, _MISSING)
+        deadline = _deadline.get()
         try:
             for i in range(lo, lo + extent):
+                _check_deadline(deadline)
                 self.env.values[s.name] = np.array([i], dtype=np.int32)
                 self.run(s.body)
         finally:

@@ -26,7 +26,7 @@ from hardboiled.codegen.toolchain import ToolchainError, compile_c, cpu_has_amx,
 from hardboiled.support import children
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.verify.compare import DEFAULT_SEED, VerificationResult, compare_outputs, error_bounds, run_original
-from hardboiled.verify.interp import BufferT
+from hardboiled.verify.interp import INTERPRETER_TIMEOUT_S, BufferT, time_limit
 
 
 class HalideType(ctypes.Structure):
@@ -159,7 +159,8 @@ def run_generated_c(original: ir.Stmt, rewritten: ir.Stmt, source: str, *, cc: s
                     amx: str = "auto", seed: int = DEFAULT_SEED,
                     params: dict[str, int] | None = None,
                     function: str = DEFAULT_ENTRY_POINT, order: tuple[str, ...] | None = None,
-                    extra: tuple[str, ...] = ()) -> tuple[VerificationResult, str, str]:
+                    extra: tuple[str, ...] = (),
+                    timeout_s: float = INTERPRETER_TIMEOUT_S) -> tuple[VerificationResult, str, str]:
     """Build the C generated for ``rewritten``, run it on the same random
     inputs as the interpreter, and compare with the original IR's outputs.
 
@@ -176,20 +177,23 @@ def run_generated_c(original: ir.Stmt, rewritten: ir.Stmt, source: str, *, cc: s
     with children.temporary_directory("hardboiled-run-") as tmp:
         library = tmp / "kernel.so"
         compiler = compile_c(source, library, shared=True, amx=mode, compiler=find_compiler(cc), extra=extra)
-        result = run_built_kernel(original, rewritten, library, function, seed=seed, params=params, order=order)
+        result = run_built_kernel(original, rewritten, library, function, seed=seed, params=params, order=order,
+                                  timeout_s=timeout_s)
     return result, compiler.name, mode
 
 
 def run_built_kernel(original: ir.Stmt, rewritten: ir.Stmt, library: Path, function: str, *,
                      seed: int = DEFAULT_SEED, params: dict[str, int] | None = None,
-                     order: tuple[str, ...] | None = None) -> VerificationResult:
+                     order: tuple[str, ...] | None = None,
+                     timeout_s: float = INTERPRETER_TIMEOUT_S) -> VerificationResult:
     """Call ``function`` of a built library (the C generated for
     ``rewritten``, maybe linked with other kernels) on the interpreter's
     random inputs, through each entry point, and compare with the original
-    IR's outputs."""
-    buffers, outputs, expected = run_original(original, params or {}, seed)
+    IR's outputs (the interpreter's part within ``timeout_s``)."""
+    with time_limit(timeout_s):
+        buffers, outputs, expected = run_original(original, params or {}, seed)
+        bounds = error_bounds(original, rewritten, buffers, outputs)
     arguments = kernel_signature(rewritten, order)
-    bounds = error_bounds(original, rewritten, buffers, outputs)
     result = VerificationResult(seed, ())
     for entry in ENTRY_POINTS:
         actual = copy.deepcopy(buffers)
