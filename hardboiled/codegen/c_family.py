@@ -597,13 +597,13 @@ class CFamilyEmitter(Visitor[Any]):
         element_bytes = max(1, s.type.bits // 8)
         factors = [ir.IntImm(s.type.lanes), *s.extents]
         if all(isinstance(f, ir.IntImm) for f in factors):
-            elements = 1
+            constant = 1
             for factor in factors:
-                elements *= cast(ir.IntImm, factor).value
-            if elements < 0 or elements * element_bytes > 2**31 - 1:
-                raise codegen_error(f"allocation '{s.name}' of {elements} elements passes 2^31 - 1 bytes, "
+                constant *= cast(ir.IntImm, factor).value
+            if constant < 0 or constant * element_bytes > 2**31 - 1:
+                raise codegen_error(f"allocation '{s.name}' of {constant} elements passes 2^31 - 1 bytes, "
                                     "Halide's limit")
-            return str(max(1, elements))  # calloc(0) may answer NULL, which reads as a failure
+            return str(max(1, constant))  # calloc(0) may answer NULL, which reads as a failure
         terms = self.temp()
         elements = self.temp()
         self.emit(f"const int64_t {terms}[] = {{{', '.join(f'(int64_t)({self.expr(f)})' for f in factors)}}};")
