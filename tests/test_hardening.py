@@ -316,6 +316,24 @@ def test_deep_programs_meet_no_recursion_limit(tmp_path: Path, name: str, text: 
     assert compiled.returncode == 0, compiled.stderr[-300:]
 
 
+
+@pytest.mark.parametrize("piece", ["abcdefgh", "abc\\tdef", "\\x01\\\"\\\\"])
+def test_a_long_string_literal_costs_little_memory(tmp_path: Path, piece: str) -> None:
+    """Item 9: an 8 MB string literal (an escape every few characters, or
+    none) is read and printed back byte for byte under a 1 GB address-space
+    limit. The review's lexer took 845 B per byte of a literal; the
+    possessive pattern keeps no backtracking state per character or escape
+    (bench/memory.py measures the bytes per input byte)."""
+    text = (FIXTURES / "cpu_strings_and_types" / "vectorizing.stmt").read_text()
+    literal = '"Input buffer A"'
+    assert literal in text
+    source = tmp_path / "long.stmt"
+    source.write_text(text.replace(literal, '"' + piece * ((8 << 20) // len(piece)) + '"', 1))
+    result = _under_address_limit(1_000_000, "parse", str(source), tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout == source.read_bytes()
+
+
 # ------------------------------------------------------------------ 6. signals and children
 import signal  # noqa: E402
 import subprocess  # noqa: E402

@@ -109,9 +109,11 @@ class HalideLexer(Lexer):
                     kind = keyword
             next_pos = m.end()
             # Token(...) goes through a compatibility shim that costs more
-            # than the rest of this loop; fill the slots directly.
+            # than the rest of this loop; fill the slots directly. The token
+            # is a str of the same text, and stands for its own value: a
+            # second copy would double what a long string literal costs.
             token = new_str(Token, value)
-            token.type, token.value, token.start_pos = kind, value, pos
+            token.type, token.value, token.start_pos = kind, token, pos
             token.line, token.column = line, pos - line_start + 1
             if kind in newline_types:
                 breaks = value.count("\n")

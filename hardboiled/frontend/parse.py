@@ -243,34 +243,33 @@ def _unify_half(a: ir.Expr, b: ir.Expr) -> tuple[ir.Expr, ir.Expr]:
 _ESCAPES = {'"': 0x22, "\\": 0x5C, "t": 0x09, "r": 0x0D, "n": 0x0A}
 
 
+_BACKSLASH = re.compile(r"\\(x[0-9A-Fa-f]{2}|.|$)", re.DOTALL)
+
+
 def _unescape(literal: str) -> str | None:
     """The value of a printed string literal; None if an escape is malformed.
 
     Halide escapes every byte outside printable ASCII as ``\\xHH``, so the
     escapes are bytes of the UTF-8 text (undecodable bytes survive as
-    surrogates and print back unchanged).
+    surrogates and print back unchanged). A literal without escapes is its
+    own value: no copy beyond the slice, however long it is.
     """
     body = literal[1:-1]
+    if "\\" not in body:
+        return body
     out = bytearray()
-    i = 0
-    while i < len(body):
-        ch = body[i]
-        if ch != "\\":
-            out += ch.encode("utf-8")
-            i += 1
-            continue
-        nxt = body[i + 1 : i + 2]
-        if nxt == "x":
-            digits = body[i + 2 : i + 4]
-            if len(digits) != 2 or not all(c in "0123456789abcdefABCDEF" for c in digits):
-                return None
-            out.append(int(digits, 16))
-            i += 4
-        elif nxt in _ESCAPES:
-            out.append(_ESCAPES[nxt])
-            i += 2
+    position = 0
+    for match in _BACKSLASH.finditer(body):
+        out += body[position:match.start()].encode("utf-8", errors="surrogateescape")
+        escape = match.group(1)
+        if len(escape) == 3:
+            out.append(int(escape[1:], 16))
+        elif escape in _ESCAPES:
+            out.append(_ESCAPES[escape])
         else:
             return None
+        position = match.end()
+    out += body[position:].encode("utf-8", errors="surrogateescape")
     return out.decode("utf-8", errors="surrogateescape")
 
 
@@ -633,7 +632,9 @@ class _TreeBuilder:
         return ir.Let(str(name_tok), value, body)
 
     def _string_lit(self, tree: Tree) -> ir.Expr:
-        value = _unescape(str(tree.children[0]))
+        token = tree.children[0]
+        assert isinstance(token, Token)  # a Token is a str: passed on without a copy
+        value = _unescape(token)
         if value is None:
             raise self.error(
                 "malformed escape in string literal", tree,

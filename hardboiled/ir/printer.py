@@ -20,6 +20,7 @@ It follows Halide 21's IRPrinter conventions:
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -44,19 +45,24 @@ def format_float(value: float, bits: int) -> str:
     return text + {64: "", 32: "f", 16: "h"}[bits]
 
 
+_NEEDS_ESCAPE = re.compile(r'[^\x20-\x7e]|["\\]')
+_BYTE_NEEDS_ESCAPE = re.compile(rb'[^\x20-\x7e]|["\\]')
+
+
 def _escape(value: str) -> str:
-    # Halide writes printable ASCII as is and every other byte as \xHH.
-    out = ['"']
-    for byte in value.encode("utf-8", errors="surrogateescape"):
-        ch = chr(byte)
-        if 0x20 <= byte <= 0x7E and ch not in '\\"':
-            out.append(ch)
-        elif ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        else:
-            out.append(f"\\x{byte:02X}")
-    out.append('"')
-    return "".join(out)
+    """Halide writes printable ASCII as is and every other byte as \\xHH,
+    with C's escapes for quotes, backslashes, tabs and line ends. A long
+    literal costs a copy or two, never a list entry per character."""
+    if not _NEEDS_ESCAPE.search(value):
+        return f'"{value}"'
+    data = value.encode("utf-8", errors="surrogateescape")
+    escaped = _BYTE_NEEDS_ESCAPE.sub(lambda m: _escape_byte(m.group()[0]), data)
+    return '"' + escaped.decode("ascii") + '"'
+
+
+def _escape_byte(byte: int) -> bytes:
+    known = _ESCAPES.get(chr(byte))
+    return (known if known is not None else f"\\x{byte:02X}").encode("ascii")
 
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\t": "\\t", "\r": "\\r", "\n": "\\n"}
