@@ -567,6 +567,15 @@ def _tiny_buffers(extent1: int, stride1: int) -> dict:
             for name in ("A", "f")}
 
 
+def test_the_raw_entry_point_s_own_failures_are_documented() -> None:
+    """Each status NAME_raw returns for itself is in docs/cli.md's table,
+    with the Halide error code NAME turns it into."""
+    from hardboiled.codegen.abi import RAW_FAILURES, halide_error_code
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    for status, name in RAW_FAILURES.items():
+        assert f"| {status} |" in doc and f"| {halide_error_code(name)} (`" in doc, name
+
 @pytest.mark.parametrize("entry, status", [("raw", -200001), ("halide_buffer_t", -6)])
 def test_the_entry_points_refuse_a_buffer_past_int32_indexing(tmp_path: Path, entry: str, status: int) -> None:
     """The review: an int32 size overflow wrote past a heap buffer and was
