@@ -25,7 +25,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "halide"
 GOLDENS = ROOT / "tests" / "goldens"
 
 VARYING_REPORT_FIELDS = ("seconds", "cached")
-"""Statement fields of the JSON report that change from run to run."""
+"""Fields of the JSON report, and of its statements, that change from run to run."""
 
 
 def cases() -> list[str]:
@@ -49,6 +49,8 @@ def _options(case: str, emit: tuple[str, ...], cache_dir: str):  # type: ignore[
 
 def _normalized_report(text: str) -> str:
     report = json.loads(text)
+    for name in VARYING_REPORT_FIELDS:
+        report.pop(name, None)
     for statement in report.get("statements", []):
         for name in VARYING_REPORT_FIELDS:
             statement.pop(name, None)

@@ -43,11 +43,11 @@ def test_several_inputs_into_a_directory(tmp_path: Path) -> None:
     # each function is named after its file, so that they can be linked together
     assert all(f"\nint {stem}(" in (out / f"{stem}.c").read_text() for stem in stems)
     report = json.loads((out / f"{stems[0]}.report.json").read_text())
-    assert report["schema"] == "hardboiled-report" and report["schema_version"] == 1
+    assert report["schema"] == "hardboiled-report" and report["schema_version"] == 2
     assert report["lowered"] == report["selected"] == 3
     statement = report["statements"][1]
-    assert set(statement) == {"buffer", "line", "target", "lowered", "pattern", "intrinsics", "explanation",
-                              "egraph", "seconds", "cached"}
+    assert set(statement) == {"buffer", "line", "target", "outcome", "lowered", "pattern", "intrinsics", "reason",
+                              "explanation", "egraph", "seconds", "cached"}
     assert statement["buffer"] == "mm" and statement["target"] == "amx" and statement["line"] > 0
     assert statement["pattern"] == "tile product C + A*B" and "tile_matmul" in statement["intrinsics"]
     assert statement["egraph"]["nodes"] > 0

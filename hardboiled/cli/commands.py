@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
+from hardboiled.cli.terminal import color_enabled, print_colored
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Terminated, internal_error
 from hardboiled.support.fileio import STDIO, display_name, make_output_directory, read_input_bytes, write_output
 from hardboiled.support.version import VERSION
@@ -44,6 +45,9 @@ T = TypeVar("T")
 
 
 def _report(diagnostic: Diagnostic, diagnostics_format: str = "text") -> None:
+    if diagnostics_format == "text" and color_enabled(sys.stderr):
+        print_colored(diagnostic)
+        return
     sys.stderr.write(diagnostic.render_json() if diagnostics_format == "json" else diagnostic.render_text())
     sys.stderr.flush()
 
@@ -217,14 +221,44 @@ def _diagnostics_format_in(argv: list[str]) -> str:
     return "text"
 
 
-@click.group(cls=_DiagnosingGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def _epilog(*examples: tuple[str, str]) -> str:
+    """The end of a command's --help: examples, then the exit codes. ``\b``
+    keeps click from rewrapping a block."""
+    from hardboiled.support.diagnostics import EXIT_CODE_MEANINGS
+
+    lines = ["\b", "Examples:"]
+    for comment, command in examples:
+        lines += [f"  # {comment}", f"  {command}"]
+    lines += ["", "\b", "Exit codes:"]
+    lines += [f"  {int(code):>3}  {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items()]
+    return "\n".join(lines)
+
+
+EXAMPLE_LOG = "tests/fixtures/halide/amx_bf16_matmul_std_single/debug.log"
+COMPILE_EXAMPLES = (
+    ("AMX tile instructions for a debug log, the rewritten IR on standard output",
+     f"hardboiled compile {EXAMPLE_LOG}"),
+    ("C with AMX intrinsics, checked in the reference interpreter",
+     f"hardboiled compile {EXAMPLE_LOG} --emit c -o mm.c --verify"),
+    ("Tensor Cores: mark the accumulator, emit CUDA and build PTX",
+     "hardboiled compile conv.stmt --store-in prod=WMMAAccumulator --emit cuda -o conv.cu --build conv.ptx"),
+    ("in CI: fail when nothing is tensorized, keep the JSON report",
+     "hardboiled compile dumps/*.stmt -o out/ --require --report-file report.json"),
+)
+
+@click.group(cls=_DiagnosingGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=_epilog(*COMPILE_EXAMPLES[:2], ("does REWRITTEN compute what ORIGINAL computes?",
+                                                    "hardboiled verify original.stmt rewritten.stmt")))
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Print the versions of hardboiled, egglog and lark, then exit.")
 def main() -> None:
     """hardboiled: a tensor instruction selector for Halide IR."""
 
 
-@main.command("parse")
+@main.command("parse", epilog=_epilog(
+    ("the vectorizing stage of a debug log, printed back in Halide's format",
+     f"hardboiled parse {EXAMPLE_LOG}"),
+    ("another stage", f"hardboiled parse {EXAMPLE_LOG} --stage 'extracting tile operations'")))
 @click.argument("input_path", metavar="FILE|-")
 @stage_option
 @buffer_type_option
@@ -245,7 +279,7 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
     write_output(output_path, print_ir(_read_program(input_path, stage, buffer_types).ir))
 
 
-@main.command("compile")
+@main.command("compile", epilog=_epilog(*COMPILE_EXAMPLES))
 @click.argument("input_paths", metavar="FILE...|-", nargs=-1, required=True)
 @stage_option
 @buffer_type_option
@@ -264,6 +298,9 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
               "replaced by --iterations.")
 @click.option("--iterations", type=click.IntRange(min=1), default=None,
               help="Rounds of the rule schedule (default 20).")
+@click.option("--require", is_flag=True,
+              help="No store in accelerator memory is a miss (exit 1), naming the Funcs that could be "
+              "tensorized and the --store-in flag that marks each.")
 @click.option("--allow-fallback", is_flag=True,
               help="Leave stores that cannot be lowered as they are (with a warning) instead of failing.")
 @click.option("-v", "--verbose", is_flag=True,
@@ -315,8 +352,11 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
               help="Inputs compiled in parallel (0: one per CPU).")
 @click.option("--report", "report_format", type=click.Choice(["text", "json"]), default="text",
               show_default=True,
-              help="The summary on standard error: text (a table on a terminal) or JSON (schema in "
-              "docs/cli.md).")
+              help="The summary on standard error: text (a table on a terminal) or JSON (schema: "
+              "docs/report-schema.json).")
+@click.option("--report-file", "report_file", metavar="FILE", default=None,
+              help="Also write the JSON report of every input, failed ones included, to FILE (written "
+              "whole, whatever the exit status).")
 @diagnostics_format_option
 @click.option("-q", "--quiet", is_flag=True, help="No summary or progress on standard error.")
 @click.option("--print-before", "print_before", metavar="PASS", multiple=True, type=click.Choice(_PASS_CHOICES),
@@ -331,14 +371,16 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
 @handles_errors
 def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_types: tuple[str, ...],
                     output_path: str | None, emit: str, store_in: tuple[str, ...], schedule_path: str | None,
-                    iterations: int | None, allow_fallback: bool, verbose: bool, verify_result: bool,
+                    iterations: int | None, require: bool, allow_fallback: bool, verbose: bool,
+                    verify_result: bool,
                     run_kernel: bool,
                     build_path: str | None, cuda_arch: str, entry_point: str | None,
                     argument_order: str | None, cc: str | None,
                     include_dirs: tuple[str, ...], amx_mode: str, seed: int,
                     params: tuple[str, ...], verify_timeout: float | None,
                     egglog_timeout: float | None, egglog_memory: int | None, cache_dir: str | None,
-                    no_cache: bool, jobs: int, report_format: str, diagnostics_format: str,
+                    no_cache: bool, jobs: int, report_format: str, report_file: str | None,
+                    diagnostics_format: str,
                     quiet: bool, print_before: tuple[str, ...], print_after: tuple[str, ...], timing: bool,
                     verify_ir: bool) -> None:
     """Select tensor instructions for the stores in accelerator memory.
@@ -362,7 +404,7 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
         _check_cache_directory(Path(selection.cache_dir))
     options = CompileOptions(
         stage=stage, buffer_types=_parse_buffer_types(buffer_types), selection=selection, emit=kinds,
-        verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", int),
+        require=require, verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", int),
         verify_timeout_s=verify_timeout, cc=cc,
         amx=amx_mode, build_path=build_path, cuda_arch=parse_cuda_arch(cuda_arch), name=entry_point,
         include_dirs=include_dirs, args=_argument_order(argument_order),
@@ -371,6 +413,11 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     inputs = [_read_input(path) for path in input_paths]
     results = _run_batch(inputs, options, jobs or (os.cpu_count() or 1), quiet)
     written = _write_results(results, [name for name, _, _ in inputs], kinds, output_path, diagnostics_format)
+    if report_file is not None:
+        report_text = reports_json(results)
+        write_output(report_file, report_text)
+        if report_file != STDIO:
+            written.append((report_file, report_text, "follow"))
     if not quiet:
         _summarize(results, report_format)
     if selection.cache_dir and STDIO not in input_paths and all(r.cached for r in results):
@@ -561,18 +608,25 @@ def _verify_and_report(original: ir.Stmt | ir.Module, rewritten: ir.Stmt | ir.Mo
         sys.stderr.write("hardboiled: " + result.summary() + "\n")
 
 
-@main.command("verify")
+@main.command("verify", epilog=_epilog(
+    ("check a rewrite against the original", "hardboiled verify original.stmt rewritten.stmt"),
+    ("check Halide's own AMX stage against the vectorizing stage of the same log",
+     f"hardboiled verify {EXAMPLE_LOG} {EXAMPLE_LOG} --rewritten-stage 'extracting tile operations'")))
 @click.argument("original_path", metavar="ORIGINAL")
 @click.argument("rewritten_path", metavar="REWRITTEN")
 @stage_option
+@click.option("--rewritten-stage", metavar="NAME", default=None,
+              help="When REWRITTEN is a debug log: the stage to read from it (e.g. 'extracting tile "
+              "operations', Halide's own AMX result).")
 @buffer_type_option
 @seed_option
 @param_option
 @verify_timeout_option
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @handles_errors
-def verify_command(original_path: str, rewritten_path: str, stage: str | None, buffer_types: tuple[str, ...],
-                   seed: int, params: tuple[str, ...], verify_timeout: float | None, quiet: bool) -> None:
+def verify_command(original_path: str, rewritten_path: str, stage: str | None, rewritten_stage: str | None,
+                   buffer_types: tuple[str, ...], seed: int, params: tuple[str, ...], verify_timeout: float | None,
+                   quiet: bool) -> None:
     """Check that REWRITTEN computes what ORIGINAL computes.
 
     Both run in hardboiled's reference interpreter on the same seeded random
@@ -584,11 +638,11 @@ def verify_command(original_path: str, rewritten_path: str, stage: str | None, b
     if original_path == rewritten_path == STDIO:
         raise click.UsageError("standard input can be read only once")
     original = _read_program(original_path, stage, buffer_types).ir
-    rewritten = _read_program(rewritten_path, None, buffer_types).ir
+    rewritten = _read_program(rewritten_path, rewritten_stage, buffer_types).ir
     _verify_and_report(original, rewritten, seed, _key_values(params, "--param", int), quiet, verify_timeout)
 
 
-@main.command("rules")
+@main.command("rules", epilog=_epilog(("the rulesets and their sizes", "hardboiled rules")))
 @handles_errors
 def rules_command() -> None:
     """List the rule files, their rulesets and how many rules each has."""
@@ -602,25 +656,31 @@ def rules_command() -> None:
             sys.stdout.write(f"  {ruleset}: {count}\n")
 
 
+def reports_json(results: list[FileResult]) -> str:
+    """The reports of every input, failed ones included, in input order
+    (a list of docs/report-schema.json objects)."""
+    return json.dumps([r.report for r in results], indent=2, sort_keys=True) + "\n"
+
+
 def _summarize(results: list[FileResult], report_format: str) -> None:
     if report_format == "json":
-        sys.stderr.write(json.dumps([r.report for r in results if r.report], indent=2, sort_keys=True) + "\n")
+        sys.stderr.write(reports_json(results))
         return
-    rows = []
     for result in results:
         for message in result.messages:
             sys.stderr.write(f"hardboiled: {result.input}: {message}\n")
-        if result.report:
-            rows.append(_summary_row(result))
+    # An input that failed before selection has its diagnostics, and no line here.
+    summarized = [r for r in results if not r.exit_code or r.report.get("statements") or r.report.get("candidates")]
+    rows = [_summary_row(result) for result in summarized]
     if not rows:
         return
-    if sys.stderr.isatty() and not os.environ.get("NO_COLOR"):
+    if color_enabled(sys.stderr):
         from rich.console import Console
         from rich.table import Table
 
         table = Table("input", "selection", "schedule", "e-graph and time", title="hardboiled")
-        for row in rows:
-            table.add_row(*row)
+        for row, result in zip(rows, summarized):
+            table.add_row(*row, style="red" if result.exit_code else None)
         Console(stderr=True).print(table)
         return
     for name, *parts in rows:
@@ -630,21 +690,29 @@ def _summarize(results: list[FileResult], report_format: str) -> None:
 def _summary_row(result: FileResult) -> tuple[str, str, str, str]:
     """One input's line of the summary: selection, schedule, e-graph and time."""
     report = result.report
-    statements = report["statements"]
+    statements = report.get("statements", [])
+    # A later step (verification, the C compiler) may have failed after
+    # selection succeeded: the line must not read like a success.
+    failed = f"failed (exit {result.exit_code}), nothing written" if result.exit_code else ""
     if not statements:
-        return (result.input, "no store touches accelerator memory; the IR is unchanged", "", "")
+        if report.get("already_lowered"):
+            return (result.input, f"already tensorized: the input calls {report['already_lowered']} tile or "
+                    "fragment operations (Halide's own AMX stage?); nothing to select, `hardboiled verify` "
+                    "checks it against the stage it came from", "", "")
+        found = len(report.get("candidates", []))
+        hint = f" ({found} candidate Func{'s' if found != 1 else ''} named above)" if found else ""
+        if failed:
+            return (result.input, f"{failed}: no store is in accelerator memory{hint}", "", "")
+        return (result.input, f"no store touches accelerator memory; the IR is unchanged{hint}", "", "")
     sizes = {(s["egraph"]["nodes"], s["egraph"]["classes"]) for s in statements if s["egraph"]}
     nodes = sum(n for n, _ in sizes)
     classes = sum(c for _, c in sizes)
     cached = all(s["cached"] for s in statements)
     seconds = max(s["seconds"] for s in statements)
     schedule = report["schedule"]
-    # A later step (verification, the C compiler) may have failed after
-    # selection succeeded: the line must not read like a success.
-    failed = f"failed (exit {result.exit_code}), nothing written; " if result.exit_code else ""
     return (
         result.input,
-        f"{failed}lowered {report['lowered']} of {report['selected']} accelerator stores",
+        (failed + "; " if failed else "") + f"lowered {report['lowered']} of {report['selected']} accelerator stores",
         f"schedule {schedule['source']} ({schedule['iterations']} iterations)" if schedule else "",
         f"e-graph {nodes} nodes, {classes} classes; " + ("cached" if cached else f"{seconds:.2f} s"),
     )

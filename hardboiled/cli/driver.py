@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,14 +48,30 @@ class FileResult:
 
 def compile_text(name: str, data: bytes | None, options: CompileOptions,
                  read_error: Diagnostic | None = None) -> FileResult:
+    """One input through the pipeline (or the cache). Every result carries
+    the input's finished report, a failed one included."""
+    start = time.perf_counter()
+    cache, key = (None, "") if read_error is not None else _file_cache(name, data or b"", options)
+    if cache is not None and (entry := cache.get(key, _ENTRY_SHAPE)) is not None:
+        return _from_cache(name, entry)
+    result = _compile(name, data, options, read_error)
+    from hardboiled.cli.report import finish_report
+
+    result.report = finish_report(result.report, name, result.exit_code, result.diagnostics,
+                                  time.perf_counter() - start)
+    if "report" in options.emit and not result.exit_code:
+        result.outputs["report"] = json.dumps(result.report, indent=2, sort_keys=True) + "\n"
+    if cache is not None and not result.exit_code:  # a failure is computed again, never replayed
+        cache.put(key, _to_cache(result))
+    return result
+
+
+def _compile(name: str, data: bytes | None, options: CompileOptions, read_error: Diagnostic | None) -> FileResult:
     result = FileResult(name)
     if read_error is not None:
         result.diagnostics.append(read_error)
         result.exit_code = int(ExitCode.INPUT_ERROR)
         return result
-    cache, key = _file_cache(name, data or b"", options)
-    if cache is not None and (entry := cache.get(key, _ENTRY_SHAPE)) is not None:
-        return _from_cache(name, entry)
     if _will_saturate(data or b"", options):
         # The egglog child starts on the rule files now, while this process
         # loads the pipeline, parses and extracts (select/eqsat.py).
@@ -89,8 +106,6 @@ def compile_text(name: str, data: bytes | None, options: CompileOptions,
         return result
     finally:
         discard_prestarted()
-    if cache is not None:
-        cache.put(key, _to_cache(result))
     return result
 
 
@@ -125,8 +140,6 @@ def _collect_outputs(c: Compilation, result: FileResult) -> None:
         result.outputs["cuda"] = c.cuda_source
     if c.header is not None and ("c" in emit or "cuda" in emit):
         result.outputs[HEADER] = c.header
-    if "report" in emit:
-        result.outputs["report"] = json.dumps(c.report, indent=2, sort_keys=True) + "\n"
 
 
 def _file_cache(name: str, data: bytes, options: CompileOptions) -> tuple[Any, str]:
@@ -152,7 +165,7 @@ def _file_cache(name: str, data: bytes, options: CompileOptions) -> tuple[Any, s
                      sorted(options.selection.store_in.items()), options.selection.allow_fallback,
                      options.selection.verbose, options.selection.iterations,
                      options.emit, options.selection.timeout_s, options.selection.memory_mb, options.name,
-                     options.args))
+                     options.args, options.require))
     texts = ["file", settings, hashlib.sha256(data).hexdigest(), schedule]
     return ResultCache(Path(options.selection.cache_dir)), cache_key(texts, [])
 

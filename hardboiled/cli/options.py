@@ -21,6 +21,8 @@ class CompileOptions:
     buffer_types: dict[str, ir.Type] = field(default_factory=dict)
     selection: SelectionOptions = field(default_factory=SelectionOptions)
     emit: tuple[str, ...] = ("ir",)
+    require: bool = False
+    """--require: no store in accelerator memory is a miss (exit 1)."""
     verify: bool = False
     run: bool = False
     seed: int = 0

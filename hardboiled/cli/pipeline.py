@@ -29,7 +29,8 @@ from hardboiled.cli.options import CODE as CODE  # re-exported
 from hardboiled.cli.options import CUDA_BUILD_SUFFIXES as CUDA_BUILD_SUFFIXES
 from hardboiled.cli.options import CompileOptions as CompileOptions
 from hardboiled.ir.printer import print_ir
-from hardboiled.select.selector import SelectionOptions, SelectionResult, select_instructions
+from hardboiled.select.candidates import Candidate
+from hardboiled.select.selector import SelectionMiss, SelectionOptions, SelectionResult, select_instructions
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
 
@@ -145,6 +146,11 @@ class Compilation:
     stage: str | None = None
     store_lines: tuple[int, ...] = ()
     selections: list[SelectionResult] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    """With nothing in accelerator memory: the Funcs that could be."""
+    already_lowered: int = 0
+    """With nothing in accelerator memory: the tile or fragment operations
+    the input calls already (Halide's own AMX stage)."""
     c_source: str | None = None
     cuda_source: str | None = None
     header: str | None = None
@@ -249,18 +255,39 @@ def _emit_egg(c: Compilation) -> None:
 
 
 def _select(c: Compilation) -> None:
+    from hardboiled.select.candidates import candidate_diagnostics, find_candidates, nothing_marked, tile_operations
     from hardboiled.select.extract import iter_stores
 
     assert c.program is not None
     bodies, first_store = [], 0
     for body in _bodies(c.program):
-        selection = select_instructions(body, c.options.selection, filename=c.name, source=c.text,
-                                        store_lines=c.store_lines[first_store:])
+        try:
+            selection = select_instructions(body, c.options.selection, filename=c.name, source=c.text,
+                                            store_lines=c.store_lines[first_store:])
+        except SelectionMiss as miss:
+            # The report of a failed input still lists every statement.
+            if miss.selection is not None:
+                c.selections.append(miss.selection)
+            _report(c)
+            raise
         c.diagnostics.extend(selection.warnings)
         c.selections.append(selection)
         bodies.append(selection.stmt)
+        if not selection.reports:
+            c.candidates.extend(find_candidates(body, c.store_lines[first_store:]))
         first_store += sum(1 for _ in iter_stores(body))
     c.program = _with_bodies(c.program, bodies)
+    if not any(s.reports for s in c.selections):
+        # Nothing to select. An input that calls tile operations already
+        # (Halide's own AMX stage) is tensorized; otherwise say which Funcs
+        # could have been, and how to mark them: with --require, a miss.
+        c.already_lowered = sum(tile_operations(body) for body in _bodies(c.program))
+        if c.already_lowered:
+            return
+        if c.options.require:
+            _report(c)
+            raise nothing_marked(c.candidates, c.name, c.text)
+        c.diagnostics.extend(candidate_diagnostics(c.candidates, c.name, c.text, "warning"))
 
 
 def _legalization_pass(step: StmtPass) -> Callable[[Compilation], None]:
@@ -275,7 +302,7 @@ def _legalization_pass(step: StmtPass) -> Callable[[Compilation], None]:
 def _report(c: Compilation) -> None:
     from hardboiled.cli.report import selection_report
 
-    c.report = selection_report(c.name, c.stage, c.selections)
+    c.report = selection_report(c.name, c.stage, c.selections, c.candidates, c.already_lowered)
 
 
 def _interpreter_timeout(c: Compilation) -> float:

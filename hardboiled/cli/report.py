@@ -4,14 +4,20 @@ results of verification and of running the generated code."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from hardboiled.select.selector import SelectionResult, StoreReport
+from hardboiled.support.diagnostics import Diagnostic, ExitCode
 from hardboiled.support.version import VERSION
 from hardboiled.targets.amx import AMXIntrinsic, AMXOp
 from hardboiled.targets.wmma import WMMAIntrinsic, WMMAOp
 
-REPORT_SCHEMA_VERSION = 1
+if TYPE_CHECKING:  # a failed input's report is finished without loading selection
+    from hardboiled.select.candidates import Candidate
+    from hardboiled.select.selector import SelectionResult, StoreReport
+
+REPORT_SCHEMA_VERSION = 2
+_HEADER = {"schema": "hardboiled-report", "schema_version": REPORT_SCHEMA_VERSION, "hardboiled": VERSION}
 
 
 _PATTERNS: tuple[tuple[WMMAOp | AMXOp, str], ...] = (
@@ -38,7 +44,8 @@ def _pattern(report: StoreReport) -> str | None:
     return next((text for op, text in _PATTERNS if op in ops), fallback)
 
 
-def selection_report(name: str, stage: str | None, selections: list[SelectionResult]) -> dict[str, Any]:
+def selection_report(name: str, stage: str | None, selections: list[SelectionResult],
+                     candidates: Sequence[Candidate] = (), already_lowered: int = 0) -> dict[str, Any]:
     statements = []
     for selection in selections:
         size = selection.egraph
@@ -47,9 +54,11 @@ def selection_report(name: str, stage: str | None, selections: list[SelectionRes
                 "buffer": r.buffer,
                 "line": r.line,
                 "target": r.accelerator.lower(),
+                "outcome": "lowered" if r.lowered else "missed",
                 "lowered": r.lowered,
                 "pattern": _pattern(r),
                 "intrinsics": list(r.intrinsics),
+                "reason": _first_line(r.explanation),
                 "explanation": r.explanation,
                 "egraph": {"nodes": size.nodes, "classes": size.classes} if size else None,
                 "seconds": round(selection.seconds, 4),
@@ -57,16 +66,36 @@ def selection_report(name: str, stage: str | None, selections: list[SelectionRes
             })
     schedule = next((s.schedule for s in selections if s.schedule is not None), None)
     return {
-        "schema": "hardboiled-report",
-        "schema_version": REPORT_SCHEMA_VERSION,
-        "hardboiled": VERSION,
+        **_HEADER,
         "input": name,
         "stage": stage,
         "schedule": {"source": schedule.source, "iterations": schedule.iterations} if schedule else None,
         "statements": statements,
         "lowered": sum(1 for s in statements if s["lowered"]),
         "selected": len(statements),
+        "candidates": [c.to_json() for c in candidates],
+        "already_lowered": already_lowered,
     }
+
+
+def _first_line(explanation: str | None) -> str | None:
+    """A miss's reason in one line: the first of its explanation."""
+    return explanation.strip().split("\n", 1)[0] if explanation else None
+
+
+def finish_report(report: dict[str, Any], name: str, exit_code: int, diagnostics: list[Diagnostic],
+                  seconds: float) -> dict[str, Any]:
+    """The report of one input as the user gets it, whatever became of the
+    input: what selection found (nothing, for an input that failed before
+    selection), the outcome and exit status, every diagnostic, and the
+    input's wall time. Fields are always present (docs/report-schema.json)."""
+    finished = {**_HEADER, "input": name, "stage": None, "schedule": None, "statements": [], "lowered": 0,
+                "selected": 0, "candidates": [], "already_lowered": 0, **report}
+    finished["outcome"] = ExitCode(exit_code).name.lower().replace("_", "-")
+    finished["exit_code"] = exit_code
+    finished["diagnostics"] = [d.to_json() for d in diagnostics]
+    finished["seconds"] = round(seconds, 4)
+    return finished
 
 
 def verification_json(check: Any) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from hardboiled.select.rules import STATEMENTS_PER_SCOPE, Schedule, load_schedul
 from hardboiled.select.spill import gathers_accelerator, reads_accelerator_in_arithmetic, spill_accelerator_reads
 from hardboiled.select.terms import parse_term
 from hardboiled.support.cache import ResultCache
-from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location, statement_location
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
 
 
@@ -77,13 +77,16 @@ class SelectionResult:
 
 
 class SelectionMiss(HardboiledError):
-    """At least one accelerator store could not be lowered."""
+    """At least one accelerator store could not be lowered. ``selection``
+    is what selection found for every store, lowered or not, for the
+    report of the failed input."""
 
     exit_code = ExitCode.SELECTION_MISS
 
-    def __init__(self, diagnostics: list[Diagnostic]):
+    def __init__(self, diagnostics: list[Diagnostic], selection: SelectionResult | None = None):
         super().__init__(diagnostics[0])
         self.diagnostics = diagnostics
+        self.selection = selection
 
 
 def select_instructions(
@@ -164,7 +167,8 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
             return dataclasses.replace(second, seconds=second.seconds + seconds)
     misses = _root_causes_first(selected, replacements, misses, options.verbose)
     if misses and not options.allow_fallback:
-        raise SelectionMiss(misses)
+        raise SelectionMiss(misses, SelectionResult(stmt, tuple(reports), schedule, result.size if result else None,
+                                                    seconds, cached=bool(result and result.cached)))
     memory = dict(options.store_in)
     if misses:
         reverted = _fall_back(selected, replacements)
@@ -298,12 +302,7 @@ def _check_store_in(stmt: ir.Stmt, store_in: dict[str, str], filename: str) -> N
 def _miss_diagnostic(sel: SelectedStore, explanation: str, filename: str, source: str,
                      line: int | None, fallback: bool) -> Diagnostic:
     severity = "warning" if fallback else "error"
-    location = None
-    if line is not None:
-        lines = source.split("\n")
-        text = lines[line - 1] if 0 < line <= len(lines) else None
-        column = len(text) - len(text.lstrip()) + 1 if text else 1
-        location = Location(filename, line, column, text)
+    location = statement_location(filename, source, line)
     accelerator = sel.accelerator
     notes = [explanation]
     if fallback:

@@ -42,6 +42,22 @@ class ExitCode(enum.IntEnum):
 
 
 
+EXIT_CODE_MEANINGS = {
+    ExitCode.SUCCESS: "success",
+    ExitCode.SELECTION_MISS: "a store marked for an accelerator could not be lowered (or --require found none)",
+    ExitCode.INPUT_ERROR: "usage or input error: bad options, unreadable or malformed input, unwritable output",
+    ExitCode.TOOLCHAIN_FAILURE: "the C compiler or nvcc failed, or a library of the installation cannot load",
+    ExitCode.RESOURCE_LIMIT: "a time or memory limit: egglog, the reference interpreter, or the machine's",
+    ExitCode.VERIFICATION_MISMATCH: "verification: the rewritten program computed different results",
+    ExitCode.KERNEL_CRASHED: "the generated code crashed or passed its limits when --run ran it",
+    ExitCode.INTERNAL_ERROR: "internal error: a bug in hardboiled",
+    ExitCode.INTERRUPTED: "interrupted (SIGINT)",
+    ExitCode.TERMINATED: "terminated (SIGTERM)",
+}
+"""One line per exit status, for --help and the man page (docs/cli.md has
+the full table)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Location:
     """A point in a named input; ``source_line`` is the text of that line."""
@@ -141,6 +157,17 @@ class InputError(HardboiledError):
     """Malformed or unusable input: syntax errors, unknown stages, bad types."""
 
     exit_code = ExitCode.INPUT_ERROR
+
+
+def statement_location(filename: str, source: str, line: int | None) -> Location | None:
+    """Where the statement on ``line`` of ``source`` starts (its first
+    non-blank column); None without a line."""
+    if line is None:
+        return None
+    lines = source.split("\n")
+    text = lines[line - 1] if 0 < line <= len(lines) else None
+    column = len(text) - len(text.lstrip()) + 1 if text else 1
+    return Location(filename, line, column, text)
 
 
 def error_at(

@@ -1,0 +1,192 @@
+"""What a user meets first (issue 20): the JSON report of every input,
+failed ones included, checked against docs/report-schema.json; --require
+and the candidate Funcs of an unmarked dump; colour on a terminal only."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from .conftest import CACHE_DIR, FIXTURES, HARDBOILED, ROOT, run_cli
+
+SCHEMA = json.loads((ROOT / "docs" / "report-schema.json").read_text())
+AMX = FIXTURES / "amx_bf16_matmul_std_single" / "vectorizing.stmt"
+WMMA = FIXTURES / "wmma_f16_matmul" / "vectorizing.stmt"
+
+
+def _valid(report: object) -> object:
+    jsonschema.validate(report, SCHEMA)
+    return report
+
+
+def _unmarked(tmp_path: Path, source: Path, memory: str) -> Path:
+    """A real dump with nothing in accelerator memory: what a user has who
+    has not yet written store_in() in the schedule (stock Halide has no
+    WMMAAccumulator memory, so a WMMA dump is always such a one)."""
+    text = source.read_text()
+    if memory == "WMMAAccumulator":
+        return source
+    assert f" in {memory}" in text
+    path = tmp_path / f"unmarked_{source.parent.name}.stmt"
+    path.write_text(text.replace(f" in {memory}", ""))
+    return path
+
+
+def test_the_report_file_holds_every_input_a_failed_one_included(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.stmt"
+    broken.write_text("allocate f[int32 * 4]\nf[0] = ((\n")
+    missed = tmp_path / "missed.stmt"
+    # prod in AMX tile memory: f16 operands have no AMX tile.
+    missed.write_text(WMMA.read_text().replace("allocate prod[float32 * 16 * 16] in Register",
+                                               "allocate prod[float32 * 16 * 16] in AMXTile"))
+    report_file = tmp_path / "report.json"
+    result = run_cli("compile", str(AMX), str(broken), str(missed), "--no-cache",
+                     "-o", str(tmp_path / "out"), "--report-file", str(report_file), "-q")
+    assert result.returncode == 2, result.stderr.decode()  # the largest of 0, 2 and 1
+    reports = _valid(json.loads(report_file.read_text()))
+    assert isinstance(reports, list)
+    assert [(r["input"], r["outcome"], r["exit_code"]) for r in reports] == [
+        (str(AMX), "success", 0), (str(broken), "input-error", 2), (str(missed), "selection-miss", 1)]
+    good, bad, miss = reports
+    assert good["lowered"] == good["selected"] == 3 and not good["diagnostics"]
+    assert bad["statements"] == [] and bad["diagnostics"][0]["line"] == 2
+    assert bad["diagnostics"][0]["severity"] == "error"
+    # A miss still lists its statements, each with its outcome and reason.
+    assert miss["selected"] >= 1 and miss["lowered"] < miss["selected"]
+    missed_statements = [s for s in miss["statements"] if s["outcome"] == "missed"]
+    assert missed_statements and all(s["reason"] for s in missed_statements)
+    assert any("float16" in s["explanation"] for s in missed_statements)
+    assert "cannot be lowered" in miss["diagnostics"][0]["message"]
+
+
+def test_report_json_on_standard_error_lists_failed_inputs_too(tmp_path: Path) -> None:
+    """The review: --report json left failed inputs out (an empty list)."""
+    broken = tmp_path / "broken.stmt"
+    broken.write_text("f[0] = 1 +\n")
+    result = run_cli("compile", str(broken), "--report", "json", "--no-cache")
+    assert result.returncode == 2
+    # Diagnostics come first on standard error; the report is the JSON list after them.
+    stderr = result.stderr.decode()
+    reports = _valid(json.loads(stderr[stderr.index("\n[") + 1:]))
+    assert [r["outcome"] for r in reports] == ["input-error"]  # type: ignore[union-attr]
+
+
+def test_emit_report_matches_the_schema_with_verification(tmp_path: Path) -> None:
+    result = run_cli("compile", str(AMX), "--no-cache", "--verify", "--emit", "report", "-q")
+    assert result.returncode == 0, result.stderr.decode()
+    report = _valid(json.loads(result.stdout))
+    assert isinstance(report, dict) and report["verification"]["ok"] is True
+    assert [s["pattern"] for s in report["statements"]] == [
+        "zeroed accumulator tile", "tile product C + A*B", "accumulator tile stored to memory"]
+
+
+@pytest.mark.parametrize("source, memory, func", [(AMX, "AMXTile", "mm"), (WMMA, "WMMAAccumulator", "prod")])
+def test_require_on_an_unmarked_dump_exits_1_and_names_the_candidates(tmp_path: Path, source: Path, memory: str,
+                                                                      func: str) -> None:
+    path = _unmarked(tmp_path, source, memory)
+    out = tmp_path / "out.stmt"
+    result = run_cli("compile", str(path), "--require", "--no-cache", "-o", str(out),
+                     "--report-file", str(tmp_path / "r.json"))
+    stderr = result.stderr.decode()
+    assert result.returncode == 1, stderr
+    assert "error: --require: no store is in accelerator memory" in stderr
+    assert f"note: '{func}' stores a vector_reduce_add of products" in stderr
+    assert f"--store-in {func}={memory}" in stderr and f"{func}.store_in(MemoryType::{memory})" in stderr
+    assert not out.exists()
+    [report] = _valid(json.loads((tmp_path / "r.json").read_text()))  # type: ignore[misc]
+    assert report["outcome"] == "selection-miss"
+    assert [(c["func"], c["memory"]) for c in report["candidates"]] == [(func, memory)]
+    # The flag it names does the job.
+    marked = run_cli("compile", str(path), "--require", "--no-cache", "--store-in", f"{func}={memory}", "-q")
+    assert marked.returncode == 0, marked.stderr.decode()
+
+
+def test_an_unmarked_run_is_no_longer_silent(tmp_path: Path) -> None:
+    path = _unmarked(tmp_path, AMX, "AMXTile")
+    result = run_cli("compile", str(path), "--no-cache")
+    stderr = result.stderr.decode()
+    assert result.returncode == 0
+    assert result.stdout == path.read_bytes() or b"tile_" not in result.stdout
+    assert f"{path}:89:4: warning: 'mm' stores a vector_reduce_add of products" in stderr
+    assert "the IR is unchanged (1 candidate Func named above)" in stderr
+
+
+def test_a_dump_with_no_contraction_names_no_candidate(tmp_path: Path) -> None:
+    path = FIXTURES / "cpu_math_calls" / "vectorizing.stmt"
+    result = run_cli("compile", str(path), "--require", "--no-cache")
+    stderr = result.stderr.decode()
+    assert result.returncode == 1
+    assert "no store reduces products with vector_reduce_add" in stderr and "--store-in" not in stderr
+
+
+def _on_a_terminal(*args: str, env: dict[str, str]) -> bytes:
+    """Standard error of ``hardboiled ARGS`` when it is a terminal."""
+    primary, secondary = pty.openpty()
+    full_env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    full_env.update(HARDBOILED_CACHE_DIR=CACHE_DIR, TERM="xterm", COLUMNS="200", **env)
+    process = subprocess.Popen([str(HARDBOILED), *args], stdout=subprocess.DEVNULL, stderr=secondary,
+                               stdin=subprocess.DEVNULL, env=full_env)
+    os.close(secondary)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    process.wait(timeout=120)
+    os.close(primary)
+    return b"".join(chunks)
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.stmt"
+    broken.write_text("f[0] = 1 +\n")
+    coloured = _on_a_terminal("compile", str(broken), "--no-cache", env={})
+    assert b"\x1b[" in coloured and b"error:" in coloured
+    plain = _on_a_terminal("compile", str(broken), "--no-cache", env={"NO_COLOR": "1"})
+    assert b"\x1b[" not in plain
+    assert plain.replace(b"\r\n", b"\n") == piped_stderr(broken)
+    assert b"\x1b[" not in piped_stderr(broken)
+
+
+def piped_stderr(path: Path) -> bytes:
+    result = run_cli("compile", str(path), "--no-cache")
+    assert result.returncode == 2
+    return result.stderr
+
+
+LOG = FIXTURES / "amx_bf16_matmul_std_single" / "debug.log"
+HALIDE_AMX_STAGE = "extracting tile operations"
+
+
+def test_halide_s_own_amx_stage_is_recognized_as_already_lowered(tmp_path: Path) -> None:
+    """Halide's own AMX result calls tile operations already: nothing to
+    select, and --require accepts it; the summary says how to check it."""
+    result = run_cli("compile", str(LOG), "--stage", HALIDE_AMX_STAGE, "--require", "--no-cache",
+                     "-o", str(tmp_path / "o.stmt"), "--report-file", str(tmp_path / "r.json"))
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr
+    assert "already tensorized: the input calls 5 tile or fragment operations" in stderr
+    assert "hardboiled verify" in stderr and "warning" not in stderr
+    [report] = _valid(json.loads((tmp_path / "r.json").read_text()))  # type: ignore[misc]
+    assert report["already_lowered"] == 5 and report["candidates"] == [] and report["stage"] == HALIDE_AMX_STAGE
+
+
+def test_verify_reads_halide_s_amx_stage_from_the_same_log() -> None:
+    """docs/tutorial.md: upstream Halide's AMX result for a standard-layout
+    B is wrong, and `verify LOG LOG --rewritten-stage` shows it; its VNNI
+    result is right."""
+    wrong = run_cli("verify", str(LOG), str(LOG), "--rewritten-stage", HALIDE_AMX_STAGE)
+    assert wrong.returncode == 5 and b"mm_global_wrapper$0[0, 0]: expected" in wrong.stderr
+    vnni = FIXTURES / "amx_bf16_matmul_vnni_single" / "debug.log"
+    right = run_cli("verify", str(vnni), str(vnni), "--rewritten-stage", HALIDE_AMX_STAGE)
+    assert right.returncode == 0 and b"equal (256 elements" in right.stderr, right.stderr
