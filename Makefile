@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: help install test lint fixtures sweep-fixtures app-fixtures goldens terms bench sweep app apps clean
+.PHONY: help install man test lint fixtures sweep-fixtures app-fixtures goldens terms bench sweep app apps clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -15,6 +15,11 @@ install: ## Create .venv and install hardboiled with its test tools
 	$(BIN)/pip install --quiet -e ".[dev]"
 	@# Bytecode now: an editable install run with PYTHONDONTWRITEBYTECODE would recompile every module each time.
 	$(BIN)/python -m compileall -q hardboiled > /dev/null
+	@# The manual page where man finds it beside .venv/bin: man hardboiled, with .venv/bin on PATH.
+	install -D -m 644 docs/hardboiled.1 $(VENV)/share/man/man1/hardboiled.1
+
+man: ## Regenerate docs/hardboiled.1 from the command line's help (a test checks it is current)
+	$(BIN)/python -m hardboiled.cli.manpage > docs/hardboiled.1
 
 test: ## Run the test suite (fails if no test ran)
 	$(BIN)/python -m pytest

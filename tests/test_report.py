@@ -190,3 +190,57 @@ def test_verify_reads_halide_s_amx_stage_from_the_same_log() -> None:
     vnni = FIXTURES / "amx_bf16_matmul_vnni_single" / "debug.log"
     right = run_cli("verify", str(vnni), str(vnni), "--rewritten-stage", HALIDE_AMX_STAGE)
     assert right.returncode == 0 and b"equal (256 elements" in right.stderr, right.stderr
+
+
+@pytest.mark.parametrize("command", ["compile", "parse", "verify", "rules", None])
+def test_help_ends_with_examples_and_every_exit_code(command: str | None) -> None:
+    from hardboiled.support.diagnostics import EXIT_CODE_MEANINGS, ExitCode
+
+    result = run_cli(*([command] if command else []), "--help")
+    assert result.returncode == 0
+    text = result.stdout.decode()
+    examples, _, codes = text.partition("Exit codes:")
+    assert "Examples:" in examples and "  hardboiled " in examples.split("Examples:")[1]
+    assert set(EXIT_CODE_MEANINGS) == set(ExitCode)
+    for code, meaning in EXIT_CODE_MEANINGS.items():
+        assert f"{int(code):>3}  {meaning}" in codes
+
+
+def test_the_help_examples_that_name_shipped_files_run(tmp_path: Path) -> None:
+    """Each example of --help that names only shipped files is run, from
+    the repository, as a user would paste it."""
+    import shlex
+
+    from hardboiled.cli.commands import main
+
+    ran = 0
+    for command in [main, *main.commands.values()]:
+        lines = (command.epilog or "").split("Exit codes:")[0].splitlines()
+        for line in (line.strip() for line in lines):
+            if not line.startswith("hardboiled ") or any(name in line for name in ("conv.stmt", "dumps/",
+                                                                                   "original.stmt")):
+                continue
+            for part in line.split(" && "):
+                words = shlex.split(part)
+                assert words[0] == "hardboiled"
+                words = [str(tmp_path / w) if w in ("mm.c", "amx.stmt") else w for w in words[1:]]
+                result = subprocess.run([str(HARDBOILED), *words], cwd=ROOT, capture_output=True, timeout=300,
+                                        env=dict(os.environ, HARDBOILED_CACHE_DIR=CACHE_DIR))
+                expected = 5 if "--rewritten-stage" in words else 0  # upstream Halide's wrong std-layout result
+                assert result.returncode == expected, (part, result.stderr.decode()[-500:])
+                ran += 1
+    assert ran >= 6
+
+
+def test_the_man_page_is_current_and_installed() -> None:
+    """docs/hardboiled.1 is what `make man` generates from the commands
+    now, and `make install` put it where man finds it beside .venv/bin."""
+    from hardboiled.cli.commands import main
+    from hardboiled.cli.manpage import render_man_page
+
+    page = (ROOT / "docs" / "hardboiled.1").read_text()
+    assert page == render_man_page(main), "docs/hardboiled.1 is stale: run make man"
+    for name in ("compile", "verify", "EXIT STATUS", "143", "\\-\\-require", "\\-\\-report\\-file"):
+        assert name in page
+    installed = HARDBOILED.parent.parent / "share" / "man" / "man1" / "hardboiled.1"
+    assert installed.read_text() == page
