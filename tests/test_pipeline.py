@@ -35,9 +35,9 @@ def test_print_after_works_for_every_pass(name: str, tmp_path) -> None:
     if wmma:
         args += ["--store-in", "dct=WMMAAccumulator", "--emit", "cuda"]
     else:
-        args += ["--emit", "c,egg,ir"] if name not in ("run-c", "build-c", "verify") else []
+        args += ["--emit", "c,egg,ir"] if name not in ("run-c", "build-c", "verify", "emit-html") else []
     extra = {"verify": ["--verify"], "run-c": ["--run"], "build-c": ["--build", str(tmp_path / "k.o")],
-             "build-cuda": ["--build", str(tmp_path / "k.ptx")]}
+             "build-cuda": ["--build", str(tmp_path / "k.ptx")], "emit-html": ["--emit", "html"]}
     if name in ("run-c", "build-c", "verify"):
         args += ["--emit", "ir"]
     args += extra.get(name, [])
@@ -79,7 +79,7 @@ def test_print_after_all_prints_every_pass_that_ran_in_order() -> None:
     assert result.returncode == 0, stderr
     ran = re.findall(r"IR Dump After (\S+) ", stderr)
     expected = [p.name for p in PIPELINE if p.name not in ("emit-egg", "verify", "emit-cuda", "build-cuda",
-                                                             "run-c", "build-c")]
+                                                             "run-c", "build-c", "emit-html")]
     assert ran == expected
 
 

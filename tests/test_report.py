@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -244,3 +245,49 @@ def test_the_man_page_is_current_and_installed() -> None:
         assert name in page
     installed = HARDBOILED.parent.parent / "share" / "man" / "man1" / "hardboiled.1"
     assert installed.read_text() == page
+
+
+def test_the_html_report_shows_each_statement_beside_its_rewrite_and_proof(tmp_path: Path) -> None:
+    pages = []
+    for attempt in range(2):
+        page = tmp_path / f"mm{attempt}.html"
+        result = run_cli("compile", str(AMX), "--verify", "--emit", "html", "-o", str(page), "--no-cache", "-q")
+        assert result.returncode == 0, result.stderr.decode()
+        pages.append(page.read_text())
+    assert pages[0] == pages[1]  # byte-identical from run to run: no times in it
+    html = pages[0]
+    assert html.startswith("<!DOCTYPE html>") and html.count('<section class="statement">') == 3
+    for title in ("Halide statement", "Rewritten IR", "Selected instructions", "E-graph", "Verification"):
+        assert html.count(f"<h3>{title}</h3>") == 3
+    assert "vector_reduce_add" in html and "tile_matmul(16, 64, 32" in html and ">equal<" in html
+    # One file that works offline: no script, no link to anything outside it.
+    assert "<script" not in html and "http://" not in html and "https://" not in html and "<link" not in html
+
+
+def test_the_html_report_explains_a_statement_left_as_it_was(tmp_path: Path) -> None:
+    missed = tmp_path / "missed.stmt"
+    missed.write_text(WMMA.read_text().replace("allocate prod[float32 * 16 * 16] in Register",
+                                               "allocate prod[float32 * 16 * 16] in AMXTile"))
+    page = tmp_path / "missed.html"
+    result = run_cli("compile", str(missed), "--allow-fallback", "--emit", "html", "-o", str(page), "--no-cache",
+                     "-q")
+    assert result.returncode == 0, result.stderr.decode()
+    html = page.read_text()
+    assert "<h3>Why not lowered</h3>" in html and "float16" in html and "left as it was" in html
+
+
+@pytest.mark.skipif(not any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")),
+                    reason="no Chromium on this machine (apt-get install chromium): the page is not rendered")
+def test_the_html_report_renders_in_a_real_browser(tmp_path: Path) -> None:
+    """Headless Chromium draws the page (tools/html_screenshot.py, which
+    made docs/html-report.png)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from html_screenshot import WINDOW, chromium, html_report, screenshot
+
+    png = tmp_path / "page.png"
+    browser = chromium()
+    assert browser is not None
+    assert screenshot(html_report(tmp_path), png, browser) == WINDOW
+    assert png.stat().st_size > 50_000  # a blank page of this size compresses to a few kilobytes

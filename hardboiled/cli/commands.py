@@ -146,7 +146,7 @@ buffer_type_option = click.option(
 
 _PASS_CHOICES = ("all", "parse", "emit-egg", "select", "place-temporaries", "hoist-operand-copies",
                  "retag-memory", "check-amx", "stage-wmma-operands", "wmma-lanes", "wmma-fragments", "report",
-                 "verify", "emit-cuda", "build-cuda", "emit-c", "run-c", "build-c")
+                 "verify", "emit-cuda", "build-cuda", "emit-c", "run-c", "build-c", "emit-html")
 """``all`` and the pass names of hardboiled/cli/pipeline.py (spelled out so
 that --help does not import the pipeline; a test keeps them in step)."""
 
@@ -240,6 +240,7 @@ COMPILE_EXAMPLES = (
      f"hardboiled compile {EXAMPLE_LOG}"),
     ("C with AMX intrinsics, checked in the reference interpreter",
      f"hardboiled compile {EXAMPLE_LOG} --emit c -o mm.c --verify"),
+    ("the visual report, for a browser", f"hardboiled compile {EXAMPLE_LOG} --verify --emit html -o mm.html"),
     ("Tensor Cores: mark the accumulator, emit CUDA and build PTX",
      "hardboiled compile conv.stmt --store-in prod=WMMAAccumulator --emit cuda -o conv.cu --build conv.ptx"),
     ("in CI: fail when nothing is tensorized, keep the JSON report",
@@ -289,7 +290,9 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
 @click.option("--emit", "emit", default="ir", show_default=True, metavar="KINDS",
               help="Comma-separated: ir (rewritten IR, .stmt), c (C with AMX intrinsics, .c), "
               "egg (the egglog program that runs, .egg), report (JSON report, .report.json), "
-              "cuda (CUDA C++ with nvcuda::wmma kernels and a host launch wrapper, .cu).")
+              "cuda (CUDA C++ with nvcuda::wmma kernels and a host launch wrapper, .cu), html (a "
+              "one-file visual report: each statement beside its selected instructions, rewrite, "
+              "e-graph and verification, .html).")
 @click.option("--store-in", "store_in", metavar="NAME=MEMORY", multiple=True,
               help="Treat buffer NAME as stored in MEMORY (mm=AMXTile or prod=WMMAAccumulator), "
               "whatever the dump says.")

@@ -25,7 +25,8 @@ from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 if TYPE_CHECKING:  # the pipeline loads only when the cache cannot answer
     from hardboiled.cli.pipeline import Compilation
 
-EMIT_SUFFIXES = {"ir": ".stmt", "c": ".c", "cuda": ".cu", "egg": ".egg", "report": ".report.json"}
+EMIT_SUFFIXES = {"ir": ".stmt", "c": ".c", "cuda": ".cu", "egg": ".egg", "report": ".report.json",
+                 "html": ".html"}
 HEADER = "h"
 """The output key of the header that goes beside the C or CUDA source."""
 HEADER_SUFFIX = ".h"
@@ -127,8 +128,9 @@ def _take_state(c: Compilation, result: FileResult) -> None:
 
 def _collect_outputs(c: Compilation, result: FileResult) -> None:
     emit = c.options.emit
-    if "egg" in emit:
-        result.outputs["egg"] = c.outputs["egg"]
+    for kind in ("egg", "html"):
+        if kind in emit:
+            result.outputs[kind] = c.outputs[kind]
     if "ir" in emit:
         from hardboiled.ir.printer import print_ir
 

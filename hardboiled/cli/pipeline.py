@@ -323,6 +323,14 @@ def _verify(c: Compilation) -> None:
     c.messages.append(check.summary())
 
 
+def _emit_html(c: Compilation) -> None:
+    from hardboiled.cli.html_report import render_html
+
+    assert c.program is not None
+    stores = [store for selection in c.selections for store in selection.reports]
+    c.outputs["html"] = render_html(c.report, c.text, stores, c.program)
+
+
 def _is_gpu_program(stmt: ir.Stmt) -> bool:
     gpu = (ir.ForKind.GPU_BLOCK, ir.ForKind.GPU_THREAD, ir.ForKind.GPU_LANE)
     return any(isinstance(n, ir.For) and n.kind in gpu for n in ir.walk(stmt))
@@ -439,6 +447,7 @@ PIPELINE: tuple[Pass, ...] = (
          lambda o: "c" in o.emit or CODE in o.emit or o.c_build or o.run, shows_code="c"),
     Pass("run-c", "build the C, run it and compare with the interpreter", _run_c, lambda o: o.run),
     Pass("build-c", "compile the C to an object or shared library", _build_c, lambda o: o.c_build),
+    Pass("emit-html", "the visual report (--emit html)", _emit_html, lambda o: "html" in o.emit),
 )
 
 PASS_NAMES = tuple(p.name for p in PIPELINE)

@@ -50,6 +50,9 @@ class StoreReport:
     lowered: bool
     intrinsics: tuple[str, ...]
     explanation: str | None = None
+    rewritten: ir.Stmt | None = None
+    """What selection put in the store's place (before legalization), for
+    the HTML report; not in the JSON one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +176,8 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
     if misses:
         reverted = _fall_back(selected, replacements)
         memory.update({name: "Auto" for name in reverted})
-        reports = [dataclasses.replace(r, lowered=False, intrinsics=()) if r.buffer in reverted and r.lowered
+        reports = [dataclasses.replace(r, lowered=False, intrinsics=(), rewritten=None)
+                   if r.buffer in reverted and r.lowered
                    else r for r in reports]
     rewritten = reinsert(stmt, replacements)
     used = {n.name for n in ir.walk(rewritten) if isinstance(n, ir.Variable)}
@@ -214,7 +218,8 @@ def _decode_selected(selected: list[SelectedStore], terms: dict[int, str], decod
         if explanation is None:
             intrinsics = tuple(sorted({n.name for n in ir.walk(replacements[sel.position])
                                        if isinstance(n, ir.Call) and n.name.startswith(ACCELERATOR_INTRINSICS)}))
-            reports.append(StoreReport(sel.store.name, line, sel.accelerator, True, intrinsics))
+            reports.append(StoreReport(sel.store.name, line, sel.accelerator, True, intrinsics,
+                                       rewritten=replacements[sel.position]))
             continue
         reports.append(StoreReport(sel.store.name, line, sel.accelerator, False, (), explanation))
         misses.append(_miss_diagnostic(sel, explanation, filename, source, line, options.allow_fallback))
