@@ -317,6 +317,7 @@ def test_deep_programs_meet_no_recursion_limit(tmp_path: Path, name: str, text: 
 
 
 
+# ------------------------------------------------------------------ 9. memory per input byte
 @pytest.mark.parametrize("piece", ["abcdefgh", "abc\\tdef", "\\x01\\\"\\\\"])
 def test_a_long_string_literal_costs_little_memory(tmp_path: Path, piece: str) -> None:
     """Item 9: an 8 MB string literal (an escape every few characters, or

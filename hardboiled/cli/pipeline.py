@@ -235,6 +235,7 @@ def _emit_egg(c: Compilation) -> None:
     )
     from hardboiled.select.facts import sliding_windows
     from hardboiled.select.rules import STATEMENTS_PER_SCOPE, load_schedule, program_text
+    from hardboiled.select.unflatten import unflatten_stores
 
     assert c.program is not None
     options = c.options.selection
@@ -243,6 +244,7 @@ def _emit_egg(c: Compilation) -> None:
     windows: list[tuple[int, int, int]] = []
     for body in _bodies(c.program):
         allocations = accelerator_allocations(body, options.store_in)
+        body = unflatten_stores(body, allocations)
         selected = [s for s in select_stores(body, allocations, options.store_in) if s.store.predicate is None]
         groups.extend(group.shifted(len(terms)) for group in scope_groups(selected, STATEMENTS_PER_SCOPE))
         terms.extend(encode_stores(selected, allocations, options.store_in).terms)
@@ -255,10 +257,22 @@ def _emit_egg(c: Compilation) -> None:
 
 
 def _select(c: Compilation) -> None:
-    from hardboiled.select.candidates import candidate_diagnostics, find_candidates, nothing_marked, tile_operations
+    from hardboiled.select.candidates import (
+        NothingMarked,
+        candidate_diagnostics,
+        compiled_gpu_kernels,
+        find_candidates,
+        gpu_kernels_compiled,
+        nothing_marked,
+        tile_operations,
+    )
     from hardboiled.select.extract import iter_stores
 
     assert c.program is not None
+    kernels = compiled_gpu_kernels(c.program)
+    if kernels and (c.options.selection.store_in or c.options.require):
+        _report(c)
+        raise NothingMarked([gpu_kernels_compiled(kernels, c.name, c.text, "error")])
     bodies, first_store = [], 0
     for body in _bodies(c.program):
         try:
@@ -283,6 +297,9 @@ def _select(c: Compilation) -> None:
         # could have been, and how to mark them: with --require, a miss.
         c.already_lowered = sum(tile_operations(body) for body in _bodies(c.program))
         if c.already_lowered:
+            return
+        if kernels:
+            c.diagnostics.append(gpu_kernels_compiled(kernels, c.name, c.text, "warning"))
             return
         if c.options.require:
             _report(c)

@@ -107,3 +107,31 @@ def nothing_marked(candidates: list[Candidate], filename: str, source: str) -> N
          "reduction vectorized (--stage)?",),
     )
     return NothingMarked([summary, *candidate_diagnostics(candidates, filename, source, "note")])
+
+
+GPU_KERNELS_SUFFIX = "_gpu_source_kernels"
+"""Halide's name for the buffer of compiled device code in a lowered module
+(``cuda_gpu_source_kernels``: PTX)."""
+
+
+def compiled_gpu_kernels(program: ir.Stmt | ir.Module) -> list[str]:
+    """The buffers of a final stmt that hold GPU code Halide compiled already."""
+    if not isinstance(program, ir.Module):
+        return []
+    return [b.name for b in program.buffers if b.name.endswith(GPU_KERNELS_SUFFIX)]
+
+
+def gpu_kernels_compiled(kernels: list[str], filename: str, source: str, severity: str) -> Diagnostic:
+    """Why a GPU pipeline's final stmt has nothing for Tensor Cores: its
+    device loops are PTX text now, not IR."""
+    line = next((i + 1 for i, text in enumerate(source.split("\n")) if text.startswith(f"buffer {kernels[0]} ")),
+                None)
+    return Diagnostic(
+        severity,
+        f"this is the final stmt of a GPU pipeline: Halide has compiled its GPU loops to device code "
+        f"(buffer {kernels[0]}), so the stores Tensor Cores would run are not in it",
+        statement_location(filename, source, line),
+        ("select from the debug log instead: run the pipeline with HL_DEBUG_CODEGEN=2 and give hardboiled the "
+         "log, with --store-in NAME=WMMAAccumulator; it reads the vectorizing stage, and --stage 'final "
+         "simplification' reads the last stage that still has the GPU loops",),
+    )

@@ -37,6 +37,7 @@ from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, reinsert
 from hardboiled.select.rules import STATEMENTS_PER_SCOPE, Schedule, load_schedule, saturate
 from hardboiled.select.spill import gathers_accelerator, reads_accelerator_in_arithmetic, spill_accelerator_reads
 from hardboiled.select.terms import parse_term
+from hardboiled.select.unflatten import unflatten_stores
 from hardboiled.support.cache import ResultCache
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location, statement_location
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
@@ -143,6 +144,7 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
     allocations = accelerator_allocations(stmt, options.store_in)
     if not allocations:
         return SelectionResult(stmt, (), None, None, 0.0)
+    stmt = unflatten_stores(stmt, allocations)  # the final stmt's concat_vectors and shuffles
     schedule = load_schedule(options.schedule_path, options.iterations)
     selected = select_stores(stmt, allocations, options.store_in)
     lowerable = [s for s in selected if s.store.predicate is None]

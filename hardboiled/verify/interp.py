@@ -645,6 +645,9 @@ def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]
         "bitwise_xor": lambda call, args: np.bitwise_xor(args[0], args[1]),
         "shift_left": lambda call, args: np.left_shift(args[0], args[1].astype(args[0].dtype)),
         "shift_right": lambda call, args: np.right_shift(args[0], args[1].astype(args[0].dtype)),
+        # Halide's late form of a product of narrow integers: exact in the wider type.
+        "widening_mul": lambda call, args: np.multiply(args[0].astype(dtype_of(call.type)),
+                                                       args[1].astype(dtype_of(call.type))),
     }
     table.update({amx.AMX_INTRINSIC[op].name: handler for op, handler in _AMX_OPERATIONS.items()})
     for name in ("halide_error_buffer_argument_is_null", "halide_semaphore_init", "halide_semaphore_release",
