@@ -62,11 +62,13 @@ def test_every_command_of_the_tutorial_runs_and_its_figures_hold(tmp_path: Path)
             result = _run(body, tmp_path)
             assert result.returncode == 0, f"{body}\n{result.stderr[-2000:]}"
             commands += 1
+            if "--rewritten-stage" in body:
+                assert "exit 5" in result.stdout and "mm_global_wrapper$0[0, 0]: expected" in result.stderr
             if "compile mm.log -o mm.tiles.stmt" in body:
                 quoted = _quoted_summary(markdown, "mm.log")
                 printed = [line for line in result.stderr.splitlines() if line.startswith("hardboiled: mm.log:")]
                 assert printed and _same_but_seconds(quoted, printed[-1]), (quoted, printed)
-    assert commands >= 9
+    assert commands >= 10
     # What the reader was told they would get.
     assert "tile_matmul(16, 64, 32" in (tmp_path / "mm.tiles.stmt").read_text()
     assert (tmp_path / "mm.so").exists() and (tmp_path / "dct.ptx").exists()
