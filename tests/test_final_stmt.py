@@ -69,11 +69,14 @@ def test_the_last_gpu_stage_of_a_cuda_log_is_tensorized_and_verified(name: str) 
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-def test_the_last_gpu_stage_builds_tensor_core_ptx(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["wmma_f16_matmul", "wmma_conv1d"])
+def test_the_last_gpu_stage_builds_tensor_core_ptx(name: str, tmp_path: Path) -> None:
+    """The kernel reads buffer fields by name (I.min.0), never the buffer
+    handle behind them, which a kernel cannot take."""
     ptx = tmp_path / "k.ptx"
-    result = run_cli("compile", str(FINAL / "wmma_f16_matmul" / "final_simplification.stmt"), "--store-in",
-                     "prod=WMMAAccumulator", "--no-cache", "--emit", "cuda", "-o", str(tmp_path / "k.cu"),
-                     "--build", str(ptx))
+    result = run_cli("compile", str(FINAL / name / "final_simplification.stmt"), "--store-in",
+                     f"{MANIFEST[name]['accumulator']}=WMMAAccumulator", "--no-cache", "--emit", "cuda",
+                     "-o", str(tmp_path / "k.cu"), "--build", str(ptx))
     assert result.returncode == 0, result.stderr.decode()
     assert "wmma.mma.sync.aligned" in ptx.read_text()
 

@@ -51,6 +51,10 @@ def unflatten_stores(stmt: ir.Stmt, buffers: Iterable[str]) -> ir.Stmt:
                 if value.type.is_vector:
                     body = visit(node.body, {**vectors, node.name: _Unflattener(scalars)(_substitute(value, vectors))},
                                  scalars)
+                elif any(isinstance(n, ir.Call) for n in ir.walk(value)):
+                    # A buffer field (_halide_buffer_get_min(I.buffer, 0)) stays a name: looking
+                    # through it cancels nothing, and a GPU kernel cannot read the handle.
+                    body = visit(node.body, vectors, scalars)
                 else:
                     body = visit(node.body, vectors, {**scalars, node.name: value})
                 return node if body is node.body else ir.LetStmt(node.name, value, body)
