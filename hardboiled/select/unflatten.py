@@ -8,15 +8,21 @@ vectorizing stage into concatenations and shuffles: the final stmt that
     concat_vectors(x512(0), x512(t), x512(t*2), ...)                for   ramp(x512(0), x512(t), 16)
     shuffle(v, 0, 1, ..., n - 1, 0, 1, ..., n - 1, ...)              for   x16(v)
 
+and, for a constant stride, one dense load whose lanes a shuffle picks;
+vectors named in lets; ``widening_mul(a, b)`` for ``T(a) * T(b)``; and
+shifts for divisions and products by powers of two.
+
 The rules select tiles from the nested ramps and broadcasts, so before
 extraction the stores that touch accelerator memory are rewritten back to
 that form. Each rewrite is an identity on lane values: a concatenation of
 vectors whose lanes differ by a constant step from one vector to the next
 is a ramp over them; a concatenation of loads of one buffer is a load at
 the concatenated indices; a shuffle that repeats a whole vector is its
-broadcast. The step is found by comparing linear forms (sums of integer
-multiples of the scalar terms), so symbolic strides are covered.
-Anything else is left as it is, and selection explains the miss.
+broadcast; the lanes a shuffle picks from a dense load are a load at
+nested ramps of those offsets. The step is found by comparing linear
+forms (sums of integer multiples of the scalar terms), so symbolic strides
+are covered. Anything else is left as it is, and selection explains the
+miss.
 """
 
 from __future__ import annotations
@@ -38,8 +44,8 @@ def unflatten_stores(stmt: ir.Stmt, buffers: Iterable[str]) -> ir.Stmt:
     The final stmt also names values in lets. A vector let (``let t20 =
     shuffle(...)``) is put back in those stores, which read it in place in
     the vectorizing stage (the let stays for the other statements); a
-    scalar let is looked through when lanes are compared (``t79 =
-    A.stride.1 + t94`` is one row below ``t94``)."""
+    scalar let of arithmetic is looked through when lanes are compared
+    (``t79 = A.stride.1 + t94`` is one row below ``t94``)."""
     names = set(buffers)
     if not names:
         return stmt
