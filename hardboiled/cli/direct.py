@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hardboiled.cli.terminal import is_terminal
 from hardboiled.support.signals import Terminated
 
 ENVIRONMENT = ("CC", "NVCC", "HARDBOILED_CACHE_DIR", "HARDBOILED_RULES_DIR", "HARDBOILED_TRACEBACK",
@@ -184,7 +185,7 @@ def invocation_key(argv: list[str]) -> str:
         cwd = ""
     identity = {
         "argv": argv, "cwd": cwd, "env": {name: os.environ.get(name) for name in ENVIRONMENT},
-        "terminals": [_is_terminal(sys.stdout), _is_terminal(sys.stderr)],
+        "terminals": [is_terminal(sys.stdout), is_terminal(sys.stderr)],
         "code": code_signature(), "egglog": egglog_identity(), "python": sys.version,
     }
     return _digest(json.dumps(identity, sort_keys=True).encode())
@@ -192,13 +193,6 @@ def invocation_key(argv: list[str]) -> str:
 
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _is_terminal(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
 
 
 # --------------------------------------------------------------------------
@@ -248,7 +242,7 @@ class _Recording:
         if self.record is None or self.cache_directory is None:
             return
         stderr = "".join(self.stderr.text)
-        if stderr and _is_terminal(self.saved[1]):
+        if stderr and is_terminal(self.saved[1]):
             return  # shaped for this terminal (colour, its width)
         from hardboiled.support.cache import ResultCache
 

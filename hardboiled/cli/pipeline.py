@@ -348,15 +348,10 @@ def _emit_html(c: Compilation) -> None:
     c.outputs["html"] = render_html(c.report, c.text, stores, c.program)
 
 
-def _is_gpu_program(stmt: ir.Stmt) -> bool:
-    gpu = (ir.ForKind.GPU_BLOCK, ir.ForKind.GPU_THREAD, ir.ForKind.GPU_LANE)
-    return any(isinstance(n, ir.For) and n.kind in gpu for n in ir.walk(stmt))
-
-
 def _checked_for(stmt: ir.Stmt, language: str) -> ir.Stmt:
     """C runs on the CPU (AMX), CUDA on the GPU (Tensor Cores): say so
     plainly when a program is sent to the other one."""
-    gpu = _is_gpu_program(stmt)
+    gpu = ir.has_gpu_loops(stmt)
     if language == "c" and gpu:
         raise HardboiledError(Diagnostic(
             "error", "this program has GPU loops: the C output (--emit c, --run, --build FILE.o/.so) runs on the CPU",
@@ -374,7 +369,7 @@ def _emit_cuda(c: Compilation) -> None:
     from hardboiled.codegen.cuda import generate_cuda, generate_cuda_header
 
     program = _single(c.program, "CUDA generation")
-    if "cuda" not in c.options.emit and not c.options.cuda_build and not _is_gpu_program(program):
+    if "cuda" not in c.options.emit and not c.options.cuda_build and not ir.has_gpu_loops(program):
         return  # --build FILE.o/.so of a CPU program: the C build makes it
     name, arguments = _entry_point(c), _signature(c, program)
     c.cuda_source = generate_cuda(_checked_for(program, "cuda"), name, arguments)
@@ -406,7 +401,7 @@ def _emit_c(c: Compilation) -> None:
     from hardboiled.codegen.c import generate_c, generate_c_header
 
     program = _single(c.program, "C generation")
-    if "c" not in c.options.emit and not c.options.run and _is_gpu_program(program):
+    if "c" not in c.options.emit and not c.options.run and ir.has_gpu_loops(program):
         return  # --build FILE.o/.so of a GPU program: nvcc makes it from the CUDA
     name, arguments = _entry_point(c), _signature(c, program)
     c.c_source = generate_c(_checked_for(program, "c"), name, arguments)

@@ -4,6 +4,10 @@ and CI output stay plain text, byte for byte what a test compares.
 
 Diagnostics are coloured as gcc and clang colour theirs: the location in
 bold, the severity in its colour, the caret in green.
+
+This module imports only the standard library at load time: direct mode
+(cli/direct.py), which answers before anything heavy loads, asks it
+whether its streams are terminals.
 """
 
 from __future__ import annotations
@@ -17,13 +21,16 @@ if TYPE_CHECKING:
 SEVERITY_STYLES = {"error": "bold red", "warning": "bold magenta", "note": "bold cyan"}
 
 
-def color_enabled(stream: Any) -> bool:
-    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
-        return False
+def is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (False for a closed or replaced one)."""
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+def color_enabled(stream: Any) -> bool:
+    return not (os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb") and is_terminal(stream)
 
 
 def print_colored(diagnostic: Diagnostic) -> None:

@@ -440,10 +440,10 @@ class CFamilyEmitter(Visitor[Any]):
 
     # ------------------------------------------------------------ backend hooks
     linkage = ""
+    """Written before the function's return type (``extern "C" `` in C++)."""
     vectors_on_heap = True
     """Large vector values in the entry point's heap scratch (host code);
     a device kernel keeps its own in local memory."""
-    """Written before the function's return type (``extern "C" `` in C++)."""
 
     def end_of_body(self) -> None:
         """Called before a loop's body or a branch closes (what follows in

@@ -742,6 +742,15 @@ def walk(node: Node) -> Iterator[Node]:
         stack.extend(reversed(children(current)))
 
 
+GPU_LOOP_KINDS = (ForKind.GPU_BLOCK, ForKind.GPU_THREAD, ForKind.GPU_LANE)
+
+
+def has_gpu_loops(node: Node) -> bool:
+    """Whether a GPU loop (block, thread or lane) is under ``node``: the
+    program runs on the GPU, its accumulators in Tensor Core fragments."""
+    return any(isinstance(n, For) and n.kind in GPU_LOOP_KINDS for n in walk(node))
+
+
 def calls(node: Node) -> Iterator[Call]:
     """Every call under ``node`` (``node`` included), in pre-order."""
     for n in walk(node):

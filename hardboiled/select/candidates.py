@@ -16,7 +16,6 @@ from hardboiled import ir
 from hardboiled.select.extract import ACCELERATOR_INTRINSICS, ACCELERATOR_MEMORY, iter_stores
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, statement_location
 
-_GPU_LOOPS = (ir.ForKind.GPU_BLOCK, ir.ForKind.GPU_THREAD, ir.ForKind.GPU_LANE)
 _MEMORY_FOR = {accelerator: memory for memory, accelerator in ACCELERATOR_MEMORY.items()}
 
 
@@ -58,8 +57,7 @@ def _reduces_products(e: ir.Expr) -> bool:
 def find_candidates(stmt: ir.Stmt, store_lines: tuple[int, ...] = ()) -> list[Candidate]:
     """One candidate per Func with a store of a ``vector_reduce_add`` over
     products, in program order."""
-    on_gpu = any(isinstance(n, ir.For) and n.kind in _GPU_LOOPS for n in ir.walk(stmt))
-    memory = _MEMORY_FOR["WMMA" if on_gpu else "AMX"]
+    memory = _MEMORY_FOR["WMMA" if ir.has_gpu_loops(stmt) else "AMX"]
     found: dict[str, Candidate] = {}
     for position, store in enumerate(iter_stores(stmt)):
         if store.name not in found and _reduces_products(store.value):
