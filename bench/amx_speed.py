@@ -52,11 +52,11 @@ sys.path.insert(0, str(ROOT / "tools"))
 import numpy as np  # noqa: E402
 
 from hardboiled import ir  # noqa: E402
-from hardboiled.cli.pipeline import tensorize  # noqa: E402
 from hardboiled.codegen.abi import kernel_signature  # noqa: E402
 from hardboiled.codegen.c import generate_c, split_amx_runtime  # noqa: E402
 from hardboiled.codegen.toolchain import compile_c, cpu_has_amx, find_compiler, runtime_dir  # noqa: E402
 from hardboiled.frontend.parse import parse_input  # noqa: E402
+from hardboiled.legalize.passes import tensorize  # noqa: E402
 from hardboiled.select.selector import SelectionOptions  # noqa: E402
 from hardboiled.targets.amx import AMX_TILE  # noqa: E402
 from hardboiled.verify.tile_counts import count_tile_operations, operand_copy_work  # noqa: E402

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from _common import amx_cases, fixture_stmt, write_results
 
-from hardboiled.cli.pipeline import tensorize
 from hardboiled.codegen.c import generate_c
 from hardboiled.codegen.toolchain import compile_c, find_compiler
+from hardboiled.legalize.passes import tensorize
 from hardboiled.select.selector import SelectionOptions
 
 

@@ -68,8 +68,8 @@ def issue_class(spec: dict[str, Any]) -> str:
 
 def compile_variant(name: str, build: bool) -> dict[str, Any]:
     """Compile one variant in this process; return its outcome row."""
-    from hardboiled.cli.driver import compile_text
-    from hardboiled.cli.pipeline import CompileOptions
+    from hardboiled.pipeline.driver import compile_text
+    from hardboiled.pipeline.options import CompileOptions
     from hardboiled.select.selector import SelectionOptions
 
     entry = manifest()[name]
@@ -77,7 +77,7 @@ def compile_variant(name: str, build: bool) -> dict[str, Any]:
     accumulator = "prod" if wmma else "mm"
     store_in = {accumulator: "WMMAAccumulator"} if wmma else {}
     with tempfile.TemporaryDirectory(prefix="sweep_") as tmp:
-        options = CompileOptions(
+        options = CompileOptions.from_flags(
             selection=SelectionOptions(store_in=store_in, cache_dir=None),
             emit=("cuda",) if wmma else ("c",), verify=True,
             run=build and not wmma,

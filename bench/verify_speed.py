@@ -21,7 +21,7 @@ import time
 
 from _common import amx_cases, fixture_stmt, write_results
 
-from hardboiled.cli.pipeline import tensorize
+from hardboiled.legalize.passes import tensorize
 from hardboiled.select.selector import SelectionOptions
 from hardboiled.verify.compare import verify
 

@@ -28,9 +28,9 @@ from pathlib import Path
 
 from _common import accelerator_cases, fixture_stmt, write_results
 
-from hardboiled.cli.pipeline import GENERATED_CUDA_FLAGS, tensorize
-from hardboiled.codegen.cuda import generate_cuda
+from hardboiled.codegen.cuda import GENERATED_CUDA_FLAGS, generate_cuda
 from hardboiled.codegen.toolchain import compile_cuda
+from hardboiled.legalize.passes import tensorize
 from hardboiled.select.selector import SelectionMiss, SelectionOptions
 
 

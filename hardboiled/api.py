@@ -1,7 +1,7 @@
 """hardboiled as a Python library: ``hardboiled.compile``.
 
 The command line and this API run the same pass pipeline
-(hardboiled/cli/pipeline.py); the API takes text or a path instead of
+(hardboiled/pipeline/); the API takes text or a path instead of
 files, and gives back a ``Result`` instead of writing outputs. A user's
 error raises ``CompileError``, whose text is the diagnostics as the command
 line prints them (``file:line:col: error: ...``, the source line, a caret).
@@ -105,9 +105,11 @@ def compile(source: str | bytes | os.PathLike[str], *, store_in: Mapping[str, st
     order; ``verify`` checks the rewrite in the interpreter, ``run`` runs
     the generated C, ``build`` compiles it to a file.
     """
-    from hardboiled.cli.pipeline import Compilation, CompileOptions, run_pipeline
     from hardboiled.codegen.naming import entry_point_name, is_entry_point_name
-    from hardboiled.select.selector import SelectionOptions
+    from hardboiled.pipeline.compilation import Compilation
+    from hardboiled.pipeline.options import CompileOptions
+    from hardboiled.pipeline.runner import run_pipeline
+    from hardboiled.select.options import SelectionOptions
 
     if target not in TARGETS:
         raise ValueError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
@@ -115,26 +117,27 @@ def compile(source: str | bytes | os.PathLike[str], *, store_in: Mapping[str, st
         raise ValueError(f"{name!r} cannot name the generated function (a C identifier that is not a keyword, "
                          "main or hb_*)")
     filename, data = _read(source)
-    options = CompileOptions(
+    function = name or entry_point_name(filename)
+    options = CompileOptions.from_flags(
         stage=stage,
         selection=SelectionOptions(store_in=dict(store_in or {}), allow_fallback=allow_fallback,
                                    schedule_path=None if schedule is None else str(schedule)),
         emit=("ir", "report", _EMIT[target]), verify=verify, run=run, seed=seed, cc=cc, amx=amx,
-        build_path=None if build is None else str(build), name=name or entry_point_name(filename),
+        build_path=None if build is None else str(build), name=function,
         args=None if args is None else tuple(args),
     )
     from hardboiled.support.deep import call_deep
 
-    compilation = Compilation(filename, data, options)
+    compilation = Compilation(filename, data)
     try:
-        call_deep(run_pipeline, compilation)
+        call_deep(run_pipeline, compilation, options)
     except HardboiledError as error:
         raise CompileError([*compilation.diagnostics, *getattr(error, "diagnostics", [error.diagnostic])],
                            int(error.exit_code)) from None
-    assert compilation.program is not None and options.name is not None
+    assert compilation.program is not None
     from hardboiled.ir.printer import print_ir
 
-    return Result(options.name, print_ir(compilation.program), compilation.program, compilation.c_source,
+    return Result(function, print_ir(compilation.program), compilation.program, compilation.c_source,
                   compilation.cuda_source, compilation.header, compilation.report,
                   tuple(d for d in compilation.diagnostics if d.severity != "error"), tuple(compilation.messages))
 

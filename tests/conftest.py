@@ -64,8 +64,8 @@ def tensorized_app(name: str) -> ir.Stmt:
     per session for the tests that read its generated code."""
     sys.path.insert(0, str(ROOT))
     from apps.run import applications
-    from hardboiled.cli.pipeline import tensorize
     from hardboiled.frontend.parse import parse_input
+    from hardboiled.legalize.passes import tensorize
     from hardboiled.select.selector import SelectionOptions
 
     app = applications()[name]

@@ -233,13 +233,13 @@ def _ask(worker: subprocess.Popen[bytes], item: FuzzInput, timeout_s: float) -> 
 
 def worker() -> None:
     """Answer requests on standard input, one JSON line each."""
-    from hardboiled.cli.driver import compile_text
-    from hardboiled.cli.options import CompileOptions
+    from hardboiled.pipeline.driver import compile_text
+    from hardboiled.pipeline.options import CompileOptions
     from hardboiled.select.options import SelectionOptions
 
     selection = SelectionOptions(timeout_s=10.0)
-    options = {"compile": CompileOptions(selection=selection),
-               "verify": CompileOptions(selection=selection, verify=True)}
+    options = {"compile": CompileOptions.from_flags(selection=selection),
+               "verify": CompileOptions.from_flags(selection=selection, verify=True)}
     for line in sys.stdin:
         request = json.loads(line)
         data = base64.b64decode(request["data"])

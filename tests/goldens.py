@@ -34,7 +34,7 @@ def cases() -> list[str]:
 
 
 def _options(case: str, emit: tuple[str, ...], cache_dir: str):  # type: ignore[no-untyped-def]
-    from hardboiled.cli.pipeline import CompileOptions
+    from hardboiled.pipeline.options import CompileOptions
     from hardboiled.select.selector import SelectionOptions
 
     entry = json.loads((FIXTURES / "MANIFEST.json").read_text())[case]
@@ -44,7 +44,7 @@ def _options(case: str, emit: tuple[str, ...], cache_dir: str):  # type: ignore[
     selection = SelectionOptions(store_in=store_in, cache_dir=cache_dir)
     # --verify-ir: the IR invariants are checked after every pass on every
     # fixture; a violation is exit 70, which no golden records.
-    return CompileOptions(selection=selection, emit=emit, verify_ir=True)
+    return CompileOptions.from_flags(selection=selection, emit=emit, verify_ir=True)
 
 
 def _normalized_report(text: str) -> str:
@@ -65,7 +65,7 @@ def _failure_text(result) -> str:  # type: ignore[no-untyped-def]
 
 def compute(case: str, cache_dir: str) -> dict[str, str]:
     """The golden files of one fixture: file name -> expected text."""
-    from hardboiled.cli.driver import compile_text
+    from hardboiled.pipeline.driver import compile_text
 
     entry = json.loads((FIXTURES / "MANIFEST.json").read_text())[case]
     code_kind = "cuda" if entry["accelerator"] == "wmma" else "c"

@@ -22,12 +22,12 @@ import numpy as np
 import pytest
 
 from hardboiled import ir
-from hardboiled.cli.pipeline import LEGALIZATION, legalize, tensorize
 from hardboiled.codegen.c import generate_c
 from hardboiled.codegen.copies import match_permuted_copy, vnni_permutation
 from hardboiled.codegen.toolchain import runtime_dir
 from hardboiled.frontend.parse import parse_input
 from hardboiled.legalize.operand_hoisting import hoist_operand_copies
+from hardboiled.legalize.passes import LEGALIZATION, legalize, tensorize
 from hardboiled.select.selector import SelectionOptions, select_instructions
 from hardboiled.verify.compare import run_program
 from hardboiled.verify.interp import BufferT

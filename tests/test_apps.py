@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from hardboiled.cli.driver import FileResult, compile_text
-from hardboiled.cli.pipeline import CompileOptions
+from hardboiled.pipeline.driver import FileResult, compile_text
+from hardboiled.pipeline.options import CompileOptions
 from hardboiled.select.selector import SelectionOptions
 
 from .conftest import ROOT
@@ -62,7 +62,7 @@ def _compile(app: App, tmp_path: Path) -> FileResult:
     cuda = app.accelerator == "wmma"
     build = tmp_path / ("kernel.ptx" if cuda else "kernel.so")
     nvcc = shutil.which("nvcc") is not None
-    options = CompileOptions(
+    options = CompileOptions.from_flags(
         selection=SelectionOptions(store_in={name: app.memory for name in app.accumulators}, cache_dir=None),
         emit=("cuda",) if cuda else ("c",), verify=True, run=not cuda,
         build_path=str(build) if (nvcc or not cuda) else None)

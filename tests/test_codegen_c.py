@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from hardboiled import ir
-from hardboiled.cli.pipeline import tensorize
 from hardboiled.codegen.c import generate_c, split_amx_runtime
 from hardboiled.codegen.toolchain import Compiler, compile_c
 from hardboiled.frontend.parse import parse_input
+from hardboiled.legalize.passes import tensorize
 from hardboiled.select.selector import SelectionOptions
 from hardboiled.verify.run import run_generated_c
 

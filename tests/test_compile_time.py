@@ -14,7 +14,7 @@ from hardboiled.select.rules import rule_chunks
 from .conftest import FIXTURES, ROOT, run_cli
 
 HEAVY = ("lark", "numpy", "hardboiled.ir.nodes", "hardboiled.frontend.parse", "hardboiled.select.selector",
-         "hardboiled.cli.pipeline", "egglog")
+         "hardboiled.pipeline.passes", "egglog")
 
 
 def test_a_cache_hit_loads_no_parser_ir_or_selector(tmp_path: Path) -> None:

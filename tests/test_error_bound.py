@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from hardboiled import ir
-from hardboiled.cli.pipeline import tensorize
 from hardboiled.frontend.parse import parse_input
 from hardboiled.ir.visitor import map_expr, map_stmt, with_exprs
+from hardboiled.legalize.passes import tensorize
 from hardboiled.select.selector import SelectionOptions
 from hardboiled.verify.compare import error_bounds, run_original, tolerance, verify
 from hardboiled.verify.error_bound import ERROR, bound_program, unit_roundoff

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from hardboiled import ir
-from hardboiled.cli.driver import compile_text
-from hardboiled.cli.options import CompileOptions
+from hardboiled.pipeline.driver import compile_text
+from hardboiled.pipeline.options import CompileOptions
 from hardboiled.select.options import SelectionOptions
 from hardboiled.select.unflatten import _nested_ramps, unflatten_stores
 
@@ -39,7 +39,7 @@ def test_the_fixture_set_is_what_the_generator_makes() -> None:
 @pytest.mark.parametrize("name", AMX_CASES)
 def test_every_amx_final_stmt_is_tensorized_and_verified(name: str) -> None:
     path = FINAL / name / "lowered.stmt"
-    result = compile_text(str(path), path.read_bytes(), CompileOptions(verify=True, emit=("ir",)))
+    result = compile_text(str(path), path.read_bytes(), CompileOptions.from_flags(verify=True, emit=("ir",)))
     assert result.exit_code == 0, [d.message for d in result.diagnostics]
     report = result.report
     assert report["lowered"] == report["selected"] >= 3
@@ -61,7 +61,7 @@ def test_the_c_of_a_final_stmt_runs_and_matches(name: str, tmp_path: Path) -> No
 def test_the_last_gpu_stage_of_a_cuda_log_is_tensorized_and_verified(name: str) -> None:
     path = FINAL / name / "final_simplification.stmt"
     store_in = {MANIFEST[name]["accumulator"]: "WMMAAccumulator"}
-    options = CompileOptions(verify=True, selection=SelectionOptions(store_in=store_in))
+    options = CompileOptions.from_flags(verify=True, selection=SelectionOptions(store_in=store_in))
     result = compile_text(str(path), path.read_bytes(), options)
     assert result.exit_code == 0, [d.message for d in result.diagnostics]
     assert result.report["lowered"] == result.report["selected"] == 3

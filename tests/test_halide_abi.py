@@ -215,7 +215,7 @@ int main(void) {
 }
 """)
     program = tmp_path / "check"
-    from hardboiled.cli.pipeline import GENERATED_CUDA_FLAGS
+    from hardboiled.codegen.cuda import GENERATED_CUDA_FLAGS
 
     proc = subprocess.run(["nvcc", "-arch=sm_80", *GENERATED_CUDA_FLAGS, "-I", str(HALIDE_INCLUDE), str(source),
                            str(main), "-o", str(program)], capture_output=True, text=True)

@@ -259,11 +259,11 @@ def test_halide_s_own_amx_stage_compiles_to_c(case: str) -> None:
     """The stage after "extracting tile operations" is Halide's own AMX
     result; its tile shapes are casts (``int16(16)``), which legalization
     took for a bug (exit 70 on these 18 real dumps)."""
-    from hardboiled.cli.driver import compile_text
-    from hardboiled.cli.options import CompileOptions
+    from hardboiled.pipeline.driver import compile_text
+    from hardboiled.pipeline.options import CompileOptions
 
     data = (FIXTURES / case / "extracting_tile_operations.stmt").read_bytes()
-    result = compile_text(f"{case}.stmt", data, CompileOptions(emit=("ir", "c")))
+    result = compile_text(f"{case}.stmt", data, CompileOptions.from_flags(emit=("ir", "c")))
     assert result.exit_code == 0, [d.message for d in result.diagnostics]
     assert "tile_matmul" in result.outputs["ir"] and "_tile_loadd" in result.outputs["c"]
 
@@ -437,12 +437,12 @@ def test_sigint_with_two_jobs_never_hangs_nor_leaves_workers(tmp_path: Path) -> 
 
 
 def test_a_compiler_that_hangs_is_a_toolchain_error(tmp_path: Path, monkeypatch) -> None:
-    from hardboiled.cli.driver import compile_text
-    from hardboiled.cli.options import CompileOptions
     from hardboiled.codegen import toolchain
+    from hardboiled.pipeline.driver import compile_text
+    from hardboiled.pipeline.options import CompileOptions
 
     monkeypatch.setattr(toolchain, "COMPILER_TIMEOUT_S", 1.0)
-    result = compile_text("mm.log", LOG.read_bytes(), CompileOptions(run=True, cc=str(_slow_compiler(tmp_path))))
+    result = compile_text("mm.log", LOG.read_bytes(), CompileOptions.from_flags(run=True, cc=str(_slow_compiler(tmp_path))))
     assert result.exit_code == 3, [d.message for d in result.diagnostics]
     assert "did not finish within 1 s" in result.diagnostics[0].message
 
@@ -457,10 +457,10 @@ def test_what_the_10000_input_fuzz_run_found_is_a_diagnostic(path: Path) -> None
     exit 70 in verification: a dimension the buffer lacks, an empty loop's
     variable, a call on vectors of different lengths, a negative
     allocation. Each is now the program's error, exit 2."""
-    from hardboiled.cli.driver import compile_text
-    from hardboiled.cli.options import CompileOptions
+    from hardboiled.pipeline.driver import compile_text
+    from hardboiled.pipeline.options import CompileOptions
 
-    result = compile_text(path.name, path.read_bytes(), CompileOptions(verify=True))
+    result = compile_text(path.name, path.read_bytes(), CompileOptions.from_flags(verify=True))
     assert result.exit_code in (0, 1, 2, 4, 5), [d.message for d in result.diagnostics]
 
 

@@ -10,8 +10,9 @@ import pytest
 
 from hardboiled import ir
 from hardboiled.cli import commands as cli_main
-from hardboiled.cli.pipeline import PASS_NAMES, PIPELINE, CompileOptions
 from hardboiled.ir.invariants import InvariantViolation, check_program, violations
+from hardboiled.pipeline.options import CompileOptions
+from hardboiled.pipeline.passes import PASS_NAMES, PIPELINE
 from hardboiled.select.selector import SelectionOptions
 
 from .conftest import FIXTURES, run_cli
@@ -104,7 +105,10 @@ def test_unknown_pass_names_are_usage_errors() -> None:
 def test_verify_ir_checks_after_every_ir_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     """--verify-ir runs the invariants after each IR pass (the goldens run it
     on every fixture); here the checks are observed directly."""
-    from hardboiled.cli.pipeline import IR_PASSES, Compilation, CompileOptions, run_pipeline
+    from hardboiled.pipeline.compilation import Compilation
+    from hardboiled.pipeline.options import CompileOptions
+    from hardboiled.pipeline.passes import IR_PASSES
+    from hardboiled.pipeline.runner import run_pipeline
 
     checked: list[str] = []
 
@@ -114,8 +118,8 @@ def test_verify_ir_checks_after_every_ir_pass(monkeypatch: pytest.MonkeyPatch) -
         check_program(program, after=after, blame_input=blame_input)
 
     monkeypatch.setattr("hardboiled.ir.invariants.check_program", counting)
-    options = CompileOptions(selection=SelectionOptions(store_in={"dct": "WMMAAccumulator"}), verify_ir=True)
-    run_pipeline(Compilation(WMMA.name, WMMA.read_bytes(), options))
+    options = CompileOptions.from_flags(selection=SelectionOptions(store_in={"dct": "WMMAAccumulator"}), verify_ir=True)
+    run_pipeline(Compilation(WMMA.name, WMMA.read_bytes()), options)
     assert checked == [p.name for p in PIPELINE if p.name in IR_PASSES]
 
 
@@ -157,8 +161,8 @@ def test_timing_includes_the_pass_that_failed() -> None:
 
 
 def test_a_failure_while_writing_outputs_is_that_input_s_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hardboiled.cli import driver
     from hardboiled.ir import printer
+    from hardboiled.pipeline import driver
 
     def broken_printer(_program: object) -> str:
         raise RuntimeError("printer broke")
@@ -172,7 +176,8 @@ def test_a_failure_while_writing_outputs_is_that_input_s_internal_error(monkeypa
 
 
 def test_an_empty_build_path_builds_nothing(tmp_path) -> None:
-    assert not CompileOptions(build_path="").c_build and not CompileOptions(build_path="").cuda_build
+    empty = CompileOptions.from_flags(build_path="")
+    assert not empty.build.object and not empty.build.cuda and not empty.codegen.any
     result = run_cli("compile", str(AMX), "--build", "", "-o", str(tmp_path / "out.stmt"))
     assert result.returncode == 0, result.stderr.decode()
     assert "built" not in result.stderr.decode()

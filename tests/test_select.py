@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from hardboiled import ir
-from hardboiled.cli.pipeline import tensorize
 from hardboiled.frontend.parse import parse_input
+from hardboiled.legalize.passes import tensorize
 from hardboiled.select.selector import SelectionOptions
 from hardboiled.support.diagnostics import ExitCode
 

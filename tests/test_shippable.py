@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 
 from hardboiled import ir
-from hardboiled.cli.pipeline import GENERATED_CUDA_FLAGS, CompileOptions, tensorize
 from hardboiled.codegen.abi import entry_point_name, is_entry_point_name, kernel_signature
 from hardboiled.codegen.c import generate_c, generate_c_header
-from hardboiled.codegen.cuda import generate_cuda, generate_cuda_header
+from hardboiled.codegen.cuda import GENERATED_CUDA_FLAGS, generate_cuda, generate_cuda_header
 from hardboiled.codegen.toolchain import find_compiler
 from hardboiled.frontend.parse import parse_input
+from hardboiled.legalize.passes import tensorize
+from hardboiled.pipeline.options import CompileOptions
 from hardboiled.select.selector import SelectionOptions
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
 from hardboiled.verify.run import run_built_kernel
@@ -206,8 +207,8 @@ def test_compilers_are_named_with_arguments(tmp_path: Path) -> None:
     bad = run_cli("compile", str(FIXTURES / "amx_bf16_matmul_std_single" / "debug.log"), "--build", str(built),
                   "--cc", "gcc 'unclosed", "--no-cache")
     assert bad.returncode != 0 and b"cannot split the C compiler" in bad.stderr
-    options = CompileOptions(include_dirs=("a", "b c"))
-    assert options.include_flags == ("-I", "a", "-I", "b c")
+    options = CompileOptions.from_flags(include_dirs=("a", "b c"))
+    assert options.build.include_flags == ("-I", "a", "-I", "b c")
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from hardboiled import ir
-from hardboiled.cli.driver import compile_text
-from hardboiled.cli.pipeline import CompileOptions
 from hardboiled.frontend.parse import parse_input
+from hardboiled.pipeline.driver import compile_text
+from hardboiled.pipeline.options import CompileOptions
 from hardboiled.select.partition import _Slicer, partition_accumulators
 from hardboiled.select.selector import SelectionOptions
 
@@ -68,9 +68,9 @@ def _options(name: str, tmp_path: Path | None = None, **kw: object) -> CompileOp
     selection = SelectionOptions(store_in={"prod": "WMMAAccumulator"} if wmma else {}, cache_dir=None,
                                  verbose=bool(kw.pop("verbose", False)))
     if tmp_path is None:
-        return CompileOptions(selection=selection, **kw)  # type: ignore[arg-type]
+        return CompileOptions.from_flags(selection=selection, **kw)  # type: ignore[arg-type]
     build = str(tmp_path / "kernel.ptx") if wmma and HAS_NVCC else None
-    return CompileOptions(selection=selection, emit=("cuda",) if wmma else ("c",), verify=True,
+    return CompileOptions.from_flags(selection=selection, emit=("cuda",) if wmma else ("c",), verify=True,
                           run=not wmma, build_path=build)
 
 

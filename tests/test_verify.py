@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from hardboiled import ir
-from hardboiled.cli.pipeline import tensorize
 from hardboiled.frontend.parse import parse_input, parse_text
+from hardboiled.legalize.passes import tensorize
 from hardboiled.select import rule_files
 from hardboiled.select.selector import SelectionOptions
 from hardboiled.verify.compare import compare, verify

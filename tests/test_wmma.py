@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 
 from hardboiled import ir
-from hardboiled.cli.pipeline import GENERATED_CUDA_FLAGS, tensorize
-from hardboiled.codegen.cuda import generate_cuda
+from hardboiled.codegen.cuda import GENERATED_CUDA_FLAGS, generate_cuda
 from hardboiled.codegen.toolchain import compile_cuda
 from hardboiled.frontend.parse import parse_input
 from hardboiled.ir.printer import print_ir
+from hardboiled.legalize.passes import tensorize
 from hardboiled.legalize.wmma_fragments import push_fragment_allocations
 from hardboiled.legalize.wmma_lanes import WMMA_LANE
 from hardboiled.legalize.wmma_staging import known_multiple

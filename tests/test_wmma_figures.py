@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hardboiled.cli.pipeline import GENERATED_CUDA_FLAGS
+from hardboiled.codegen.cuda import GENERATED_CUDA_FLAGS
 from hardboiled.verify.wmma_figures import (
     KernelFigures,
     analyze_application,

@@ -1,4 +1,4 @@
-"""The ``hardboiled`` command, the compile driver and its pass pipeline.
+"""The ``hardboiled`` command (the pass pipeline it runs is hardboiled/pipeline/).
 
 ``main`` is the command's entry point (cli/direct.py): a repeated compile is
 answered from its record before click loads, anything else goes to the

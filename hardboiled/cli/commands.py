@@ -27,9 +27,9 @@ from hardboiled.targets.cuda_arch import DEFAULT_SM, MIN_SM
 
 if TYPE_CHECKING:  # imported lazily at run time: --help must start fast
     from hardboiled import ir
-    from hardboiled.cli.driver import FileResult
-    from hardboiled.cli.options import CompileOptions
     from hardboiled.frontend.parse import ParsedInput
+    from hardboiled.pipeline.driver import FileResult
+    from hardboiled.pipeline.options import CompileOptions
     from hardboiled.select.options import SelectionOptions
 
 cached_compile_observers: list[Callable[[str, list[tuple[str, bytes]], list[tuple[str, str, str]]], None]] = []
@@ -147,7 +147,7 @@ buffer_type_option = click.option(
 _PASS_CHOICES = ("all", "parse", "emit-egg", "select", "place-temporaries", "hoist-operand-copies",
                  "retag-memory", "check-amx", "stage-wmma-operands", "wmma-lanes", "wmma-fragments", "report",
                  "verify", "emit-cuda", "build-cuda", "emit-c", "run-c", "build-c", "emit-html")
-"""``all`` and the pass names of hardboiled/cli/pipeline.py (spelled out so
+"""``all`` and the pass names of hardboiled/pipeline/passes.py (spelled out so
 that --help does not import the pipeline; a test keeps them in step)."""
 
 
@@ -394,8 +394,8 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     operations; the rewritten IR is printed in Halide's format, C with
     --emit c, or CUDA with --emit cuda.
     """
-    from hardboiled.cli.options import CompileOptions
     from hardboiled.codegen.toolchain import parse_cuda_arch
+    from hardboiled.pipeline.options import CompileOptions
 
     kinds = _emit_kinds(emit)
     _check_compile_usage(input_paths, output_path, kinds, build_path, bool(params), verify_result or run_kernel)
@@ -405,13 +405,13 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     selection = dataclasses.replace(selection, verbose=verbose)
     if selection.cache_dir is not None:
         _check_cache_directory(Path(selection.cache_dir))
-    options = CompileOptions(
-        stage=stage, buffer_types=_parse_buffer_types(buffer_types), selection=selection, emit=kinds,
-        require=require, verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", int),
-        verify_timeout_s=verify_timeout, cc=cc,
-        amx=amx_mode, build_path=build_path, cuda_arch=parse_cuda_arch(cuda_arch), name=entry_point,
-        include_dirs=include_dirs, args=_argument_order(argument_order),
-        print_before=print_before, print_after=print_after, timing=timing, verify_ir=verify_ir,
+    options = CompileOptions.from_flags(
+        stage=stage, buffer_types=_parse_buffer_types(buffer_types), selection=selection, require=require,
+        emit=kinds, verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", int),
+        verify_timeout_s=verify_timeout, build_path=build_path, cc=cc, amx=amx_mode,
+        cuda_arch=parse_cuda_arch(cuda_arch), include_dirs=include_dirs, name=entry_point,
+        args=_argument_order(argument_order), print_before=print_before, print_after=print_after, timing=timing,
+        verify_ir=verify_ir,
     )
     inputs = [_read_input(path) for path in input_paths]
     results = _run_batch(inputs, options, jobs or (os.cpu_count() or 1), quiet)
@@ -491,7 +491,7 @@ def _default_cache_dir() -> Path:
 
 def _emit_kinds(emit: str) -> tuple[str, ...]:
     """The --emit list, each kind once, in the order given."""
-    from hardboiled.cli.driver import EMIT_SUFFIXES
+    from hardboiled.pipeline.options import EMIT_SUFFIXES
 
     kinds = tuple(dict.fromkeys(k.strip() for k in emit.split(",") if k.strip()))
     unknown = [k for k in kinds if k not in EMIT_SUFFIXES]
@@ -537,7 +537,8 @@ def _write_results(results: list[FileResult], names: list[str], kinds: tuple[str
     their text and whether a link there was followed or replaced. In a
     directory the names are hardboiled's: a symbolic link found there is
     replaced, not written through."""
-    from hardboiled.cli.driver import EMIT_SUFFIXES, HEADER, HEADER_SUFFIX, output_names
+    from hardboiled.pipeline.driver import output_names
+    from hardboiled.pipeline.options import EMIT_SUFFIXES, HEADER, HEADER_SUFFIX
 
     written: list[tuple[str, str, str]] = []
 
@@ -581,7 +582,7 @@ def _read_input(path: str) -> tuple[str, bytes | None, Diagnostic | None]:
 
 
 def _run_batch(inputs: list[BatchInput], options: CompileOptions, jobs: int, quiet: bool) -> list[FileResult]:
-    from hardboiled.cli.driver import compile_batch
+    from hardboiled.pipeline.driver import compile_batch
 
     if quiet or len(inputs) < 2 or not sys.stderr.isatty():
         return compile_batch(inputs, options, jobs)

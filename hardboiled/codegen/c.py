@@ -39,6 +39,7 @@ from hardboiled.codegen.abi import DEFAULT_ENTRY_POINT, KernelArgument
 from hardboiled.codegen.c_family import (
     C_HEADERS,
     CFamilyEmitter,
+    GeneratedCode,
     codegen_error,
     helper_functions,
     include_lines,
@@ -373,6 +374,9 @@ def generate_c(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT,
     return CGenerator(stmt, function, arguments).generate()
 
 
-def generate_c_header(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT,
-                      arguments: list[KernelArgument] | None = None) -> str:
-    return CGenerator(stmt, function, arguments).header()
+def generate_c_code(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT,
+                    arguments: list[KernelArgument] | None = None) -> GeneratedCode:
+    """The source and the header that declares its functions, from one
+    walk of ``stmt``."""
+    generator = CGenerator(stmt, function, arguments)
+    return GeneratedCode(generator.generate(), generator.header())

@@ -49,6 +49,14 @@ def codegen_error(message: str) -> CodegenError:
     return CodegenError(Diagnostic("error", message))
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class GeneratedCode:
+    """A generated source and the header declaring its entry points."""
+
+    source: str
+    header: str
+
+
 _C_TYPES = {
     (ir.TypeCode.INT, 8): "int8_t", (ir.TypeCode.INT, 16): "int16_t", (ir.TypeCode.INT, 32): "int32_t",
     (ir.TypeCode.INT, 64): "int64_t", (ir.TypeCode.UINT, 1): "uint8_t", (ir.TypeCode.UINT, 8): "uint8_t",

@@ -55,6 +55,7 @@ from hardboiled.codegen.c_family import (
     C_HEADERS,
     CFamilyEmitter,
     CodegenError,
+    GeneratedCode,
     binary_expr,
     c_type,
     cast_expr,
@@ -73,6 +74,10 @@ _DIMS = "xyz"
 _MAX_BLOCK_THREADS = 1024
 _MAX_BLOCK_Z = 64
 _FRAGMENT_MEMORY = "WMMAAccumulator"
+
+GENERATED_CUDA_FLAGS = ("-diag-suppress=177",)
+"""nvcc flags for the generated CUDA: the shared prelude defines helpers
+that a kernel may not use."""
 
 CUDA_HEADERS = ("cuda_runtime.h", "cuda_fp16.h", "cuda_bf16.h", "mma.h", "stdint.h")
 
@@ -1003,9 +1008,12 @@ def generate_cuda(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT,
     return CudaGenerator(stmt, function, arguments).generate()
 
 
-def generate_cuda_header(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT,
-                         arguments: list[KernelArgument] | None = None) -> str:
-    return CudaGenerator(stmt, function, arguments).header()
+def generate_cuda_code(stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT,
+                       arguments: list[KernelArgument] | None = None) -> GeneratedCode:
+    """The source and the header that declares its functions, from one
+    walk of ``stmt``."""
+    generator = CudaGenerator(stmt, function, arguments)
+    return GeneratedCode(generator.generate(), generator.header())
 
 
-__all__ = ["CudaGenerator", "generate_cuda", "generate_cuda_header", "required_sm"]
+__all__ = ["GENERATED_CUDA_FLAGS", "CudaGenerator", "generate_cuda", "generate_cuda_code", "required_sm"]

@@ -26,3 +26,5 @@ class SelectionOptions:
     verbose: bool = False
     """Report every missed store in full; by default only the root causes,
     with long expressions shortened."""
+    require: bool = False
+    """--require: no store in accelerator memory is a miss (exit 1)."""

@@ -1,6 +1,6 @@
-"""The ``compile`` command for one input, and for a batch of them.
+"""Compiling one input, and a batch of them.
 
-``compile_text`` runs the pass pipeline (hardboiled/cli/pipeline.py) on one
+``compile_text`` runs the pass pipeline (pipeline/passes.py) on one
 input held in memory and returns what it produced: output texts by kind, a
 JSON-ready report, diagnostics and an exit code. It never raises for the
 user's errors, so a batch can run inputs in worker processes (``-j``) and
@@ -19,17 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hardboiled.cli.options import CompileOptions
+from hardboiled.pipeline.options import HEADER, CompileOptions
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location, internal_error
 
-if TYPE_CHECKING:  # the pipeline loads only when the cache cannot answer
-    from hardboiled.cli.pipeline import Compilation
-
-EMIT_SUFFIXES = {"ir": ".stmt", "c": ".c", "cuda": ".cu", "egg": ".egg", "report": ".report.json",
-                 "html": ".html"}
-HEADER = "h"
-"""The output key of the header that goes beside the C or CUDA source."""
-HEADER_SUFFIX = ".h"
+if TYPE_CHECKING:  # the passes load only when the cache cannot answer
+    from hardboiled.pipeline.compilation import Compilation
 
 
 @dataclass
@@ -56,11 +50,11 @@ def compile_text(name: str, data: bytes | None, options: CompileOptions,
     if cache is not None and (entry := cache.get(key, _ENTRY_SHAPE)) is not None:
         return _from_cache(name, entry)
     result = _compile(name, data, options, read_error)
-    from hardboiled.cli.report import finish_report
+    from hardboiled.pipeline.report import finish_report
 
     result.report = finish_report(result.report, name, result.exit_code, result.diagnostics,
                                   time.perf_counter() - start)
-    if "report" in options.emit and not result.exit_code:
+    if "report" in options.output.emit and not result.exit_code:
         result.outputs["report"] = json.dumps(result.report, indent=2, sort_keys=True) + "\n"
     if cache is not None and not result.exit_code:  # a failure is computed again, never replayed
         cache.put(key, _to_cache(result))
@@ -79,15 +73,16 @@ def _compile(name: str, data: bytes | None, options: CompileOptions, read_error:
         from hardboiled.select.rule_files import prestart_rules
 
         prestart_rules(options.selection.memory_mb)
-    from hardboiled.cli.pipeline import Compilation, run_pipeline
+    from hardboiled.pipeline.compilation import Compilation
+    from hardboiled.pipeline.runner import run_pipeline
     from hardboiled.select.eqsat import discard_prestarted
     from hardboiled.support.deep import call_deep
 
-    compilation = Compilation(name, data or b"", options)
+    compilation = Compilation(name, data or b"")
     try:
-        call_deep(run_pipeline, compilation)
+        call_deep(run_pipeline, compilation, options)
         _take_state(compilation, result)
-        _collect_outputs(compilation, result)
+        _collect_outputs(compilation, options.output.emit, result)
     except HardboiledError as exc:
         result = FileResult(name)
         _take_state(compilation, result)
@@ -126,8 +121,7 @@ def _take_state(c: Compilation, result: FileResult) -> None:
     result.instrumentation = c.instrumentation
 
 
-def _collect_outputs(c: Compilation, result: FileResult) -> None:
-    emit = c.options.emit
+def _collect_outputs(c: Compilation, emit: tuple[str, ...], result: FileResult) -> None:
     for kind in ("egg", "html"):
         if kind in emit:
             result.outputs[kind] = c.outputs[kind]
@@ -150,8 +144,8 @@ def _file_cache(name: str, data: bytes, options: CompileOptions) -> tuple[Any, s
     input bytes, the options, the schedule file's bytes and hardboiled's
     code (support/cache.py). Runs that execute code (--verify, --run,
     --build) are never served from it."""
-    if (options.selection.cache_dir is None or options.verify or options.run or options.build_path
-            or options.instrumented):
+    if (options.selection.cache_dir is None or options.verification.executes or options.build.path
+            or options.instrumentation.active):
         return None, ""
     import hashlib
 
@@ -163,11 +157,12 @@ def _file_cache(name: str, data: bytes, options: CompileOptions) -> tuple[Any, s
             schedule = hashlib.sha256(Path(options.selection.schedule_path).read_bytes()).hexdigest()
         except OSError:
             return None, ""  # the pipeline reports it
-    settings = repr((name, options.stage, sorted((k, str(v)) for k, v in options.buffer_types.items()),
-                     sorted(options.selection.store_in.items()), options.selection.allow_fallback,
-                     options.selection.verbose, options.selection.iterations,
-                     options.emit, options.selection.timeout_s, options.selection.memory_mb, options.name,
-                     options.args, options.require))
+    selection = options.selection
+    settings = repr((name, options.input.stage, sorted((k, str(v)) for k, v in options.input.buffer_types.items()),
+                     sorted(selection.store_in.items()), selection.allow_fallback, selection.verbose,
+                     selection.iterations, options.output.emit, sorted(options.codegen.required),
+                     options.codegen.wanted, selection.timeout_s, selection.memory_mb, options.codegen.name,
+                     options.codegen.args, selection.require))
     texts = ["file", settings, hashlib.sha256(data).hexdigest(), schedule]
     return ResultCache(Path(options.selection.cache_dir)), cache_key(texts, [])
 
@@ -216,10 +211,11 @@ def compile_batch(inputs: list[tuple[str, bytes | None, Diagnostic | None]], opt
     in the batch (two vectorizing.stmt from different directories make two
     different functions, which can be linked together)."""
     names = [name for name, _, _ in inputs]
-    if len(inputs) > 1 and options.name is None:
+    if len(inputs) > 1 and options.codegen.name is None:
         from hardboiled.codegen.naming import entry_point_name
 
-        each = [dataclasses.replace(options, name=entry_point_name(stem)) for stem in output_names(names)]
+        each = [dataclasses.replace(options, codegen=dataclasses.replace(options.codegen, name=entry_point_name(stem)))
+                for stem in output_names(names)]
     else:
         each = [options] * len(inputs)
     work = [(name, data, own, error) for (name, data, error), own in zip(inputs, each)]
