@@ -6,6 +6,11 @@ programs) are committed under tests/goldens/<fixture>/. A run that fails
 is recorded too, as its exit code and diagnostics, so that a changed
 explanation of a miss shows up as well.
 
+The AMX runtime that generated C inlines (hb_amx.h and its emulation, some
+560 lines) is the same in every C golden: it is kept once, in
+tests/goldens/amx_runtime.h, and each out.c holds a line naming it in its
+place, so that a change of the runtime changes one golden.
+
 Regenerate after an intended change of behaviour with ``make goldens``
 (``python -m tests.goldens``); tests/test_goldens.py compares byte for byte.
 Timings are the only part of a report that varies from run to run, so they
@@ -23,6 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "halide"
 GOLDENS = ROOT / "tests" / "goldens"
+
+RUNTIME = "amx_runtime.h"
+"""The golden of the inlined AMX runtime, beside the fixtures' directories."""
+RUNTIME_PLACEHOLDER = "/* hardboiled's AMX runtime is inlined here: tests/goldens/amx_runtime.h */\n"
 
 VARYING_REPORT_FIELDS = ("seconds", "cached")
 """Fields of the JSON report, and of its statements, that change from run to run."""
@@ -57,6 +66,18 @@ def _normalized_report(text: str) -> str:
     return json.dumps(report, indent=2, sort_keys=True) + "\n"
 
 
+def split_runtime(source: str) -> tuple[str, str | None]:
+    """Generated C with its inlined AMX runtime replaced by a line naming
+    the runtime's golden, and the runtime (None where there is none)."""
+    from hardboiled.codegen.c import AMX_RUNTIME_BEGIN, AMX_RUNTIME_END
+
+    start = source.find(AMX_RUNTIME_BEGIN)
+    if start < 0:
+        return source, None
+    end = source.index(AMX_RUNTIME_END, start) + len(AMX_RUNTIME_END) + 1
+    return source[:start] + RUNTIME_PLACEHOLDER + source[end:], source[start:end]
+
+
 def _failure_text(result) -> str:  # type: ignore[no-untyped-def]
     lines = [f"exit {result.exit_code}\n"]
     lines.extend(d.render_text() for d in result.diagnostics)
@@ -64,7 +85,8 @@ def _failure_text(result) -> str:  # type: ignore[no-untyped-def]
 
 
 def compute(case: str, cache_dir: str) -> dict[str, str]:
-    """The golden files of one fixture: file name -> expected text."""
+    """The golden files of one fixture: file name -> expected text; with
+    the C's inlined runtime under RUNTIME (a file shared by every fixture)."""
     from hardboiled.pipeline.driver import compile_text
 
     entry = json.loads((FIXTURES / "MANIFEST.json").read_text())[case]
@@ -83,6 +105,10 @@ def compute(case: str, cache_dir: str) -> dict[str, str]:
             files[f"{filename}.failed"] = _failure_text(result)
             continue
         text = result.outputs[kind]
+        if kind == "c":
+            text, runtime = split_runtime(text)
+            if runtime is not None:
+                files[RUNTIME] = runtime
         files[filename] = _normalized_report(text) if kind == "report" else text
     lowered = FIXTURES / case / "lowered.stmt"
     if lowered.exists():
@@ -105,6 +131,9 @@ def main(argv: list[str]) -> int:
             directory = GOLDENS / case
             directory.mkdir(parents=True, exist_ok=True)
             expected = compute(case, cache_dir)
+            runtime = expected.pop(RUNTIME, None)
+            if runtime is not None:
+                (GOLDENS / RUNTIME).write_text(runtime)
             for stale in directory.iterdir():
                 if stale.name not in expected:
                     stale.unlink()

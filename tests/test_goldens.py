@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .goldens import GOLDENS, cases, compute
+from .goldens import GOLDENS, RUNTIME, cases, compute
 
 
 @pytest.mark.parametrize("case", cases())
@@ -17,6 +17,9 @@ def test_outputs_match_the_goldens(case: str, tmp_path: Path) -> None:
     expected = {p.name: p.read_text() for p in sorted((GOLDENS / case).iterdir())}
     assert expected, f"no goldens for {case}: run `make goldens`"
     actual = compute(case, str(tmp_path / "cache"))
+    runtime = actual.pop(RUNTIME, None)
+    if runtime is not None:
+        assert runtime == (GOLDENS / RUNTIME).read_text(), "the inlined AMX runtime differs from its golden"
     assert sorted(actual) == sorted(expected), "a different set of outputs (or failures) than the goldens"
     for filename, text in expected.items():
         assert actual[filename] == text, f"{case}/{filename} differs from the golden (`make goldens` if intended)"
@@ -28,6 +31,8 @@ def test_goldens_cover_every_kind() -> None:
     names = [p.name for p in GOLDENS.glob("*/*")]
     for suffix in ("out.stmt", "report.json", "out.c", "out.cu", "lowered.out.stmt"):
         assert suffix in names
+    with_runtime = sum(RUNTIME in p.read_text() for p in GOLDENS.glob("*/out.c"))
+    assert with_runtime >= 20 and "_tile_loadconfig" in (GOLDENS / RUNTIME).read_text()
     lowered = sum('"lowered": true' in p.read_text() for p in GOLDENS.glob("*/report.json"))
     assert lowered >= 30
     assert not any("internal error" in p.read_text() for p in GOLDENS.glob("*/*.failed"))

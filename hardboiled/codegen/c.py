@@ -341,6 +341,8 @@ def _dot_product(a: ir.Type, b: ir.Type) -> str:
     return instruction.c_name
 
 
+AMX_RUNTIME_BEGIN = "/* ---- hardboiled's AMX runtime (hb_amx.h and hb_amx_emulation.h), inlined ---- */"
+"""The first line of the runtime inlined into generated C."""
 AMX_RUNTIME_END = "/* ---- end of the AMX runtime ---- */"
 """The line after the runtime inlined into generated C: the generated code
 follows it (the runtime's macros name the tile operations too)."""
@@ -364,7 +366,7 @@ def amx_runtime_source() -> str:
     emulation = runtime.joinpath("hb_amx_emulation.h").read_text()
     header = runtime.joinpath("hb_amx.h").read_text()
     assert '#include "hb_amx_emulation.h"' in header
-    return ("/* ---- hardboiled's AMX runtime (hb_amx.h and hb_amx_emulation.h), inlined ---- */\n"
+    return (AMX_RUNTIME_BEGIN + "\n"
             + header.replace('#include "hb_amx_emulation.h"', emulation)
             + AMX_RUNTIME_END + "\n")
 
