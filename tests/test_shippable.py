@@ -17,8 +17,9 @@ import pytest
 
 from hardboiled import ir
 from hardboiled.codegen.abi import entry_point_name, is_entry_point_name, kernel_signature
-from hardboiled.codegen.c import generate_c, generate_c_header
-from hardboiled.codegen.cuda import GENERATED_CUDA_FLAGS, generate_cuda, generate_cuda_header
+from hardboiled.codegen.c import generate_c, generate_c_code
+from hardboiled.codegen.c_family import GeneratedCode
+from hardboiled.codegen.cuda import GENERATED_CUDA_FLAGS, generate_cuda_code
 from hardboiled.codegen.toolchain import find_compiler
 from hardboiled.frontend.parse import parse_input
 from hardboiled.legalize.passes import tensorize
@@ -127,8 +128,8 @@ def test_the_emitted_c_compiles_alone_and_exports_only_its_entry_point(tmp_path:
         assert _exported(obj) == {"amx_mm", "amx_mm_raw"}, f"{compiler.name} ({label})"
 
 
-def _separately_built(tmp_path: Path, kernels: dict[str, str], suffix: str, generate: Callable[..., str],
-                      header: Callable[..., str], command: list[str]) -> tuple[list[Path], list[str], list[str]]:
+def _separately_built(tmp_path: Path, kernels: dict[str, str], suffix: str, generate: Callable[..., GeneratedCode],
+                      command: list[str]) -> tuple[list[Path], list[str], list[str]]:
     """Each kernel's source and header written under its own name and
     compiled alone: the objects, the #include lines, and calls of each
     entry point with null buffers (they return an error code: a check
@@ -136,8 +137,9 @@ def _separately_built(tmp_path: Path, kernels: dict[str, str], suffix: str, gene
     objects, includes, calls = [], [], []
     for case, name in kernels.items():
         _, rewritten = _tensorized(case)
-        (tmp_path / f"{name}{suffix}").write_text(generate(rewritten, name))
-        (tmp_path / f"{name}.h").write_text(header(rewritten, name))
+        code = generate(rewritten, name)
+        (tmp_path / f"{name}{suffix}").write_text(code.source)
+        (tmp_path / f"{name}.h").write_text(code.header)
         includes.append(f'#include "{name}.h"')
         objects.append(tmp_path / f"{name}.o")
         subprocess.run([*command, "-c", str(tmp_path / f"{name}{suffix}"), "-o", str(objects[-1])], check=True)
@@ -154,7 +156,7 @@ def test_two_amx_kernels_in_one_library_both_compute_right(tmp_path: Path) -> No
     inputs and matches the original IR."""
     compiler = find_compiler()
     objects, includes, calls = _separately_built(
-        tmp_path, AMX_KERNELS, ".c", generate_c, generate_c_header,
+        tmp_path, AMX_KERNELS, ".c", generate_c_code,
         [*compiler.command, "-O2", "-fPIC", "-DHB_AMX_EMULATE"])
     caller = tmp_path / "caller.c"
     caller.write_text("\n".join([*includes, "int call_both(void) {",
@@ -177,8 +179,7 @@ def test_two_cuda_kernels_link_into_one_program(tmp_path: Path) -> None:
     linked into one program that calls both through their headers (on the
     caller's stream). Without a GPU the program is linked, not run."""
     nvcc = ["nvcc", f"-arch=sm_{WMMA_TENSOR_CORE.default_sm}", "-std=c++17", *GENERATED_CUDA_FLAGS]
-    objects, includes, calls = _separately_built(tmp_path, WMMA_KERNELS, ".cu", generate_cuda, generate_cuda_header,
-                                                 nvcc)
+    objects, includes, calls = _separately_built(tmp_path, WMMA_KERNELS, ".cu", generate_cuda_code, nvcc)
     for obj, name in zip(objects, WMMA_KERNELS.values()):
         assert {s for s in _exported(obj) if not s.startswith("_")} == {name, f"{name}_raw"}  # kernels are static
     main = tmp_path / "main.cu"
