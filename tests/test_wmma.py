@@ -25,7 +25,7 @@ from hardboiled.codegen.cuda import GENERATED_CUDA_FLAGS, generate_cuda
 from hardboiled.codegen.toolchain import compile_cuda
 from hardboiled.frontend.parse import parse_input
 from hardboiled.ir.printer import print_ir
-from hardboiled.legalize.passes import tensorize
+from hardboiled.legalize.passes import map_to_gpu, tensorize
 from hardboiled.legalize.wmma_fragments import push_fragment_allocations
 from hardboiled.legalize.wmma_lanes import WMMA_LANE
 from hardboiled.legalize.wmma_staging import known_multiple
@@ -475,9 +475,10 @@ gpu_block<CUDA> (out.s0.b.block_id_x, 0, 4) {
 def _kernel(text: str, types: dict[str, ir.Type]) -> tuple[list[int], str, list[str]]:
     """Block dims, body and definition of the kernel for one gpu_block loop
     of hand-written IR (no pipeline around it)."""
-    from hardboiled.codegen.cuda import CudaGenerator, KernelGenerator
+    from hardboiled.codegen.cuda import CudaGenerator
+    from hardboiled.codegen.cuda_kernel import KernelGenerator
 
-    stmt = parse_input(text, "kernel.stmt", buffer_types=types).ir
+    stmt = map_to_gpu(parse_input(text, "kernel.stmt", buffer_types=types).ir)
     assert isinstance(stmt, ir.For)
     # A bare host context: the kernel only takes the host's names and types.
     host = CudaGenerator.__new__(CudaGenerator)
@@ -546,7 +547,7 @@ def test_host_stages_run_as_one_thread_kernels_and_host_reads_are_refused() -> N
     types = {"out": ir.Float(32), "tmp": ir.Float(32), "res": ir.Float(32), "host": ir.Float(32)}
     buffers = "allocate out[float32 * 8] in Heap\nallocate res[float32 * 2048] in Heap\nallocate host[float32 * 4] in Heap\n"
     stage = buffers + "host[0] = 1.000000f\n" + _THREADS_KERNEL
-    source = generate_cuda(parse_input(stage, "host.stmt", buffer_types=types).ir)
+    source = generate_cuda(map_to_gpu(parse_input(stage, "host.stmt", buffer_types=types).ir))
     assert "cudaMallocAsync((void **)&host, " in source and "cudaFreeAsync(host, hb_stream);" in source
     # freed on every error, ordered on the caller's stream
     assert ("cudaFreeAsync(host, hb_stream); cudaFreeAsync(res, hb_stream); cudaFreeAsync(out, hb_stream); "
@@ -556,7 +557,7 @@ def test_host_stages_run_as_one_thread_kernels_and_host_reads_are_refused() -> N
 
     reads = buffers + "if (0.000000f < host[0]) {\n" + _THREADS_KERNEL + "}\n"
     with pytest.raises(CodegenError) as info:
-        generate_cuda(parse_input(reads, "host.stmt", buffer_types=types).ir)
+        generate_cuda(map_to_gpu(parse_input(reads, "host.stmt", buffer_types=types).ir))
     assert "host code reads buffer 'host' to decide what to run" in info.value.diagnostic.message
 
 

@@ -23,9 +23,12 @@ import pytest
 
 from hardboiled import ir
 from hardboiled.codegen.c_family import C_HEADERS, helper_functions, include_lines, storage_type, to_storage
-from hardboiled.codegen.cuda import CudaGenerator, KernelGenerator
+from hardboiled.codegen.cuda import CudaGenerator
+from hardboiled.codegen.cuda_kernel import KernelGenerator
 from hardboiled.codegen.toolchain import find_compiler
 from hardboiled.frontend.parse import parse_input
+from hardboiled.legalize.gpu_mapping import spread_value
+from hardboiled.legalize.lane_spreading import spreads
 from hardboiled.select.facts import sliding_windows
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE, WMMAShape
 from hardboiled.verify.interp import Interpreter, Pointer, dtype_of
@@ -75,7 +78,9 @@ def _lane_program(kernel: KernelGenerator, store: ir.Store, scalars: dict[str, i
     """A C program that prints, for every lane, the index and the stored
     bits the kernel's per-lane formula gives."""
     index = kernel._lane_value(store.index, "hb_i")
-    value = kernel._lane_value(store.value, "hb_i")
+    spread = spread_value(store)
+    assert spread is not None, f"{store.name} is not spread over the threads"
+    value = kernel._lane_value(spread, "hb_i")
     elem = store.value.type.element()
     lines = [include_lines(C_HEADERS), "#include <stdio.h>", helper_functions("static inline"), "int main(void) {"]
     for name, data in buffers.items():
@@ -151,10 +156,8 @@ def test_only_stores_with_independent_lanes_are_spread() -> None:
     )
     stmt = parse_input(text).ir
     assert isinstance(stmt, ir.Stmt)
-    kernel = KernelGenerator(CudaGenerator(stmt), stmt, "k")
-    kernel.element_types["t"] = ir.Float(32)
     stores = [n for n in ir.walk(stmt) if isinstance(n, ir.Store)]
-    assert [kernel._spreads_over_threads(s) for s in stores] == [True, False, False, True, False]
+    assert [spreads(s) for s in stores] == [True, False, False, True, False]
 
 
 # ------------------------------------------------------------ fragment reuse

@@ -36,6 +36,7 @@ from hardboiled.codegen.abi import (
     kernel_signature,
     raw_entry_point,
 )
+from hardboiled.ir.buffers import bounds_query_value
 from hardboiled.ir.printer import print_ir
 from hardboiled.ir.visitor import Visitor
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
@@ -1010,24 +1011,6 @@ def packed_type(t: ir.Type) -> int:
 
 def is_ignorable(e: ir.Expr) -> bool:
     return isinstance(e, ir.Call) and e.name.startswith("_halide_buffer_set_")
-
-
-def bounds_query_value(e: ir.Expr) -> bool | None:
-    """Whether a condition built from bounds-query tests is known: they are
-    never bounds queries here."""
-    if isinstance(e, ir.Call) and e.name == "_halide_buffer_is_bounds_query":
-        return False
-    if isinstance(e, ir.Call) and e.name == "likely":
-        return bounds_query_value(e.args[0])
-    if isinstance(e, ir.Not):
-        inner = bounds_query_value(e.value)
-        return None if inner is None else not inner
-    if isinstance(e, ir.Binary) and e.op in (ir.BinOp.OR, ir.BinOp.AND):
-        a, b = bounds_query_value(e.a), bounds_query_value(e.b)
-        if a is None or b is None:
-            return None
-        return (a or b) if e.op is ir.BinOp.OR else (a and b)
-    return None
 
 
 def round_to(t: ir.Type, text: str) -> str:

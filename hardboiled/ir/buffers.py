@@ -67,3 +67,23 @@ def discover_buffers(stmt: ir.Stmt) -> dict[str, BufferSpec]:
             if m and m.group(1) in specs and isinstance(args[3], ir.IntImm):
                 specs[m.group(1)].fixed[f"{m.group(2)}.{m.group(3)}"] = args[3].value
     return specs
+
+
+def bounds_query_value(e: ir.Expr) -> bool | None:
+    """Whether a condition built from bounds-query tests is known: generated
+    code is never called for a bounds query (a null host pointer), so
+    ``_halide_buffer_is_bounds_query`` is false; None when the condition
+    depends on anything else."""
+    if isinstance(e, ir.Call) and e.name == "_halide_buffer_is_bounds_query":
+        return False
+    if isinstance(e, ir.Call) and e.name == "likely":
+        return bounds_query_value(e.args[0])
+    if isinstance(e, ir.Not):
+        inner = bounds_query_value(e.value)
+        return None if inner is None else not inner
+    if isinstance(e, ir.Binary) and e.op in (ir.BinOp.OR, ir.BinOp.AND):
+        a, b = bounds_query_value(e.a), bounds_query_value(e.b)
+        if a is None or b is None:
+            return None
+        return (a or b) if e.op is ir.BinOp.OR else (a and b)
+    return None

@@ -2,10 +2,14 @@
 
 Each pass takes one statement that selection produced (with its
 ``SelectionResult``) and returns it rewritten; each module of this package
-states the invariant its pass establishes. The pipeline
-(hardboiled/pipeline/passes.py) runs every pass as a named pass of its own;
-``tensorize`` runs selection and all of them on a bare statement, for
-library use, tests and benchmarks.
+states the invariant its pass establishes. ``LEGALIZATION`` makes what
+selection produced executable on the accelerator; ``GPU_MAPPING`` then
+decides, for any program with GPU loops, how its kernels' work and
+barriers fall on the GPU threads (the decisions the CUDA generator prints,
+and any other GPU backend would). The pipeline (hardboiled/pipeline/passes.py)
+runs every pass as a named pass of its own; ``tensorize`` runs selection
+and all of them on a bare statement, for library use, tests and
+benchmarks.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from hardboiled import ir
 from hardboiled.select.options import SelectionOptions
@@ -26,6 +31,8 @@ class StmtPass:
     name: str
     summary: str
     apply: Callable[[ir.Stmt, SelectionResult], ir.Stmt]
+    accelerator_only: bool = True
+    """Runs only on programs with accelerator memory (a no-op elsewhere)."""
 
 
 def _place_temporaries(stmt: ir.Stmt, selection: SelectionResult) -> ir.Stmt:
@@ -86,13 +93,56 @@ LEGALIZATION: tuple[StmtPass, ...] = (
 )
 
 
-def legalize(stmt: ir.Stmt, selection: SelectionResult, steps: tuple[StmtPass, ...] = LEGALIZATION) -> ir.Stmt:
-    """``stmt`` (what ``selection`` produced) through the legalization
-    passes; unchanged when it has no accelerator memory."""
-    if not selection.has_accelerator_memory:
-        return stmt
+def _reuse_operand_fragments(stmt: ir.Stmt, _selection: SelectionResult) -> ir.Stmt:
+    from hardboiled.legalize.fragment_reuse import reuse_operand_fragments
+
+    return reuse_operand_fragments(stmt) if ir.has_gpu_loops(stmt) else stmt
+
+
+def _spread_lanes(stmt: ir.Stmt, _selection: SelectionResult) -> ir.Stmt:
+    from hardboiled.legalize.lane_spreading import spread_lanes
+
+    return spread_lanes(stmt) if ir.has_gpu_loops(stmt) else stmt
+
+
+def _place_barriers(stmt: ir.Stmt, _selection: SelectionResult) -> ir.Stmt:
+    from hardboiled.legalize.barriers import place_barriers
+
+    return place_barriers(stmt) if ir.has_gpu_loops(stmt) else stmt
+
+
+GPU_MAPPING: tuple[StmtPass, ...] = (
+    StmtPass("reuse-operand-fragments", "load each A and B fragment once per stretch of WMMA statements",
+             _reuse_operand_fragments, accelerator_only=False),
+    StmtPass("spread-lanes", "spread independent vector stores over the threads that run them", _spread_lanes,
+             accelerator_only=False),
+    StmtPass("place-barriers", "barriers between the threads of a kernel, shared by rows of fills",
+             _place_barriers, accelerator_only=False),
+)
+
+PASSES = LEGALIZATION + GPU_MAPPING
+"""Every pass after selection, in order."""
+
+_NO_SELECTION: Any = None
+"""The GPU mapping passes read nothing of selection's result."""
+
+
+def legalize(stmt: ir.Stmt, selection: SelectionResult, steps: tuple[StmtPass, ...] = PASSES) -> ir.Stmt:
+    """``stmt`` (what ``selection`` produced) through the passes after
+    selection; those for accelerators leave a program without accelerator
+    memory unchanged."""
     for step in steps:
-        stmt = step.apply(stmt, selection)
+        if selection.has_accelerator_memory or not step.accelerator_only:
+            stmt = step.apply(stmt, selection)
+    return stmt
+
+
+def map_to_gpu(stmt: ir.Stmt) -> ir.Stmt:
+    """The GPU mapping passes alone, on a program with GPU loops that did
+    not come through ``tensorize`` (hand-written kernels, in tests): what
+    the CUDA generator prints must have been through them."""
+    for step in GPU_MAPPING:
+        stmt = step.apply(stmt, _NO_SELECTION)
     return stmt
 
 

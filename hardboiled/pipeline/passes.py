@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hardboiled import ir
-from hardboiled.legalize.passes import LEGALIZATION, StmtPass, legalize
+from hardboiled.legalize.passes import PASSES, StmtPass, legalize
 from hardboiled.pipeline.compilation import Compilation, KernelInterface, bodies, single, with_bodies
 from hardboiled.pipeline.options import CUDA_BUILD_SUFFIXES, CompileOptions
 from hardboiled.select.selector import SelectionMiss, select_instructions
@@ -330,7 +330,7 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("emit-egg", "the egglog program selection runs (--emit egg)", _emit_egg, ("selection", "output"),
          lambda o, c: "egg" in o.output.emit),
     Pass("select", "tile extraction, equality saturation, decoding and reinsertion", _select, ("selection",)),
-    *(Pass(step.name, step.summary, _legalization_pass(step)) for step in LEGALIZATION),
+    *(Pass(step.name, step.summary, _legalization_pass(step)) for step in PASSES),
     Pass("report", "the selection report", report),
     Pass("verify", "run the original and the rewritten IR in the interpreter and compare", _verify,
          ("verification",), lambda o, c: o.verification.verify),
@@ -349,5 +349,5 @@ PIPELINE: tuple[Pass, ...] = (
 )
 
 PASS_NAMES = tuple(p.name for p in PIPELINE)
-IR_PASSES = frozenset({"parse", "select", *(step.name for step in LEGALIZATION)})
+IR_PASSES = frozenset({"parse", "select", *(step.name for step in PASSES)})
 """The passes that change the IR: --verify-ir checks after each of them."""

@@ -659,6 +659,12 @@ def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]
                  "halide_device_and_host_malloc", "halide_device_and_host_free",
                  "halide_cuda_device_interface", "halide_device_free"):
         table[name] = lambda call, args: i32(0)
+    # The GPU mapping's (legalize/gpu_mapping.py): threads run one after the
+    # other here, so a barrier waits for nobody, and a vector the threads
+    # would write together is the vector.
+    for name in ("gpu_thread_barrier", "gpu_warp_barrier"):
+        table[name] = lambda call, args: i32(0)
+    table["spread_over_threads"] = lambda call, args: args[0]
     return table
 
 
@@ -848,10 +854,11 @@ _WMMA_OPERATIONS = {
 
 
 def _is_warp_collective(loop: ir.For) -> bool:
-    """A lane loop as legalization builds it: WMMA operations and the copies
-    that stage their operands, never reading the lane index. Every lane does
-    the same thing, as one warp-wide step, so the body runs once. Any other
-    lane loop runs as the loop it is."""
+    """A lane loop as legalization builds it: WMMA operations, the copies
+    that stage their operands, the barriers between them and the operand
+    fragments loaded into lets, never reading the lane index. Every lane
+    does the same thing, as one warp-wide step, so the body runs once. Any
+    other lane loop runs as the loop it is."""
     nodes = list(ir.walk(loop.body))
     if any(isinstance(n, ir.Variable) and n.name == loop.name for n in nodes):
         return False
@@ -863,11 +870,17 @@ def _is_warp_collective(loop: ir.For) -> bool:
                 isinstance(node.value, ir.Load) and ir.WMMA_STAGE in node.value.name)
             if not (staging or ir.is_wmma_call(node.value)):
                 return False
-        elif isinstance(node, ir.Evaluate) and not ir.is_wmma_call(node.value):
+        elif isinstance(node, ir.Evaluate) and not (ir.is_wmma_call(node.value) or _is_barrier(node.value)):
             return False
-        elif isinstance(node, (ir.For, ir.IfThenElse, ir.Allocate, ir.LetStmt)):
+        elif isinstance(node, ir.LetStmt) and not ir.is_wmma_call(node.value):
+            return False
+        elif isinstance(node, (ir.For, ir.IfThenElse, ir.Allocate)):
             return False
     return True
+
+
+def _is_barrier(e: ir.Expr) -> bool:
+    return isinstance(e, ir.Call) and e.name in ("gpu_thread_barrier", "gpu_warp_barrier")
 
 
 def _type_of_dtype(dtype: np.dtype) -> ir.Type | None:

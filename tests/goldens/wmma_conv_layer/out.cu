@@ -114,8 +114,8 @@ static __global__ void vectorizing_k0(float *__restrict__ bias, uint16_t *__rest
       /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
       {
         const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
-        /* bias.wmma_stage.0[ramp(0, 1, 256)] = (float32x256)bias[ramp(ramp(output.s0.c.co.block_id_x*16, 1, 16), x16(0), 16)] */
         __syncwarp();
+        /* bias.wmma_stage.0[ramp(0, 1, 256)] = (float32x256)bias[ramp(ramp(output.s0.c.co.block_id_x*16, 1, 16), x16(0), 16)] */
         for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
           bias_wmma_stage_0[((((int32_t)0)) + hb_i * (((int32_t)1)))] = bias[(((((int32_t)((uint32_t)output_s0_c_co_block_id_x * (uint32_t)((int32_t)16)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)0)))];
         }

@@ -127,8 +127,8 @@ static __global__ void vectorizing_k0(int8_t *__restrict__ A, int8_t *__restrict
             /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
             {
               const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
-              /* A.wmma_stage.0[ramp(0, 1, 256)] = (int8x256)A[ramp(ramp((prod_global_wrapper$0.s0.y.yo.block_id_y*1024) + (prod.s1.k$x.ko*16), 1, 16), x16(64), 16)] */
               __syncwarp();
+              /* A.wmma_stage.0[ramp(0, 1, 256)] = (int8x256)A[ramp(ramp((prod_global_wrapper$0.s0.y.yo.block_id_y*1024) + (prod.s1.k$x.ko*16), 1, 16), x16(64), 16)] */
               for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
                 A_wmma_stage_0[((((int32_t)0)) + hb_i * (((int32_t)1)))] = A[(((((int32_t)((uint32_t)((int32_t)((uint32_t)prod_global_wrapper_0_s0_y_yo_block_id_y * (uint32_t)((int32_t)1024))) + (uint32_t)((int32_t)((uint32_t)prod_s1_k_x_ko * (uint32_t)((int32_t)16)))))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)64)))];
               }
