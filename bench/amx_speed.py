@@ -57,9 +57,10 @@ from hardboiled.codegen.c import generate_c, split_amx_runtime  # noqa: E402
 from hardboiled.codegen.toolchain import compile_c, cpu_has_amx, find_compiler, runtime_dir  # noqa: E402
 from hardboiled.frontend.parse import parse_input  # noqa: E402
 from hardboiled.legalize.passes import tensorize  # noqa: E402
+from hardboiled.measure.tile_counts import count_tile_operations, operand_copy_work  # noqa: E402
 from hardboiled.select.selector import SelectionOptions  # noqa: E402
 from hardboiled.targets.amx import AMX_TILE  # noqa: E402
-from hardboiled.verify.tile_counts import count_tile_operations, operand_copy_work  # noqa: E402
+from hardboiled.verify.run import calls_on_verification_inputs  # noqa: E402
 
 AMX_TARGET = "x86-64-linux-avx512_sapphirerapids"
 SCHEDULES = {
@@ -359,7 +360,7 @@ def _kernel_arguments(pipeline: Pipeline, compiled: Compiled, data: dict[str, np
 
 
 def static_figures(pipeline: Pipeline, compiled: Compiled, workdir: Path, rounds: int) -> dict:
-    counts = count_tile_operations(compiled.original, compiled.rewritten, compiled.source)
+    counts = count_tile_operations(compiled.source, calls_on_verification_inputs(compiled.original, compiled.rewritten))
     work = operand_copy_work(compiled.rewritten)
     return {"tile_loads": counts.tile_loads, "dot_products": counts.dot_products,
             "loads_per_matmul": round(counts.loads_per_matmul, 3),

@@ -7,7 +7,7 @@ output fragment, with no GPU: how much work and overhead one 16x16 (or
 
 Every WMMA application of apps/ (at test size, tests/fixtures/apps/NAME.stmt,
 its accumulators stored in WMMAAccumulator) is compiled to CUDA as the tests
-compile it, and hardboiled/verify/wmma_figures.py reads the CUDA: per thread
+compile it, and hardboiled/measure/cuda_source.py reads the CUDA: per thread
 block, the executed mma_sync calls, operand fragment loads (and the fewest
 the same code could make without loading a fragment twice), shared-memory
 bytes written by element stores, __syncthreads and __syncwarp, and how many
@@ -38,7 +38,9 @@ from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-ANALYZER = ROOT / "hardboiled" / "verify" / "wmma_figures.py"
+READER = ROOT / "hardboiled" / "measure"
+"""This checkout's reader of generated CUDA (measure/cuda_source.py and the
+standard-library modules it imports), loaded by path."""
 FIXTURES = ROOT / "tests" / "fixtures" / "apps"
 
 COLUMNS = ("application", "kernels (wmma)", "out frags", "mma/frag", "MAC/elem", "A+B loads/frag (min)",
@@ -61,15 +63,29 @@ def import_hardboiled(source_tree: Path | None) -> ModuleType:
     return hardboiled
 
 
-def load_analyzer() -> ModuleType:
-    """This checkout's wmma_figures, by path: an older tree has none, and
-    both trees must be read the same way."""
-    spec = importlib.util.spec_from_file_location("wmma_figures", ANALYZER)
+class _Reader:
+    """The reader's functions, from the modules that hold them."""
+
+    def __init__(self, package: str):
+        source = importlib.import_module(f"{package}.cuda_source")
+        ptx = importlib.import_module(f"{package}.ptx")
+        self.analyze_application = source.analyze_application
+        self.nvcc_available = ptx.nvcc_available
+        self.generate_ptx = ptx.generate_ptx
+
+
+def load_analyzer() -> _Reader:
+    """This checkout's CUDA reader, by path, as a package of its own (an
+    older tree has another one or none, and both trees must be read the
+    same way). Its modules import only each other and the standard
+    library."""
+    spec = importlib.util.spec_from_file_location("hb_measure", READER / "__init__.py",
+                                                  submodule_search_locations=[str(READER)])
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
-    return module
+    return _Reader(spec.name)
 
 
 def generate_cuda(name: str, accumulators: tuple[str, ...]) -> str:

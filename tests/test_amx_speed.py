@@ -28,10 +28,11 @@ from hardboiled.codegen.toolchain import runtime_dir
 from hardboiled.frontend.parse import parse_input
 from hardboiled.legalize.operand_hoisting import hoist_operand_copies
 from hardboiled.legalize.passes import LEGALIZATION, legalize, tensorize
+from hardboiled.measure.tile_counts import count_tile_operations, operand_copy_work
 from hardboiled.select.selector import SelectionOptions, select_instructions
 from hardboiled.verify.compare import run_program
 from hardboiled.verify.interp import BufferT
-from hardboiled.verify.tile_counts import count_tile_operations, operand_copy_work
+from hardboiled.verify.run import calls_on_verification_inputs
 
 from .conftest import FIXTURES, MANIFEST
 
@@ -209,7 +210,7 @@ LOADS_PER_MATMUL = {
 def test_tile_loads_per_matmul(case: str) -> None:
     original = _original(case)
     rewritten = tensorize(original, SelectionOptions()).stmt
-    counts = count_tile_operations(original, rewritten, generate_c(rewritten))
+    counts = count_tile_operations(generate_c(rewritten), calls_on_verification_inputs(original, rewritten))
     assert counts.dot_products > 0
     assert counts.loads_per_matmul == LOADS_PER_MATMUL[case]
     # Each accumulator tile is stored once: no store-and-reload round trip.

@@ -1,7 +1,9 @@
-"""hardboiled/verify/wmma_figures.py: the per-block counts it reads from
-hand-written CUDA in the generator's style, its PTX instruction counts, and
-today's figures of two compiled applications (EXPECTED, to update when the
-code generator changes what they should be)."""
+"""hardboiled/measure/: the per-block counts the CUDA reader (cuda_source.py)
+takes from hand-written CUDA in the generator's style, PTX instruction
+counts, today's figures of the compiled applications from the IR reader
+(kernel_work.py; EXPECTED and PER_FRAGMENT, to update when the code
+generator changes what they should be), and the two readers held to the
+same numbers on every application."""
 
 from __future__ import annotations
 
@@ -11,18 +13,18 @@ from typing import Any
 import pytest
 
 from hardboiled.codegen.cuda import GENERATED_CUDA_FLAGS
-from hardboiled.verify.wmma_figures import (
-    KernelFigures,
-    analyze_application,
-    analyze_cuda,
-    application_figures,
-    evaluate_c_integer,
-    generate_ptx,
-    nvcc_available,
-    ptx_counts,
-)
+from hardboiled.measure.c_syntax import evaluate_c_integer
+from hardboiled.measure.cuda_source import analyze_application, analyze_cuda
+from hardboiled.measure.figures import BlockCounts, KernelFigures, application_figures
+from hardboiled.measure.kernel_work import program_work
+from hardboiled.measure.ptx import generate_ptx, nvcc_available, ptx_counts
 
-from .conftest import ROOT, app_cuda
+from .conftest import ROOT, app_cuda, tensorized_app
+
+sys.path.insert(0, str(ROOT))
+from apps.run import applications  # noqa: E402
+
+WMMA_APPS = sorted(name for name, app in applications().items() if app.accelerator == "wmma")
 
 
 def kernel_source(body: str, block: tuple[int, int, int] = (32, 1, 1), grid: str = "((int32_t)2), ((int32_t)3), 1",
@@ -376,17 +378,39 @@ EXPECTED = {
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_application_figures(name):
+    """From the IR the CUDA is printed from; the lane utilization and the
+    PTX counts from the CUDA itself."""
     expected = EXPECTED[name]
-    cuda = app_cuda(name)
-    ptx = generate_ptx(cuda, GENERATED_CUDA_FLAGS) if nvcc_available() else None
-    figures = analyze_application(name, cuda, ptx)
-    assert figures.unparsed == []
+    figures = program_work(name, tensorized_app(name))
     assert figures.grid_known and not figures.symbolic_trips
     assert len(figures.kernels) == expected["kernels"]
     assert {key: getattr(figures.totals, key) for key in expected["totals"]} == expected["totals"]
-    assert figures.totals.lane_utilization == expected["lane_utilization"]
-    if figures.ptx is not None:
-        assert {key: figures.ptx[key] for key in expected["ptx"]} == expected["ptx"]
+    cuda = app_cuda(name)
+    ptx = generate_ptx(cuda, GENERATED_CUDA_FLAGS) if nvcc_available() else None
+    text = analyze_application(name, cuda, ptx)
+    assert text.unparsed == []
+    assert text.totals.lane_utilization == expected["lane_utilization"]
+    if text.ptx is not None:
+        assert {key: text.ptx[key] for key in expected["ptx"]} == expected["ptx"]
+
+
+SHARED_FIGURES = tuple(name for name in BlockCounts.__dataclass_fields__
+                       if name not in ("shared_read_elements", "shared_read_bytes", "nontensor_executions",
+                                       "nontensor_thread_executions"))
+"""What both readers count: all but the lane-level figures of the C the
+generator writes for the code around the Tensor-Core calls."""
+
+
+@pytest.mark.parametrize("name", WMMA_APPS)
+def test_the_ir_and_the_cuda_give_the_same_figures(name: str) -> None:
+    """Two readers of one kernel: the IR the generator prints and the CUDA
+    it printed, counted independently, agree on every application."""
+    from_ir = program_work(name, tensorized_app(name))
+    from_text = analyze_application(name, app_cuda(name))
+    assert [k.block for k in from_ir.kernels] == [k.block for k in from_text.kernels]
+    assert [k.grids for k in from_ir.kernels] == [k.grids for k in from_text.kernels]
+    for figure in SHARED_FIGURES:
+        assert getattr(from_ir.totals, figure) == getattr(from_text.totals, figure), figure
 
 
 PER_FRAGMENT = {
@@ -417,22 +441,19 @@ PER_FRAGMENT = {
 
 
 def test_every_wmma_application_has_its_figures() -> None:
-    sys.path.insert(0, str(ROOT))
-    from apps.run import applications
-
-    assert sorted(PER_FRAGMENT) == sorted(n for n, a in applications().items() if a.accelerator == "wmma")
+    assert sorted(PER_FRAGMENT) == WMMA_APPS
 
 
 @pytest.mark.parametrize("name", sorted(PER_FRAGMENT))
 def test_per_fragment_figures_of_every_application(name: str) -> None:
-    """Per output fragment, from the generated CUDA: the MMAs (the cost
+    """Per output fragment, from the IR the CUDA is printed from: the MMAs (the cost
     model's window shape), the operand loads (each fragment loaded once per
     group of statements that share it: only dct_denoise reloads its
     constant DCT matrix, once per tile, because each tile's accumulator has
-    a C scope of its own), the barriers, and how many lanes the code around
-    the Tensor Core calls keeps busy."""
-    figures = analyze_application(name, app_cuda(name), None)
-    derived = figures.totals.derived()
+    a C scope of its own), the barriers; and, from the CUDA, how many lanes
+    the code around the Tensor Core calls keeps busy."""
+    derived = program_work(name, tensorized_app(name)).totals.derived()
+    derived["lane_utilization"] = analyze_application(name, app_cuda(name), None).totals.lane_utilization
     mma, loads, fewest, block_barriers, warp_barriers, lanes = PER_FRAGMENT[name]
     assert derived["mma_per_fragment"] == pytest.approx(mma, rel=1e-3)
     assert derived["operand_loads_per_fragment"] == pytest.approx(loads, rel=1e-3)
@@ -443,3 +464,27 @@ def test_per_fragment_figures_of_every_application(name: str) -> None:
         assert derived["lane_utilization"] is None
     else:
         assert derived["lane_utilization"] == pytest.approx(lanes, abs=1e-3)
+
+
+def test_the_ir_reader_counts_per_thread_of_a_block() -> None:
+    """Two warps (a thread loop of 2 on y): a 64-lane fill spread over the
+    block's 64 threads, then per warp a fragment fill, a scalar store by
+    lane 0 between warp barriers and a fragment store; a block barrier
+    after the fill and one after the thread loop. The grid launches 4
+    blocks."""
+    from hardboiled import ir
+    from hardboiled.frontend.parse import parse_input
+    from hardboiled.legalize.passes import map_to_gpu
+
+    from .test_wmma import _THREADS_KERNEL
+
+    types = {"out": ir.Float(32), "tmp": ir.Float(32), "res": ir.Float(32)}
+    stmt = map_to_gpu(parse_input(_THREADS_KERNEL, "kernel.stmt", buffer_types=types).ir)
+    assert isinstance(stmt, ir.Stmt)
+    figures = program_work("threads", stmt)
+    (kernel,) = figures.kernels
+    assert kernel.block == (32, 2, 1) and kernel.grids == [(4, 1, 1)] and figures.grid_known
+    assert (kernel.fragment_fills, kernel.fragment_stores, kernel.output_fragments) == (2, 2, 2)
+    assert (kernel.syncthreads, kernel.syncwarps) == (2, 4)
+    assert (kernel.shared_write_elements, kernel.shared_write_bytes) == (64, 256)
+    assert figures.totals.fragment_stores == 8  # 4 blocks

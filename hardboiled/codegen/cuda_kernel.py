@@ -30,7 +30,6 @@ legalize/gpu_mapping.py's ``KernelShape``:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from hardboiled import ir
 from hardboiled.codegen.c_family import (
@@ -55,9 +54,6 @@ from hardboiled.legalize.gpu_mapping import (
     spread_value,
 )
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE, MatrixUse, WMMAIntrinsic, WMMAOp
-
-if TYPE_CHECKING:
-    from hardboiled.codegen.cuda import CudaGenerator
 
 _BARRIERS = {"block": "__syncthreads();", "warp": "__syncwarp();"}
 
@@ -103,7 +99,9 @@ class KernelGenerator(CFamilyEmitter):
 
     vectors_on_heap = False
 
-    def __init__(self, host: CudaGenerator, body: ir.Stmt, name: str):
+    def __init__(self, host: CFamilyEmitter, body: ir.Stmt, name: str):
+        """``host``: the wrapper that launches the kernel (codegen/cuda.py),
+        whose names and buffer types the kernel starts from."""
         # No buffer parameters of its own: a kernel's parameters are the free
         # names of its body. It starts from the host's names and types.
         super().__init__(body, name, arguments=[])

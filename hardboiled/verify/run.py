@@ -12,6 +12,7 @@ import pickle
 import signal
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from hardboiled import ir
@@ -25,7 +26,15 @@ from hardboiled.codegen.abi import (
 from hardboiled.codegen.toolchain import ToolchainError, compile_c, cpu_has_amx, find_compiler, resolve_amx_mode
 from hardboiled.support import children
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
-from hardboiled.verify.compare import DEFAULT_SEED, VerificationResult, compare_outputs, error_bounds, run_original
+from hardboiled.verify.compare import (
+    DEFAULT_OUTPUT_EXTENTS,
+    DEFAULT_SEED,
+    VerificationResult,
+    compare_outputs,
+    error_bounds,
+    make_buffers,
+    run_original,
+)
 from hardboiled.verify.interp import INTERPRETER_TIMEOUT_S, BufferT, time_limit
 
 
@@ -78,6 +87,21 @@ def run_raw_kernel(library: Path, function: str, arguments: list[KernelArgument]
         for d in range(argument.dimensions):
             args.extend(ctypes.c_int32(v) for v in (buf.mins[d], buf.extents[d], buf.strides[d]))
     return int(kernel(*args))
+
+
+def calls_on_verification_inputs(original: ir.Stmt, rewritten: ir.Stmt, seed: int = DEFAULT_SEED,
+                                 function: str = DEFAULT_ENTRY_POINT) -> Callable[[Path], Iterator[int]]:
+    """For measuring a built kernel (measure/tile_counts.py): a function
+    that calls ``function`` of a library once per output size the verifier
+    tries, on the inputs it would make, yielding each call's status."""
+
+    def calls(library: Path) -> Iterator[int]:
+        arguments = kernel_signature(rewritten)
+        for extent in DEFAULT_OUTPUT_EXTENTS:
+            buffers, _ = make_buffers(original, {}, seed, extent, [])
+            yield run_kernel(library, function, arguments, buffers)
+
+    return calls
 
 
 ENTRY_POINTS = {"raw": run_raw_kernel, "halide_buffer_t": run_kernel}

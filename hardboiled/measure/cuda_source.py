@@ -1,5 +1,5 @@
 """What generated Tensor-Core (WMMA) code does per thread block, read from the
-CUDA text hardboiled writes, and what its PTX holds.
+CUDA text hardboiled writes.
 
 The speed of a WMMA kernel hangs on figures that need no GPU to measure:
 how many ``mma_sync`` calls make one output fragment, how often operand
@@ -76,472 +76,51 @@ asks hardboiled's toolchain for nvcc; bench/wmma_static.py loads it by path
 to measure an older checkout's output with today's reader.
 """
 
+
 from __future__ import annotations
 
-import ast
-import math
-import os
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
-from types import CodeType
-from typing import Any
+from dataclasses import dataclass, field
 
-WARP_SIZE = 32
+from .c_syntax import (
+    ELEMENT_BYTES,
+    IDENTIFIER,
+    CExpression,
+    assignment,
+    base_identifier,
+    blank_comments,
+    bounds_loop,
+    compile_c_expression,
+    evaluate,
+    is_type_name,
+    matching_bracket,
+    parse_declarator,
+    split_top_level,
+    trip_count,
+    without_spaces,
+)
+from .cuda_launches import KernelText, kernel_texts, launches
+from .figures import WARP_SIZE, ApplicationFigures, KernelFigures, application_figures
+from .ptx import ptx_counts
+
 FRAGMENT_ELEMENTS_PER_LANE = 8
 """A fragment's ``num_elements`` per lane, taken for the 16x16 (and 32x8,
 8x32) float accumulators the generator's element loops walk: 256 / 32."""
-
-ELEMENT_BYTES = {
-    "uint16_t": 2, "int16_t": 2, "__half": 2, "half": 2, "__nv_bfloat16": 2, "short": 2, "unsigned short": 2,
-    "float": 4, "int32_t": 4, "uint32_t": 4, "int": 4, "unsigned": 4, "unsigned int": 4,
-    "signed char": 1, "unsigned char": 1, "char": 1, "int8_t": 1, "uint8_t": 1, "bool": 1,
-    "double": 8, "int64_t": 8, "uint64_t": 8, "long long": 8, "unsigned long long": 8,
-}
 _OPERAND_USES = ("matrix_a", "matrix_b")
-
-
-# --- integer C expressions -------------------------------------------------
-
-_C_CAST = re.compile(
-    r"\(\s*(?:const\s+)?(?:(?:unsigned|signed)\s+)?"
-    r"(?:int|char|short|long\s+long|long|unsigned|signed|bool|size_t|u?int(?:8|16|32|64)_t)\s*\)")
-_CUDA_BUILTIN = re.compile(r"\b(threadIdx|blockDim|blockIdx|gridDim)\.([xyz])\b")
-_INTEGER_SUFFIX = re.compile(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]+\b")
-_ALLOWED_NODES = (
-    ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Constant, ast.Name, ast.Load,
-    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Mod, ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor,
-    ast.USub, ast.UAdd, ast.Not, ast.Invert, ast.And, ast.Or,
-    ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE,
-)
-
-
-def _c_div(a: int, b: int) -> int:
-    """C's integer division, which truncates toward zero."""
-    quotient = abs(a) // abs(b)
-    return quotient if (a < 0) == (b < 0) else -quotient
-
-
-def _c_mod(a: int, b: int) -> int:
-    return a - b * _c_div(a, b)
-
-
-def _c_shift_left(a: int, b: int) -> int:
-    """A left shift, refusing shifts wider than 64 bits (Python's integers
-    would grow without bound where C's wrap)."""
-    if not 0 <= b <= 64:
-        raise OverflowError(f"shift by {b}")
-    return a << b
-
-
-_EVAL_GLOBALS = {"__builtins__": {}, "_c_div": _c_div, "_c_mod": _c_mod, "_c_shift_left": _c_shift_left}
-
-
-class _CSemantics(ast.NodeTransformer):
-    """Python's / and % differ from C's on integers, and its << does not
-    wrap: route them through helpers with C's meaning."""
-
-    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
-        self.generic_visit(node)
-        helper = {ast.Div: "_c_div", ast.Mod: "_c_mod", ast.LShift: "_c_shift_left"}.get(type(node.op))
-        if helper is None:
-            return node
-        return ast.copy_location(ast.Call(ast.Name(helper, ast.Load()), [node.left, node.right], []), node)
-
-
-@dataclass(frozen=True)
-class CExpression:
-    """An integer C expression, checked to hold only arithmetic, comparisons
-    and names, compiled once so that it can be evaluated for each thread."""
-
-    text: str
-    code: CodeType
-
-
-def compile_c_expression(text: str) -> CExpression | None:
-    """``text`` as an evaluable integer expression, or None when it holds
-    anything else (calls, floats, member access other than the CUDA index
-    built-ins, the conditional operator)."""
-    python = _C_CAST.sub(" ", text)
-    python = _CUDA_BUILTIN.sub(r"\1_\2", python)
-    python = _INTEGER_SUFFIX.sub(r"\1", python)
-    python = python.replace("&&", " and ").replace("||", " or ")
-    python = re.sub(r"!(?!=)", " not ", python)
-    python = re.sub(r"\btrue\b", "1", re.sub(r"\bfalse\b", "0", python))
-    try:
-        tree = ast.parse(python.strip(), mode="eval")
-    except SyntaxError:
-        return None
-    for node in ast.walk(tree):
-        if not isinstance(node, _ALLOWED_NODES):
-            return None
-        if isinstance(node, ast.Constant) and type(node.value) is not int:
-            return None
-    tree = ast.fix_missing_locations(_CSemantics().visit(tree))
-    return CExpression(text, compile(tree, "<c expression>", "eval"))
-
-
-def evaluate(expression: CExpression, names: Mapping[str, int]) -> int | None:
-    """The expression's value with ``names`` bound (``threadIdx.x`` is
-    ``threadIdx_x``), or None when a name is unbound or it divides by zero."""
-    try:
-        return int(eval(expression.code, _EVAL_GLOBALS, names))  # checked: arithmetic on names only
-    except (NameError, KeyError, ZeroDivisionError, ValueError, TypeError, OverflowError, RecursionError):
-        return None
-
-
-def evaluate_c_integer(text: str, names: Mapping[str, int] | None = None) -> int | None:
-    """``text``'s value as a C integer expression, or None."""
-    expression = compile_c_expression(text)
-    return None if expression is None else evaluate(expression, names or {})
-
-
-# --- text helpers ------------------------------------------------------------
-
-_LITERAL_OR_COMMENT = re.compile(r'("(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\')|(/\*.*?\*/|//[^\n]*)', re.S)
-_IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
-_POINTER_CAST = re.compile(r"\(\s*(?:const\s+)?[\w:]+(?:\s+[\w:]+)*\s*\*+\s*\)")
-
-
-def _blank_comments(text: str) -> str:
-    """Comments replaced by spaces, keeping every offset and line break."""
-    def blank(match: re.Match[str]) -> str:
-        return match.group(0) if match.group(2) is None else re.sub(r"[^\n]", " ", match.group(0))
-    return _LITERAL_OR_COMMENT.sub(blank, text)
-
-
-def split_top_level(text: str, separator: str) -> list[str]:
-    """``text`` split at ``separator`` characters outside brackets."""
-    parts, depth, start = [], 0, 0
-    for index, char in enumerate(text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == separator and depth == 0:
-            parts.append(text[start:index])
-            start = index + 1
-    parts.append(text[start:])
-    return [part.strip() for part in parts]
-
-
-def _matching(text: str, open_index: int) -> int:
-    """The index of the bracket closing the one at ``open_index``, or -1."""
-    pairs = {"(": ")", "[": "]", "{": "}"}
-    opener, closer, depth = text[open_index], pairs[text[open_index]], 0
-    for index in range(open_index, len(text)):
-        if text[index] == opener:
-            depth += 1
-        elif text[index] == closer:
-            depth -= 1
-            if depth == 0:
-                return index
-    return -1
-
-
-def _base_identifier(expression: str) -> str | None:
-    """The variable a pointer or element expression starts from:
-    ``(const __half *)image_stage + 16`` gives ``image_stage``."""
-    stripped = _POINTER_CAST.sub(" ", expression)
-    match = re.match(r"[\s(*&]*([A-Za-z_]\w*)", stripped)
-    return match.group(1) if match else None
-
-
-def _normalized(text: str) -> str:
-    return re.sub(r"\s+", "", text)
-
-
-# --- figures -------------------------------------------------------------------
-
-@dataclass
-class BlockCounts:
-    """Dynamic counts of one thread block (for a kernel) or of every block an
-    application launches (for an application). All are executions, not
-    source lines; wmma operations count once per warp."""
-
-    mma: int = 0
-    mma_macs: int = 0
-    operand_loads: int = 0
-    distinct_operand_loads: int = 0
-    accumulator_loads: int = 0
-    shared_fragment_loads: int = 0
-    shared_fragment_load_bytes: int = 0
-    fragment_fills: int = 0
-    fragment_stores: int = 0
-    shared_fragment_stores: int = 0
-    shared_fragment_store_bytes: int = 0
-    output_fragments: int = 0
-    output_elements: int = 0
-    syncthreads: int = 0
-    syncwarps: int = 0
-    shared_write_elements: int = 0
-    shared_write_bytes: int = 0
-    shared_read_elements: int = 0
-    shared_read_bytes: int = 0
-    nontensor_executions: int = 0
-    nontensor_thread_executions: int = 0
-    mma_by_shape: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def lane_utilization(self) -> float | None:
-        """Busy lanes over issued lanes in non-tensor statements (1.0: all 32 busy)."""
-        if not self.nontensor_executions:
-            return None
-        return self.nontensor_thread_executions / (WARP_SIZE * self.nontensor_executions)
-
-    def per_output_fragment(self, name: str) -> float | None:
-        value = getattr(self, name)
-        return value / self.output_fragments if self.output_fragments else None
-
-    @property
-    def macs_per_output_element(self) -> float | None:
-        return self.mma_macs / self.output_elements if self.output_elements else None
-
-    def add(self, other: BlockCounts, weight: int = 1) -> None:
-        for counted in fields(BlockCounts):
-            if counted.name == "mma_by_shape":
-                continue
-            setattr(self, counted.name, getattr(self, counted.name) + weight * getattr(other, counted.name))
-        for shape, count in other.mma_by_shape.items():
-            self.mma_by_shape[shape] = self.mma_by_shape.get(shape, 0) + weight * count
-
-    def derived(self) -> dict[str, float | None]:
-        """The per-output-fragment figures bench/wmma_static.py prints."""
-        return {
-            "mma_per_fragment": self.per_output_fragment("mma"),
-            "macs_per_output_element": self.macs_per_output_element,
-            "operand_loads_per_fragment": self.per_output_fragment("operand_loads"),
-            "distinct_operand_loads_per_fragment": self.per_output_fragment("distinct_operand_loads"),
-            "shared_write_bytes_per_fragment": self.per_output_fragment("shared_write_bytes"),
-            "shared_read_bytes_per_fragment": self.per_output_fragment("shared_read_bytes"),
-            "syncthreads_per_fragment": self.per_output_fragment("syncthreads"),
-            "syncwarps_per_fragment": self.per_output_fragment("syncwarps"),
-            "lane_utilization": self.lane_utilization,
-        }
-
-
-@dataclass(kw_only=True)
-class KernelFigures(BlockCounts):
-    """One kernel's counts for one thread block, and what was assumed."""
-
-    name: str
-    block: tuple[int, int, int]
-    grids: list[tuple[int | None, int | None, int | None]] = field(default_factory=list)
-    symbolic_trips: bool = False
-    notes: list[str] = field(default_factory=list)
-    unparsed: list[str] = field(default_factory=list)
-
-    @property
-    def grid(self) -> tuple[int | None, int | None, int | None] | None:
-        """The grid of its (first) launch, when launched."""
-        return self.grids[0] if self.grids else None
-
-    @property
-    def blocks_launched(self) -> int | None:
-        """Blocks over all its launches, when every grid entry is a constant."""
-        if not self.grids:
-            return None
-        total = 0
-        for grid in self.grids:
-            if any(extent is None for extent in grid):
-                return None
-            total += math.prod(extent for extent in grid if extent is not None)
-        return total
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.update(lane_utilization=self.lane_utilization, blocks_launched=self.blocks_launched,
-                    derived=self.derived())
-        return data
-
-
-@dataclass
-class ApplicationFigures:
-    """An application's kernels and their counts summed over the blocks launched."""
-
-    name: str
-    kernels: list[KernelFigures]
-    totals: BlockCounts
-    grid_known: bool
-    ptx: dict[str, int] | None = None
-
-    @property
-    def wmma_kernels(self) -> int:
-        return sum(1 for kernel in self.kernels if kernel.mma)
-
-    @property
-    def symbolic_trips(self) -> bool:
-        return any(kernel.symbolic_trips for kernel in self.kernels)
-
-    @property
-    def unparsed(self) -> list[str]:
-        return [f"{kernel.name}: {entry}" for kernel in self.kernels for entry in kernel.unparsed]
-
-    def to_json(self) -> dict[str, Any]:
-        totals = asdict(self.totals)
-        totals["lane_utilization"] = self.totals.lane_utilization
-        return {
-            "name": self.name, "grid_known": self.grid_known, "symbolic_trips": self.symbolic_trips,
-            "totals": totals, "derived": self.totals.derived(), "ptx": self.ptx,
-            "kernels": [kernel.to_json() for kernel in self.kernels],
-        }
-
-
-def application_figures(name: str, kernels: list[KernelFigures],
-                        ptx: dict[str, int] | None = None) -> ApplicationFigures:
-    """Sum ``kernels`` over the blocks they launch (once each when a grid is not constant)."""
-    totals = BlockCounts()
-    grid_known = True
-    for kernel in kernels:
-        blocks = kernel.blocks_launched
-        grid_known = grid_known and blocks is not None
-        totals.add(kernel, 1 if blocks is None else blocks)
-    return ApplicationFigures(name, kernels, totals, grid_known, ptx)
 
 
 def analyze_application(name: str, cuda_source: str, ptx_text: str | None = None) -> ApplicationFigures:
     return application_figures(name, analyze_cuda(cuda_source), None if ptx_text is None else ptx_counts(ptx_text))
 
 
-# --- PTX -------------------------------------------------------------------------
-
-PTX_COUNT_NAMES = ("mma", "wmma_load_a", "wmma_load_b", "wmma_load_c", "wmma_store_d",
-                   "bar_sync", "bar_warp_sync", "st_shared", "ld_shared")
-
-
-def _ptx_category(opcode: str) -> str | None:
-    parts = opcode.split(".")
-    if opcode.startswith("wmma.mma") or parts[0] == "mma":
-        return "mma"
-    if opcode.startswith("wmma.load.") and len(parts) > 2 and parts[2] in "abc":
-        return f"wmma_load_{parts[2]}"
-    if opcode.startswith("wmma.store.d"):
-        return "wmma_store_d"
-    if parts[:3] == ["bar", "warp", "sync"]:
-        return "bar_warp_sync"
-    if parts[0] in ("bar", "barrier") and "sync" in parts:
-        return "bar_sync"
-    if parts[0] in ("st", "ld") and any(part.startswith("shared") for part in parts[1:]):
-        return f"{parts[0]}_shared"
-    return None
-
-
-def ptx_counts(ptx_text: str) -> dict[str, int]:
-    """Instructions in the PTX text (static, not executed): Tensor-Core
-    multiplies (``wmma.mma``/``mma``), fragment loads and stores, block and
-    warp barriers, and shared-memory stores and loads."""
-    counts = dict.fromkeys(PTX_COUNT_NAMES, 0)
-    for line in ptx_text.splitlines():
-        code = line.split("//", 1)[0].strip()
-        code = re.sub(r"^@!?%\w+\s+", "", code)
-        if not code or code.startswith((".", "{", "}")) or code.endswith(":"):
-            continue
-        category = _ptx_category(code.split()[0].rstrip(";"))
-        if category is not None:
-            counts[category] += 1
-    return counts
-
-
-def nvcc_available() -> bool:
-    return shutil.which(os.environ.get("NVCC") or "nvcc") is not None
-
-
-def generate_ptx(cuda_source: str, extra: tuple[str, ...] = ()) -> str | None:
-    """nvcc's PTX for ``cuda_source`` (through hardboiled's toolchain, with
-    ``extra`` flags such as the pipeline's GENERATED_CUDA_FLAGS), or None
-    without nvcc."""
-    if not nvcc_available():
-        return None
-    from hardboiled.codegen.toolchain import compile_cuda
-    with tempfile.TemporaryDirectory(prefix="hardboiled-wmma-figures-") as tmp:
-        return compile_cuda(cuda_source, Path(tmp) / "kernel.ptx", kind="ptx", extra=extra).read_text()
-
-
-# --- host side: kernels, blocks and grids --------------------------------------
-
-_KERNEL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(\w+)\s*\(")
-_LAUNCHED_AS = re.compile(r"launched as\s*<<<[^>]*?dim3\(\s*([^)]*)\)\s*>>>")
-_DIM3 = re.compile(r"\bdim3\s+([^;]*);")
-_LAUNCH = re.compile(r"\b(\w+)\s*<<<(.*?)>>>")
-
-Dims = tuple[int | None, int | None, int | None]
-
-
-def _dims(arguments: list[str]) -> Dims:
-    values = [evaluate_c_integer(argument) for argument in arguments[:3] if argument]
-    values += [1] * (3 - len(values))
-    return (values[0], values[1], values[2])
-
-
-def _dim3_declarations(text: str) -> list[tuple[int, str, Dims]]:
-    """(offset, name, extents) of each ``dim3 NAME(...)`` or ``NAME = dim3(...)``."""
-    found = []
-    for match in _DIM3.finditer(text):
-        for declarator in split_top_level(match.group(1), ","):
-            parsed = re.match(r"(\w+)\s*(?:=\s*dim3\s*)?[({](.*)[)}]$", declarator, re.S)
-            if parsed:
-                found.append((match.start(), parsed.group(1), _dims(split_top_level(parsed.group(2), ","))))
-    return found
-
-
-def _launch_dims(expression: str, offset: int, declarations: list[tuple[int, str, Dims]]) -> Dims:
-    inline = re.match(r"dim3\s*\((.*)\)$", expression.strip(), re.S)
-    if inline:
-        return _dims(split_top_level(inline.group(1), ","))
-    named = [dims for start, name, dims in declarations if name == expression.strip() and start < offset]
-    if named:
-        return named[-1]
-    return _dims([expression])
-
-
-def _launches(text: str) -> dict[str, list[tuple[Dims, Dims]]]:
-    """Kernel name -> (grid, block) of each ``NAME<<<grid, block, ...>>>``."""
-    declarations = _dim3_declarations(text)
-    launches: dict[str, list[tuple[Dims, Dims]]] = {}
-    for match in _LAUNCH.finditer(text):
-        arguments = split_top_level(match.group(2), ",")
-        if len(arguments) < 2:
-            continue
-        grid = _launch_dims(arguments[0], match.start(), declarations)
-        block = _launch_dims(arguments[1], match.start(), declarations)
-        launches.setdefault(match.group(1), []).append((grid, block))
-    return launches
-
-
-@dataclass(frozen=True)
-class _KernelText:
-    name: str
-    body: str
-    first_line: int
-    declared_block: Dims | None
-
-
-def _kernel_texts(raw: str, text: str) -> Iterator[_KernelText]:
-    """Each kernel's body (comments blanked) and the block its comment declares."""
-    previous_end = 0
-    for match in _KERNEL.finditer(text):
-        close_parameters = _matching(text, match.end() - 1)
-        open_body = text.find("{", close_parameters)
-        close_body = _matching(text, open_body) if open_body >= 0 else -1
-        if close_parameters < 0 or close_body < 0:
-            continue
-        comments = list(_LAUNCHED_AS.finditer(raw, previous_end, match.start()))
-        declared = _dims(split_top_level(comments[-1].group(1), ",")) if comments else None
-        yield _KernelText(match.group(1), text[open_body + 1:close_body],
-                          text.count("\n", 0, open_body) + 1, declared)
-        previous_end = close_body
-
-
 def analyze_cuda(source: str) -> list[KernelFigures]:
     """The figures of every kernel in generated CUDA ``source``, in source order."""
-    text = _blank_comments(source)
-    launches = _launches(text)
+    text = blank_comments(source)
+    launched_by_name = launches(text)
     kernels = []
-    for kernel in _kernel_texts(source, text):
-        launched = launches.get(kernel.name, [])
+    for kernel in kernel_texts(source, text):
+        launched = launched_by_name.get(kernel.name, [])
         notes = []
         block = kernel.declared_block or (launched[0][1] if launched else None)
         if block is None or any(extent is None for extent in block):
@@ -682,8 +261,6 @@ class _ThreadNames(Mapping[str, int]):
 _FOR_START = re.compile(r"^(?:[\w\s\*]*?\s)?(\w+)\s*=\s*(.+)$", re.S)
 _CONDITION = re.compile(r"^(\w+)\s*(<=|<|!=)\s*(.+)$", re.S)
 _NUM_ELEMENTS = re.compile(r"^\w+(?:\[\d+\])?\.num_elements$")
-_SCALAR_TYPES = {"int", "char", "short", "long", "float", "double", "bool", "half", "__half", "__nv_bfloat16",
-                 "unsigned", "signed", "size_t", "dim3", "void"}
 _DECLARATION = re.compile(
     r"^(?P<qualifiers>(?:(?:const|volatile|register|unsigned|signed)\s+)*)(?P<type>[A-Za-z_]\w*)"
     r"(?P<declarators>[\s*&]+(?:__restrict__\s+)?[A-Za-z_]\w*.*)$", re.S)
@@ -699,7 +276,7 @@ _THREAD_DEPENDENT = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\b")
 class _KernelWalker:
     """Runs through one kernel body once, keeping per-thread execution counts."""
 
-    def __init__(self, figures: KernelFigures, kernel: _KernelText) -> None:
+    def __init__(self, figures: KernelFigures, kernel: KernelText) -> None:
         self.figures = figures
         self.pieces = list(_pieces(kernel.body, kernel.first_line))
         bx, by, bz = figures.block
@@ -745,7 +322,7 @@ class _KernelWalker:
         return frame
 
     def _lookup_fragment(self, reference: str) -> FragmentType | None:
-        name = _base_identifier(reference)
+        name = base_identifier(reference)
         for frame in reversed(self.frames):
             if name in frame.fragments:
                 return frame.fragments[name]
@@ -877,7 +454,7 @@ class _KernelWalker:
             end_text = f"({start_text}) + {FRAGMENT_ELEMENTS_PER_LANE}"
         start, end = self._constant(start_text), self._constant(end_text)
         if start is not None and end is not None:
-            count = _trip_count(start, end, step, operator)
+            count = trip_count(start, end, step, operator)
             return None if count is None else [count] * self.threads
         extent = self._extent_after(end_text, start_text)
         if extent is not None and operator == "<":
@@ -892,7 +469,7 @@ class _KernelWalker:
         counts = []
         for names in self.thread_names:
             first = evaluate(start, names)
-            count = None if first is None else _trip_count(first, end, step, operator)
+            count = None if first is None else trip_count(first, end, step, operator)
             if count is None:
                 return None
             counts.append(count)
@@ -933,14 +510,14 @@ class _KernelWalker:
             return  # a use that silences a warning, or data initialized once, not per call
         elif re.match(r"(?:extern\s+)?__shared__\b", text):
             self._declare_shared(piece, text)
-        elif declaration and _is_type(declaration.group("type")):
+        elif declaration and is_type_name(declaration.group("type")):
             self._declaration(text, declaration, following)
         else:
-            self._nontensor(text, _assignment(text))
+            self._nontensor(text, assignment(text))
 
     def _headed_statement(self, piece: _Piece, text: str, headed: re.Match[str]) -> None:
         """``for (...) body;`` or ``if (...) body;`` on one line, nested or not."""
-        close = _matching(text, headed.end() - 1)
+        close = matching_bracket(text, headed.end() - 1)
         if close < 0:
             self._unparsed(piece, "unbalanced parentheses")
             return
@@ -970,11 +547,11 @@ class _KernelWalker:
         self.top.shared[match.group(2)] = ELEMENT_BYTES.get(element, 0)
 
     def _declaration(self, text: str, declaration: re.Match[str], following: _Piece | None) -> None:
-        declarators = [_declarator(part) for part in split_top_level(declaration.group("declarators"), ",")]
+        declarators = [parse_declarator(part) for part in split_top_level(declaration.group("declarators"), ",")]
         initialized = [(name, init) for name, _, init in declarators if init is not None]
         constant = "const" in declaration.group("qualifiers")
         loop_bounds = bool(initialized) and following is not None and following.kind == "open" \
-            and _bounds_loop(initialized, following.text)
+            and bounds_loop(initialized, following.text)
         for name, init in initialized:
             self._bind(name, init, evaluable=constant or loop_bounds)
         self._invalidate({name for name, _, _ in declarators})
@@ -1003,7 +580,7 @@ class _KernelWalker:
         if len(declarators) != 1:
             return False
         name, pointer, init = declarators[0]
-        viewed = self._shared_bytes(_base_identifier(init)) if pointer and init is not None else None
+        viewed = self._shared_bytes(base_identifier(init)) if pointer and init is not None else None
         if viewed is None:
             return False
         self.top.shared[name] = ELEMENT_BYTES.get(element_type, viewed)
@@ -1024,9 +601,9 @@ class _KernelWalker:
                 figures.shared_write_bytes += frame.thread_executions * written
                 # the target's index is read; the target itself only by a compound assignment
                 read_text = f"{element.group(2)} {value}" if operator == "=" else text
-            self._invalidate({_base_identifier(target) or ""})
+            self._invalidate({base_identifier(target) or ""})
         elif text.startswith("memcpy"):
-            self._invalidate({_base_identifier(text[text.index("(") + 1:]) or ""})
+            self._invalidate({base_identifier(text[text.index("(") + 1:]) or ""})
         for access in _ELEMENT_ACCESS.finditer(read_text):
             read = self._shared_bytes(access.group(1))
             if read is not None:
@@ -1089,8 +666,8 @@ class _KernelWalker:
         if fragment is None:
             return
         warps, figures = self.top.warp_executions, self.figures
-        address, stride = _normalized(arguments[1]), _normalized(arguments[2])
-        if self._shared_bytes(_base_identifier(address)) is not None:
+        address, stride = without_spaces(arguments[1]), without_spaces(arguments[2])
+        if self._shared_bytes(base_identifier(address)) is not None:
             figures.shared_fragment_loads += warps
             figures.shared_fragment_load_bytes += warps * fragment.footprint_bytes
         if fragment.use not in _OPERAND_USES:
@@ -1100,7 +677,7 @@ class _KernelWalker:
         key = (fragment, address, stride)
         if key not in self.region:
             figures.distinct_operand_loads += warps
-            self.region[key] = frozenset(_IDENTIFIER.findall(f"{address} {stride}"))
+            self.region[key] = frozenset(IDENTIFIER.findall(f"{address} {stride}"))
 
     def _store(self, piece: _Piece, arguments: list[str]) -> None:
         fragment = self._fragment(piece, arguments[1]) if len(arguments) >= 3 else None
@@ -1110,7 +687,7 @@ class _KernelWalker:
         elements = warps * fragment.m * fragment.n
         figures.fragment_stores += warps
         figures.output_elements += elements
-        base = _base_identifier(arguments[0])
+        base = base_identifier(arguments[0])
         if self._shared_bytes(base) is not None:
             figures.shared_fragment_stores += warps
             figures.shared_fragment_store_bytes += warps * fragment.footprint_bytes
@@ -1119,47 +696,3 @@ class _KernelWalker:
 
     def _fill(self, piece: _Piece, arguments: list[str]) -> None:
         self.figures.fragment_fills += self.top.warp_executions
-
-
-def _trip_count(start: int, end: int, step: int, operator: str) -> int | None:
-    if operator == "<":
-        return max(0, -(-(end - start) // step))
-    if operator == "<=":
-        return max(0, (end - start) // step + 1)
-    return (end - start) // step if end >= start and (end - start) % step == 0 else None
-
-
-def _is_type(word: str) -> bool:
-    return word in _SCALAR_TYPES or word in ELEMENT_BYTES or word.endswith("_t")
-
-
-def _declarator(text: str) -> tuple[str, bool, str | None]:
-    """(name, whether a pointer, initializer or None) of ``*name[4] = init``."""
-    name_part, equals, init = text.partition("=")
-    name = re.search(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*$", name_part)
-    return (name.group(1) if name else name_part.strip(), "*" in name_part, init.strip() if equals else None)
-
-
-def _bounds_loop(initialized: list[tuple[str, str]], header: str) -> bool:
-    """Whether a ``for`` header reads every name a declaration sets (``V_lo``, ``V_end``)."""
-    return header.startswith("for") and all(re.search(rf"\b{name}\b", header) for name, _ in initialized)
-
-
-def _assignment(text: str) -> tuple[str, str, str] | None:
-    """(target, operator, value) of an assignment statement such as ``a[i] += b``."""
-    depth = 0
-    for index, char in enumerate(text):
-        if char in "([":
-            depth += 1
-        elif char in ")]":
-            depth -= 1
-        elif char == "=" and depth == 0:
-            before, after = text[:index], text[index + 1:index + 2]
-            if after == "=" or before.endswith("=") or (before.endswith(("<", ">", "!"))
-                                                        and not before.endswith(("<<", ">>"))):
-                continue  # a comparison
-            compound = re.search(r"(?:<<|>>|[-+*/%&|^])$", before)
-            operator = (compound.group(0) if compound else "") + "="
-            target = before[:compound.start()] if compound else before
-            return target.strip(), operator, text[index + 1:]
-    return None

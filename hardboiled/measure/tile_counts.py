@@ -11,7 +11,9 @@ The speed of AMX code hangs on a few figures that need no AMX to measure
   the loops that multiply tiles, read from the rewritten IR
   (``operand_copy_work``): a repack left in the reduction loop shows there.
 
-Both are asserted in tests and printed by bench/amx_speed.py.
+Both are asserted in tests and printed by bench/amx_speed.py. Running the
+kernel needs inputs, which are verification's business: the caller hands
+``count_tile_operations`` a function that runs it.
 """
 
 from __future__ import annotations
@@ -19,18 +21,16 @@ from __future__ import annotations
 import ctypes
 import re
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from hardboiled import ir
-from hardboiled.codegen.abi import DEFAULT_ENTRY_POINT, kernel_signature
 from hardboiled.codegen.c import split_amx_runtime
 from hardboiled.codegen.toolchain import compile_c, find_compiler
 from hardboiled.legalize.operand_hoisting import HOISTED_KIND
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
 from hardboiled.targets.amx import AMX_INTRINSIC, AMX_TILE, AMXOp
-from hardboiled.verify.compare import DEFAULT_OUTPUT_EXTENTS, DEFAULT_SEED, make_buffers
-from hardboiled.verify.run import run_kernel
 
 _DOT_PRODUCTS = tuple(d.c_name for d in AMX_TILE.dot_products)
 _COUNTERS = {"_tile_loadd": "tile_loads", "_tile_stored": "tile_stores",
@@ -59,24 +59,28 @@ class TileCounts:
         return self.tile_loads / self.dot_products if self.dot_products else 0.0
 
 
-def count_tile_operations(original: ir.Stmt, rewritten: ir.Stmt, source: str,
-                          seed: int = DEFAULT_SEED) -> TileCounts:
-    """Run ``source`` (the C generated for ``rewritten``) once under the
-    emulation, on random inputs sized as the verifier sizes them, and count
-    the tile loads, dot products and tile stores it executes."""
+def count_tile_operations(source: str, calls: Callable[[Path], Iterator[int]]) -> TileCounts:
+    """Build ``source`` (generated C) under the emulation with a counter in
+    front of each tile intrinsic, and count the tile loads, dot products
+    and tile stores one call of the kernel executes. ``calls(library)``
+    calls the built kernel on inputs of its choosing (the verifier's, in
+    the tests and bench/amx_speed.py), yielding its status after each call;
+    the counts are those of the first call that returns 0."""
     counted = _with_counters(source)
     with tempfile.TemporaryDirectory(prefix="hardboiled-count-") as tmp:
         library = Path(tmp) / "kernel.so"
         compile_c(counted, library, shared=True, amx="emulate", compiler=find_compiler(None))
-        arguments = kernel_signature(rewritten)
-        for extent in DEFAULT_OUTPUT_EXTENTS:
-            buffers, _ = make_buffers(original, {}, seed, extent, [])
-            lib = ctypes.CDLL(str(library))
-            counters = {name: ctypes.c_long.in_dll(lib, f"hb_counted_{name}")
-                        for name in ("tile_loads", "dot_products", "tile_stores")}
+        lib = ctypes.CDLL(str(library))
+        counters = {name: ctypes.c_long.in_dll(lib, f"hb_counted_{name}")
+                    for name in ("tile_loads", "dot_products", "tile_stores")}
+        statuses = calls(library)
+        while True:
             for counter in counters.values():
                 counter.value = 0
-            if run_kernel(library, DEFAULT_ENTRY_POINT, arguments, buffers) == 0:
+            status = next(statuses, None)
+            if status is None:
+                break
+            if status == 0:
                 return TileCounts(**{name: c.value for name, c in counters.items()})
     raise HardboiledError(Diagnostic("error", "the kernel failed its own checks on every size tried"))
 
