@@ -8,20 +8,19 @@ in the GNU ``file:line:col: error:`` format. Exit statuses are the
 from __future__ import annotations
 
 import dataclasses
-import functools
-import json
 import os
 import sys
-import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from hardboiled.cli.terminal import color_enabled, print_colored
-from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Terminated, internal_error
-from hardboiled.support.fileio import STDIO, display_name, make_output_directory, read_input_bytes, write_output
+from hardboiled.cli.errors import DiagnosingGroup, handles_errors
+from hardboiled.cli.outputs import tell_cached_compile, write_results
+from hardboiled.cli.summary import reports_json, summarize
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
+from hardboiled.support.fileio import STDIO, display_name, read_input_bytes, write_output
 from hardboiled.support.version import VERSION
 from hardboiled.targets.cuda_arch import DEFAULT_SM, MIN_SM
 
@@ -32,69 +31,10 @@ if TYPE_CHECKING:  # imported lazily at run time: --help must start fast
     from hardboiled.pipeline.options import CompileOptions
     from hardboiled.select.options import SelectionOptions
 
-cached_compile_observers: list[Callable[[str, list[tuple[str, bytes]], list[tuple[str, str, str]]], None]] = []
-"""Told of every compile that the whole-file cache answered in full: the
-cache directory, the files it read with their bytes and the files it wrote, with their text
-(cli/direct.py records such runs, to answer them again before click loads)."""
-
 BatchInput = tuple[str, bytes | None, Diagnostic | None]
 """One input of a batch: its display name, its bytes, or why it could not be read."""
 
-F = TypeVar("F", bound=Callable[..., None])
 T = TypeVar("T")
-
-
-def _report(diagnostic: Diagnostic, diagnostics_format: str = "text") -> None:
-    if diagnostics_format == "text" and color_enabled(sys.stderr):
-        print_colored(diagnostic)
-        return
-    sys.stderr.write(diagnostic.render_json() if diagnostics_format == "json" else diagnostic.render_text())
-    sys.stderr.flush()
-
-
-def handles_errors(command: F) -> F:
-    """Turn our exceptions into diagnostics and documented exit codes.
-
-    A bug becomes a one-line "internal error" with exit status 70; the
-    traceback is printed only when HARDBOILED_TRACEBACK=1.
-    """
-
-    @functools.wraps(command)
-    def wrapper(*args: object, **kwargs: object) -> None:
-        from hardboiled.support.deep import call_deep
-
-        try:
-            call_deep(command, *args, **kwargs)
-        except HardboiledError as exc:
-            fmt = kwargs.get("diagnostics_format", "text")
-            for diagnostic in getattr(exc, "diagnostics", [exc.diagnostic]):
-                _report(diagnostic, fmt if isinstance(fmt, str) else "text")
-            sys.exit(int(exc.exit_code))
-        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
-            raise
-        except KeyboardInterrupt:
-            _report(Diagnostic("error", "interrupted"))
-            sys.exit(int(ExitCode.INTERRUPTED))
-        except Terminated:
-            _report(Diagnostic("error", "terminated"))
-            sys.exit(int(ExitCode.TERMINATED))
-        except BrokenPipeError:
-            # The reader of our output went away (e.g. `| head`): not an error.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(int(ExitCode.SUCCESS))
-        except Exception as exc:  # the last line of defence
-            from hardboiled.support.environment import environment_fault
-
-            if os.environ.get("HARDBOILED_TRACEBACK") == "1":
-                traceback.print_exc()
-            fault = environment_fault(exc)
-            if fault is not None:  # the machine's doing (memory, a library that cannot load), not a bug
-                _report(fault.diagnostic)
-                sys.exit(int(fault.exit_code))
-            _report(internal_error(exc))
-            sys.exit(int(ExitCode.INTERNAL_ERROR))
-
-    return cast(F, wrapper)
 
 
 def _key_values(values: tuple[str, ...], option: str, convert: Callable[[str], T]) -> dict[str, T]:
@@ -185,43 +125,6 @@ param_option = click.option("--param", "params", metavar="NAME=VALUE", multiple=
                             "B.stride.1=40 or out.extent.0=64 (repeatable).")
 
 
-class _DiagnosingGroup(click.Group):
-    """click reports bad options in its own "Usage: ... Error: ..." block;
-    hardboiled reports them like every other error (text or JSON, exit 2)."""
-
-    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
-             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
-        argv = list(sys.argv[1:] if args is None else args)
-        try:
-            result = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
-        except click.ClickException as exc:
-            context = exc.ctx if isinstance(exc, click.UsageError) else None
-            if type(exc).__name__ == "NoArgsIsHelpError" and context is not None:
-                # A bare command asks for help (click >= 8.2 raises this).
-                click.echo(context.get_help(), err=True)
-                sys.exit(exc.exit_code)
-            notes: tuple[str, ...] = ()
-            if context is not None:
-                notes = (f"see '{context.command_path} --help'",)
-            _report(Diagnostic("error", exc.format_message(), notes=notes), _diagnostics_format_in(argv))
-            sys.exit(exc.exit_code)
-        except click.Abort:
-            _report(Diagnostic("error", "interrupted"))
-            sys.exit(int(ExitCode.INTERRUPTED))
-        if not standalone_mode:
-            return result
-        sys.exit(result if isinstance(result, int) else int(ExitCode.SUCCESS))
-
-
-def _diagnostics_format_in(argv: list[str]) -> str:
-    """--diagnostics-format as written on the command line, before click has
-    parsed it (the error may be that parsing failed)."""
-    for i, arg in enumerate(argv):
-        if arg == "--diagnostics-format=json" or (arg == "--diagnostics-format" and argv[i + 1:i + 2] == ["json"]):
-            return "json"
-    return "text"
-
-
 def _epilog(*examples: tuple[str, str]) -> str:
     """The end of a command's --help: examples, then the exit codes. ``\b``
     keeps click from rewrapping a block."""
@@ -248,7 +151,7 @@ COMPILE_EXAMPLES = (
      "hardboiled compile dumps/*.stmt -o out/ --require --report-file report.json"),
 )
 
-@click.group(cls=_DiagnosingGroup, context_settings={"help_option_names": ["-h", "--help"]},
+@click.group(cls=DiagnosingGroup, context_settings={"help_option_names": ["-h", "--help"]},
              epilog=_epilog(*COMPILE_EXAMPLES[:2], ("does REWRITTEN compute what ORIGINAL computes?",
                                                     "hardboiled verify original.stmt rewritten.stmt")))
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
@@ -416,37 +319,20 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     )
     inputs = [_read_input(path) for path in input_paths]
     results = _run_batch(inputs, options, jobs or (os.cpu_count() or 1), quiet)
-    written = _write_results(results, [name for name, _, _ in inputs], kinds, output_path, diagnostics_format)
+    written = write_results(results, [name for name, _, _ in inputs], kinds, output_path, diagnostics_format)
     if report_file is not None:
         report_text = reports_json(results)
         write_output(report_file, report_text)
         if report_file != STDIO:
             written.append((report_file, report_text, "follow"))
     if not quiet:
-        _summarize(results, report_format)
+        summarize(results, report_format)
     if selection.cache_dir and STDIO not in input_paths and all(r.cached for r in results):
-        _tell_cached_compile(selection.cache_dir, input_paths, [data for _, data, _ in inputs], schedule_path,
+        tell_cached_compile(selection.cache_dir, input_paths, [data for _, data, _ in inputs], schedule_path,
                              written)
     code = max(r.exit_code for r in results)
     if code:
         sys.exit(code)
-
-
-def _tell_cached_compile(cache_dir: str, input_paths: tuple[str, ...], data: list[bytes | None],
-                         schedule_path: str | None, written: list[tuple[str, str, str]]) -> None:
-    """Tell the observers of a compile the cache answered in full what it
-    read: the inputs' bytes as they were compiled (a file changed since then
-    must not be paired with these outputs), and the schedule file."""
-    if not cached_compile_observers or any(d is None for d in data):
-        return
-    reads = [(path, d) for path, d in zip(input_paths, data) if d is not None]
-    if schedule_path is not None:
-        try:
-            reads.append((schedule_path, Path(schedule_path).read_bytes()))
-        except OSError:
-            return
-    for observer in cached_compile_observers:
-        observer(cache_dir, reads, written)
 
 
 def _argument_order(text: str | None) -> tuple[str, ...] | None:
@@ -529,49 +415,6 @@ def _selection_options(store_in: tuple[str, ...], schedule_path: str | None, ite
         memory_mb=egglog_memory or DEFAULT_MEMORY_MB,
         cache_dir=cache_dir,
     )
-
-
-def _write_results(results: list[FileResult], names: list[str], kinds: tuple[str, ...], output_path: str | None,
-                   diagnostics_format: str) -> list[tuple[str, str, str]]:
-    """Instrumentation and diagnostics to standard error, outputs to their
-    files (atomically), in input order. Returns the files written, with
-    their text and whether a link there was followed or replaced. In a
-    directory the names are hardboiled's: a symbolic link found there is
-    replaced, not written through."""
-    from hardboiled.pipeline.driver import output_names
-    from hardboiled.pipeline.options import EMIT_SUFFIXES, HEADER, HEADER_SUFFIX
-
-    written: list[tuple[str, str, str]] = []
-
-    def write(path: str, text: str, follow_links: bool = True) -> None:
-        write_output(path, text, follow_links=follow_links)
-        if path != STDIO:
-            written.append((path, text, "follow" if follow_links else "replace"))
-
-    directory = None
-    if output_path not in (None, STDIO) and (len(names) > 1 or len(kinds) > 1 or Path(output_path).is_dir()):
-        directory = Path(output_path)
-        make_output_directory(directory)
-    for result, stem in zip(results, output_names(names)):
-        for block in result.instrumentation:
-            sys.stderr.write(block)
-        for diagnostic in result.diagnostics:
-            _report(diagnostic, diagnostics_format)
-        for kind, text in result.outputs.items():
-            if kind == HEADER:
-                # Beside the source it declares; not on standard output.
-                if directory is not None:
-                    write(str(directory / (stem + HEADER_SUFFIX)), text, follow_links=False)
-                elif output_path not in (None, STDIO) and Path(output_path).suffix != HEADER_SUFFIX:
-                    write(str(Path(output_path).with_suffix(HEADER_SUFFIX)), text)
-                continue
-            if kind not in kinds:
-                continue
-            if directory is not None:
-                write(str(directory / (stem + EMIT_SUFFIXES[kind])), text, follow_links=False)
-            else:
-                write(output_path or STDIO, text)
-    return written
 
 
 def _read_input(path: str) -> tuple[str, bytes | None, Diagnostic | None]:
@@ -659,68 +502,6 @@ def rules_command() -> None:
         sys.stdout.write(f"rules/{filename}: {total} rule{'s' if total != 1 else ''}\n")
         for ruleset, count in sorted(counts.items()):
             sys.stdout.write(f"  {ruleset}: {count}\n")
-
-
-def reports_json(results: list[FileResult]) -> str:
-    """The reports of every input, failed ones included, in input order
-    (a list of docs/report-schema.json objects)."""
-    return json.dumps([r.report for r in results], indent=2, sort_keys=True) + "\n"
-
-
-def _summarize(results: list[FileResult], report_format: str) -> None:
-    if report_format == "json":
-        sys.stderr.write(reports_json(results))
-        return
-    for result in results:
-        for message in result.messages:
-            sys.stderr.write(f"hardboiled: {result.input}: {message}\n")
-    # An input that failed before selection has its diagnostics, and no line here.
-    summarized = [r for r in results if not r.exit_code or r.report.get("statements") or r.report.get("candidates")]
-    rows = [_summary_row(result) for result in summarized]
-    if not rows:
-        return
-    if color_enabled(sys.stderr):
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table("input", "selection", "schedule", "e-graph and time", title="hardboiled")
-        for row, result in zip(rows, summarized):
-            table.add_row(*row, style="red" if result.exit_code else None)
-        Console(stderr=True).print(table)
-        return
-    for name, *parts in rows:
-        sys.stderr.write(f"hardboiled: {name}: " + "; ".join(p for p in parts if p) + "\n")
-
-
-def _summary_row(result: FileResult) -> tuple[str, str, str, str]:
-    """One input's line of the summary: selection, schedule, e-graph and time."""
-    report = result.report
-    statements = report.get("statements", [])
-    # A later step (verification, the C compiler) may have failed after
-    # selection succeeded: the line must not read like a success.
-    failed = f"failed (exit {result.exit_code}), nothing written" if result.exit_code else ""
-    if not statements:
-        if report.get("already_lowered"):
-            return (result.input, f"already tensorized: the input calls {report['already_lowered']} tile or "
-                    "fragment operations (Halide's own AMX stage?); nothing to select, `hardboiled verify` "
-                    "checks it against the stage it came from", "", "")
-        found = len(report.get("candidates", []))
-        hint = f" ({found} candidate Func{'s' if found != 1 else ''} named above)" if found else ""
-        if failed:
-            return (result.input, f"{failed}: no store is in accelerator memory{hint}", "", "")
-        return (result.input, f"no store touches accelerator memory; the IR is unchanged{hint}", "", "")
-    sizes = {(s["egraph"]["nodes"], s["egraph"]["classes"]) for s in statements if s["egraph"]}
-    nodes = sum(n for n, _ in sizes)
-    classes = sum(c for _, c in sizes)
-    cached = all(s["cached"] for s in statements)
-    seconds = max(s["seconds"] for s in statements)
-    schedule = report["schedule"]
-    return (
-        result.input,
-        (failed + "; " if failed else "") + f"lowered {report['lowered']} of {report['selected']} accelerator stores",
-        f"schedule {schedule['source']} ({schedule['iterations']} iterations)" if schedule else "",
-        f"e-graph {nodes} nodes, {classes} classes; " + ("cached" if cached else f"{seconds:.2f} s"),
-    )
 
 
 if __name__ == "__main__":  # pragma: no cover

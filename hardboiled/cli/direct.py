@@ -74,13 +74,13 @@ def _main(argv: list[str]) -> None:
     code = replay(argv)
     if code is not None:
         sys.exit(code)
-    from hardboiled.cli import commands
+    from hardboiled.cli import commands, outputs
 
     if argv[:1] != ["compile"]:
         commands.main.main(argv)
         return
     recording = _Recording(argv)
-    commands.cached_compile_observers.append(recording.note)
+    outputs.cached_compile_observers.append(recording.note)
     try:
         with recording:
             commands.main.main(argv)
@@ -88,7 +88,7 @@ def _main(argv: list[str]) -> None:
         recording.finish(exit.code)
         raise
     finally:
-        commands.cached_compile_observers.remove(recording.note)
+        outputs.cached_compile_observers.remove(recording.note)
 
 
 # --------------------------------------------------------------------------
@@ -234,7 +234,7 @@ class _Recording:
     def note(self, cache_directory: str, reads: list[tuple[str, bytes]], writes: list[tuple[str, str, str]]) -> None:
         """``compile`` tells of a run the result cache answered in full: the
         files it read (inputs, schedule) with their bytes, and the files it
-        wrote (commands.py, ``cached_compile_observers``)."""
+        wrote (cli/outputs.py, ``cached_compile_observers``)."""
         self.cache_directory = Path(cache_directory)
         self.record = {"reads": [(path, _digest(data)) for path, data in reads], "writes": writes}
 
