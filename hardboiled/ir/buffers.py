@@ -12,6 +12,7 @@ all read this one analysis.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hardboiled.ir import nodes as ir
@@ -33,40 +34,75 @@ class BufferSpec:
 
 def discover_buffers(stmt: ir.Stmt) -> dict[str, BufferSpec]:
     """The pipeline's buffers and what the dump's checks say about them."""
-    specs: dict[str, BufferSpec] = {}
+    specs = {name: BufferSpec(name) for name in _argument_buffers(stmt)}
+    for node in ir.walk(stmt):
+        if isinstance(node, ir.AssertStmt) and isinstance(node.message, ir.Call):
+            _read_check(node.message, specs)
+    return specs
+
+
+def _argument_buffers(stmt: ir.Stmt) -> list[str]:
+    """The buffers the pipeline takes as ``X.buffer`` arguments, in order of
+    first use."""
     # A stage computed at root on the GPU gets its own halide_buffer_t
     # (``let pre.buffer = _halide_buffer_init(...)``): an allocation inside
     # the pipeline, not an argument.
     internal = {n.name for n in ir.walk(stmt) if isinstance(n, (ir.LetStmt, ir.Let))}
-    for node in ir.walk(stmt):
-        if (isinstance(node, ir.Variable) and node.name.endswith(".buffer") and node.type.is_handle
-                and node.name not in internal):
-            name = node.name[: -len(".buffer")]
-            specs.setdefault(name, BufferSpec(name))
-    for node in ir.walk(stmt):
-        if not isinstance(node, ir.AssertStmt) or not isinstance(node.message, ir.Call):
-            continue
-        call, args = node.message, node.message.args
-        label = args[0].value if args and isinstance(args[0], ir.StringImm) else ""
-        target = label.split(" buffer ", 1)[-1] if " buffer " in label else label
-        spec = specs.get(target)
-        if call.name == "halide_error_bad_type" and spec is not None:
-            spec.output = label.startswith("Output")
-            packed = args[2]
-            if isinstance(packed, ir.UIntImm):
-                spec.type = ir.type_from_packed_halide_type(packed.value)
-        elif call.name == "halide_error_bad_dimensions" and spec is not None:
-            if isinstance(args[2], ir.IntImm):
-                spec.dimensions = args[2].value
-        elif call.name == "halide_error_access_out_of_bounds" and spec is not None:
-            dim = args[1]
-            if isinstance(dim, ir.IntImm):
-                spec.required[dim.value] = (args[2], args[3])
-        elif call.name == "halide_error_constraint_violated":
-            m = _BUFFER_FIELD_RE.match(label)
-            if m and m.group(1) in specs and isinstance(args[3], ir.IntImm):
-                specs[m.group(1)].fixed[f"{m.group(2)}.{m.group(3)}"] = args[3].value
-    return specs
+    names = (node.name[: -len(".buffer")] for node in ir.walk(stmt)
+             if isinstance(node, ir.Variable) and node.name.endswith(".buffer") and node.type.is_handle
+             and node.name not in internal)
+    return list(dict.fromkeys(names))
+
+
+def _read_check(call: ir.Call, specs: dict[str, BufferSpec]) -> None:
+    """Note what one check's error call says about its buffer. Its first
+    argument labels it: "Input buffer A", "Output buffer f", or the field
+    that a constraint fixes ("A.stride.0")."""
+    args = call.args
+    label = args[0].value if args and isinstance(args[0], ir.StringImm) else ""
+    if call.name == "halide_error_constraint_violated":
+        _read_constraint(label, args, specs)
+        return
+    read = _BUFFER_CHECKS.get(call.name)
+    spec = specs.get(label.split(" buffer ", 1)[-1] if " buffer " in label else label)
+    if read is not None and spec is not None:
+        read(spec, label, args)
+
+
+def _read_type(spec: BufferSpec, label: str, args: tuple[ir.Expr, ...]) -> None:
+    """bad_type(label, actual, expected): an input or output, of the expected packed type."""
+    spec.output = label.startswith("Output")
+    packed = args[2]
+    if isinstance(packed, ir.UIntImm):
+        spec.type = ir.type_from_packed_halide_type(packed.value)
+
+
+def _read_dimensions(spec: BufferSpec, label: str, args: tuple[ir.Expr, ...]) -> None:
+    """bad_dimensions(label, actual, expected)."""
+    if isinstance(args[2], ir.IntImm):
+        spec.dimensions = args[2].value
+
+
+def _read_required_region(spec: BufferSpec, label: str, args: tuple[ir.Expr, ...]) -> None:
+    """access_out_of_bounds(label, dim, min, max, ...): the region of ``dim`` the program touches."""
+    dim = args[1]
+    if isinstance(dim, ir.IntImm):
+        spec.required[dim.value] = (args[2], args[3])
+
+
+_BUFFER_CHECKS: dict[str, Callable[[BufferSpec, str, tuple[ir.Expr, ...]], None]] = {
+    "halide_error_bad_type": _read_type,
+    "halide_error_bad_dimensions": _read_dimensions,
+    "halide_error_access_out_of_bounds": _read_required_region,
+}
+"""The checks whose label names a buffer, and what each says about it."""
+
+
+def _read_constraint(label: str, args: tuple[ir.Expr, ...], specs: dict[str, BufferSpec]) -> None:
+    """A field the schedule fixed; the label names the field (``A.extent.0``)."""
+    m = _BUFFER_FIELD_RE.match(label)
+    if m and m.group(1) in specs and isinstance(args[3], ir.IntImm):
+        specs[m.group(1)].fixed[f"{m.group(2)}.{m.group(3)}"] = args[3].value
 
 
 def bounds_query_value(e: ir.Expr) -> bool | None:

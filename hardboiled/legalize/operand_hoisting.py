@@ -86,6 +86,28 @@ def _hoist_once(stmt: ir.Stmt, name: str) -> ir.Stmt | None:
     if parts is None:
         return None
     fill, rest = parts
+    enclosing = _enclosing_loop(path)
+    if enclosing is None:
+        return None
+    loop, lets = enclosing
+    fill = _inline_lets(fill, lets)
+    size = _elements(alloc)
+    if not _can_leave(loop, lets, name, fill, size):
+        return None
+    if loop.name in _free_variables(fill):
+        widened = _one_copy_per_iteration(loop, alloc, fill, rest, size)
+        if widened is None:
+            return None
+        fill, rest, size = widened
+    inner = map_stmt(loop, lambda node: rest if node is alloc else None)
+    moved = ir.Allocate(name, alloc.type, alloc.memory_type, (size,), ir.make_block([fill, inner]))
+    return map_stmt(stmt, lambda node: moved if node is loop else None)
+
+
+def _enclosing_loop(path: list[ir.Stmt]) -> tuple[ir.For, list[ir.LetStmt]] | None:
+    """The innermost loop around the allocation that ends ``path``, with the
+    lets between them (innermost first); None when the nearest statement
+    that is not transparent is no loop a copy may leave."""
     position = len(path) - 2
     lets: list[ir.LetStmt] = []
     while position >= 0 and isinstance(path[position], _TRANSPARENT):
@@ -96,30 +118,38 @@ def _hoist_once(stmt: ir.Stmt, name: str) -> ir.Stmt | None:
     loop = path[position] if position >= 0 else None
     if not (isinstance(loop, ir.For) and loop.kind in _HOISTABLE_LOOPS and loop.device_api is None):
         return None
-    fill = _inline_lets(fill, lets)
+    return loop, lets
+
+
+def _can_leave(loop: ir.For, lets: list[ir.LetStmt], name: str, fill: ir.Stmt, size: ir.Expr) -> bool:
+    """Whether the copy ``name`` (filled by ``fill``, its lets inlined) may
+    be filled above ``loop``: its size reads nothing bound between the loop
+    and the allocation (not even the loop's variable), its fill nothing but
+    the loop's variable, and nothing the fill reads is written in the loop."""
     between = {let.name for let in lets} | {loop.name}
-    size = _elements(alloc)
     if between & _free_variables(size):
-        return None  # the copy's size changes from one iteration to the next
+        return False  # the copy's size changes from one iteration to the next
     if between - {loop.name} & _free_variables(fill):
-        return None
+        return False
     reads = {n.name for n in ir.walk(fill) if isinstance(n, ir.Load)}
-    if reads & (written_inside(loop.body) - {name}):
+    return not reads & (written_inside(loop.body) - {name})
+
+
+def _one_copy_per_iteration(loop: ir.For, alloc: ir.Allocate, fill: ir.Stmt, rest: ir.Stmt,
+                            size: ir.Expr) -> tuple[ir.Stmt, ir.Stmt, ir.Expr] | None:
+    """For a fill that reads the loop's variable: a loop that fills one copy
+    per iteration, the uses shifted to their iteration's copy, and the size
+    of all the copies; None if that is too large or a use cannot shift."""
+    hoisted_size = _mul(size, loop.extent)
+    if _too_large(hoisted_size, alloc.type.bytes):
         return None
-    if loop.name in _free_variables(fill):
-        hoisted_size = _mul(size, loop.extent)
-        if _too_large(hoisted_size, alloc.type.bytes):
-            return None
-        shift = _mul(_sub(ir.Variable(loop.name), loop.min), size)
-        shifted_rest = _shift_uses(rest, name, shift, alloc.type.bytes)
-        if shifted_rest is None:
-            return None
-        fill = ir.For(loop.name, loop.min, loop.extent, ir.ForKind.SERIAL, None,
-                      _shift_stores(fill, name, shift))
-        rest, size = shifted_rest, hoisted_size
-    inner = map_stmt(loop, lambda node: rest if node is alloc else None)
-    moved = ir.Allocate(name, alloc.type, alloc.memory_type, (size,), ir.make_block([fill, inner]))
-    return map_stmt(stmt, lambda node: moved if node is loop else None)
+    shift = _mul(_sub(ir.Variable(loop.name), loop.min), size)
+    shifted_rest = _shift_uses(rest, alloc.name, shift, alloc.type.bytes)
+    if shifted_rest is None:
+        return None
+    fill_loop = ir.For(loop.name, loop.min, loop.extent, ir.ForKind.SERIAL, None,
+                       _shift_stores(fill, alloc.name, shift))
+    return fill_loop, shifted_rest, hoisted_size
 
 
 def _path_to_allocation(stmt: ir.Stmt, name: str) -> list[ir.Stmt] | None:

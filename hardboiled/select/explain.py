@@ -25,39 +25,62 @@ def explain_miss(sel: SelectedStore, term: str, encoding: Encoding) -> str:
     rules look for names the operand, layout or index that failed.
     """
     value = _lenient_decode(term, encoding)
+    accelerator_buffers = set(encoding.accelerator_buffers)
+    if sel.store.name in accelerator_buffers:
+        return _explain_accelerator_store(sel, value)
+    loads = [n for n in ir.walk(value) if isinstance(n, ir.Load) and n.name in accelerator_buffers]
+    if loads and isinstance(value, ir.Load):
+        return _explain_copy_out(sel)
+    return _explain_read_in_arithmetic(sel, loads)
+
+
+def _unit(sel: SelectedStore) -> str:
+    """What the store's accelerator holds a tile in, as the messages name it."""
+    return "WMMA fragment" if sel.accelerator == "WMMA" else "AMX tile"
+
+
+def _explain_accelerator_store(sel: SelectedStore, value: ir.Expr) -> str:
+    """A store into accelerator memory: a statement Halide left scalar, a
+    product that does not match, or a value no instruction writes."""
     store = sel.store
     wmma = sel.accelerator == "WMMA"
-    unit = "WMMA fragment" if wmma else "AMX tile"
-    accelerator_buffers = set(encoding.accelerator_buffers)
-    if store.name in accelerator_buffers and store.value.type.lanes == 1:
+    unit = _unit(sel)
+    if store.value.type.lanes == 1:
         return (f"Halide left this statement of '{store.name}' scalar: a tile operation needs the whole "
                 f"{unit} as one vector statement. In the schedule, vectorize the update of '{store.name}' "
                 "over the tile's rows and columns; Halide vectorizes an atomic update only when the "
                 "accumulator's index is one ramp, so put several tiles of one accumulator one below the "
                 "other (split the rows), not side by side")
-    if store.name in accelerator_buffers:
-        reduce = next((n for n in ir.walk(value) if isinstance(n, ir.VectorReduce)), None)
-        if reduce is not None:
-            return _explain_wmma_matmul(reduce) if wmma else _explain_matmul(reduce)
-        if isinstance(value, ir.Broadcast) and isinstance(value.value, (ir.FloatImm, ir.IntImm)):
-            return (f"filling a {unit} whose shape nothing fixes: no "
-                    f"{'mma' if wmma else 'matmul'} writes it")
-        allowed = ("a constant fill or a fragment product C + sum(A * B)" if wmma
-                   else "zero, a tile product C + sum(A * B), nor a 2-D tile load")
-        return (f"the value stored into {sel.accelerator} buffer '{store.name}' is neither {allowed}: "
-                f"{print_ir(value)}")
-    loads = [n for n in ir.walk(value) if isinstance(n, ir.Load) and n.name in accelerator_buffers]
-    if loads and isinstance(value, ir.Load):
-        if wmma:
-            return ("store_matrix_sync needs a row-major ramp(ramp(base, 1, N), xN(ldm), M), a column-major "
-                    "ramp(ramp(base, ldm, N), xN(1), M) or a dense ramp(base, 1, M*N) destination; "
-                    f"the store index is {print_ir(store.index)}")
-        return ("tile_store needs a row-major destination of at most "
-                f"{AMX_TILE.max_rows} rows: ramp(ramp(base, 1, N), xN(stride), M); "
-                f"the store index is {print_ir(store.index)}")
-    only = "store_matrix_sync and mma_sync" if wmma else "tile_store and tile_matmul"
+    reduce = next((n for n in ir.walk(value) if isinstance(n, ir.VectorReduce)), None)
+    if reduce is not None:
+        return _explain_wmma_matmul(reduce) if wmma else _explain_matmul(reduce)
+    if isinstance(value, ir.Broadcast) and isinstance(value.value, (ir.FloatImm, ir.IntImm)):
+        return (f"filling a {unit} whose shape nothing fixes: no "
+                f"{'mma' if wmma else 'matmul'} writes it")
+    allowed = ("a constant fill or a fragment product C + sum(A * B)" if wmma
+               else "zero, a tile product C + sum(A * B), nor a 2-D tile load")
+    return (f"the value stored into {sel.accelerator} buffer '{store.name}' is neither {allowed}: "
+            f"{print_ir(value)}")
+
+
+def _explain_copy_out(sel: SelectedStore) -> str:
+    """A store that copies a tile out of accelerator memory: its destination
+    is not a layout the store instruction writes."""
+    if sel.accelerator == "WMMA":
+        return ("store_matrix_sync needs a row-major ramp(ramp(base, 1, N), xN(ldm), M), a column-major "
+                "ramp(ramp(base, ldm, N), xN(1), M) or a dense ramp(base, 1, M*N) destination; "
+                f"the store index is {print_ir(sel.store.index)}")
+    return ("tile_store needs a row-major destination of at most "
+            f"{AMX_TILE.max_rows} rows: ramp(ramp(base, 1, N), xN(stride), M); "
+            f"the store index is {print_ir(sel.store.index)}")
+
+
+def _explain_read_in_arithmetic(sel: SelectedStore, loads: list[ir.Load]) -> str:
+    """A store that computes with a value in accelerator memory, which only
+    the store and multiply instructions can read."""
+    only = "store_matrix_sync and mma_sync" if sel.accelerator == "WMMA" else "tile_store and tile_matmul"
     return (f"{sel.accelerator} buffer '{loads[0].name if loads else '?'}' is read inside arithmetic; "
-            f"only {only} can read a {unit}")
+            f"only {only} can read a {_unit(sel)}")
 
 
 def _product_operands(reduce: ir.VectorReduce) -> tuple[ir.Load, ir.Load] | str:

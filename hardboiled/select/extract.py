@@ -146,6 +146,30 @@ class ScopeGroup:
         return ScopeGroup(tuple(i + offset for i in self.stores), tuple(i + offset for i in self.helpers))
 
 
+class _UnionFind:
+    """Disjoint sets of store indices (with path halving): the stores that
+    must be saturated together."""
+
+    def __init__(self, size: int):
+        self.parent = list(range(size))
+
+    def root(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def union(self, i: int, j: int) -> None:
+        self.parent[self.root(i)] = self.root(j)
+
+    def sets(self) -> list[list[int]]:
+        """Every set, its members ascending, in order of its first member."""
+        members: dict[int, list[int]] = {}
+        for i in range(len(self.parent)):
+            members.setdefault(self.root(i), []).append(i)
+        return sorted(members.values())
+
+
 def scope_groups(selected: list[SelectedStore], limit: int) -> list[ScopeGroup]:
     """The selected stores in groups that can be saturated apart, in order,
     each of at most ``limit`` stores unless stores that must stay together
@@ -171,16 +195,8 @@ def scope_groups(selected: list[SelectedStore], limit: int) -> list[ScopeGroup]:
     store is saturated again in one e-graph.
     """
     buffers = {name for s in selected for name in s.buffers}
-    operand_buffers = {n.name for s in selected if s.store.name in buffers for n in ir.walk(s.store.value)
-                       if isinstance(n, ir.Load) and n.name in buffers and n.name != s.store.name}
-    parent = list(range(len(selected)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    operand_buffers = _operand_buffers(selected, buffers)
+    together = _UnionFind(len(selected))
     owner: dict[object, int] = {}
     first_accumulating: dict[str, dict[ir.Expr, int]] = {}
     """Per buffer, the first store accumulating into each of its tiles: the
@@ -192,23 +208,37 @@ def scope_groups(selected: list[SelectedStore], limit: int) -> list[ScopeGroup]:
             first_accumulating.setdefault(sel.store.name, {}).setdefault(sel.store.index, i)
         buffers_needed.append(needed)
         for key in [("tiles", name) for name in needed] + [("operand", name) for name in operands]:
-            parent[root(i)] = root(owner.setdefault(key, i))
-    components: dict[int, list[int]] = {}
-    for i in range(len(selected)):
-        components.setdefault(root(i), []).append(i)
+            together.union(i, owner.setdefault(key, i))
+    return [ScopeGroup(tuple(sorted(stores)), _helpers(stores, buffers_needed, first_accumulating))
+            for stores in _packed(together.sets(), limit)]
+
+
+def _operand_buffers(selected: list[SelectedStore], buffers: set[str]) -> set[str]:
+    """Accelerator buffers that a store into accelerator memory reads as an
+    operand (not its own accumulator): buffers of preloaded operands."""
+    return {n.name for s in selected if s.store.name in buffers for n in ir.walk(s.store.value)
+            if isinstance(n, ir.Load) and n.name in buffers and n.name != s.store.name}
+
+
+def _packed(components: list[list[int]], limit: int) -> list[list[int]]:
+    """Consecutive components packed into groups of at most ``limit``
+    stores; a component bigger than that is a group of its own."""
     packed: list[list[int]] = []
-    for component in sorted(components.values()):
+    for component in components:
         if packed and len(packed[-1]) + len(component) <= limit:
             packed[-1].extend(component)
         else:
             packed.append(list(component))
-    groups = []
-    for stores in packed:
-        members = set(stores)
-        helpers = sorted({helper for i in stores for name in buffers_needed[i]
-                          for helper in first_accumulating.get(name, {}).values()} - members)
-        groups.append(ScopeGroup(tuple(sorted(stores)), tuple(helpers)))
-    return groups
+    return packed
+
+
+def _helpers(stores: list[int], buffers_needed: list[set[str]],
+             first_accumulating: dict[str, dict[ir.Expr, int]]) -> tuple[int, ...]:
+    """The first store accumulating into each tile of the buffers whose
+    shapes ``stores`` need, where that store is not among them."""
+    members = set(stores)
+    return tuple(sorted({helper for i in stores for name in buffers_needed[i]
+                         for helper in first_accumulating.get(name, {}).values()} - members))
 
 
 # --------------------------------------------------------------------------

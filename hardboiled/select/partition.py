@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from hardboiled import ir
 from hardboiled.select.extract import SCRATCH_MEMORY, iter_stores
@@ -76,6 +77,9 @@ def _ramp(base: ir.Expr, stride: ir.Expr, lanes: int) -> ir.Expr:
 
 
 class _Slicer:
+    """Slices vector index forms along one axis of their lanes' shape. Each
+    form has its own rule (``_FORMS``); a form without one cannot be cut."""
+
     def __init__(self, accumulator_load: LoadHook):
         self.accumulator_load = accumulator_load
 
@@ -86,37 +90,8 @@ class _Slicer:
             return e
         if math.prod(extents) != e.type.lanes:
             return None
-        if isinstance(e, ir.Ramp):
-            return self._ramp(e, extents, axis, start, count)
-        if isinstance(e, ir.Broadcast):
-            p = _split_extents(extents, e.lanes)
-            if p is None:
-                return None
-            if axis >= p:
-                inner = self.slice(e.value, extents[p:], axis - p, start, count)
-                return None if inner is None else ir.Broadcast(inner, e.lanes)
-            return ir.Broadcast(e.value, e.lanes // extents[axis] * count)
-        if isinstance(e, ir.Load):
-            if (hooked := self.accumulator_load(e, axis, start, count)) is not None:
-                return hooked
-            index = self.slice(e.index, extents, axis, start, count)
-            if index is None or e.predicate is not None:
-                return None
-            return ir.Load(e.name, index, e.type.with_lanes(index.type.lanes))
-        if isinstance(e, ir.Binary):
-            a = self.slice(e.a, extents, axis, start, count)
-            b = self.slice(e.b, extents, axis, start, count)
-            return None if a is None or b is None else ir.Binary(e.op, a, b)
-        if isinstance(e, ir.Cast):
-            value = self.slice(e.value, extents, axis, start, count)
-            return None if value is None else ir.Cast(e.type.with_lanes(value.type.lanes), value)
-        if isinstance(e, ir.VectorReduce):
-            factor = e.value.type.lanes // e.type.lanes
-            value = self.slice(e.value, (*extents, factor), axis, start, count)
-            if value is None:
-                return None
-            return ir.VectorReduce(e.op, value, e.type.with_lanes(value.type.lanes // factor))
-        return None
+        form = self._FORMS.get(type(e))
+        return None if form is None else form(self, e, extents, axis, start, count)
 
     def _ramp(self, e: ir.Ramp, extents: tuple[int, ...], axis: int, start: int,
               count: int) -> ir.Expr | None:
@@ -138,6 +113,55 @@ class _Slicer:
         step = _scaled(e.stride, weights[axis - 1])
         return ir.Ramp(inner, step if inner.type.lanes == 1 else ir.Broadcast(step, inner.type.lanes),
                        outer_lanes)
+
+    def _broadcast(self, e: ir.Broadcast, extents: tuple[int, ...], axis: int, start: int,
+                   count: int) -> ir.Expr | None:
+        p = _split_extents(extents, e.lanes)
+        if p is None:
+            return None
+        if axis >= p:
+            inner = self.slice(e.value, extents[p:], axis - p, start, count)
+            return None if inner is None else ir.Broadcast(inner, e.lanes)
+        # Slicing the broadcast's own lanes keeps the same value in fewer of them.
+        return ir.Broadcast(e.value, e.lanes // extents[axis] * count)
+
+    def _load(self, e: ir.Load, extents: tuple[int, ...], axis: int, start: int, count: int) -> ir.Expr | None:
+        if (hooked := self.accumulator_load(e, axis, start, count)) is not None:
+            return hooked
+        index = self.slice(e.index, extents, axis, start, count)
+        if index is None or e.predicate is not None:
+            return None
+        return ir.Load(e.name, index, e.type.with_lanes(index.type.lanes))
+
+    def _binary(self, e: ir.Binary, extents: tuple[int, ...], axis: int, start: int,
+                count: int) -> ir.Expr | None:
+        a = self.slice(e.a, extents, axis, start, count)
+        b = self.slice(e.b, extents, axis, start, count)
+        return None if a is None or b is None else ir.Binary(e.op, a, b)
+
+    def _cast(self, e: ir.Cast, extents: tuple[int, ...], axis: int, start: int, count: int) -> ir.Expr | None:
+        value = self.slice(e.value, extents, axis, start, count)
+        return None if value is None else ir.Cast(e.type.with_lanes(value.type.lanes), value)
+
+    def _vector_reduce(self, e: ir.VectorReduce, extents: tuple[int, ...], axis: int, start: int,
+                       count: int) -> ir.Expr | None:
+        # The reduced value has one more, innermost, axis: the products summed into each lane.
+        factor = e.value.type.lanes // e.type.lanes
+        value = self.slice(e.value, (*extents, factor), axis, start, count)
+        if value is None:
+            return None
+        return ir.VectorReduce(e.op, value, e.type.with_lanes(value.type.lanes // factor))
+
+    _FORMS: ClassVar[dict[type, Callable[..., ir.Expr | None]]] = {
+        ir.Ramp: _ramp,
+        ir.Broadcast: _broadcast,
+        ir.Load: _load,
+        ir.Binary: _binary,
+        ir.Cast: _cast,
+        ir.VectorReduce: _vector_reduce,
+    }
+    """The rule for each form that slices, by the node's class (the IR's
+    node classes have no subclasses, so the class alone picks it)."""
 
 
 _PLAIN = _Slicer(lambda load, axis, start, count: None)
@@ -224,30 +248,76 @@ def _touches(store: ir.Store, name: str) -> bool:
 def _plan(stmt: ir.Stmt, name: str, alloc: ir.Allocate, accelerator: str) -> dict[int, ir.Stmt] | None:
     """The pieces of every statement on accumulator ``name``, by the id of
     the statement; None when nothing needs cutting or a form does not fit."""
-    if not alloc.extents or not isinstance(alloc.extents[0], ir.IntImm) or alloc.type.lanes != 1:
+    width = _row_width(alloc)
+    if width is None:
         return None
-    width = alloc.extents[0].value
     stores = [s for s in iter_stores(stmt) if _touches(s, name)]
-    loads_in_stores = sum(isinstance(n, ir.Load) and n.name == name for s in stores for n in ir.walk(s))
-    if loads_in_stores != sum(isinstance(n, ir.Load) and n.name == name for n in ir.walk(stmt)):
+    if not _read_only_in_stores(stmt, name, stores):
         return None  # read outside a store (a let, a condition): its layout must stay Halide's
-    row_counts = []
-    for store in stores:
-        lanes = store.value.type.lanes
-        accesses = [n.index for n in ir.walk(store.value) if isinstance(n, ir.Load) and n.name == name]
-        if store.name == name:
-            accesses.append(store.index)
-        bases = [_dense_base(index, lanes) for index in accesses]
-        if not accesses or None in bases or lanes % width or any(b % width for b in bases if b is not None):
-            return None
-        row_counts.append(lanes // width)
+    row_counts = _row_counts(stores, name, width)
+    if row_counts is None:
+        return None
     reduces = [r for s in stores if s.name == name and (r := _reduction(s.value)) is not None]
     piece = _piece(accelerator, math.gcd(*row_counts), width, reduces, alloc)
     if piece is None:
         return None
+    if _one_instruction_each(piece, width, row_counts, reduces):
+        return None
+    return _cut_stores(stores, row_counts, name, width, piece)
+
+
+def _row_width(alloc: ir.Allocate) -> int | None:
+    """Columns of a scalar accumulator of constant width; None for any other."""
+    if not alloc.extents or not isinstance(alloc.extents[0], ir.IntImm) or alloc.type.lanes != 1:
+        return None
+    return alloc.extents[0].value
+
+
+def _loads_of(node: ir.Node, name: str) -> int:
+    return sum(isinstance(n, ir.Load) and n.name == name for n in ir.walk(node))
+
+
+def _read_only_in_stores(stmt: ir.Stmt, name: str, stores: list[ir.Store]) -> bool:
+    """Whether every load of ``name`` in ``stmt`` lies in one of ``stores``
+    (the statements that would be cut, and so see the new layout)."""
+    return sum(_loads_of(s, name) for s in stores) == _loads_of(stmt, name)
+
+
+def _row_counts(stores: list[ir.Store], name: str, width: int) -> list[int] | None:
+    """Rows of the accumulator each store covers; None as soon as one does
+    not access it in whole dense rows."""
+    row_counts = []
+    for store in stores:
+        rows = _rows_of(store, name, width)
+        if rows is None:
+            return None
+        row_counts.append(rows)
+    return row_counts
+
+
+def _rows_of(store: ir.Store, name: str, width: int) -> int | None:
+    """The whole rows of a ``width``-column accumulator that ``store``
+    reads or writes, when every access of it is dense and starts a row."""
+    lanes = store.value.type.lanes
+    accesses = [n.index for n in ir.walk(store.value) if isinstance(n, ir.Load) and n.name == name]
+    if store.name == name:
+        accesses.append(store.index)
+    bases = [_dense_base(index, lanes) for index in accesses]
+    if not accesses or None in bases or lanes % width or any(b % width for b in bases if b is not None):
+        return None
+    return lanes // width
+
+
+def _one_instruction_each(piece: _Piece, width: int, row_counts: list[int], reduces: list[ir.VectorReduce]) -> bool:
+    """Whether every statement is one instruction already (nothing to cut)."""
     factors = [r.value.type.lanes // r.type.lanes for r in reduces]
-    if all(rows == piece.rows for rows in row_counts) and width == piece.cols and all(f == piece.k for f in factors):
-        return None  # every statement is one instruction already
+    return all(rows == piece.rows for rows in row_counts) and width == piece.cols and all(f == piece.k for f in factors)
+
+
+def _cut_stores(stores: list[ir.Store], row_counts: list[int], name: str, width: int,
+                piece: _Piece) -> dict[int, ir.Stmt] | None:
+    """Each store as the block of its pieces, by its id; None if one of
+    them does not cut (then none is: the accumulator keeps one layout)."""
     result: dict[int, ir.Stmt] = {}
     for store, rows in zip(stores, row_counts):
         pieces = _cut(store, name, width, rows, piece)

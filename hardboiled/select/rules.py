@@ -285,21 +285,47 @@ def saturate(
     chunks = rule_chunks(window_shape)
     groups = groups if groups is not None else [ScopeGroup(tuple(range(len(terms))))]
     scopes = tuple(_scope(terms, group, schedule) for group in groups if group.stores)
-    key = (cache_key([c.text for c in chunks] + [c.text for s in scopes for c in s.chunks],
-                     [r for s in scopes for r in s.roots]) if cache is not None else "")
-    if cache is not None and (entry := cache.get(key, _ENTRY_SHAPE)) is not None:
-        size = entry.get("size")
-        return EqsatResult(tuple(entry["terms"]), tuple(entry["costs"]),
-                           EgraphSize(**size) if size else None, 0.0, {}, cached=True)
+    key = _program_key(chunks, scopes) if cache is not None else ""
+    if cache is not None and (cached := _cached_result(cache, key)) is not None:
+        return cached
+    result = _run_scopes(chunks, scopes, [i for group in groups for i in group.stores], schedule,
+                         timeout_s, memory_mb)
+    if cache is not None:
+        _remember(cache, key, result)
+    return result
+
+
+def _program_key(chunks: list[ProgramChunk], scopes: tuple[Scope, ...]) -> str:
+    """The cache key of the whole program: every chunk's text, and what it extracts."""
+    return cache_key([c.text for c in chunks] + [c.text for s in scopes for c in s.chunks],
+                     [r for s in scopes for r in s.roots])
+
+
+def _cached_result(cache: ResultCache, key: str) -> EqsatResult | None:
+    """The result of a run of the same program before, if the cache has one."""
+    entry = cache.get(key, _ENTRY_SHAPE)
+    if entry is None:
+        return None
+    size = entry.get("size")
+    return EqsatResult(tuple(entry["terms"]), tuple(entry["costs"]),
+                       EgraphSize(**size) if size else None, 0.0, {}, cached=True)
+
+
+def _remember(cache: ResultCache, key: str, result: EqsatResult) -> None:
+    """Keep ``result`` for the next run of the same program (in the shape _ENTRY_SHAPE checks)."""
+    size = {"nodes": result.size.nodes, "classes": result.size.classes} if result.size else None
+    cache.put(key, {"terms": list(result.terms), "costs": list(result.costs), "size": size})
+
+
+def _run_scopes(chunks: list[ProgramChunk], scopes: tuple[Scope, ...], order: list[int], schedule: Schedule,
+                timeout_s: float, memory_mb: int) -> EqsatResult:
+    """Saturate each scope in an egglog child; the terms come back in term
+    order (``order``: the term of each extracted root, in scope order)."""
     try:
-        result = _in_term_order(run_egglog(chunks, [], timeout_s=timeout_s, memory_mb=memory_mb, scopes=scopes),
-                                [i for group in groups for i in group.stores])
+        return _in_term_order(run_egglog(chunks, [], timeout_s=timeout_s, memory_mb=memory_mb, scopes=scopes),
+                              order)
     except EgglogError as exc:
         location = exc.diagnostic.location
         if schedule.source != "default" and location is not None and location.filename == schedule.source:
             raise InputError(exc.diagnostic) from None  # the user's schedule, not our rules
         raise
-    if cache is not None:
-        size = {"nodes": result.size.nodes, "classes": result.size.classes} if result.size else None
-        cache.put(key, {"terms": list(result.terms), "costs": list(result.costs), "size": size})
-    return result

@@ -139,6 +139,28 @@ def _lines_after(stmt: ir.Stmt, replacements: dict[int, ir.Stmt], store_lines: t
     return tuple(lines)
 
 
+@dataclass(frozen=True, slots=True)
+class _Decoded:
+    """One round of saturation and decoding: what each selected store
+    became, or why it missed."""
+
+    eqsat: EqsatResult | None
+    """None when no store could be encoded (nothing was saturated)."""
+    decoder: Decoder
+    replacements: dict[int, ir.Stmt]
+    """Lowered statement by store position; _fall_back takes entries out."""
+    reports: list[StoreReport]
+    misses: list[Diagnostic]
+
+    @property
+    def egraph(self) -> EgraphSize | None:
+        return self.eqsat.size if self.eqsat else None
+
+    @property
+    def cached(self) -> bool:
+        return bool(self.eqsat and self.eqsat.cached)
+
+
 def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str,
             store_lines: tuple[int, ...], retry: bool) -> SelectionResult:
     allocations = accelerator_allocations(stmt, options.store_in)
@@ -149,12 +171,29 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
     selected = select_stores(stmt, allocations, options.store_in)
     lowerable = [s for s in selected if s.store.predicate is None]
     encoding = encode_stores(lowerable, allocations, options.store_in)
-    result = None
     start = time.perf_counter()
+    decoded = _saturate_and_decode(selected, lowerable, encoding, schedule, options, filename, source, store_lines)
+    seconds = time.perf_counter() - start
+    if decoded.misses and retry:
+        second = _select_rewritten(stmt, selected, decoded, allocations, options, filename, source, store_lines)
+        if second is not None:
+            return dataclasses.replace(second, seconds=second.seconds + seconds)
+    misses = _root_causes_first(selected, decoded.replacements, decoded.misses, options.verbose)
+    if misses and not options.allow_fallback:
+        raise SelectionMiss(misses, SelectionResult(stmt, tuple(decoded.reports), schedule, decoded.egraph,
+                                                    seconds, cached=decoded.cached))
+    return _selection_result(stmt, selected, decoded, misses, schedule, seconds, options)
+
+
+def _saturate_and_decode(selected: list[SelectedStore], lowerable: list[SelectedStore], encoding: Encoding,
+                         schedule: Schedule, options: SelectionOptions, filename: str, source: str,
+                         store_lines: tuple[int, ...]) -> _Decoded:
+    """Saturate the lowerable stores in scope groups and decode every
+    selected store. Grouping must not cost a store its lowering: after a
+    miss in scopes, once more with every store in one e-graph (scope_groups
+    says why it should not be needed)."""
     groups = scope_groups(lowerable, STATEMENTS_PER_SCOPE)
-    # Grouping must not cost a store its lowering: after a miss in scopes,
-    # once more with every store in one e-graph (scope_groups says why it
-    # should not be needed).
+    result = None
     for attempt in (groups, None) if len(groups) > 1 else (None,):
         if encoding.terms:
             result = _saturate(encoding.terms, lowerable, schedule, options, attempt)
@@ -162,31 +201,42 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
         terms = dict(zip((s.position for s in lowerable), result.terms if result else ()))
         replacements, reports, misses = _decode_selected(selected, terms, decoder, encoding, options,
                                                          filename, source, store_lines)
+        decoded = _Decoded(result, decoder, replacements, reports, misses)
         if not misses:
             break
-    seconds = time.perf_counter() - start
-    if misses and retry:
-        rewritten_stmt, lines = _rewrite_for_retry(stmt, selected, replacements, allocations, options, store_lines)
-        if rewritten_stmt is not stmt:
-            second = _select(rewritten_stmt, options, filename, source, lines, retry=False)
-            return dataclasses.replace(second, seconds=second.seconds + seconds)
-    misses = _root_causes_first(selected, replacements, misses, options.verbose)
-    if misses and not options.allow_fallback:
-        raise SelectionMiss(misses, SelectionResult(stmt, tuple(reports), schedule, result.size if result else None,
-                                                    seconds, cached=bool(result and result.cached)))
+    return decoded
+
+
+def _select_rewritten(stmt: ir.Stmt, selected: list[SelectedStore], decoded: _Decoded,
+                      allocations: dict[str, ir.Allocate], options: SelectionOptions, filename: str, source: str,
+                      store_lines: tuple[int, ...]) -> SelectionResult | None:
+    """Selection, once (no further retry), of the program rewritten for the
+    misses (_rewrite_for_retry); None when no rewrite applies."""
+    rewritten, lines = _rewrite_for_retry(stmt, selected, decoded.replacements, allocations, options, store_lines)
+    if rewritten is stmt:
+        return None
+    return _select(rewritten, options, filename, source, lines, retry=False)
+
+
+def _selection_result(stmt: ir.Stmt, selected: list[SelectedStore], decoded: _Decoded, misses: list[Diagnostic],
+                      schedule: Schedule, seconds: float, options: SelectionOptions) -> SelectionResult:
+    """The statement with the lowered stores in place. The misses left here
+    are warnings (--allow-fallback): their buffers go back to ordinary
+    memory, and the stores that touch them stay as they were."""
     memory = dict(options.store_in)
+    reports = decoded.reports
     if misses:
-        reverted = _fall_back(selected, replacements)
+        reverted = _fall_back(selected, decoded.replacements)
         memory.update({name: "Auto" for name in reverted})
         reports = [dataclasses.replace(r, lowered=False, intrinsics=(), rewritten=None)
                    if r.buffer in reverted and r.lowered
                    else r for r in reports]
-    rewritten = reinsert(stmt, replacements)
+    rewritten = reinsert(stmt, decoded.replacements)
     used = {n.name for n in ir.walk(rewritten) if isinstance(n, ir.Variable)}
-    temporaries = tuple(t for t in decoder.temporaries.values() if t.name in used)
+    temporaries = tuple(t for t in decoded.decoder.temporaries.values() if t.name in used)
     return SelectionResult(
-        rewritten, tuple(reports), schedule, result.size if result else None, seconds, tuple(misses),
-        bool(result and result.cached), temporaries, tuple(memory.items()),
+        rewritten, tuple(reports), schedule, decoded.egraph, seconds, tuple(misses),
+        decoded.cached, temporaries, tuple(memory.items()),
     )
 
 
@@ -238,24 +288,33 @@ def _root_causes_first(selected: list[SelectedStore], lowered: dict[int, ir.Stmt
     missed = [s for s in selected if s.position not in lowered]
     assert len(missed) == len(misses)
     roots = {s.position for s in missed if any(isinstance(n, ir.VectorReduce) for n in ir.walk(s.store.value))}
-    root_buffers = {b for s in missed if s.position in roots for b in s.buffers}
-    follow_on = [i for i, s in enumerate(missed) if s.position not in roots and set(s.buffers) & root_buffers]
-    ordered = [m for i, m in enumerate(misses) if i not in follow_on] + [misses[i] for i in follow_on]
+    follow_on = _follow_on_misses(missed, roots)
     if verbose:
-        return ordered
-    kept: list[Diagnostic] = []
-    for i, (sel, miss) in enumerate(zip(missed, misses)):
-        if i in follow_on:
-            continue
-        miss = _shortened(miss)
-        if sel.position in roots:
-            others = sum(1 for j in follow_on if set(missed[j].buffers) & set(sel.buffers))
-            if others:
-                note = (f"{others} other store{'s' if others > 1 else ''} of the same accumulator cannot be "
-                        "lowered because of this one (--verbose lists them)")
-                miss = dataclasses.replace(miss, notes=(*miss.notes, note))
-        kept.append(miss)
-    return kept
+        return [m for i, m in enumerate(misses) if i not in follow_on] + [misses[i] for i in follow_on]
+    follow_ons = [missed[i] for i in follow_on]
+    return [_noting_follow_ons(_shortened(miss), sel, roots, follow_ons)
+            for i, (sel, miss) in enumerate(zip(missed, misses)) if i not in follow_on]
+
+
+def _follow_on_misses(missed: list[SelectedStore], roots: set[int]) -> list[int]:
+    """Indices into ``missed`` of the misses that are not root causes but
+    touch an accumulator of one."""
+    root_buffers = {b for s in missed if s.position in roots for b in s.buffers}
+    return [i for i, s in enumerate(missed) if s.position not in roots and set(s.buffers) & root_buffers]
+
+
+def _noting_follow_ons(miss: Diagnostic, sel: SelectedStore, roots: set[int],
+                       follow_ons: list[SelectedStore]) -> Diagnostic:
+    """``miss`` with a note counting the follow-on misses it causes, when
+    ``sel`` is a root cause of any."""
+    if sel.position not in roots:
+        return miss
+    others = sum(1 for f in follow_ons if set(f.buffers) & set(sel.buffers))
+    if not others:
+        return miss
+    note = (f"{others} other store{'s' if others > 1 else ''} of the same accumulator cannot be "
+            "lowered because of this one (--verbose lists them)")
+    return dataclasses.replace(miss, notes=(*miss.notes, note))
 
 
 MAX_NOTE_CHARS = 600

@@ -120,63 +120,122 @@ def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int,
     fields are appended to ``defaulted``."""
     specs = discover_buffers(stmt)
     _check_params(params, specs)
-    known: dict[str, int] = dict(params)
     lets = {n.name: n.value for n in ir.walk(stmt) if isinstance(n, ir.LetStmt)}
+    sizing = _Sizing(dict(params), lets, default_extent, defaulted)
     buffers: dict[str, BufferT] = {}
     rng = np.random.default_rng(seed)
     # Outputs first: the regions inputs must cover depend on them.
     for spec in sorted(specs.values(), key=lambda s: (not s.output, s.name)):
-        if spec.type is None or spec.dimensions is None:
+        element_type, dimensions = _type_and_dimensions(spec)
+        layout = sizing.layout(spec, dimensions)
+        buffers[spec.name] = BufferT(spec.name, element_type, _random_data(element_type, layout.size, rng),
+                                     layout.mins, layout.extents, layout.strides)
+    outputs = {s.name for s in specs.values() if s.output}
+    return buffers, outputs
+
+
+def _type_and_dimensions(spec: BufferSpec) -> tuple[ir.Type, int]:
+    """The buffer's element type and dimensions, without which it cannot be made."""
+    if spec.type is None or spec.dimensions is None:
+        raise HardboiledError(Diagnostic(
+            "error", f"cannot tell the type and dimensions of buffer '{spec.name}' from the dump",
+            notes=("verification needs the pipeline's argument checks: use the vectorizing stage of an "
+                   "HL_DEBUG_CODEGEN log or a stmt that contains them",),
+        ))
+    return spec.type, spec.dimensions
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Where a buffer's elements lie: per dimension, its first coordinate,
+    its extent and its stride in elements."""
+
+    mins: tuple[int, ...]
+    extents: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        """Elements from the first one addressed to the last."""
+        return 1 + sum((e - 1) * s for e, s in zip(self.extents, self.strides))
+
+
+@dataclass
+class _Sizing:
+    """Sizes the buffers one after another. Each sized buffer's fields join
+    ``known`` (which starts as the --param values), where the regions of
+    the buffers after it are evaluated."""
+
+    known: dict[str, int]
+    lets: dict[str, ir.Expr]
+    """The program's let-bound names, which required regions may use."""
+    default_extent: int
+    defaulted: list[str] | None
+
+    def layout(self, spec: BufferSpec, dimensions: int) -> _Layout:
+        """The layout of ``spec``, now known for the buffers after it."""
+        bounds = [self._bounds(spec, d) for d in range(dimensions)]
+        extents = tuple(extent for _, extent in bounds)
+        layout = _Layout(tuple(lo for lo, _ in bounds), extents, self._strides(spec, extents))
+        if layout.size > MAX_BUFFER_ELEMENTS:
             raise HardboiledError(Diagnostic(
-                "error", f"cannot tell the type and dimensions of buffer '{spec.name}' from the dump",
-                notes=("verification needs the pipeline's argument checks: use the vectorizing stage of an "
-                       "HL_DEBUG_CODEGEN log or a stmt that contains them",),
+                "error",
+                f"buffer '{spec.name}' would hold {layout.size} elements: too large for the reference interpreter",
+                notes=(f"extents {list(layout.extents)}, strides {list(layout.strides)}; "
+                       f"the limit is {MAX_BUFFER_ELEMENTS}",
+                       "pass smaller --param extents"),
             ))
-        mins, extents = [], []
-        for d in range(spec.dimensions):
-            lo = _param(known, spec, f"min.{d}")
-            ext = _param(known, spec, f"extent.{d}")
-            if spec.output and _needs_own_size(spec, d, known):
-                lo = 0 if lo is None else lo
-                if ext is None:
-                    ext = default_extent
-                    if defaulted is not None:
-                        defaulted.append(f"{spec.name}.extent.{d}")
-            if (lo is None or ext is None) and d in spec.required:
-                lo_req = _evaluate(spec.required[d][0], known, spec.name, lets)
-                hi_req = _evaluate(spec.required[d][1], known, spec.name, lets)
-                lo = lo_req if lo is None else lo
-                ext = hi_req - lo + 1 if ext is None else ext
-            if lo is None or ext is None:
-                raise HardboiledError(Diagnostic(
-                    "error", f"the dump does not bound dimension {d} of buffer '{spec.name}'",
-                    notes=(f"pass --param {spec.name}.extent.{d}=N (and .min.{d}) to size it",),
-                ))
-            mins.append(lo)
-            extents.append(max(ext, 1))
-        strides, step = [], 1
-        for d in range(spec.dimensions):
-            stride = _param(known, spec, f"stride.{d}")
+        for d in range(dimensions):
+            self.known[f"{spec.name}.min.{d}"], self.known[f"{spec.name}.extent.{d}"] = layout.mins[d], extents[d]
+            self.known[f"{spec.name}.stride.{d}"] = layout.strides[d]
+        return layout
+
+    def _bounds(self, spec: BufferSpec, d: int) -> tuple[int, int]:
+        """Dimension ``d``'s min and extent: from --param or the dump's
+        constraints, an output's own default size, or the region the
+        program's checks require."""
+        lo = _param(self.known, spec, f"min.{d}")
+        ext = _param(self.known, spec, f"extent.{d}")
+        if spec.output and _needs_own_size(spec, d, self.known):
+            lo, ext = self._own_size(spec, d, lo, ext)
+        if (lo is None or ext is None) and d in spec.required:
+            lo, ext = self._required_region(spec, d, lo, ext)
+        if lo is None or ext is None:
+            raise HardboiledError(Diagnostic(
+                "error", f"the dump does not bound dimension {d} of buffer '{spec.name}'",
+                notes=(f"pass --param {spec.name}.extent.{d}=N (and .min.{d}) to size it",),
+            ))
+        return lo, max(ext, 1)
+
+    def _own_size(self, spec: BufferSpec, d: int, lo: int | None, ext: int | None) -> tuple[int, int]:
+        """An output dimension that nothing sizes starts at 0 and has the
+        default extent, which ``defaulted`` records."""
+        if ext is None:
+            ext = self.default_extent
+            if self.defaulted is not None:
+                self.defaulted.append(f"{spec.name}.extent.{d}")
+        return (0 if lo is None else lo), ext
+
+    def _required_region(self, spec: BufferSpec, d: int, lo: int | None, ext: int | None) -> tuple[int, int]:
+        """The bounds not known yet, from the region the program requires."""
+        lo_req = _evaluate(spec.required[d][0], self.known, spec.name, self.lets)
+        hi_req = _evaluate(spec.required[d][1], self.known, spec.name, self.lets)
+        lo = lo_req if lo is None else lo
+        return lo, (hi_req - lo + 1 if ext is None else ext)
+
+    def _strides(self, spec: BufferSpec, extents: tuple[int, ...]) -> tuple[int, ...]:
+        """Given strides, and dense ones after the largest so far for the rest."""
+        strides: list[int] = []
+        step = 1
+        for d, extent in enumerate(extents):
+            stride = _param(self.known, spec, f"stride.{d}")
             if stride is not None and stride <= 0:
                 raise HardboiledError(Diagnostic(
                     "error", f"{spec.name}.stride.{d} = {stride}: verification needs positive strides",
                 ))
             strides.append(step if stride is None else stride)
-            step = max(step, strides[-1] * extents[d])
-        size = 1 + sum((e - 1) * s for e, s in zip(extents, strides))
-        if size > MAX_BUFFER_ELEMENTS:
-            raise HardboiledError(Diagnostic(
-                "error", f"buffer '{spec.name}' would hold {size} elements: too large for the reference interpreter",
-                notes=(f"extents {extents}, strides {strides}; the limit is {MAX_BUFFER_ELEMENTS}",
-                       "pass smaller --param extents"),
-            ))
-        for d in range(spec.dimensions):
-            known[f"{spec.name}.min.{d}"], known[f"{spec.name}.extent.{d}"] = mins[d], extents[d]
-            known[f"{spec.name}.stride.{d}"] = strides[d]
-        buffers[spec.name] = BufferT(spec.name, spec.type, _random_data(spec.type, size, rng),
-                                     tuple(mins), tuple(extents), tuple(strides))
-    outputs = {s.name for s in specs.values() if s.output}
-    return buffers, outputs
+            step = max(step, strides[-1] * extent)
+        return tuple(strides)
 
 
 PARAM_FIELDS = ("min", "extent", "stride")
