@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import CodeType
 
@@ -216,3 +216,73 @@ def assignment(text: str) -> tuple[str, str, str] | None:
             target = before[:compound.start()] if compound else before
             return target.strip(), operator, text[index + 1:]
     return None
+
+
+# --- pieces of a body -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Piece:
+    """A brace opening a block (with its header), a closing brace, or a statement."""
+
+    kind: str  # "open", "close" or "statement"
+    text: str
+    line: int
+
+
+class _Nesting:
+    """Bracket depth while scanning a body: where a brace or a semicolon
+    ends a piece, and where it belongs to an initializer (``= {1, 2}``)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.initializer = 0
+
+    def ends_piece(self, char: str, last_visible: str) -> bool:
+        """Follow ``char``; whether it is a brace or semicolon at the top
+        level, outside every initializer."""
+        if char in "([":
+            self.depth += 1
+        elif char in ")]":
+            self.depth -= 1
+        elif self.depth:
+            return False
+        elif char == "{" and (self.initializer or last_visible == "="):
+            self.initializer += 1
+        elif char == "}" and self.initializer:
+            self.initializer -= 1
+        else:
+            return char in "{};" and not self.initializer
+        return False
+
+
+def _ended(char: str, text: str, start_line: int, line: int) -> Iterator[Piece]:
+    """The pieces that a top-level brace or semicolon ends."""
+    if char == "{":
+        yield Piece("open", text, start_line)
+    elif text:
+        yield Piece("statement", text, start_line)
+    if char == "}":
+        yield Piece("close", "", line)
+
+
+def pieces(body: str, first_line: int) -> Iterator[Piece]:
+    """Split a kernel body at top-level braces and semicolons; braces of an
+    initializer (``= {1, 2}``) stay in their statement."""
+    buffer: list[str] = []
+    nesting = _Nesting()
+    line = start_line = first_line
+    last_visible = ""  # the buffer's last non-blank character
+    for char in body:
+        if char == "\n":
+            line += 1
+        if not last_visible:
+            start_line = line
+        if nesting.ends_piece(char, last_visible):
+            yield from _ended(char, " ".join("".join(buffer).split()), start_line, line)
+            buffer, last_visible = [], ""
+            continue
+        buffer.append(char)
+        if not char.isspace():
+            last_visible = char
+    if last_visible:
+        yield Piece("statement", " ".join("".join(buffer).split()), start_line)

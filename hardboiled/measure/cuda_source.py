@@ -87,6 +87,7 @@ from .c_syntax import (
     ELEMENT_BYTES,
     IDENTIFIER,
     CExpression,
+    Piece,
     assignment,
     base_identifier,
     blank_comments,
@@ -96,6 +97,7 @@ from .c_syntax import (
     is_type_name,
     matching_bracket,
     parse_declarator,
+    pieces,
     split_top_level,
     trip_count,
     without_spaces,
@@ -158,52 +160,6 @@ class FragmentType:
         """The bytes of the matrix it holds: M x K for A, K x N for B, M x N otherwise."""
         rows, columns = {"matrix_a": (self.m, self.k), "matrix_b": (self.k, self.n)}.get(self.use, (self.m, self.n))
         return rows * columns * ELEMENT_BYTES.get(self.element.split("::")[-1], 4)
-
-
-@dataclass(frozen=True)
-class _Piece:
-    """A brace opening a block (with its header), a closing brace, or a statement."""
-
-    kind: str  # "open", "close" or "statement"
-    text: str
-    line: int
-
-
-def _pieces(body: str, first_line: int) -> Iterator[_Piece]:
-    """Split a kernel body at top-level braces and semicolons; braces of an
-    initializer (``= {1, 2}``) stay in their statement."""
-    buffer: list[str] = []
-    depth = initializer_depth = 0
-    line = start_line = first_line
-    last_visible = ""  # the buffer's last non-blank character
-    for char in body:
-        if char == "\n":
-            line += 1
-        if not last_visible:
-            start_line = line
-        if char in "([":
-            depth += 1
-        elif char in ")]":
-            depth -= 1
-        elif depth == 0 and char == "{" and (initializer_depth or last_visible == "="):
-            initializer_depth += 1
-        elif depth == 0 and char == "}" and initializer_depth:
-            initializer_depth -= 1
-        elif depth == 0 and char in "{};" and not initializer_depth:
-            text = " ".join("".join(buffer).split())
-            buffer, last_visible = [], ""
-            if char == "{":
-                yield _Piece("open", text, start_line)
-            elif text:
-                yield _Piece("statement", text, start_line)
-            if char == "}":
-                yield _Piece("close", "", line)
-            continue
-        buffer.append(char)
-        if not char.isspace():
-            last_visible = char
-    if last_visible:
-        yield _Piece("statement", " ".join("".join(buffer).split()), start_line)
 
 
 @dataclass
@@ -278,7 +234,7 @@ class _KernelWalker:
 
     def __init__(self, figures: KernelFigures, kernel: KernelText) -> None:
         self.figures = figures
-        self.pieces = list(_pieces(kernel.body, kernel.first_line))
+        self.pieces = list(pieces(kernel.body, kernel.first_line))
         bx, by, bz = figures.block
         self.threads = bx * by * bz
         self.bindings: dict[str, CExpression] = {}
@@ -335,7 +291,7 @@ class _KernelWalker:
                 return frame.shared[name]
         return None
 
-    def _unparsed(self, piece: _Piece, why: str) -> None:
+    def _unparsed(self, piece: Piece, why: str) -> None:
         self.figures.unparsed.append(f"line {piece.line}: {why}: {piece.text[:100]}")
 
     # walking
@@ -365,7 +321,7 @@ class _KernelWalker:
             figures.notes.append(f"{self.element_loops} fragment element loops: num_elements taken as "
                                  f"{FRAGMENT_ELEMENTS_PER_LANE}")
 
-    def _open(self, piece: _Piece) -> None:
+    def _open(self, piece: Piece) -> None:
         header = piece.text
         closed_if, self.closed_if = self.closed_if, None
         if not header:
@@ -382,7 +338,7 @@ class _KernelWalker:
                 self.figures.symbolic_trips = True
             self._push("loop", self.top.trips)
 
-    def _close(self, piece: _Piece) -> None:
+    def _close(self, piece: Piece) -> None:
         if len(self.frames) == 1:
             self._unparsed(piece, "closing brace without an opening one")
             return
@@ -496,7 +452,7 @@ class _KernelWalker:
 
     # statements
 
-    def _statement(self, piece: _Piece, text: str, following: _Piece | None) -> None:
+    def _statement(self, piece: Piece, text: str, following: Piece | None) -> None:
         text = text.replace("nvcuda::wmma::", "wmma::")
         headed = re.match(r"(for|if)\s*\(", text)
         declaration = _DECLARATION.match(text)
@@ -515,7 +471,7 @@ class _KernelWalker:
         else:
             self._nontensor(text, assignment(text))
 
-    def _headed_statement(self, piece: _Piece, text: str, headed: re.Match[str]) -> None:
+    def _headed_statement(self, piece: Piece, text: str, headed: re.Match[str]) -> None:
         """``for (...) body;`` or ``if (...) body;`` on one line, nested or not."""
         close = matching_bracket(text, headed.end() - 1)
         if close < 0:
@@ -536,7 +492,7 @@ class _KernelWalker:
             self.figures.syncwarps += self.top.warp_executions
         self.region.clear()
 
-    def _declare_shared(self, piece: _Piece, text: str) -> None:
+    def _declare_shared(self, piece: Piece, text: str) -> None:
         match = _SHARED.match(re.sub(r"__align__\s*\(\s*\d+\s*\)", " ", text))
         if not match:
             self._unparsed(piece, "shared declaration not understood")
@@ -546,7 +502,7 @@ class _KernelWalker:
             self.figures.notes.append(f"shared {match.group(2)}: element type {element!r} of unknown size")
         self.top.shared[match.group(2)] = ELEMENT_BYTES.get(element, 0)
 
-    def _declaration(self, text: str, declaration: re.Match[str], following: _Piece | None) -> None:
+    def _declaration(self, text: str, declaration: re.Match[str], following: Piece | None) -> None:
         declarators = [parse_declarator(part) for part in split_top_level(declaration.group("declarators"), ",")]
         initialized = [(name, init) for name, _, init in declarators if init is not None]
         constant = "const" in declaration.group("qualifiers")
@@ -617,7 +573,7 @@ class _KernelWalker:
 
     # wmma
 
-    def _wmma(self, piece: _Piece, text: str) -> None:
+    def _wmma(self, piece: Piece, text: str) -> None:
         fragment = _FRAGMENT.match(text)
         if fragment:
             self._declare_fragments(piece, fragment)
@@ -632,7 +588,7 @@ class _KernelWalker:
             return
         handler(piece, split_top_level(call.group(2), ","))
 
-    def _declare_fragments(self, piece: _Piece, match: re.Match[str]) -> None:
+    def _declare_fragments(self, piece: Piece, match: re.Match[str]) -> None:
         arguments = [argument.replace("wmma::", "") for argument in split_top_level(match.group(1), ",")]
         if len(arguments) < 5 or not all(argument.isdigit() for argument in arguments[1:4]):
             self._unparsed(piece, "fragment declaration not understood")
@@ -644,13 +600,13 @@ class _KernelWalker:
             if name:
                 self.top.fragments[name.group(1)] = fragment
 
-    def _fragment(self, piece: _Piece, reference: str) -> FragmentType | None:
+    def _fragment(self, piece: Piece, reference: str) -> FragmentType | None:
         fragment = self._lookup_fragment(reference)
         if fragment is None:
             self._unparsed(piece, f"fragment {reference!r} not declared")
         return fragment
 
-    def _mma(self, piece: _Piece, arguments: list[str]) -> None:
+    def _mma(self, piece: Piece, arguments: list[str]) -> None:
         # all four fragments of one mma share M, N and K: any declared one gives the shape
         known = [fragment for fragment in map(self._lookup_fragment, arguments) if fragment is not None]
         if not known:
@@ -661,7 +617,7 @@ class _KernelWalker:
         figures.mma_macs += warps * shape.m * shape.n * shape.k
         figures.mma_by_shape[shape.shape] = figures.mma_by_shape.get(shape.shape, 0) + warps
 
-    def _load(self, piece: _Piece, arguments: list[str]) -> None:
+    def _load(self, piece: Piece, arguments: list[str]) -> None:
         fragment = self._fragment(piece, arguments[0]) if len(arguments) >= 3 else None
         if fragment is None:
             return
@@ -679,7 +635,7 @@ class _KernelWalker:
             figures.distinct_operand_loads += warps
             self.region[key] = frozenset(IDENTIFIER.findall(f"{address} {stride}"))
 
-    def _store(self, piece: _Piece, arguments: list[str]) -> None:
+    def _store(self, piece: Piece, arguments: list[str]) -> None:
         fragment = self._fragment(piece, arguments[1]) if len(arguments) >= 3 else None
         if fragment is None:
             return
@@ -694,5 +650,5 @@ class _KernelWalker:
             self.shared_stored_elements += elements
         self._invalidate({base or ""})
 
-    def _fill(self, piece: _Piece, arguments: list[str]) -> None:
+    def _fill(self, piece: Piece, arguments: list[str]) -> None:
         self.figures.fragment_fills += self.top.warp_executions
