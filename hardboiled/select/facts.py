@@ -14,13 +14,16 @@ from hardboiled.targets.wmma import WMMA_TENSOR_CORE, WMMAShape, WMMATensorCore
 
 
 def amx_facts(tile: AMXTile = AMX_TILE) -> str:
-    """The facts the AMX rules query (declared in rules/supporting.egg)."""
+    """The facts the AMX rules query (declared in rules/supporting.egg): one
+    ``amx-element`` row per operand element type, with the accumulator it
+    multiplies into (its type code, bits and bytes: the rules take every
+    accumulator size from here), and the tile's limits."""
     lines = [";; generated from hardboiled/targets/amx.py"]
     for element in tile.elements:
         t, acc = element.type, element.accumulator
         lines.append(
             f"(amx-element ({type_code_name(t.code)}) {t.bits} {t.bytes} {element.k_pack} "
-            f"({type_code_name(acc.code)}))"
+            f"({type_code_name(acc.code)}) {acc.bits} {acc.bytes})"
         )
     lines.append(f"(amx-limits {tile.max_rows} {tile.max_colbytes})")
     return "\n".join(lines) + "\n"
