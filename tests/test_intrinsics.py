@@ -10,6 +10,7 @@ import pytest
 from hardboiled import ir
 from hardboiled.codegen import c as c_codegen
 from hardboiled.codegen import cuda as cuda_codegen
+from hardboiled.codegen import cuda_kernel
 from hardboiled.targets.amx import AMX_INTRINSIC, AMX_INTRINSICS, AMX_TILE, AMXIntrinsic, AMXOp
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE, Layout, MatrixUse, WMMAIntrinsic, WMMAOp, WMMAShape
 from hardboiled.verify import interp
@@ -116,10 +117,10 @@ def test_the_interpreter_runs_every_wmma_operation(intrinsic: WMMAIntrinsic) -> 
 def test_the_cuda_generator_reads_every_wmma_operation(intrinsic: WMMAIntrinsic) -> None:
     call = ir.Call(intrinsic.name, (), intrinsic.type)
     shape = intrinsic.shape
-    assert cuda_codegen._shape(call) == (shape.m, shape.n, shape.k)
-    assert cuda_codegen._wmma_op(call) is intrinsic.op
+    assert cuda_kernel._shape(call) == (shape.m, shape.n, shape.k)
+    assert cuda_kernel._wmma_op(call) is intrinsic.op
     if intrinsic.layout is not None and intrinsic.op is not WMMAOp.MMA:
-        assert cuda_codegen._memory_layout(call) == f"mem_{intrinsic.layout.value}_major"
+        assert cuda_kernel._memory_layout(call) == f"mem_{intrinsic.layout.value}_major"
     assert cuda_codegen.required_sm(ir.Evaluate(call)) == WMMA_TENSOR_CORE.min_sm_of(intrinsic)
 
 
