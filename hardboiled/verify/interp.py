@@ -26,7 +26,7 @@ ir/operations.py, evaluated by calls.py.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -38,6 +38,7 @@ from hardboiled import ir
 from hardboiled.ir.visitor import Visitor
 from hardboiled.support.diagnostics import Diagnostic
 from hardboiled.targets import amx, wmma
+from hardboiled.verify.calls import EXPRESSION_HANDLERS, VALUE_HANDLERS, ValueHandler
 from hardboiled.verify.values import (
     DTYPES,
     BufferT,
@@ -118,7 +119,9 @@ class Interpreter(Visitor[Any]):
             self.env.values[name] = np.array([value], dtype=np.int32) if isinstance(value, int) else value
         for name, buf in (buffers or {}).items():
             self.env.values[f"{name}.buffer"] = buf
-        self.calls: dict[str, Callable[[ir.Call, list[Value]], Value]] = _call_table(self)
+        self.calls: dict[str, ValueHandler] = {**VALUE_HANDLERS, **_AMX_CALLS}
+        """The calls computed from their arguments' values, by name: the Halide
+        calls of ir/operations.py (calls.py) and the AMX tile operations."""
 
     # ----------------------------------------------------------- statements
     def run(self, s: ir.Stmt) -> None:
@@ -355,10 +358,9 @@ class Interpreter(Visitor[Any]):
         return np.clip(groups.astype(np.int64).sum(axis=1), info.min, info.max).astype(dtype)
 
     def visit_call(self, e: ir.Call) -> Value:
-        if e.name == "mux":
-            return self.eval(ir.mux_as_select(e))
-        if e.name == "halide_print":
-            return np.zeros(e.type.lanes, dtype=dtype_of(e.type))  # output is not part of the result
+        by_expression = EXPRESSION_HANDLERS.get(e.name)
+        if by_expression is not None:
+            return by_expression(e, self.eval)
         handler = self.calls.get(e.name)
         if handler is None and ir.is_wmma_call(e):
             handler = _wmma_call
@@ -409,117 +411,10 @@ def _reduce_add(groups: np.ndarray) -> np.ndarray:
     return out
 
 
-def _strict(op: ir.BinOp) -> Callable[[ir.Call, list[Value]], Value]:
-    return lambda call, args: binary(op, args[0], args[1])
-
-
 def _where(condition: np.ndarray, when_true: np.ndarray, when_false: np.ndarray) -> np.ndarray:
     """Lane-wise select (``np.where`` with three arguments)."""
     chosen: np.ndarray = np.where(condition, when_true, when_false)
     return chosen
-
-
-# --------------------------------------------------------------------------
-# Calls
-# --------------------------------------------------------------------------
-
-
-def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]], Value]]:
-    def buffer_of(value: Value) -> BufferT:
-        if isinstance(value, BufferT):
-            return value
-        raise fail("expected a halide_buffer_t")
-
-    def i32(v: int) -> Value:
-        return np.array([v], dtype=np.int32)
-
-    def dimension(args: list[Value], field: str) -> int:
-        buffer, d = buffer_of(args[0]), as_int(args[1])
-        values = getattr(buffer, field)
-        if not 0 <= d < len(values):
-            raise fail(f"the program asks for dimension {d} of buffer '{buffer.name}', which has {len(values)}")
-        return int(values[d])
-
-    def buffer_init(call: ir.Call, args: list[Value]) -> Value:
-        # (dst, dst_shape, host, device, device_interface, type code, bits,
-        #  dimensions, shape: make_struct(min, extent, stride, flags per dimension), flags)
-        code, bits, dims, shape = as_int(args[5]), as_int(args[6]), as_int(args[7]), args[8]
-        host = args[2]
-        data = host.array if isinstance(host, Pointer) else np.zeros(0, dtype=np.uint8)
-        fields = [tuple(int(shape[4 * d + f]) for d in range(dims)) for f in range(3)]
-        element = ir.type_from_packed_halide_type(code | (bits << 8) | (1 << 16))
-        if element is None:
-            raise fail(f"_halide_buffer_init of an unknown type (code {code}, {bits} bits)")
-        return BufferT("", element, data, fields[0], fields[1], fields[2])
-
-    def unary(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[ir.Call, list[Value]], Value]:
-        return lambda call, args: fn(args[0].astype(np.float64)).astype(dtype_of(call.type))
-
-    table: dict[str, Callable[[ir.Call, list[Value]], Value]] = {
-        "likely": lambda call, args: args[0],
-        "likely_if_innermost": lambda call, args: args[0],
-        "promise_clamped": lambda call, args: args[0],
-        "unsafe_promise_clamped": lambda call, args: args[0],
-        "_halide_buffer_get_host": lambda call, args: buffer_of(args[0]).host,
-        "_halide_buffer_get_type": lambda call, args: np.array(
-            [_packed_type(buffer_of(args[0]).type)], dtype=np.uint32),
-        "_halide_buffer_get_device_dirty": lambda call, args: np.array([False]),
-        "_halide_buffer_get_host_dirty": lambda call, args: np.array([False]),
-        "_halide_buffer_get_dimensions": lambda call, args: i32(len(buffer_of(args[0]).extents)),
-        "_halide_buffer_get_min": lambda call, args: i32(dimension(args, "mins")),
-        "_halide_buffer_get_extent": lambda call, args: i32(dimension(args, "extents")),
-        "_halide_buffer_get_stride": lambda call, args: i32(dimension(args, "strides")),
-        "_halide_buffer_is_bounds_query": lambda call, args: np.array([False]),
-        "_halide_buffer_set_host_dirty": lambda call, args: i32(0),
-        "_halide_buffer_set_device_dirty": lambda call, args: i32(0),
-        "abs": lambda call, args: np.abs(args[0].astype(np.float64 if np.issubdtype(args[0].dtype, np.floating)
-                                                   else np.int64)).astype(dtype_of(call.type)),
-        "sqrt_f32": unary(np.sqrt), "sqrt_f64": unary(np.sqrt),
-        "exp_f32": unary(np.exp), "exp_f64": unary(np.exp), "log_f32": unary(np.log), "log_f64": unary(np.log),
-        "floor_f32": unary(np.floor), "floor_f64": unary(np.floor), "ceil_f32": unary(np.ceil),
-        "ceil_f64": unary(np.ceil), "round_f32": unary(np.rint), "trunc_f32": unary(np.trunc),
-        "sin_f32": unary(np.sin), "sin_f64": unary(np.sin), "cos_f32": unary(np.cos), "cos_f64": unary(np.cos),
-        "tan_f32": unary(np.tan), "tan_f64": unary(np.tan),
-        # a marker that forbids float rewrites; the interpreter makes none
-        "strict_float": lambda call, args: args[0],
-        # strict_float(e) lowers to these: the same operations, never
-        # reassociated or contracted (the interpreter never does either)
-        **{name: _strict(op) for name, op in ir.STRICT_FLOAT_OPS.items()},
-        "strict_fma": lambda call, args: binary(ir.BinOp.ADD, binary(ir.BinOp.MUL, args[0], args[1]), args[2]),
-        "return_second": lambda call, args: args[1],
-        "if_then_else": lambda call, args: _where(args[0], args[1], args[2]).astype(dtype_of(call.type)),
-        "make_struct": lambda call, args: np.array([as_int(a) for a in args], dtype=np.int64),
-        "size_of_halide_buffer_t": lambda call, args: i32(0),
-        "_halide_buffer_init": buffer_init,
-        "register_destructor": lambda call, args: i32(0),
-        "alloca": lambda call, args: Pointer(new_array(as_int(args[0]), np.uint8, "alloca"), 0, "alloca"),
-        "bitwise_not": lambda call, args: np.invert(args[0]),
-        "bitwise_and": lambda call, args: np.bitwise_and(args[0], args[1]),
-        "bitwise_or": lambda call, args: np.bitwise_or(args[0], args[1]),
-        "bitwise_xor": lambda call, args: np.bitwise_xor(args[0], args[1]),
-        "shift_left": lambda call, args: np.left_shift(args[0], args[1].astype(args[0].dtype)),
-        "shift_right": lambda call, args: np.right_shift(args[0], args[1].astype(args[0].dtype)),
-        # Halide's late form of a product of narrow integers: exact in the wider type.
-        "widening_mul": lambda call, args: np.multiply(args[0].astype(dtype_of(call.type)),
-                                                       args[1].astype(dtype_of(call.type))),
-    }
-    table.update({amx.AMX_INTRINSIC[op].name: handler for op, handler in _AMX_OPERATIONS.items()})
-    for name in ("halide_error_buffer_argument_is_null", "halide_semaphore_init", "halide_semaphore_release",
-                 "halide_semaphore_try_acquire", "halide_print", "halide_msan_annotate_memory_is_initialized"):
-        table[name] = lambda call, args: i32(0)
-    # GPU pipelines: the interpreter has one memory, so a buffer is always
-    # "on the device" and every copy between host and device succeeds.
-    for name in ("halide_copy_to_device", "halide_copy_to_host", "halide_device_malloc",
-                 "halide_device_and_host_malloc", "halide_device_and_host_free",
-                 "halide_cuda_device_interface", "halide_device_free"):
-        table[name] = lambda call, args: i32(0)
-    return table
-
-
-def _packed_type(t: ir.Type) -> int:
-    code = {ir.TypeCode.INT: 0, ir.TypeCode.UINT: 1, ir.TypeCode.FLOAT: 2, ir.TypeCode.HANDLE: 3,
-            ir.TypeCode.BFLOAT: 4}[t.code]
-    return code | (t.bits << 8) | (1 << 16)
 
 
 # --------------------------------------------------------------------------
@@ -590,12 +485,15 @@ def _tile_matmul(call: ir.Call, args: list[Value]) -> Value:
     return _finish_matmul(call, total.astype(np.int32), m, n)
 
 
-_AMX_OPERATIONS: dict[amx.AMXOp, Callable[[ir.Call, list[Value]], Value]] = {
+_AMX_OPERATIONS: dict[amx.AMXOp, ValueHandler] = {
     amx.AMXOp.ZERO: lambda call, args: np.zeros(call.type.lanes, dtype=dtype_of(call.type)),
     amx.AMXOp.LOAD: _tile_load,
     amx.AMXOp.MATMUL: _tile_matmul,
     amx.AMXOp.STORE: _tile_store,
 }
+
+_AMX_CALLS = {amx.AMX_INTRINSIC[op].name: handler for op, handler in _AMX_OPERATIONS.items()}
+"""The tile operations by name."""
 
 
 def _amx_dot_product(a: np.dtype, b: np.dtype, acc: np.dtype) -> amx.AMXDotProduct | None:
