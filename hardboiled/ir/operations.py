@@ -134,8 +134,8 @@ class Operation:
     c: str | None = None
     """How the C emitters write it: a ``str.format`` template over the C text
     of the arguments (``{0}``, ``{1}``), each generated when the template
-    first names it, so that one it leaves out is not generated; text up to a
-    ``"; "`` is a statement of its own. A FLOAT_MATH template is applied to
+    first names it, so that one it leaves out is not generated; text up to
+    and with a ``"; "`` is a statement of its own. A FLOAT_MATH template is applied to
     each lane; a vector RUNTIME_NO_OP is a vector of zeros; a BUFFER_QUERY
     template is over the buffer instead: ``{buffer}`` (its C name),
     ``{dimension}`` (args[1], a constant), ``{dimensions}``,
