@@ -7,7 +7,9 @@
 * float16 and bfloat16 values live in ``float`` variables rounded to their
   precision after every operation, and in memory as 16-bit patterns;
 * integer division and modulo follow Halide (Euclidean), casts wrap;
-* each block carries the IR statement it came from as a comment.
+* each block carries the IR statement it came from as a comment;
+* a Halide call is written as ir/operations.py spells it, or as the IR it
+  stands for; one the table has no C spelling for is refused.
 
 A backend subclasses it and fills the hooks (``preamble``, ``prepare``,
 ``open_body``, ``close_body``, ``release_on_return``, ``linkage``) and
@@ -908,9 +910,8 @@ class CFamilyEmitter(Visitor[Any]):
         """``template``, an operations table spelling, over the C text of
         ``args`` (``{0}``, ``{1}``): each argument is generated when the
         template first names it, so one it leaves out is never generated
-        (halide_print's text); text up to and with a ``;`` (and a space) is
-        emitted as a statement (return_second's first argument, kept for its
-        effects)."""
+        (halide_print's text). A ``"; "`` ends a statement, emitted before
+        the value (return_second keeps its first argument for its effects)."""
         texts = cast(Any, _OnDemand(lambda index: self.expr(args[index])))
         *statements, value = template.split("; ")
         for statement in statements:

@@ -89,7 +89,6 @@ def _substitute(e: ir.Expr, values: dict[str, ir.Expr]) -> ir.Expr:
 _SHIFTS = {operations.SHIFT_RIGHT.name: ir.BinOp.DIV, operations.SHIFT_LEFT.name: ir.BinOp.MUL}
 """The product or division each shift by a constant stands for."""
 
-
 _WIDENING_MUL = operations.WIDENING_MUL.name
 
 
