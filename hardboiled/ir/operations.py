@@ -83,7 +83,7 @@ class Evaluation(enum.Enum):
     WIDENING_PRODUCT = "the product of the arguments converted to the call's (wider) type: exact"
     PRODUCT_THEN_SUM = "a * b, then + c, each rounded as the interpreter's operators round"
     ZERO = "an int32 zero"
-    ZERO_IGNORING_ARGUMENTS = "zero in every lane of the call's type, its arguments (a text) not evaluated"
+    ZERO_IGNORING_ARGUMENTS = "zero in every lane of the call's type; the arguments are not evaluated"
     FALSE = "false (a bool)"
     STRUCT = "the arguments as int64 integers, in order"
     STACK_BYTES = "a new zeroed memory of that many bytes"
@@ -134,11 +134,11 @@ class Operation:
     c: str | None = None
     """How the C emitters write it: a ``str.format`` template over the C text
     of the arguments (``{0}``, ``{1}``), each generated when the template
-    first names it, so that one it leaves out is not generated; text up to
-    and with a ``"; "`` is a statement of its own. A FLOAT_MATH template is applied to
-    each lane; a vector RUNTIME_NO_OP is a vector of zeros; a BUFFER_QUERY
-    template is over the buffer instead: ``{buffer}`` (its C name),
-    ``{dimension}`` (args[1], a constant), ``{dimensions}``,
+    first names it, so that one it leaves out is not generated; a ``"; "``
+    ends a statement emitted before the value. A FLOAT_MATH template is
+    applied to each lane; a vector RUNTIME_NO_OP is a vector of zeros; a
+    BUFFER_QUERY template is over the buffer instead: ``{buffer}`` (its C
+    name), ``{dimension}`` (args[1], a constant), ``{dimensions}``,
     ``{packed_type}``. None (and no ``equivalent``): C refuses the call."""
     cuda: str | None = None
     """The CUDA host wrapper's template where it differs from ``c`` (inside
@@ -163,7 +163,12 @@ class Operation:
         return self.c is not None or self.equivalent is not None
 
 
+# The rows of one kind share most of their description:
+
+
 def _hint(name: str, arity: int) -> Operation:
+    # The interpreter evaluates every argument (promise_clamped's bounds too)
+    # before taking the first; C and the error model look at the first only.
     return Operation(name, Kind.PASS_THROUGH, arity, Evaluation.FIRST_ARGUMENT, equivalent=Equivalent.FIRST_ARGUMENT,
                      error=ErrorRule.PASSES_ERROR)
 
@@ -249,6 +254,7 @@ OPERATIONS: tuple[Operation, ...] = (
     _strict("strict_lt", BinOp.LT),
     _strict("strict_le", BinOp.LE),
     _strict("strict_eq", BinOp.EQ),
+    # a * b + c; neither C nor the error model has a rule for it.
     Operation("strict_fma", Kind.STRICT_FLOAT, 3, Evaluation.PRODUCT_THEN_SUM),
 
     # What halide_print prints is no part of the result; its text is not built.
@@ -283,7 +289,8 @@ OPERATIONS: tuple[Operation, ...] = (
     # (dst, dst_shape, host, device, device_interface, type code, bits,
     #  dimensions, shape: make_struct(min, extent, stride, flags per dimension), flags)
     Operation("_halide_buffer_init", Kind.BUFFER_DESCRIPTION, 10, Evaluation.BUFFER_DESCRIPTION),
-    # (dst, dst_shape, src): only recognized, as a description (the CUDA wrapper drops it)
+    # (dst, dst_shape, src): known as a description only: the interpreter does
+    # not evaluate it, C refuses it, and the CUDA wrapper drops the let it is in.
     Operation("_halide_buffer_init_from_buffer", Kind.BUFFER_DESCRIPTION, 3, None),
 
     Operation("if_then_else", Kind.STRUCTURAL, 3, Evaluation.EQUIVALENT_IR, equivalent=Equivalent.SELECT,
