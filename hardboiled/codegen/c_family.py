@@ -7,7 +7,9 @@
 * float16 and bfloat16 values live in ``float`` variables rounded to their
   precision after every operation, and in memory as 16-bit patterns;
 * integer division and modulo follow Halide (Euclidean), casts wrap;
-* each block carries the IR statement it came from as a comment.
+* each block carries the IR statement it came from as a comment;
+* a Halide call is written as ir/operations.py spells it, or as the IR it
+  stands for; one the table has no C spelling for is refused.
 
 A backend subclasses it and fills the hooks (``preamble``, ``prepare``,
 ``open_body``, ``close_body``, ``release_on_return``, ``linkage``) and
@@ -20,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
-from string import Template
+from string import Formatter, Template
 from typing import Any, cast
 
 from hardboiled import ir
@@ -36,7 +38,9 @@ from hardboiled.codegen.abi import (
     kernel_signature,
     raw_entry_point,
 )
+from hardboiled.ir import operations
 from hardboiled.ir.buffers import bounds_query_value
+from hardboiled.ir.operations import Kind
 from hardboiled.ir.printer import print_ir
 from hardboiled.ir.visitor import Visitor
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
@@ -634,7 +638,7 @@ class CFamilyEmitter(Visitor[Any]):
 
     def visit_evaluate(self, s: ir.Evaluate) -> None:
         value = s.value
-        if isinstance(value, ir.Call) and value.name.startswith("halide_") or is_ignorable(value):
+        if isinstance(value, ir.Call) and value.name.startswith(operations.RUNTIME_PREFIX) or is_ignorable(value):
             return
         self.emit(f"(void)({self.expr(value)});")
 
@@ -880,52 +884,52 @@ class CFamilyEmitter(Visitor[Any]):
         return out if e.type.lanes > 1 else f"{out}[0]"
 
     def visit_call(self, e: ir.Call) -> str:
-        args = e.args
-        name = e.name
-        if name in ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped"):
-            return self.expr(args[0])
-        if name.startswith("_halide_buffer_"):
-            return self._buffer_query(e)
-        if name in MATH_CALLS:
-            value = self.expr(args[0])
-            if e.type.lanes == 1:
-                return f"{MATH_CALLS[name]}({value})"
+        """A call of ir/operations.py: the IR it stands for, or its C spelling."""
+        operation = operations.find(e.name)
+        if operation is None or not operation.in_c:
+            raise codegen_error(f"the C generator does not know the call '{e.name}'")
+        equivalent = operations.equivalent_ir(e)
+        if equivalent is not None:
+            return self.expr(equivalent)
+        assert operation.c is not None
+        if operation.kind is Kind.BUFFER_QUERY:
+            return self._buffer_query(e, operation.c)
+        if operation is operations.ABS:
+            return self._abs(e, operation.c)
+        if operation.kind is Kind.FLOAT_MATH and e.type.lanes > 1:
+            value = self.expr(e.args[0])
             out = self._vector(e.type)
-            self.emit(f"for (int i = 0; i < {e.type.lanes}; i++) {out}[i] = {MATH_CALLS[name]}({value}[i]);")
+            self.emit(f"for (int i = 0; i < {e.type.lanes}; i++) {out}[i] = {operation.c.format(f'{value}[i]')};")
             return out
-        if name == "return_second":
-            self.emit(f"(void)({self.expr(args[0])});")
-            return self.expr(args[1])
-        if name == "if_then_else":
-            return self.visit_select(ir.Select(args[0], args[1], args[2]))
-        if name == "mux":
-            return self.expr(ir.mux_as_select(e))
-        if name == "halide_print" and e.type.lanes > 1:
+        if operation.kind is Kind.RUNTIME_NO_OP and e.type.lanes > 1:
             out = self._vector(e.type)
             self.emit(f"memset({out}, 0, sizeof({out}));")
             return out
-        if name.startswith("halide_semaphore_") or name in _NO_OP_CALLS:
-            return "0"
-        if name == "alloca":
-            return f"alloca({self.expr(args[0])})"
-        if name == "strict_float":  # C without -ffast-math is strict already
-            return self.expr(args[0])
-        if name in ir.STRICT_FLOAT_OPS:  # what Halide lowers strict_float(e) to
-            return self.expr(ir.Binary(ir.STRICT_FLOAT_OPS[name], args[0], args[1]))
-        if name == "abs":
-            return self._abs(e)
-        raise codegen_error(f"the C generator does not know the call '{name}'")
+        return self.spell(operation.c, e.args)
 
-    def _abs(self, e: ir.Call) -> str:
-        """Halide's abs: a float's magnitude, or a signed integer's as the
-        unsigned type of its width (abs(INT_MIN) does not overflow)."""
+    def spell(self, template: str, args: tuple[ir.Expr, ...]) -> str:
+        """``template``, an operations table spelling, over the C text of
+        ``args`` (``{0}``, ``{1}``): each argument is generated when the
+        template first names it, so one it leaves out is never generated
+        (halide_print's text). A ``"; "`` ends a statement, emitted before
+        the value (return_second keeps its first argument for its effects)."""
+        texts = cast(Any, _OnDemand(lambda index: self.expr(args[index])))
+        *statements, value = template.split("; ")
+        for statement in statements:
+            self.emit(_FORMATTER.vformat(statement, texts, {}) + ";")
+        return _FORMATTER.vformat(value, texts, {})
+
+    def _abs(self, e: ir.Call, float_spelling: str) -> str:
+        """Halide's abs: a float's magnitude (``float_spelling``), or a signed
+        integer's as the unsigned type of its width (abs(INT_MIN) does not
+        overflow)."""
         source = e.args[0]
         value = self.expr(source)
         element = c_type(e.type.element())
 
         def of(x: str) -> str:
             if source.type.is_float:
-                return f"(({element})fabs({x}))"
+                return f"(({element}){float_spelling.format(x)})"
             return f"(({element})({x} < 0 ? -(uint64_t)({x}) : (uint64_t)({x})))"
 
         if e.type.lanes == 1:
@@ -934,7 +938,9 @@ class CFamilyEmitter(Visitor[Any]):
         self.emit(f"for (int i = 0; i < {e.type.lanes}; i++) {out}[i] = {of(f'{value}[i]')};")
         return out
 
-    def _buffer_query(self, e: ir.Call) -> str:
+    def _buffer_query(self, e: ir.Call, template: str) -> str:
+        """A field of a pipeline buffer argument, as ``template`` spells it
+        (see ``operations.Operation.c``)."""
         target = e.args[0]
         if not (isinstance(target, ir.Variable) and target.name.endswith(".buffer")):
             raise codegen_error(f"{e.name} of something that is not a pipeline buffer")
@@ -942,22 +948,13 @@ class CFamilyEmitter(Visitor[Any]):
         arg = self.buffer_args.get(buffer)
         if arg is None:
             raise codegen_error(f"'{buffer}' is not a pipeline buffer")
-        name = self.param(buffer)
-        field_name = e.name[len("_halide_buffer_get_"):]
-        if e.name == "_halide_buffer_get_host":
-            return f"((void *){name})"
-        if field_name in ("min", "extent", "stride"):
-            return f"{name}_{field_name}{int_constant(e.args[1])}"
-        constants = {
-            "_halide_buffer_get_dimensions": str(arg.dimensions),
-            "_halide_buffer_get_type": f"((uint32_t){packed_type(arg.type)}u)",
-            "_halide_buffer_get_device_dirty": "((uint8_t)0)",
-            "_halide_buffer_get_host_dirty": "((uint8_t)0)",
-            "_halide_buffer_is_bounds_query": "((uint8_t)0)",
+        fields: dict[str, Callable[[], object]] = {
+            "buffer": lambda: self.param(buffer),
+            "dimension": lambda: int_constant(e.args[1]),  # a constant only where the template needs one
+            "dimensions": lambda: arg.dimensions,
+            "packed_type": lambda: packed_type(arg.type),
         }
-        if e.name in constants:
-            return constants[e.name]
-        raise codegen_error(f"the C generator does not know the call '{e.name}'")
+        return template.format_map(_OnDemand(lambda name: fields[name]()))
 
 
 _CHECK_HALIDE_BUFFER = Template(r"""/* What the pipeline takes for granted about a halide_buffer_t argument. A null
@@ -983,18 +980,30 @@ def describes_halide_buffer(s: ir.LetStmt) -> bool:
     """``let X.buffer = _halide_buffer_init(...)``: a buffer the pipeline
     allocates itself, described for Halide's runtime (a GPU stage computed at
     root, or an extern stage's argument)."""
-    return any(isinstance(n, ir.Call) and n.name in ("_halide_buffer_init", "_halide_buffer_init_from_buffer")
-               for n in ir.walk(s.value))
+    return any(_is_call_of_kind(n, Kind.BUFFER_DESCRIPTION) for n in ir.walk(s.value))
 
 
-_NO_OP_CALLS = ("halide_print", "halide_msan_annotate_memory_is_initialized")
-"""Runtime calls that do nothing in generated code (they evaluate to 0)."""
+_FORMATTER = Formatter()
+"""Formats the table's templates over arguments generated on demand."""
 
-MATH_CALLS = {"sqrt_f32": "sqrtf", "sqrt_f64": "sqrt", "exp_f32": "expf", "exp_f64": "exp",
-               "log_f32": "logf", "log_f64": "log", "floor_f32": "floorf", "floor_f64": "floor",
-               "ceil_f32": "ceilf", "ceil_f64": "ceil", "round_f32": "nearbyintf", "trunc_f32": "truncf",
-               "sin_f32": "sinf", "sin_f64": "sin", "cos_f32": "cosf", "cos_f64": "cos",
-               "tan_f32": "tanf", "tan_f64": "tan"}
+
+class _OnDemand:
+    """What ``str.format`` reads a template's fields from: each one is
+    computed when the template first names it, and once."""
+
+    def __init__(self, compute: Callable[[Any], object]):
+        self.compute = compute
+        self.known: dict[Any, object] = {}
+
+    def __getitem__(self, key: Any) -> object:
+        if key not in self.known:
+            self.known[key] = self.compute(key)
+        return self.known[key]
+
+
+def _is_call_of_kind(e: ir.Node, kind: Kind) -> bool:
+    operation = operations.find(e.name) if isinstance(e, ir.Call) else None
+    return operation is not None and operation.kind is kind
 
 
 def int_constant(e: ir.Expr) -> int:
@@ -1010,7 +1019,9 @@ def packed_type(t: ir.Type) -> int:
 
 
 def is_ignorable(e: ir.Expr) -> bool:
-    return isinstance(e, ir.Call) and e.name.startswith("_halide_buffer_set_")
+    """A statement's call that generated code leaves out: a host/device
+    transfer or dirty flag (the CUDA wrapper is given device pointers)."""
+    return _is_call_of_kind(e, Kind.DEVICE_RUNTIME)
 
 
 def round_to(t: ir.Type, text: str) -> str:

@@ -58,6 +58,7 @@ from hardboiled.codegen.c_family import (
     include_lines,
 )
 from hardboiled.codegen.cuda_kernel import KernelGenerator
+from hardboiled.ir import operations
 from hardboiled.legalize.gpu_mapping import named_axis
 from hardboiled.support.diagnostics import Diagnostic
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE, WMMAIntrinsic
@@ -81,12 +82,6 @@ def _host_memory(what: str) -> CodegenError:
         notes=("the generated wrapper takes device pointers and runs only kernels on buffer contents; "
                "schedule that stage on the GPU too",),
     ))
-
-
-_DEVICE_RUNTIME_CALLS = ("halide_copy_to_device", "halide_copy_to_host", "halide_cuda_device_interface",
-                         "halide_device_malloc", "halide_device_and_host_malloc", "halide_device_free",
-                         "halide_device_and_host_free", "_halide_buffer_set_device_dirty",
-                         "_halide_buffer_set_host_dirty")
 
 
 def _host_stage(s: ir.For) -> bool:
@@ -163,8 +158,10 @@ class CudaGenerator(CFamilyEmitter):
             super().visit_for(s)
 
     def visit_call(self, e: ir.Call) -> str:
-        if e.name in _DEVICE_RUNTIME_CALLS:
-            return "0"  # the wrapper is given device pointers and allocates device memory itself
+        operation = operations.find(e.name)
+        if operation is not None and operation.cuda is not None:
+            # The device runtime: the wrapper is given device pointers and allocates device memory itself.
+            return self.spell(operation.cuda, e.args)
         return super().visit_call(e)
 
     def visit_let_stmt(self, s: ir.LetStmt) -> None:
@@ -177,7 +174,7 @@ class CudaGenerator(CFamilyEmitter):
         super().visit_let_stmt(s)
 
     def visit_evaluate(self, s: ir.Evaluate) -> None:
-        if isinstance(s.value, ir.Call) and s.value.name == "register_destructor":
+        if isinstance(s.value, ir.Call) and s.value.name == operations.REGISTER_DESTRUCTOR.name:
             return  # the wrapper frees its device allocations itself
         super().visit_evaluate(s)
 

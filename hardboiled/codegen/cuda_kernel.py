@@ -42,6 +42,7 @@ from hardboiled.codegen.c_family import (
     storage_type,
     to_storage,
 )
+from hardboiled.ir import operations
 from hardboiled.legalize.gpu_mapping import (
     AXES,
     FRAGMENT_MEMORY,
@@ -54,8 +55,6 @@ from hardboiled.legalize.gpu_mapping import (
     spread_value,
 )
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE, MatrixUse, WMMAIntrinsic, WMMAOp
-
-_BARRIERS = {"block": "__syncthreads();", "warp": "__syncwarp();"}
 
 
 def cuda_element(t: ir.Type) -> str:
@@ -340,9 +339,11 @@ class KernelGenerator(CFamilyEmitter):
 
     def visit_evaluate(self, s: ir.Evaluate) -> None:
         value = s.value
-        level = barrier_level(s)
-        if level is not None:
-            self.emit(_BARRIERS[level])
+        if barrier_level(s) is not None:
+            assert isinstance(value, ir.Call)
+            barrier = operations.find(value.name)
+            assert barrier is not None and barrier.cuda is not None
+            self.emit(f"{barrier.cuda};")
             return
         if isinstance(value, ir.Call) and _wmma_op(value) is WMMAOp.STORE:
             self.comment(s)

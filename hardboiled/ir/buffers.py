@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hardboiled.ir import nodes as ir
+from hardboiled.ir import operations
 
 _BUFFER_FIELD_RE = re.compile(r"(.*)\.(min|extent|stride)\.(\d+)$")
 
@@ -110,9 +111,9 @@ def bounds_query_value(e: ir.Expr) -> bool | None:
     code is never called for a bounds query (a null host pointer), so
     ``_halide_buffer_is_bounds_query`` is false; None when the condition
     depends on anything else."""
-    if isinstance(e, ir.Call) and e.name == "_halide_buffer_is_bounds_query":
+    if isinstance(e, ir.Call) and e.name == operations.BUFFER_IS_BOUNDS_QUERY.name:
         return False
-    if isinstance(e, ir.Call) and e.name == "likely":
+    if isinstance(e, ir.Call) and e.name == operations.LIKELY.name:
         return bounds_query_value(e.args[0])
     if isinstance(e, ir.Not):
         inner = bounds_query_value(e.value)

@@ -764,27 +764,7 @@ def is_wmma_call(node: Node) -> TypeGuard[Call]:
     return isinstance(node, Call) and node.name.startswith("wmma.")
 
 
-STRICT_FLOAT_OPS = {"strict_add": BinOp.ADD, "strict_sub": BinOp.SUB, "strict_mul": BinOp.MUL,
-                    "strict_div": BinOp.DIV, "strict_min": BinOp.MIN, "strict_max": BinOp.MAX,
-                    "strict_lt": BinOp.LT, "strict_le": BinOp.LE, "strict_eq": BinOp.EQ}
-"""What Halide lowers ``strict_float(e)`` to: calls that are these operators,
-never reassociated or contracted (the interpreter never does either; the
-generated C is built with -ffp-contract=off)."""
-
-
 def zero_of(t: Type) -> Expr:
     """The scalar zero of ``t``'s element type."""
     element = t.element()
     return FloatImm(0.0, element) if element.is_float else IntImm(0, element)
-
-
-def mux_as_select(call: Call) -> Expr:
-    """Halide's ``mux(index, v0, ..., vn)`` (the value at ``index``, which is
-    clamped to the list) as nested selects: v_k where index <= k first holds."""
-    index, *values = call.args
-    result = values[-1]
-    for k in range(len(values) - 2, -1, -1):
-        bound = IntImm(k, index.type.element()) if index.type.lanes == 1 else \
-            Broadcast(IntImm(k, index.type.element()), index.type.lanes)
-        result = Select(Binary(BinOp.LE, index, bound), values[k], result)
-    return result

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hardboiled import ir
+from hardboiled.ir import operations
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
 
 AXES = "xyz"
@@ -37,17 +38,17 @@ FRAGMENT_MEMORY = "WMMAAccumulator"
 """The memory of WMMA accumulator fragments: per-thread registers, never
 addressed element by element."""
 
-THREAD_BARRIER = "gpu_thread_barrier"
-"""Halide's block-wide barrier intrinsic (``__syncthreads``); its argument
-is the memory fence, 2 for shared memory, as Halide writes it."""
-WARP_BARRIER = "gpu_warp_barrier"
+THREAD_BARRIER = operations.THREAD_BARRIER.name
+"""Halide's block-wide barrier intrinsic (``__syncthreads``)."""
+WARP_BARRIER = operations.WARP_BARRIER.name
 """The warp-wide barrier (``__syncwarp``): the lanes of one warp wait for
 each other, and their shared-memory writes become visible to each other."""
 SHARED_FENCE = 2
-SPREAD = "spread_over_threads"
+"""The barriers' argument: a fence of shared memory, as Halide writes it."""
+SPREAD = operations.SPREAD_OVER_THREADS.name
 """Marks a stored vector whose lanes the GPU threads of one Halide thread
-compute and write together, each its own (legalize/lane_spreading.py).
-Its value is its argument's."""
+compute and write together (legalize/lane_spreading.py). Its value is its
+argument's."""
 
 
 class KernelShapeError(Exception):

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from hardboiled import ir
+from hardboiled.ir import operations
 from hardboiled.ir.printer import print_ir
 from hardboiled.ir.visitor import rewrite
 
@@ -85,7 +86,10 @@ def _substitute(e: ir.Expr, values: dict[str, ir.Expr]) -> ir.Expr:
     return rewrite(e, lambda n: values.get(n.name) if isinstance(n, ir.Variable) else None, (ir.Expr,))
 
 
-_SHIFTS = {"shift_right": ir.BinOp.DIV, "shift_left": ir.BinOp.MUL}
+_SHIFTS = {operations.SHIFT_RIGHT.name: ir.BinOp.DIV, operations.SHIFT_LEFT.name: ir.BinOp.MUL}
+"""The product or division each shift by a constant stands for."""
+
+_WIDENING_MUL = operations.WIDENING_MUL.name
 
 
 class _Unflattener:
@@ -100,9 +104,9 @@ class _Unflattener:
                 return self._shuffle(ir.Shuffle(tuple(self(v) for v in node.vectors), node.indices))
             if isinstance(node, ir.Call) and node.name in _SHIFTS:
                 return self._shift(node)
-            if isinstance(node, ir.Cast) and isinstance(node.value, ir.Call) and node.value.name == "widening_mul":
+            if isinstance(node, ir.Cast) and isinstance(node.value, ir.Call) and node.value.name == _WIDENING_MUL:
                 return self._widening_product(node.type, node.value)
-            if isinstance(node, ir.Call) and node.name == "widening_mul":
+            if isinstance(node, ir.Call) and node.name == _WIDENING_MUL:
                 return self._widening_product(node.type, node)
             return None
 

@@ -1,4 +1,5 @@
-"""Translation validation: the reference interpreter (``interp``), random
+"""Translation validation: the reference interpreter (``interp``, over the
+values of ``values`` and the Halide calls of ``calls``), random
 inputs and the comparison (``compare``, ``error_bound``), and running
 generated code (``run``). What generated code costs is measured by
 hardboiled/measure/, which knows nothing of verification."""

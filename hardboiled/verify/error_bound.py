@@ -21,7 +21,9 @@ program really computes. With u the unit roundoff of an operation's type
   (f - 1) * u * sum |lane|, whatever order the lanes are added in;
 * a cast to a narrower float: err + u * |value|;
 * select, min and max: the error of the operand the original chose;
-* a smooth math call f(x) (exp, sin, cos, tanh): err(x) * (|f(x)| + 1).
+* a smooth math call f(x) (exp, sin, cos, tanh): err(x) * (|f(x)| + 1);
+* every other call as ir/operations.py says (``ErrorRule``): a hint has its
+  argument's error, strict_add the add's, mux the selects'.
 
 Accumulating N products into one element, chunk by chunk, thus allows about
 N * u * sum |product|: the bound grows with the accumulation length and
@@ -47,6 +49,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 from hardboiled import ir
+from hardboiled.ir import operations
+from hardboiled.ir.operations import ErrorRule
 from hardboiled.ir.visitor import map_stmt
 
 ERROR = ".err"
@@ -54,10 +58,6 @@ F64 = ir.Float(64)
 
 _UNIT_ROUNDOFF = {(ir.TypeCode.FLOAT, 16): 2.0 ** -11, (ir.TypeCode.BFLOAT, 16): 2.0 ** -8,
                   (ir.TypeCode.FLOAT, 32): 2.0 ** -24, (ir.TypeCode.FLOAT, 64): 2.0 ** -53}
-
-_PASS_THROUGH = ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "strict_float")
-_SMOOTH_CALLS = ("exp_f32", "exp_f64", "sin_f32", "sin_f64", "cos_f32", "cos_f64", "tanh_f32", "tanh_f64")
-_STEP_CALLS = ("floor_f32", "floor_f64", "ceil_f32", "ceil_f64", "round_f32", "trunc_f32")
 
 
 class NoErrorBound(Exception):
@@ -86,7 +86,7 @@ def _mul(a: ir.Expr, b: ir.Expr) -> ir.Expr:
 
 
 def _abs(e: ir.Expr) -> ir.Expr:
-    return ir.Call("abs", (e,), e.type)
+    return ir.Call(operations.ABS.name, (e,), e.type)
 
 
 def _scaled(e: ir.Expr, factor: float) -> ir.Expr:
@@ -188,16 +188,19 @@ class _Bounds:
         return ir.Let(e.name, e.value, body)
 
     def _call(self, e: ir.Call) -> ir.Expr:
-        if e.name in _PASS_THROUGH or e.name == "abs":
+        """The rule ir/operations.py gives the call (``ErrorRule``)."""
+        operation = operations.find(e.name)
+        rule = operation.error if operation is not None else None
+        if rule is ErrorRule.PASSES_ERROR:
             return self.error(e.args[0])
-        if e.name in ir.STRICT_FLOAT_OPS:
-            return self._binary(ir.Binary(ir.STRICT_FLOAT_OPS[e.name], e.args[0], e.args[1]))
-        if e.name == "mux":
-            return self.error(ir.mux_as_select(e))
-        if e.name in _SMOOTH_CALLS:
+        if rule is ErrorRule.EQUIVALENT:
+            equivalent = operations.equivalent_ir(e)
+            assert equivalent is not None
+            return self.error(equivalent)
+        if rule is ErrorRule.SMOOTH:
             propagated = _mul(self.error(e.args[0]), _add(_value(e), _const(1.0, e.type.lanes)))
             return _add(propagated, _scaled(_value(e), unit_roundoff(e.type)))
-        if e.name in _STEP_CALLS:
+        if rule is ErrorRule.STEP:
             # exact, unless the argument's error crosses an integer: then up to one
             return ir.Select(ir.Binary(ir.BinOp.GT, self.error(e.args[0]), _const(0.0, e.type.lanes)),
                              _add(self.error(e.args[0]), _const(1.0, e.type.lanes)), _const(0.0, e.type.lanes))

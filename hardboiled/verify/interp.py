@@ -19,39 +19,41 @@ rewrote it into) on concrete buffers, following Halide's semantics:
   before the warp-lane post-processing: see ``_wmma_call``.
 
 Values are 1-D numpy arrays (a scalar has one lane); handles are
-``Pointer`` objects.
+``Pointer`` objects (values.py). The Halide calls it knows are those of
+ir/operations.py, evaluated by calls.py.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from hardboiled import ir
+from hardboiled.ir import operations
 from hardboiled.ir.visitor import Visitor
-from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
+from hardboiled.support.diagnostics import Diagnostic
 from hardboiled.targets import amx, wmma
-
-Value = Any
-
-
-class InterpreterError(HardboiledError):
-    """The program cannot be run: an unsupported construct, a failed assert,
-    an out-of-bounds access."""
-
-
-class ResourceLimitError(InterpreterError):
-    """The program needs more memory or time than the interpreter gives it."""
-
-    exit_code = ExitCode.RESOURCE_LIMIT
-
+from hardboiled.verify.calls import EXPRESSION_HANDLERS, VALUE_HANDLERS, ValueHandler
+from hardboiled.verify.values import (
+    DTYPES,
+    BufferT,
+    InterpreterError,
+    Pointer,
+    ResourceLimitError,
+    Value,
+    as_int,
+    binary,
+    cast_array,
+    dtype_of,
+    fail,
+    new_array,
+)
 
 INTERPRETER_TIMEOUT_S = 300.0
 """How long one verification may run the interpreter (--verify-timeout):
@@ -80,76 +82,9 @@ def _check_deadline(deadline: tuple[float, float] | None) -> None:
             notes=("raise the limit with --verify-timeout, or pass smaller sizes with --param",)))
 
 
-MAX_ALLOCATION_BYTES = 1 << 30
-"""The largest buffer the interpreter allocates (inputs, outputs and the
-program's own allocations): verification runs on small random inputs, so a
-bigger one is a wrong size, not a real need."""
-
-
-def new_array(size: int, dtype: Any, name: str) -> np.ndarray:
-    """A zeroed buffer of ``size`` elements, within ``MAX_ALLOCATION_BYTES``
-    (the program's own allocations: its inputs are bounded when they are
-    made, verify/compare.py ``MAX_BUFFER_ELEMENTS``)."""
-    if size < 0:
-        raise _fail(f"the program allocates '{name}' with a negative size ({size} elements)")
-    if size * np.dtype(dtype).itemsize > MAX_ALLOCATION_BYTES:
-        raise ResourceLimitError(Diagnostic(
-            "error", f"'{name}' needs {size} elements, more than the interpreter's {MAX_ALLOCATION_BYTES >> 20} MiB "
-            "per buffer", notes=("--param sets smaller buffer sizes",)))
-    return np.zeros(size, dtype=dtype)
-
-
 class ProgramAssertFailed(InterpreterError):
     """The program stopped at one of its own asserts (a bounds or size
     check): the buffers it was given are not ones it accepts."""
-
-
-def _fail(message: str) -> InterpreterError:
-    return InterpreterError(Diagnostic("error", message))
-
-
-_DTYPES = {
-    (ir.TypeCode.INT, 8): np.int8, (ir.TypeCode.INT, 16): np.int16,
-    (ir.TypeCode.INT, 32): np.int32, (ir.TypeCode.INT, 64): np.int64,
-    (ir.TypeCode.UINT, 1): np.bool_, (ir.TypeCode.UINT, 8): np.uint8,
-    (ir.TypeCode.UINT, 16): np.uint16, (ir.TypeCode.UINT, 32): np.uint32,
-    (ir.TypeCode.UINT, 64): np.uint64,
-    (ir.TypeCode.FLOAT, 16): np.float16, (ir.TypeCode.FLOAT, 32): np.float32,
-    (ir.TypeCode.FLOAT, 64): np.float64,
-    (ir.TypeCode.BFLOAT, 16): ml_dtypes.bfloat16,
-}
-
-
-def dtype_of(t: ir.Type) -> np.dtype:
-    if t.is_handle:
-        return np.dtype(object)
-    return np.dtype(_DTYPES[(t.code, t.bits)])
-
-
-@dataclass
-class Pointer:
-    """A handle: an array of elements and an element offset into it."""
-
-    array: np.ndarray
-    offset: int = 0
-    name: str = ""
-
-
-@dataclass
-class BufferT:
-    """A ``halide_buffer_t``: what ``X.buffer`` points to."""
-
-    name: str
-    type: ir.Type
-    data: np.ndarray
-    """Flat element storage; element (i0, i1, ...) is at sum((i_d - min_d) * stride_d)."""
-    mins: tuple[int, ...]
-    extents: tuple[int, ...]
-    strides: tuple[int, ...]
-
-    @property
-    def host(self) -> Pointer:
-        return Pointer(self.data, 0, self.name)
 
 
 @dataclass
@@ -176,33 +111,6 @@ def _lanes(value: Value) -> int:
     return len(value)
 
 
-def _as_int(value: Value) -> int:
-    array = np.asarray(value)
-    if array.size != 1:
-        raise _fail(f"expected a scalar, got {array.size} lanes")
-    return int(array.reshape(-1)[0])
-
-
-def cast_array(values: np.ndarray, t: ir.Type) -> np.ndarray:
-    """Halide's cast: wrap between integers, truncate floats to integers."""
-    target = dtype_of(t)
-    source = values.dtype
-    if target == source:
-        return values
-    if np.issubdtype(target, np.integer) or target == np.bool_:
-        if target == np.bool_:
-            return values != 0
-        if np.issubdtype(source, np.floating) or source == ml_dtypes.bfloat16:
-            wide = np.trunc(values.astype(np.float64))
-            wide = np.nan_to_num(wide, nan=0.0, posinf=0.0, neginf=0.0)
-            return wide.astype(np.int64).astype(target)
-        return values.astype(np.int64 if source != np.uint64 else np.uint64).astype(target)
-    if source == ml_dtypes.bfloat16 or target == ml_dtypes.bfloat16:
-        via = np.float64 if source != np.bool_ else np.float32
-        return values.astype(via).astype(target)
-    return values.astype(target)
-
-
 class Interpreter(Visitor[Any]):
     """Runs statements against an environment of buffers and parameters."""
 
@@ -212,7 +120,9 @@ class Interpreter(Visitor[Any]):
             self.env.values[name] = np.array([value], dtype=np.int32) if isinstance(value, int) else value
         for name, buf in (buffers or {}).items():
             self.env.values[f"{name}.buffer"] = buf
-        self.calls: dict[str, Callable[[ir.Call, list[Value]], Value]] = _call_table(self)
+        self.calls: dict[str, ValueHandler] = {**VALUE_HANDLERS, **_AMX_CALLS}
+        """The calls computed from their arguments' values, by name: the Halide
+        calls of ir/operations.py (calls.py) and the AMX tile operations."""
 
     # ----------------------------------------------------------- statements
     def run(self, s: ir.Stmt) -> None:
@@ -258,7 +168,7 @@ class Interpreter(Visitor[Any]):
             # run a body that no lane tells apart from another one time.
             self.run(s.body)
             return
-        lo, extent = _as_int(self.eval(s.min)), _as_int(self.eval(s.extent))
+        lo, extent = as_int(self.eval(s.min)), as_int(self.eval(s.extent))
         previous = self.env.values.get(s.name, _MISSING)
         deadline = _deadline.get()
         try:
@@ -277,9 +187,9 @@ class Interpreter(Visitor[Any]):
         else:
             size = s.type.lanes
             for extent in s.extents:
-                size *= _as_int(self.eval(extent))
+                size *= as_int(self.eval(extent))
             if s.padding is not None:
-                size += _as_int(self.eval(s.padding))
+                size += as_int(self.eval(s.padding))
         # Uninitialized memory: a recognizable, deterministic garbage value.
         array = new_array(size, dtype_of(s.type.element()), s.name)
         previous = self.env.bind(s.name, Pointer(array, 0, s.name))
@@ -326,8 +236,8 @@ class Interpreter(Visitor[Any]):
 
     def visit_default(self, node: Any) -> Any:
         if isinstance(node, ir.Stmt):
-            raise _fail(f"the interpreter does not run {type(node).__name__} statements")
-        raise _fail(f"the interpreter does not evaluate {type(node).__name__} expressions")
+            raise fail(f"the interpreter does not run {type(node).__name__} statements")
+        raise fail(f"the interpreter does not evaluate {type(node).__name__} expressions")
 
     def visit_int_imm(self, e: ir.IntImm) -> Value:
         return np.array([e.value], dtype=dtype_of(e.type))
@@ -344,7 +254,7 @@ class Interpreter(Visitor[Any]):
     def visit_variable(self, e: ir.Variable) -> Value:
         value = self.env.values.get(e.name, _MISSING)
         if value is _MISSING:
-            raise _fail(f"'{e.name}' has no value: pass it with --param {e.name}=VALUE")
+            raise fail(f"'{e.name}' has no value: pass it with --param {e.name}=VALUE")
         return value
 
     def visit_cast(self, e: ir.Cast) -> Value:
@@ -370,7 +280,7 @@ class Interpreter(Visitor[Any]):
             return self._handle_compare(e.op, a, b)
         if isinstance(a, Pointer) or isinstance(b, Pointer):
             return self._handle_compare(e.op, a, b)
-        return _binary(e.op, a, b)
+        return binary(e.op, a, b)
 
     def _handle_compare(self, op: ir.BinOp, a: Value, b: Value) -> Value:
         def is_null(v: Value) -> bool:
@@ -383,7 +293,7 @@ class Interpreter(Visitor[Any]):
             return np.array([is_null(a) == is_null(b)])
         if op is ir.BinOp.NE:
             return np.array([is_null(a) != is_null(b)])
-        raise _fail(f"cannot apply {op.value} to handles")
+        raise fail(f"cannot apply {op.value} to handles")
 
     def visit_not(self, e: ir.Not) -> Value:
         return np.logical_not(self.eval(e.value))
@@ -435,7 +345,7 @@ class Interpreter(Visitor[Any]):
         if op is ir.ReduceOp.MUL:
             out = groups[:, 0]
             for j in range(1, groups.shape[1]):
-                out = _binary(ir.BinOp.MUL, out, groups[:, j])
+                out = binary(ir.BinOp.MUL, out, groups[:, j])
             return out
         if op is ir.ReduceOp.MIN:
             return groups.min(axis=1)
@@ -449,15 +359,14 @@ class Interpreter(Visitor[Any]):
         return np.clip(groups.astype(np.int64).sum(axis=1), info.min, info.max).astype(dtype)
 
     def visit_call(self, e: ir.Call) -> Value:
-        if e.name == "mux":
-            return self.eval(ir.mux_as_select(e))
-        if e.name == "halide_print":
-            return np.zeros(e.type.lanes, dtype=dtype_of(e.type))  # output is not part of the result
+        by_expression = EXPRESSION_HANDLERS.get(e.name)
+        if by_expression is not None:
+            return by_expression(e, self.eval)
         handler = self.calls.get(e.name)
         if handler is None and ir.is_wmma_call(e):
             handler = _wmma_call
         if handler is None:
-            raise _fail(f"the interpreter does not know the call '{e.name}'")
+            raise fail(f"the interpreter does not know the call '{e.name}'")
         return handler(e, [self.eval(a) for a in e.args])
 
     # ----------------------------------------------------------- memory
@@ -465,12 +374,12 @@ class Interpreter(Visitor[Any]):
         value = self.env.values.get(name, _MISSING)
         if isinstance(value, Pointer):
             return value
-        raise _fail(f"buffer '{name}' is not allocated or bound")
+        raise fail(f"buffer '{name}' is not allocated or bound")
 
     @staticmethod
     def _check_bounds(pointer: Pointer, index: np.ndarray, name: str) -> None:
         if index.size and (index.min() < 0 or index.max() >= pointer.array.size):
-            raise _fail(
+            raise fail(
                 f"access to '{name}' out of bounds: element {int(index.min())}..{int(index.max())} "
                 f"of {pointer.array.size}"
             )
@@ -482,15 +391,15 @@ def _as_loaded(values: np.ndarray, dtype: np.dtype, name: str) -> np.ndarray:
     if values.dtype == dtype or dtype == np.dtype(object):
         return values
     if values.dtype.itemsize != dtype.itemsize:
-        raise _fail(f"load of {dtype} from '{name}', which holds {values.dtype}")
+        raise fail(f"load of {dtype} from '{name}', which holds {values.dtype}")
     return values.view(dtype)
 
 
 def _array_type(array: np.ndarray, value: np.ndarray) -> ir.Type:
-    for (code, bits), dt in _DTYPES.items():
+    for (code, bits), dt in DTYPES.items():
         if np.dtype(dt) == array.dtype:
             return ir.Type(code, bits)
-    raise _fail(f"cannot store {value.dtype} into {array.dtype}")
+    raise fail(f"cannot store {value.dtype} into {array.dtype}")
 
 
 def _reduce_add(groups: np.ndarray) -> np.ndarray:
@@ -503,175 +412,10 @@ def _reduce_add(groups: np.ndarray) -> np.ndarray:
     return out
 
 
-_WRAPPING = {ir.BinOp.ADD: np.add, ir.BinOp.SUB: np.subtract, ir.BinOp.MUL: np.multiply}
-"""Arithmetic computed wide and wrapped (or rounded) back to the operands' type."""
-
-_EXACT = {
-    ir.BinOp.MIN: np.minimum, ir.BinOp.MAX: np.maximum,
-    ir.BinOp.EQ: np.equal, ir.BinOp.NE: np.not_equal, ir.BinOp.LT: np.less, ir.BinOp.LE: np.less_equal,
-    ir.BinOp.GT: np.greater, ir.BinOp.GE: np.greater_equal,
-    ir.BinOp.AND: np.logical_and, ir.BinOp.OR: np.logical_or,
-}
-"""Operators whose numpy result is already Halide's."""
-
-
-def _strict(op: ir.BinOp) -> Callable[[ir.Call, list[Value]], Value]:
-    return lambda call, args: _binary(op, args[0], args[1])
-
-
-def _binary(op: ir.BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.size != b.size and 1 not in (a.size, b.size):
-        raise _fail(f"operands of '{op.value}' have {a.size} and {b.size} lanes")
-    with np.errstate(all="ignore"):
-        if op in _WRAPPING:
-            return _WRAPPING[op](a, b).astype(a.dtype)
-        if op in _EXACT:
-            return _EXACT[op](a, b)
-        integer = np.issubdtype(a.dtype, np.integer)
-        if op is ir.BinOp.DIV:
-            return _euclid_div(a, b) if integer else np.true_divide(a, b).astype(a.dtype)
-        if integer:
-            return _euclid_mod(a, b)
-        # Halide computes a - b*floor(a/b) in float32 (or float64) and
-        # rounds once to a 16-bit type.
-        wide = np.float64 if a.dtype == np.float64 else np.float32
-        wa, wb = a.astype(wide), b.astype(wide)
-        return (wa - wb * np.floor(np.true_divide(wa, wb))).astype(a.dtype)
-
-
 def _where(condition: np.ndarray, when_true: np.ndarray, when_false: np.ndarray) -> np.ndarray:
     """Lane-wise select (``np.where`` with three arguments)."""
     chosen: np.ndarray = np.where(condition, when_true, when_false)
     return chosen
-
-
-def _euclid_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Halide's integer division: the remainder is never negative
-    (a == q * b + r with 0 <= r < |b|); division by zero gives zero."""
-    if np.issubdtype(a.dtype, np.unsignedinteger):
-        return np.where(b == 0, 0, a // np.where(b == 0, 1, b)).astype(a.dtype)
-    wa, wb = a.astype(np.int64), b.astype(np.int64)
-    safe = np.where(wb == 0, 1, wb)
-    q = np.floor_divide(wa, np.abs(safe)) * np.sign(safe)
-    return np.where(wb == 0, 0, q).astype(a.dtype)
-
-
-def _euclid_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if np.issubdtype(a.dtype, np.unsignedinteger):
-        return np.where(b == 0, 0, a % np.where(b == 0, 1, b)).astype(a.dtype)
-    wa, wb = a.astype(np.int64), b.astype(np.int64)
-    safe = np.where(wb == 0, 1, wb)
-    r = np.mod(wa, np.abs(safe))
-    return np.where(wb == 0, 0, r).astype(a.dtype)
-
-
-# --------------------------------------------------------------------------
-# Calls
-# --------------------------------------------------------------------------
-
-
-def _call_table(interp: Interpreter) -> dict[str, Callable[[ir.Call, list[Value]], Value]]:
-    def buffer_of(value: Value) -> BufferT:
-        if isinstance(value, BufferT):
-            return value
-        raise _fail("expected a halide_buffer_t")
-
-    def i32(v: int) -> Value:
-        return np.array([v], dtype=np.int32)
-
-    def dimension(args: list[Value], field: str) -> int:
-        buffer, d = buffer_of(args[0]), _as_int(args[1])
-        values = getattr(buffer, field)
-        if not 0 <= d < len(values):
-            raise _fail(f"the program asks for dimension {d} of buffer '{buffer.name}', which has {len(values)}")
-        return int(values[d])
-
-    def buffer_init(call: ir.Call, args: list[Value]) -> Value:
-        # (dst, dst_shape, host, device, device_interface, type code, bits,
-        #  dimensions, shape: make_struct(min, extent, stride, flags per dimension), flags)
-        code, bits, dims, shape = _as_int(args[5]), _as_int(args[6]), _as_int(args[7]), args[8]
-        host = args[2]
-        data = host.array if isinstance(host, Pointer) else np.zeros(0, dtype=np.uint8)
-        fields = [tuple(int(shape[4 * d + f]) for d in range(dims)) for f in range(3)]
-        element = ir.type_from_packed_halide_type(code | (bits << 8) | (1 << 16))
-        if element is None:
-            raise _fail(f"_halide_buffer_init of an unknown type (code {code}, {bits} bits)")
-        return BufferT("", element, data, fields[0], fields[1], fields[2])
-
-    def unary(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[ir.Call, list[Value]], Value]:
-        return lambda call, args: fn(args[0].astype(np.float64)).astype(dtype_of(call.type))
-
-    table: dict[str, Callable[[ir.Call, list[Value]], Value]] = {
-        "likely": lambda call, args: args[0],
-        "likely_if_innermost": lambda call, args: args[0],
-        "promise_clamped": lambda call, args: args[0],
-        "unsafe_promise_clamped": lambda call, args: args[0],
-        "_halide_buffer_get_host": lambda call, args: buffer_of(args[0]).host,
-        "_halide_buffer_get_type": lambda call, args: np.array(
-            [_packed_type(buffer_of(args[0]).type)], dtype=np.uint32),
-        "_halide_buffer_get_device_dirty": lambda call, args: np.array([False]),
-        "_halide_buffer_get_host_dirty": lambda call, args: np.array([False]),
-        "_halide_buffer_get_dimensions": lambda call, args: i32(len(buffer_of(args[0]).extents)),
-        "_halide_buffer_get_min": lambda call, args: i32(dimension(args, "mins")),
-        "_halide_buffer_get_extent": lambda call, args: i32(dimension(args, "extents")),
-        "_halide_buffer_get_stride": lambda call, args: i32(dimension(args, "strides")),
-        "_halide_buffer_is_bounds_query": lambda call, args: np.array([False]),
-        "_halide_buffer_set_host_dirty": lambda call, args: i32(0),
-        "_halide_buffer_set_device_dirty": lambda call, args: i32(0),
-        "abs": lambda call, args: np.abs(args[0].astype(np.float64 if np.issubdtype(args[0].dtype, np.floating)
-                                                   else np.int64)).astype(dtype_of(call.type)),
-        "sqrt_f32": unary(np.sqrt), "sqrt_f64": unary(np.sqrt),
-        "exp_f32": unary(np.exp), "exp_f64": unary(np.exp), "log_f32": unary(np.log), "log_f64": unary(np.log),
-        "floor_f32": unary(np.floor), "floor_f64": unary(np.floor), "ceil_f32": unary(np.ceil),
-        "ceil_f64": unary(np.ceil), "round_f32": unary(np.rint), "trunc_f32": unary(np.trunc),
-        "sin_f32": unary(np.sin), "sin_f64": unary(np.sin), "cos_f32": unary(np.cos), "cos_f64": unary(np.cos),
-        "tan_f32": unary(np.tan), "tan_f64": unary(np.tan),
-        # a marker that forbids float rewrites; the interpreter makes none
-        "strict_float": lambda call, args: args[0],
-        # strict_float(e) lowers to these: the same operations, never
-        # reassociated or contracted (the interpreter never does either)
-        **{name: _strict(op) for name, op in ir.STRICT_FLOAT_OPS.items()},
-        "strict_fma": lambda call, args: _binary(ir.BinOp.ADD, _binary(ir.BinOp.MUL, args[0], args[1]), args[2]),
-        "return_second": lambda call, args: args[1],
-        "if_then_else": lambda call, args: _where(args[0], args[1], args[2]).astype(dtype_of(call.type)),
-        "make_struct": lambda call, args: np.array([_as_int(a) for a in args], dtype=np.int64),
-        "size_of_halide_buffer_t": lambda call, args: i32(0),
-        "_halide_buffer_init": buffer_init,
-        "register_destructor": lambda call, args: i32(0),
-        "alloca": lambda call, args: Pointer(new_array(_as_int(args[0]), np.uint8, "alloca"), 0, "alloca"),
-        "bitwise_not": lambda call, args: np.invert(args[0]),
-        "bitwise_and": lambda call, args: np.bitwise_and(args[0], args[1]),
-        "bitwise_or": lambda call, args: np.bitwise_or(args[0], args[1]),
-        "bitwise_xor": lambda call, args: np.bitwise_xor(args[0], args[1]),
-        "shift_left": lambda call, args: np.left_shift(args[0], args[1].astype(args[0].dtype)),
-        "shift_right": lambda call, args: np.right_shift(args[0], args[1].astype(args[0].dtype)),
-        # Halide's late form of a product of narrow integers: exact in the wider type.
-        "widening_mul": lambda call, args: np.multiply(args[0].astype(dtype_of(call.type)),
-                                                       args[1].astype(dtype_of(call.type))),
-    }
-    table.update({amx.AMX_INTRINSIC[op].name: handler for op, handler in _AMX_OPERATIONS.items()})
-    for name in ("halide_error_buffer_argument_is_null", "halide_semaphore_init", "halide_semaphore_release",
-                 "halide_semaphore_try_acquire", "halide_print", "halide_msan_annotate_memory_is_initialized"):
-        table[name] = lambda call, args: i32(0)
-    # GPU pipelines: the interpreter has one memory, so a buffer is always
-    # "on the device" and every copy between host and device succeeds.
-    for name in ("halide_copy_to_device", "halide_copy_to_host", "halide_device_malloc",
-                 "halide_device_and_host_malloc", "halide_device_and_host_free",
-                 "halide_cuda_device_interface", "halide_device_free"):
-        table[name] = lambda call, args: i32(0)
-    # The GPU mapping's (legalize/gpu_mapping.py): threads run one after the
-    # other here, so a barrier waits for nobody, and a vector the threads
-    # would write together is the vector.
-    for name in ("gpu_thread_barrier", "gpu_warp_barrier"):
-        table[name] = lambda call, args: i32(0)
-    table["spread_over_threads"] = lambda call, args: args[0]
-    return table
-
-
-def _packed_type(t: ir.Type) -> int:
-    code = {ir.TypeCode.INT: 0, ir.TypeCode.UINT: 1, ir.TypeCode.FLOAT: 2, ir.TypeCode.HANDLE: 3,
-            ir.TypeCode.BFLOAT: 4}[t.code]
-    return code | (t.bits << 8) | (1 << 16)
 
 
 # --------------------------------------------------------------------------
@@ -682,22 +426,22 @@ def _packed_type(t: ir.Type) -> int:
 def _byte_view(pointer: Pointer) -> tuple[np.ndarray, int]:
     data = pointer.array
     if not data.flags["C_CONTIGUOUS"]:
-        raise _fail("tile memory must be contiguous")
+        raise fail("tile memory must be contiguous")
     return data.view(np.uint8), pointer.offset * data.itemsize
 
 
 def _tile_rows(op: str, args: list[Value]) -> tuple[np.ndarray, np.ndarray, int]:
     """The memory bytes a tile_load/tile_store touches: (memory viewed as
     bytes, the byte addresses rows x colbytes, the tile's byte count)."""
-    rows, colbytes = _as_int(args[0]), _as_int(args[1])
+    rows, colbytes = as_int(args[0]), as_int(args[1])
     pointer = args[2]
     if not isinstance(pointer, Pointer):
-        raise _fail(f"{op} needs a buffer")
-    offset, stride = _as_int(args[3]), _as_int(args[4])
+        raise fail(f"{op} needs a buffer")
+    offset, stride = as_int(args[3]), as_int(args[4])
     raw, base = _byte_view(pointer)
     addresses = base + offset + np.arange(rows)[:, None] * stride + np.arange(colbytes)[None, :]
     if addresses.min() < 0 or addresses.max() >= raw.size:
-        raise _fail(f"{op} on '{pointer.name}' out of bounds")
+        raise fail(f"{op} on '{pointer.name}' out of bounds")
     return raw, addresses, rows * colbytes
 
 
@@ -721,10 +465,10 @@ def _tile_matmul(call: ir.Call, args: list[Value]) -> Value:
     one after the other, rounding to float32 each time; int8: four products
     summed exactly into the wrapping int32 accumulator.
     """
-    m, colbytes, k = (_as_int(a) for a in args[:3])
+    m, colbytes, k = (as_int(a) for a in args[:3])
     acc, a, b = args[3], args[4], args[5]
     if _amx_dot_product(a.dtype, b.dtype, acc.dtype) is None:
-        raise _fail(f"no AMX instruction multiplies {a.dtype} by {b.dtype} into {acc.dtype}")
+        raise fail(f"no AMX instruction multiplies {a.dtype} by {b.dtype} into {acc.dtype}")
     n = colbytes // 4
     element_bytes = a.dtype.itemsize
     kpack = 4 // element_bytes
@@ -742,12 +486,15 @@ def _tile_matmul(call: ir.Call, args: list[Value]) -> Value:
     return _finish_matmul(call, total.astype(np.int32), m, n)
 
 
-_AMX_OPERATIONS: dict[amx.AMXOp, Callable[[ir.Call, list[Value]], Value]] = {
+_AMX_OPERATIONS: dict[amx.AMXOp, ValueHandler] = {
     amx.AMXOp.ZERO: lambda call, args: np.zeros(call.type.lanes, dtype=dtype_of(call.type)),
     amx.AMXOp.LOAD: _tile_load,
     amx.AMXOp.MATMUL: _tile_matmul,
     amx.AMXOp.STORE: _tile_store,
 }
+
+_AMX_CALLS = {amx.AMX_INTRINSIC[op].name: handler for op, handler in _AMX_OPERATIONS.items()}
+"""The tile operations by name."""
 
 
 def _amx_dot_product(a: np.dtype, b: np.dtype, acc: np.dtype) -> amx.AMXDotProduct | None:
@@ -799,17 +546,17 @@ def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
     """
     intrinsic = wmma.WMMAIntrinsic.parse(call.name)
     if intrinsic is None:
-        raise _fail(f"the interpreter does not know the WMMA call '{call.name}'")
+        raise fail(f"the interpreter does not know the WMMA call '{call.name}'")
     if intrinsic.shape not in wmma.WMMA_TENSOR_CORE.all_shapes:
-        raise _fail(f"{call.name}: {intrinsic.shape.name} is not a WMMA fragment shape")
+        raise fail(f"{call.name}: {intrinsic.shape.name} is not a WMMA fragment shape")
     if not wmma.WMMA_TENSOR_CORE.defines(intrinsic):
-        raise _fail(f"the interpreter does not know the WMMA call '{call.name}'")
+        raise fail(f"the interpreter does not know the WMMA call '{call.name}'")
     return _WMMA_OPERATIONS[intrinsic.op](call, intrinsic, args)
 
 
 def _wmma_load(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
     rows, cols = intrinsic.extent
-    pointer, offset, ldm = args[0], _as_int(args[1]), _as_int(args[2])
+    pointer, offset, ldm = args[0], as_int(args[1]), as_int(args[2])
     addresses = _wmma_addresses(call.name, pointer, intrinsic.type, intrinsic.layout, rows, cols, offset, ldm)
     return pointer.array[addresses].reshape(-1).astype(dtype_of(intrinsic.type))
 
@@ -821,7 +568,7 @@ def _wmma_mma(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -
     element = wmma.WMMA_TENSOR_CORE.element(operand_type) if operand_type is not None else None
     if element is None or c_type is None or b.dtype != a.dtype or d_type not in element.accumulators \
             or c.dtype != dtype_of(c_type):
-        raise _fail(f"{call.name}: no Tensor Core instruction multiplies {a.dtype} by {b.dtype} "
+        raise fail(f"{call.name}: no Tensor Core instruction multiplies {a.dtype} by {b.dtype} "
                     f"with a {c.dtype} accumulator")
     # Integer products are exact and wrap to the accumulator's width, as
     # integer arithmetic does in Halide; float ones are rounded once.
@@ -839,7 +586,7 @@ def _wmma_fill(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) 
 
 def _wmma_store(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
     rows, cols = intrinsic.extent
-    pointer, fragment, offset, ldm = args[0], args[1], _as_int(args[2]), _as_int(args[3])
+    pointer, fragment, offset, ldm = args[0], args[1], as_int(args[2]), as_int(args[3])
     addresses = _wmma_addresses(call.name, pointer, intrinsic.type, intrinsic.layout, rows, cols, offset, ldm)
     pointer.array[addresses.reshape(-1)] = fragment.astype(pointer.array.dtype)
     return np.array([0], dtype=np.int32)
@@ -879,8 +626,11 @@ def _is_warp_collective(loop: ir.For) -> bool:
     return True
 
 
+_BARRIERS = frozenset(operation.name for operation in operations.of_kind(operations.Kind.BARRIER))
+
+
 def _is_barrier(e: ir.Expr) -> bool:
-    return isinstance(e, ir.Call) and e.name in ("gpu_thread_barrier", "gpu_warp_barrier")
+    return isinstance(e, ir.Call) and e.name in _BARRIERS
 
 
 def _type_of_dtype(dtype: np.dtype) -> ir.Type | None:
@@ -891,21 +641,21 @@ def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: wmma.Layout |
                     offset: int, ldm: int) -> np.ndarray:
     """Element indices (rows x cols) of a fragment in ``pointer``'s array."""
     if not isinstance(pointer, Pointer):
-        raise _fail(f"{name} needs a buffer")
+        raise fail(f"{name} needs a buffer")
     if pointer.array.dtype != dtype_of(t):
-        raise _fail(f"{name} reads {t} elements from '{pointer.name}', which holds {pointer.array.dtype}")
+        raise fail(f"{name} reads {t} elements from '{pointer.name}', which holds {pointer.array.dtype}")
     core = wmma.WMMA_TENSOR_CORE
     if ((pointer.offset + offset) * t.bytes) % core.pointer_alignment \
             or (ldm * t.bytes) % core.leading_dimension_alignment or ldm <= 0:
-        raise _fail(f"{name} on '{pointer.name}': element offset {pointer.offset + offset} or leading "
+        raise fail(f"{name} on '{pointer.name}': element offset {pointer.offset + offset} or leading "
                     f"dimension {ldm} breaks the alignment load/store_matrix_sync need ({core.pointer_alignment}-byte "
                     f"addresses, a leading dimension of a multiple of {core.leading_dimension_alignment} bytes; it is "
                     "unsigned: it must be positive)")
     i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
     addresses = pointer.offset + offset + (i * ldm + j if layout is wmma.Layout.ROW else j * ldm + i)
     if addresses.min() < 0 or addresses.max() >= pointer.array.size:
-        raise _fail(f"{name} on '{pointer.name}' out of bounds")
+        raise fail(f"{name} on '{pointer.name}' out of bounds")
     return addresses
 
 
-__all__ = ["BufferT", "Interpreter", "InterpreterError", "Pointer", "cast_array", "dtype_of"]
+__all__ = ["BufferT", "Interpreter", "InterpreterError", "Pointer", "ResourceLimitError", "cast_array", "dtype_of"]

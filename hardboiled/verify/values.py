@@ -1,0 +1,191 @@
+"""What the reference interpreter computes with: values of Halide's types
+and Halide's arithmetic on them.
+
+A value is a 1-D numpy array (a scalar has one lane) of the dtype that holds
+its Halide type (``dtype_of``; float16 and bfloat16 are stored and rounded as
+such, through ml_dtypes); a handle is a ``Pointer``, a ``halide_buffer_t`` a
+``BufferT``. ``binary`` and ``cast_array`` are Halide's operators: integer
+arithmetic wraps, integer division rounds down with a remainder that is never
+negative, and x / 0 == x % 0 == 0. The interpreter (interp.py) and the calls
+it evaluates (calls.py) share them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from hardboiled import ir
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
+
+Value = Any
+"""A numpy array, a ``Pointer``, a ``BufferT`` or a string (a StringImm)."""
+
+
+class InterpreterError(HardboiledError):
+    """The program cannot be run: an unsupported construct, a failed assert,
+    an out-of-bounds access."""
+
+
+class ResourceLimitError(InterpreterError):
+    """The program needs more memory or time than the interpreter gives it."""
+
+    exit_code = ExitCode.RESOURCE_LIMIT
+
+
+MAX_ALLOCATION_BYTES = 1 << 30
+"""The largest buffer the interpreter allocates (inputs, outputs and the
+program's own allocations): verification runs on small random inputs, so a
+bigger one is a wrong size, not a real need."""
+
+
+def new_array(size: int, dtype: Any, name: str) -> np.ndarray:
+    """A zeroed buffer of ``size`` elements, within ``MAX_ALLOCATION_BYTES``
+    (the program's own allocations: its inputs are bounded when they are
+    made, verify/compare.py ``MAX_BUFFER_ELEMENTS``)."""
+    if size < 0:
+        raise fail(f"the program allocates '{name}' with a negative size ({size} elements)")
+    if size * np.dtype(dtype).itemsize > MAX_ALLOCATION_BYTES:
+        raise ResourceLimitError(Diagnostic(
+            "error", f"'{name}' needs {size} elements, more than the interpreter's {MAX_ALLOCATION_BYTES >> 20} MiB "
+            "per buffer", notes=("--param sets smaller buffer sizes",)))
+    return np.zeros(size, dtype=dtype)
+
+
+def fail(message: str) -> InterpreterError:
+    """The error to raise when the program cannot go on (``raise fail(...)``)."""
+    return InterpreterError(Diagnostic("error", message))
+
+
+DTYPES = {
+    (ir.TypeCode.INT, 8): np.int8, (ir.TypeCode.INT, 16): np.int16,
+    (ir.TypeCode.INT, 32): np.int32, (ir.TypeCode.INT, 64): np.int64,
+    (ir.TypeCode.UINT, 1): np.bool_, (ir.TypeCode.UINT, 8): np.uint8,
+    (ir.TypeCode.UINT, 16): np.uint16, (ir.TypeCode.UINT, 32): np.uint32,
+    (ir.TypeCode.UINT, 64): np.uint64,
+    (ir.TypeCode.FLOAT, 16): np.float16, (ir.TypeCode.FLOAT, 32): np.float32,
+    (ir.TypeCode.FLOAT, 64): np.float64,
+    (ir.TypeCode.BFLOAT, 16): ml_dtypes.bfloat16,
+}
+"""The numpy dtype that holds each Halide element type, (code, bits)."""
+
+
+def dtype_of(t: ir.Type) -> np.dtype:
+    """The dtype of ``t``'s lanes; handles are Python objects."""
+    if t.is_handle:
+        return np.dtype(object)
+    return np.dtype(DTYPES[(t.code, t.bits)])
+
+
+@dataclass
+class Pointer:
+    """A handle: an array of elements and an element offset into it."""
+
+    array: np.ndarray
+    offset: int = 0
+    name: str = ""
+
+
+@dataclass
+class BufferT:
+    """A ``halide_buffer_t``: what ``X.buffer`` points to."""
+
+    name: str
+    type: ir.Type
+    data: np.ndarray
+    """Flat element storage; element (i0, i1, ...) is at sum((i_d - min_d) * stride_d)."""
+    mins: tuple[int, ...]
+    extents: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    @property
+    def host(self) -> Pointer:
+        return Pointer(self.data, 0, self.name)
+
+
+def as_int(value: Value) -> int:
+    """A one-lane value as a Python int (an index, a size, a dimension)."""
+    array = np.asarray(value)
+    if array.size != 1:
+        raise fail(f"expected a scalar, got {array.size} lanes")
+    return int(array.reshape(-1)[0])
+
+
+def cast_array(values: np.ndarray, t: ir.Type) -> np.ndarray:
+    """Halide's cast: wrap between integers, truncate floats to integers."""
+    target = dtype_of(t)
+    source = values.dtype
+    if target == source:
+        return values
+    if np.issubdtype(target, np.integer) or target == np.bool_:
+        if target == np.bool_:
+            return values != 0
+        if np.issubdtype(source, np.floating) or source == ml_dtypes.bfloat16:
+            wide = np.trunc(values.astype(np.float64))
+            wide = np.nan_to_num(wide, nan=0.0, posinf=0.0, neginf=0.0)
+            return wide.astype(np.int64).astype(target)
+        return values.astype(np.int64 if source != np.uint64 else np.uint64).astype(target)
+    if source == ml_dtypes.bfloat16 or target == ml_dtypes.bfloat16:
+        via = np.float64 if source != np.bool_ else np.float32
+        return values.astype(via).astype(target)
+    return values.astype(target)
+
+
+_WRAPPING = {ir.BinOp.ADD: np.add, ir.BinOp.SUB: np.subtract, ir.BinOp.MUL: np.multiply}
+"""Arithmetic computed wide and wrapped (or rounded) back to the operands' type."""
+
+_EXACT = {
+    ir.BinOp.MIN: np.minimum, ir.BinOp.MAX: np.maximum,
+    ir.BinOp.EQ: np.equal, ir.BinOp.NE: np.not_equal, ir.BinOp.LT: np.less, ir.BinOp.LE: np.less_equal,
+    ir.BinOp.GT: np.greater, ir.BinOp.GE: np.greater_equal,
+    ir.BinOp.AND: np.logical_and, ir.BinOp.OR: np.logical_or,
+}
+"""Operators whose numpy result is already Halide's."""
+
+
+def binary(op: ir.BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Halide's ``a op b``, lane by lane (a one-lane operand is broadcast)."""
+    if a.size != b.size and 1 not in (a.size, b.size):
+        raise fail(f"operands of '{op.value}' have {a.size} and {b.size} lanes")
+    with np.errstate(all="ignore"):
+        if op in _WRAPPING:
+            return _WRAPPING[op](a, b).astype(a.dtype)
+        if op in _EXACT:
+            return _EXACT[op](a, b)
+        integer = np.issubdtype(a.dtype, np.integer)
+        if op is ir.BinOp.DIV:
+            return _euclid_div(a, b) if integer else np.true_divide(a, b).astype(a.dtype)
+        if integer:
+            return _euclid_mod(a, b)
+        # Halide computes a - b*floor(a/b) in float32 (or float64) and
+        # rounds once to a 16-bit type.
+        wide = np.float64 if a.dtype == np.float64 else np.float32
+        wa, wb = a.astype(wide), b.astype(wide)
+        return (wa - wb * np.floor(np.true_divide(wa, wb))).astype(a.dtype)
+
+
+def _euclid_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Halide's integer division: the remainder is never negative
+    (a == q * b + r with 0 <= r < |b|); division by zero gives zero."""
+    if np.issubdtype(a.dtype, np.unsignedinteger):
+        return np.where(b == 0, 0, a // np.where(b == 0, 1, b)).astype(a.dtype)
+    wa, wb = a.astype(np.int64), b.astype(np.int64)
+    safe = np.where(wb == 0, 1, wb)
+    q = np.floor_divide(wa, np.abs(safe)) * np.sign(safe)
+    return np.where(wb == 0, 0, q).astype(a.dtype)
+
+
+def _euclid_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if np.issubdtype(a.dtype, np.unsignedinteger):
+        return np.where(b == 0, 0, a % np.where(b == 0, 1, b)).astype(a.dtype)
+    wa, wb = a.astype(np.int64), b.astype(np.int64)
+    safe = np.where(wb == 0, 1, wb)
+    r = np.mod(wa, np.abs(safe))
+    return np.where(wb == 0, 0, r).astype(a.dtype)
+
+
+__all__ = ["DTYPES", "MAX_ALLOCATION_BYTES", "BufferT", "InterpreterError", "Pointer", "ResourceLimitError", "Value",
+           "as_int", "binary", "cast_array", "dtype_of", "fail", "new_array"]
