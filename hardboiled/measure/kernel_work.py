@@ -41,7 +41,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hardboiled import ir
+from hardboiled.ir import operations
 from hardboiled.ir.buffers import bounds_query_value
+from hardboiled.ir.operations import Kind
 from hardboiled.ir.visitor import method_suffix
 from hardboiled.legalize.gpu_mapping import (
     FRAGMENT_MEMORY,
@@ -148,8 +150,9 @@ def _constant(e: ir.Expr, names: dict[str, int]) -> int | None:
         return names.get(e.name)
     if isinstance(e, ir.Cast) and not e.type.is_float and not e.value.type.is_float:
         return _constant(e.value, names)
-    if isinstance(e, ir.Call) and e.name in ("likely", "likely_if_innermost") and e.args:
-        return _constant(e.args[0], names)
+    if isinstance(e, ir.Call):
+        operation = operations.find(e.name)  # a hint (likely) stands for its argument
+        return _constant(e.args[0], names) if operation is not None and operation.kind is Kind.PASS_THROUGH else None
     if isinstance(e, ir.Not):
         value = _constant(e.value, names)
         return None if value is None else int(not value)

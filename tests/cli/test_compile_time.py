@@ -1,0 +1,204 @@
+"""Compile time (issue 19), as static facts: what a cache hit loads, that
+deep IR meets no recursion limit, and that the egglog child's prelude is the
+program's first part. The times themselves are bench/compile_time.py's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from hardboiled.select.rule_files import rule_file_chunks
+from hardboiled.select.rules import rule_chunks
+
+from ..conftest import FIXTURES, ROOT, run_cli
+
+HEAVY = ("lark", "numpy", "hardboiled.ir.nodes", "hardboiled.frontend.parse", "hardboiled.select.selector",
+         "hardboiled.pipeline.passes", "egglog")
+
+
+def test_a_cache_hit_loads_no_parser_ir_or_selector(tmp_path: Path) -> None:
+    """The whole-file cache answers from the raw bytes: the second run of
+    the same compile imports none of the heavy modules."""
+    log = FIXTURES / "amx_bf16_matmul_std_single" / "debug.log"
+    args = ["compile", str(log), "--cache-dir", str(tmp_path / "cache"), "-q", "-o", str(tmp_path / "out.stmt")]
+    assert run_cli(*args).returncode == 0
+    first = (tmp_path / "out.stmt").read_bytes()
+    probe = ("import sys\nfrom hardboiled.cli import main\n"
+             f"sys.argv = ['hardboiled', *{args!r}]\n"
+             "try:\n    main()\nexcept SystemExit as exit:\n    assert not exit.code, exit.code\n"
+             f"print(sorted(m for m in sys.modules if m.startswith({HEAVY!r})))\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout
+    assert (tmp_path / "out.stmt").read_bytes() == first
+
+
+def test_a_cache_entry_made_by_other_code_is_not_served(tmp_path: Path, monkeypatch) -> None:
+    """The key holds a digest of hardboiled's code: a rule file that
+    changes (HARDBOILED_RULES_DIR) changes the key."""
+    from hardboiled.support import cache
+
+    before = cache.cache_key(["x"], [])
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "extra.egg").write_text("; a different rule set\n")
+    monkeypatch.setenv("HARDBOILED_RULES_DIR", str(rules))
+    cache.code_identity.cache_clear()
+    try:
+        assert cache.cache_key(["x"], []) != before
+    finally:
+        monkeypatch.delenv("HARDBOILED_RULES_DIR")
+        cache.code_identity.cache_clear()
+    assert cache.cache_key(["x"], []) == before
+
+
+def test_deep_ir_meets_no_recursion_limit(tmp_path: Path) -> None:
+    """5,000 nested lets (Halide nests each around the rest of its block)
+    parse, print back byte for byte, and compile to C."""
+    depth = 5000
+    lets = "".join(f"let v{i} = {i}\n" for i in range(depth))
+    text = f"allocate f[int32 * 1]\n{lets}f[0] = v{depth - 1}\nfree f\n"
+    source = tmp_path / "deep.stmt"
+    source.write_text(text)
+    parsed = run_cli("parse", str(source))
+    assert parsed.returncode == 0, parsed.stderr[-500:]
+    assert parsed.stdout.decode() == text
+    compiled = run_cli("compile", str(source), "--emit", "c", "--no-cache", "-q")
+    assert compiled.returncode == 0, compiled.stderr[-500:]
+    assert f"int32_t v{depth - 1} = ((int32_t){depth - 1});".encode() in compiled.stdout
+
+
+def test_the_prestarted_prelude_is_the_program_s_first_part() -> None:
+    """The child started before the pipeline loads runs the rule files;
+    every program the selector assembles starts with exactly those."""
+    prelude = rule_file_chunks()
+    program = rule_chunks()
+    assert program[: len(prelude)] == prelude
+    assert [c.filename for c in program[len(prelude):]] == ["<hardware facts>"]
+
+
+def test_the_deep_stack_falls_back_when_the_process_cannot_map_it(monkeypatch) -> None:
+    """A stack the process may not map (as under a tight `ulimit -v`) falls
+    back to a smaller one, with a recursion limit to match, and then to the
+    calling thread: the compile runs either way, and exceptions come back."""
+    import sys
+    import threading
+
+    from hardboiled.support import deep
+
+    monkeypatch.setattr(deep, "STACK_BYTES", 1 << 62)  # no process can map it
+    name, limit = deep.call_deep(lambda: (threading.current_thread().name, sys.getrecursionlimit()))
+    assert name == "hardboiled-compile" and limit >= deep.FALLBACK_STACK_BYTES // deep.FRAME_BYTES
+    monkeypatch.setattr(deep, "FALLBACK_STACK_BYTES", 1 << 62)
+    assert deep.call_deep(lambda: threading.current_thread().name) == threading.current_thread().name
+
+    def fails() -> None:
+        raise KeyError("from the worker")
+
+    try:
+        deep.call_deep(fails)
+    except KeyError as error:
+        assert "from the worker" in str(error)
+    else:
+        raise AssertionError("the worker's exception was lost")
+
+
+# ---------------------------------------------------------------- direct mode
+def _probe(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``hardboiled ARGS`` in a fresh interpreter, which then prints whether
+    click was loaded: the direct answer loads nothing but the standard
+    library and hardboiled's support modules."""
+    probe = ("import sys\nfrom hardboiled.cli import main\n"
+             f"sys.argv = ['hardboiled', *{args!r}]\n"
+             "try:\n    main()\nexcept SystemExit as exit:\n    code = exit.code\n"
+             "sys.stderr.write('\\nLOADED=%s' % sorted(m for m in sys.modules if m in ('click', 'rich') or "
+             f"m.startswith({HEAVY!r})))\n"
+             "sys.exit(code)\n")
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd)
+
+
+def test_a_repeated_compile_is_answered_directly_and_byte_for_byte(tmp_path: Path) -> None:
+    """The first run fills the result cache, the second (a hit) records
+    what it did, the third replays that record without loading click:
+    same output file, same standard output and error, same status."""
+    source = tmp_path / "in.log"
+    source.write_bytes((FIXTURES / "amx_bf16_matmul_std_single" / "debug.log").read_bytes())
+    to_file = ["compile", "in.log", "--cache-dir", "cache", "-o", "out.stmt"]
+    to_stdout = ["compile", "in.log", "--cache-dir", "cache", "--emit", "report"]
+    for args in (to_file, to_stdout):
+        runs = [_probe(args, tmp_path) for _ in range(3)]
+        assert [r.returncode for r in runs] == [0, 0, 0], runs[0].stderr
+        (hit, hit_err), (direct, direct_err) = (r.stderr.rsplit("\nLOADED=", 1) for r in runs[1:])
+        assert "'click'" in hit_err and direct_err == "[]", (hit_err, direct_err)
+        assert direct == hit and "cached" in hit  # the summary line, as the hit printed it
+        assert runs[2].stdout == runs[1].stdout
+    assert (tmp_path / "out.stmt").read_text().startswith("assert(")
+    assert len(list((tmp_path / "cache" / "direct").rglob("*.json"))) == 2
+
+
+def test_a_direct_answer_checks_its_inputs_and_rewrites_deleted_outputs(tmp_path: Path) -> None:
+    """A changed input is compiled again; a deleted output is written
+    again; a record never answers another command line or directory."""
+    first = (FIXTURES / "amx_bf16_matmul_std_single" / "debug.log").read_bytes()
+    second = (FIXTURES / "amx_bf16_matmul_vnni_single" / "debug.log").read_bytes()
+    source, out = tmp_path / "in.log", tmp_path / "out.stmt"
+    args = ["compile", "in.log", "--cache-dir", "cache", "-q", "-o", "out.stmt"]
+    source.write_bytes(first)
+    for _ in range(3):
+        assert _probe(args, tmp_path).returncode == 0
+    expected_first = out.read_bytes()
+    out.unlink()
+    replayed = _probe(args, tmp_path)
+    assert replayed.stderr.endswith("LOADED=[]") and out.read_bytes() == expected_first
+    source.write_bytes(second)
+    changed = _probe(args, tmp_path)
+    assert changed.returncode == 0 and "'click'" in changed.stderr
+    assert out.read_bytes() != expected_first
+    (tmp_path / "sub").mkdir()
+    elsewhere = _probe([*args[:1], "../in.log", *args[2:4], "-q", "-o", "../out.stmt"], tmp_path / "sub")
+    assert elsewhere.returncode == 0 and "'click'" in elsewhere.stderr
+
+
+def test_the_direct_key_names_every_environment_variable_hardboiled_reads() -> None:
+    """A variable that changes what compile does must be in the key
+    (cli/direct.py ENVIRONMENT); the Halide bridge's HL_ filter is not the
+    command line's."""
+    import re
+
+    from hardboiled.cli.direct import ENVIRONMENT
+
+    read = set()
+    for path in (ROOT / "hardboiled").rglob("*.py"):
+        text = path.read_text()
+        read |= set(re.findall(r"(?:environ\.get|getenv|environ)\(?\[?\"([A-Z_][A-Z0-9_]*)\"", text))
+    assert read, "no environment read found: the pattern is wrong"
+    assert read - {"HL_"} <= set(ENVIRONMENT), read - set(ENVIRONMENT)
+
+
+def test_a_record_others_could_have_planted_is_not_followed(tmp_path: Path) -> None:
+    """A record names files to write: one in a directory that others may
+    write is ignored, and so is one that writes where the command line does
+    not point (both then compile the ordinary way)."""
+    import json
+    import os
+
+    (tmp_path / "in.log").write_bytes((FIXTURES / "amx_bf16_matmul_std_single" / "debug.log").read_bytes())
+    args = ["compile", "in.log", "--cache-dir", "cache", "-q", "-o", "out.stmt"]
+    for _ in range(2):
+        assert _probe(args, tmp_path).returncode == 0
+    (record,) = (tmp_path / "cache" / "direct").rglob("*.json")
+    assert _probe(args, tmp_path).stderr.endswith("LOADED=[]")
+    os.chmod(record.parent, 0o777)
+    shared = _probe(args, tmp_path)
+    assert shared.returncode == 0 and "'click'" in shared.stderr
+    os.chmod(record.parent, 0o755)
+    from hardboiled.support.cache import _checksum
+
+    entry = json.loads(record.read_text())
+    entry["value"]["writes"].append([str(tmp_path.parent / "planted.txt"), "planted"])
+    entry["checksum"] = _checksum(entry["key"], entry["value"])  # planted by someone who can compute it
+    record.write_text(json.dumps(entry))
+    planted = _probe(args, tmp_path)
+    assert planted.returncode == 0 and "'click'" in planted.stderr
+    assert not (tmp_path.parent / "planted.txt").exists()

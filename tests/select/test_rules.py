@@ -1,0 +1,167 @@
+"""Each rule file has its own egglog tests (tests/rules/<file>.egg):
+``check`` for what must fire and ``(fail (check ...))`` for what must not.
+
+A test file runs after the rule files it builds on, in the order the
+selector loads them, so the rules are tested exactly as they run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from hardboiled import ir
+from hardboiled.select.eqsat import EgglogError, ProgramChunk, run_egglog
+from hardboiled.select.facts import amx_facts, wmma_facts
+from hardboiled.select.rules import RULE_FILES, rule_chunks
+from hardboiled.targets.amx import AMX_TILE, AMXDotProduct, AMXElement
+
+from ..conftest import ROOT
+
+TESTS = ROOT / "tests" / "rules"
+
+
+def _chunks_through(rule_file: str) -> list[ProgramChunk]:
+    """The selector's rule files up to and including ``rule_file``, then
+    the hardware facts (which follow the rules in the selector's program),
+    once supporting.egg has declared their relations."""
+    chunks = rule_chunks()
+    last = next(i for i, c in enumerate(chunks) if c.filename == f"rules/{rule_file}")
+    supporting = next(i for i, c in enumerate(chunks) if c.filename == "rules/supporting.egg")
+    facts = next(c for c in chunks if c.filename == "<hardware facts>")
+    return [*chunks[: last + 1], facts] if last >= supporting else chunks[: last + 1]
+
+
+@pytest.mark.parametrize("rule_file", RULE_FILES)
+def test_rule_file_has_tests(rule_file: str) -> None:
+    assert (TESTS / rule_file).is_file(), f"tests/rules/{rule_file} is missing"
+
+
+@pytest.mark.parametrize("rule_file", RULE_FILES)
+def test_rule_file_checks(rule_file: str) -> None:
+    test = TESTS / rule_file
+    text = test.read_text()
+    assert "(check" in text and "(fail (check" in text, "both kinds of check are required"
+    chunks = _chunks_through(rule_file)
+    chunks.append(ProgramChunk(f"tests/rules/{rule_file}", text))
+    run_egglog(chunks, [], measure_size=False)
+
+
+def test_a_failing_check_is_reported_with_its_location(tmp_path: Path) -> None:
+    chunks = _chunks_through("axioms.egg")
+    chunks.append(ProgramChunk("wrong.egg", "(let $x (IntImm (Ty (IntT) 32 1) 1))\n(check (= $x (IntImm (Ty (IntT) 32 1) 2)))\n"))
+    with pytest.raises(EgglogError) as info:
+        run_egglog(chunks, [], measure_size=False)
+    diagnostic = info.value.diagnostic
+    assert diagnostic.location is not None and diagnostic.location.filename == "wrong.egg"
+    assert diagnostic.location.line == 2
+    assert "Check failed" in diagnostic.message
+
+
+def test_a_prestarted_child_runs_the_rest_of_the_program_and_a_stale_one_is_replaced() -> None:
+    """The egglog child started early on the rule files (compile_text does
+    it before loading the pipeline) answers exactly as a cold one; a child
+    prestarted on other chunks is killed and a fresh one runs the whole
+    program; one nobody used is stopped."""
+    from hardboiled.select import eqsat
+    from hardboiled.select.rule_files import prestart_rules, rule_file_chunks
+
+    chunks = rule_chunks()
+    probe = ProgramChunk("probe.egg", "(let $x (IntImm (Ty (IntT) 32 1) 1))\n")
+    cold = run_egglog([*chunks, probe], ["$x"], measure_size=False)
+    prestart_rules()
+    warm_child = eqsat._warm
+    assert warm_child is not None and warm_child.serves(chunks, eqsat.DEFAULT_MEMORY_MB)
+    warm = run_egglog([*chunks, probe], ["$x"], measure_size=False)
+    assert eqsat._warm is None and warm_child.proc.returncode == 0
+    assert warm.terms == cold.terms and warm.costs == cold.costs
+    eqsat.prestart(rule_file_chunks()[:1])  # another prelude: not this program's first chunks
+    stale = eqsat._warm
+    assert stale is not None and not stale.serves([probe], eqsat.DEFAULT_MEMORY_MB)
+    assert run_egglog([*chunks, probe], ["$x"], measure_size=False).terms == cold.terms
+    assert stale.proc.returncode is not None  # killed, not left behind
+    prestart_rules()
+    unused = eqsat._warm
+    eqsat.discard_prestarted()
+    assert unused is not None and unused.proc.returncode is not None and eqsat._warm is None
+
+
+# --------------------------------------------------------------------------
+# The AMX rules take their hardware numbers from the facts of targets/amx.py
+# --------------------------------------------------------------------------
+
+_F64_PRODUCT = """
+(let $i32 (Ty (IntT) 32 1))
+(let $tile (Ramp (IntImm $i32 0) (IntImm $i32 1) 128))
+(let $C (AMX2Mem (Load (Ty (FloatT) 64 128) "dd" $tile)))
+(let $A (Load (Ty (BFloatT) 16 4096) "A"
+              (Ramp (Broadcast (Ramp (IntImm $i32 0) (IntImm $i32 1) 32) 8) (Broadcast (Var $i32 "sa") 256) 16)))
+(let $B (Load (Ty (BFloatT) 16 4096) "B"
+              (Broadcast (Ramp (Ramp (IntImm $i32 0) (Var $i32 "sb") 32) (Broadcast (IntImm $i32 1) 32) 8) 16)))
+(let $update (Store "dd" (Mem2AMX (Bop (Add) (VectorReduceAdd (Ty (FloatT) 64 128)
+               (Bop (Mul) (Cast (Ty (FloatT) 64 4096) $A) (Cast (Ty (FloatT) 64 4096) $B))) $C)) $tile))
+(let $zero (Store "dd" (Mem2AMX (Broadcast (FloatImm (Ty (FloatT) 64 1) 0) 128)) $tile))
+(run-schedule (repeat 4 (saturate (run supporting)) (run axioms) (run amx-layouts) (run amx-lowering)))
+"""
+_F64_LOWERED = """
+(check (= $update (Store "dd" (TileMatmul (Ty (FloatT) 64 128) 16 64 32 (Load (Ty (FloatT) 64 128) "dd" $tile) a b)
+                         $tile)))
+(check (= $zero (Store "dd" (TileZero (Ty (FloatT) 64 128) 16 64) $tile)))
+"""
+_F64_NOT_LOWERED = """
+(fail (check (= $update (Store "dd" (TileMatmul t r c k acc a b) $tile))))
+(fail (check (= $zero (Store "dd" (TileZero t r c) $tile))))
+"""
+
+
+def _run_with_amx_facts(facts: str, test: str) -> None:
+    chunks = [c for c in rule_chunks() if c.filename != "<hardware facts>"]
+    chunks.append(ProgramChunk("<hardware facts>", facts + wmma_facts()))
+    chunks.append(ProgramChunk("test.egg", test))
+    run_egglog(chunks, [], measure_size=False)
+
+
+def test_the_amx_rules_take_the_accumulator_from_the_target_table() -> None:
+    """A table whose bf16 products accumulate into float64 (8-byte
+    elements): amx_facts writes it, and the same rules lower a bf16 product
+    into a float64 tile of 16 rows of 8 x 8 bytes, and zero it; with the
+    real table (float32 accumulators) they lower neither."""
+    f64 = dataclasses.replace(
+        AMX_TILE,
+        elements=tuple(AMXElement(e.type, e.k_pack, ir.Float(64)) if e.type == ir.BFloat(16) else e
+                       for e in AMX_TILE.elements),
+        dot_products=tuple(AMXDotProduct(d.a, d.b, ir.Float(64), d.c_name) if d.a == ir.BFloat(16) else d
+                           for d in AMX_TILE.dot_products),
+    )
+    assert "(amx-element (BFloatT) 16 2 2 (FloatT) 64 8)" in amx_facts(f64)
+    _run_with_amx_facts(amx_facts(f64), _F64_PRODUCT + _F64_LOWERED)
+    _run_with_amx_facts(amx_facts(), _F64_PRODUCT + _F64_NOT_LOWERED)
+
+
+def test_amx_facts_come_from_the_table() -> None:
+    """One amx-element fact per element of the table, with its accumulator's
+    kind, bits and bytes, and the tile's limits."""
+    facts = [line for line in amx_facts().splitlines() if not line.startswith(";")]
+    elements = [line for line in facts if line.startswith("(amx-element ")]
+    assert len(elements) == len(AMX_TILE.elements)
+    for element, line in zip(AMX_TILE.elements, elements, strict=True):
+        acc = element.accumulator
+        assert line.endswith(f" {acc.bits} {acc.bytes})") and f" {element.k_pack} " in line
+    assert f"(amx-limits {AMX_TILE.max_rows} {AMX_TILE.max_colbytes})" in facts
+
+
+_CODE_NUMBER = re.compile(r"(?<![\w.-])-?\d+(?![\w.])")
+
+
+@pytest.mark.parametrize("rule_file", ["supporting.egg", "amx_layouts.egg", "amx_lowering.egg"])
+def test_the_amx_rules_hold_no_hardware_number(rule_file: str) -> None:
+    """Every size of an AMX element, accumulator or tile comes from the
+    facts: the code of the files with AMX rules holds only the 0 and 1 of
+    identities (a zero, a unit stride, a scalar's lane count) and Halide's
+    index type, (Ty (IntT) 32 1), of the offsets and strides they build."""
+    code = "\n".join(line.split(";", 1)[0] for line in (ROOT / "rules" / rule_file).read_text().splitlines())
+    code = re.sub(r'"[^"]*"', '""', code).replace("(IntImm (Ty (IntT) 32 1) ", "(IntImm INDEX-TYPE ")
+    assert set(_CODE_NUMBER.findall(code)) <= {"0", "1"}

@@ -1,0 +1,145 @@
+"""Per-element error bounds in verification (verify/error_bound.py).
+
+The bound must hold (the original's f16 or f32 result is within it of the
+exact result), must grow with the accumulation length and the types rather
+than be one loose number per buffer, and must still catch wrong rewrites.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hardboiled import ir
+from hardboiled.frontend.parse import parse_input
+from hardboiled.ir.visitor import map_expr, map_stmt, with_exprs
+from hardboiled.legalize.passes import tensorize
+from hardboiled.select.selector import SelectionOptions
+from hardboiled.verify.compare import error_bounds, run_original, tolerance, verify
+from hardboiled.verify.error_bound import ERROR, bound_program, unit_roundoff
+from hardboiled.verify.interp import Interpreter, Pointer
+
+from ..conftest import FIXTURES, ROOT
+
+APP_FIXTURES = ROOT / "tests" / "fixtures" / "apps"
+
+
+def _load(path: Path) -> ir.Stmt:
+    return parse_input(path.read_text(), str(path)).ir
+
+
+def _bounds_against_exact(stmt: ir.Stmt, output: str) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The original's output and its error bound, every buffer counted."""
+    buffers, outputs, expected = run_original(stmt, {}, 0)
+    stored = {n.name for n in ir.walk(stmt) if isinstance(n, ir.Store)}
+    program = bound_program(stmt, {output}, stored)
+    err = Pointer(np.zeros(buffers[output].data.size), 0, output + ERROR)
+    Interpreter(params={output + ERROR: err}, buffers=copy.deepcopy(buffers)).run(program)
+    return expected[output].data.astype(np.float64), err.array, buffers
+
+
+def test_the_bound_holds_for_a_float16_accumulation() -> None:
+    """prod(x, y) = sum_k A(k, y) * B(x, k), 64 products accumulated in float16:
+    the original is within its bound of the exact (float64) product, and the
+    bound is no wider than K * u * sum |products| (Higham's gamma_K)."""
+    stmt = _load(FIXTURES / "wmma_f16acc_matmul" / "vectorizing.stmt")
+    got, err, buffers = _bounds_against_exact(stmt, "prod_global_wrapper$0")
+    a = buffers["A"].data.astype(np.float64).reshape(64, 64)  # a[y, k]
+    b = buffers["B"].data.astype(np.float64).reshape(64, 64)  # b[k, x]
+    exact = (a @ b).reshape(-1)
+    assert np.all(np.isfinite(err))
+    assert np.all(np.abs(got - exact) <= err)
+    worst = 65 * unit_roundoff(ir.Float(16)) * (np.abs(a) @ np.abs(b)).reshape(-1)
+    assert np.all(err <= worst)
+    # per element: the bound follows the sizes of the element's own products
+    assert err.max() > 2 * err.min()
+    assert np.corrcoef(err, worst)[0, 1] > 0.5
+
+
+def test_the_bound_holds_for_a_float32_convolution() -> None:
+    stmt = _load(FIXTURES / "wmma_conv1d" / "vectorizing.stmt")
+    got, err, buffers = _bounds_against_exact(stmt, "output")
+    kernel = buffers["K"].data.astype(np.float64)
+    image = buffers["I"].data.astype(np.float64)
+    exact = np.array([np.dot(kernel, image[x:x + 16]) for x in range(got.size)])
+    assert np.all(np.abs(got - exact) <= err)
+    # float32 accumulation of float16 products: orders of magnitude below float16's
+    assert err.max() < 1e-4 * np.abs(exact).max()
+
+
+def _tensorized(path: Path, accumulators: dict[str, str]) -> tuple[ir.Stmt, ir.Stmt]:
+    stmt = _load(path)
+    return stmt, tensorize(stmt, SelectionOptions(store_in=accumulators, cache_dir=None)).stmt
+
+
+def _fill_with(value: float) -> Callable[[ir.Expr], ir.Expr | None]:
+    def replace(e: ir.Expr) -> ir.Expr | None:
+        if isinstance(e, ir.Call) and e.name.startswith("wmma.fill"):
+            return dataclasses.replace(e, args=(ir.FloatImm(value, e.args[0].type),))
+        return None
+
+    return replace
+
+
+def _mutate(stmt: ir.Stmt, replace: Callable[[ir.Expr], ir.Expr | None]) -> ir.Stmt:
+    """``stmt`` with ``replace`` applied to the expressions of every store and evaluation."""
+    return map_stmt(stmt, lambda s: with_exprs(s, lambda e: map_expr(e, replace))
+                    if isinstance(s, (ir.Store, ir.Evaluate)) else None)
+
+
+def test_a_small_error_is_caught_where_a_global_tolerance_let_it_pass() -> None:
+    """GEMM (float32 accumulators): every accumulator starting from 1e-3
+    instead of 0 is an error far below 1e-4 of the largest output (the old
+    global tolerance) but far above these elements' rounding bounds."""
+    original, rewritten = _tensorized(APP_FIXTURES / "gemm.stmt", {"prod": "WMMAAccumulator"})
+    assert verify(original, rewritten).ok
+    wrong = _mutate(rewritten, _fill_with(1e-3))
+    check = verify(original, wrong)
+    assert not check.ok
+    (comparison,) = check.outputs
+    assert comparison.per_element and comparison.max_abs_error < 2e-3
+    buffers, _, expected = run_original(original, {}, 0)
+    assert comparison.max_abs_error < tolerance(ir.Float(32), expected["output"].data)
+
+
+def test_a_wrong_operand_is_caught_in_float16_accumulations() -> None:
+    """DCT denoise accumulates in float16 through four chained products, so
+    some elements' bounds are wide; reading the transform matrix one element
+    off is still caught."""
+    accumulators = {name: "WMMAAccumulator" for name in ("dct_rows", "dct_cols", "idct_rows", "idct_cols")}
+    original, rewritten = _tensorized(APP_FIXTURES / "dct_denoise.stmt", accumulators)
+    assert verify(original, rewritten).ok
+
+    def shifted(e: ir.Expr) -> ir.Expr | None:
+        if isinstance(e, ir.Call) and e.name.startswith("wmma.load.b") and isinstance(e.args[0], ir.Variable) \
+                and e.args[0].name == "IDCT":
+            pointer, offset, ldm = e.args
+            return dataclasses.replace(e, args=(pointer, ir.Binary(ir.BinOp.ADD, offset, ir.IntImm(1)), ldm))
+        return None
+
+    wrong = _mutate(rewritten, shifted)
+    assert wrong != rewritten
+    assert not verify(original, wrong).ok
+
+
+def test_what_the_rewrite_does_not_reach_has_no_tolerance() -> None:
+    """Attention: the rewrite changes the two products; the bound of the
+    final output comes from them, and only the buffers they reach carry a
+    bound (the softmax reads scores; nothing reads the inputs' copies)."""
+    original, rewritten = _tensorized(APP_FIXTURES / "attention.stmt",
+                                      {"scores": "WMMAAccumulator", "weighted_sum": "WMMAAccumulator"})
+    buffers, outputs, _ = run_original(original, {}, 0)
+    bounds = error_bounds(original, rewritten, buffers, outputs)
+    assert bounds is not None and np.all(np.isfinite(bounds["output"])) and bounds["output"].max() > 0
+    # the same program against itself: nothing differs, so nothing may
+    assert error_bounds(original, original, buffers, outputs)["output"].max() == 0.0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__]))

@@ -1,0 +1,115 @@
+"""The interpreter's whole-fragment WMMA semantics (groundwork for issue 6),
+on hand-computed values: every fragment shape of the Tensor Core table,
+row- and column-major operands, f16 and bf16 inputs, f32 and f16
+accumulators, and the alignment load/store_matrix_sync require."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from hardboiled import ir
+from hardboiled.frontend.parse import parse_text
+from hardboiled.targets import wmma
+from hardboiled.verify.interp import Interpreter, InterpreterError, Pointer
+
+TC = wmma.WMMA_TENSOR_CORE
+SUFFIX = {np.dtype(np.float16): "f16", np.dtype(ml_dtypes.bfloat16): "bf16", np.dtype(np.float32): "f32",
+          np.dtype(np.float64): "f64"}
+IR_TYPE = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
+DTYPES = {ir.BFloat(16): np.dtype(ml_dtypes.bfloat16), ir.Float(64): np.dtype(np.float64),
+          ir.Float(32): np.dtype(np.float32)}
+"""numpy types of the operands and accumulators (integer operands are
+exercised as float16 here: the lanes and layouts are the same)."""
+
+
+def _layout_memory(matrix: np.ndarray, layout: str, ldm: int, offset: int, dtype: np.dtype) -> np.ndarray:
+    """The matrix placed in a flat buffer as load_matrix_sync reads it."""
+    rows, cols = matrix.shape
+    memory = np.full(offset + ldm * (rows if layout == "row" else cols) + 64, 99, dtype=dtype)
+    for i in range(rows):
+        for j in range(cols):
+            memory[offset + (i * ldm + j if layout == "row" else j * ldm + i)] = matrix[i, j]
+    return memory
+
+
+def _run(program: str, **buffers: np.ndarray) -> None:
+    stmt = parse_text(program)
+    assert isinstance(stmt, ir.Stmt)
+    interp = Interpreter()
+    interp.env.values.update({name: Pointer(array, 0, name) for name, array in buffers.items()})
+    interp.run(stmt)
+
+
+CASES = [(shape, element, acc, a_layout, b_layout)
+         for element in TC.elements for shape in TC.shapes_of(element) for acc in element.accumulators
+         for a_layout, b_layout in (("row", "row"), ("col", "row"), ("row", "col"), ("col", "col"))]
+
+
+@pytest.mark.parametrize("shape, element, acc, a_layout, b_layout", CASES,
+                         ids=[f"{s.name}-{e.cuda_type}-{c}-{la}.{lb}" for s, e, c, la, lb in CASES])
+def test_load_mma_store_computes_a_times_b_plus_c(shape: wmma.WMMAShape, element: wmma.WMMAElement,
+                                                   acc: ir.Type, a_layout: str, b_layout: str) -> None:
+    rng = np.random.default_rng(shape.m * 100 + shape.n)
+    in_dtype = DTYPES.get(element.type, np.dtype(np.float16))
+    acc_dtype = DTYPES.get(acc, np.dtype(np.float16))
+    # Small integers: every product and sum is exact in every type involved,
+    # so the expected value is exact whatever the summation order.
+    a = rng.integers(-3, 4, (shape.m, shape.k)).astype(in_dtype)
+    b = rng.integers(-3, 4, (shape.k, shape.n)).astype(in_dtype)
+    c = rng.integers(-8, 9, (shape.m, shape.n)).astype(acc_dtype)
+    ldm_a, ldm_b, ldm_c = 48, 32, 40  # padded, 16-byte multiples for 16-bit data
+    a_memory = _layout_memory(a, a_layout, ldm_a, 16, in_dtype)
+    b_memory = _layout_memory(b, b_layout, ldm_b, 32, in_dtype)
+    c_memory = _layout_memory(c, "row", ldm_c, 16, acc_dtype)
+    out = np.zeros_like(c_memory)
+    t_in, t_acc = SUFFIX[in_dtype], SUFFIX[acc_dtype]
+    lanes_c = shape.m * shape.n
+    program = (
+        f"allocate frag[{IR_TYPE[t_acc]} * {lanes_c}]\n"
+        f"frag[ramp(0, 1, {lanes_c})] = ({IR_TYPE[t_acc]}x{lanes_c})"
+        f"wmma.mma.sync.aligned.{a_layout}.{b_layout}.{shape.name}.{t_acc}.{t_acc}("
+        f"({IR_TYPE[t_in]}x{shape.m * shape.k})wmma.load.a.sync.aligned.{a_layout}.{shape.name}.{t_in}(A, 16, {ldm_a}), "
+        f"({IR_TYPE[t_in]}x{shape.k * shape.n})wmma.load.b.sync.aligned.{b_layout}.{shape.name}.{t_in}(B, 32, {ldm_b}), "
+        f"({IR_TYPE[t_acc]}x{lanes_c})wmma.load.c.sync.aligned.row.{shape.name}.{t_acc}(C, 16, {ldm_c}))\n"
+        f"wmma.store.d.sync.aligned.col.{shape.name}.{t_acc}(out, frag[ramp(0, 1, {lanes_c})], 0, {shape.m})\n"
+    )
+    _run(program, A=a_memory, B=b_memory, C=c_memory, out=out)
+    expected = a.astype(np.float64) @ b.astype(np.float64) + c.astype(np.float64)
+    # Stored column-major with ldm = m: the transpose, flattened.
+    got = out[: shape.m * shape.n].astype(np.float64).reshape(shape.n, shape.m).T
+    assert np.array_equal(got, expected)
+    assert (out[shape.m * shape.n:] == 0).all()  # nothing written past the fragment
+
+
+def test_a_misaligned_fragment_address_fails_like_the_gpu_would() -> None:
+    data = np.zeros(1024, dtype=np.float16)
+    for offset, ldm in ((8, 16), (16, 12)):  # 16 bytes off 32; a leading dimension of 24 bytes
+        with pytest.raises(InterpreterError, match="alignment"):
+            _run("allocate f[float16 * 256]\n"
+                 f"f[ramp(0, 1, 256)] = (float16x256)wmma.load.a.sync.aligned.row.m16n16k16.f16(A, {offset}, {ldm})\n",
+                 A=data)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("wmma.load.a.sync.aligned.row.m16n8k16.f16(A, 0, 16)", "not a WMMA fragment shape"),
+    ("wmma.load.a.sync.aligned.row.m16n16k16.bf16(A, 0, 16)", "which holds float16"),
+    ("wmma.load.a.sync.aligned.row.m16n16k16.f16(A, 1008, 16)", "out of bounds"),
+])
+def test_bad_fragment_loads_are_interpreter_errors(name: str, message: str) -> None:
+    with pytest.raises(InterpreterError, match=message):
+        _run(f"allocate f[float16 * 256]\nf[ramp(0, 1, 256)] = (float16x256){name}\n",
+             A=np.zeros(1024, dtype=np.float16))
+
+
+def test_bf16_with_an_f16_accumulator_is_rejected() -> None:
+    # The table allows bf16 only with float32 accumulation.
+    program = (
+        "allocate f[float16 * 256]\n"
+        "f[ramp(0, 1, 256)] = (float16x256)wmma.mma.sync.aligned.row.row.m16n16k16.f16.f16("
+        "(bfloat16x256)wmma.load.a.sync.aligned.row.m16n16k16.bf16(A, 0, 16), "
+        "(bfloat16x256)wmma.load.b.sync.aligned.row.m16n16k16.bf16(A, 0, 16), f[ramp(0, 1, 256)])\n"
+    )
+    with pytest.raises(InterpreterError, match="no Tensor Core instruction"):
+        _run(program, A=np.zeros(1024, dtype=ml_dtypes.bfloat16))
