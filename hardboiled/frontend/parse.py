@@ -31,6 +31,7 @@ from lark.exceptions import UnexpectedInput
 
 from hardboiled import ir
 from hardboiled.frontend.grammar import halide_parser
+from hardboiled.frontend.literals import FLOAT_RE, FLOAT_SUFFIX_TYPES, as_bfloat, int32_value, unescape, unify_half
 from hardboiled.frontend.stages import DEFAULT_STAGE, is_debug_log, select_stage
 from hardboiled.frontend.syntax_errors import syntax_error
 from hardboiled.ir.invariants import node_problem
@@ -203,80 +204,6 @@ def _first_token(node: Tree | Token | None) -> Token | None:
     return None
 
 
-def _as_bfloat(e: ir.Expr) -> ir.Expr | None:
-    """Retype a float16 literal (possibly broadcast) as bfloat16.
-
-    Halide prints both kinds of 16-bit float literal with an ``h`` suffix,
-    so a literal first reads as float16 and is corrected when it meets a
-    bfloat16 operand.
-    """
-    if isinstance(e, ir.FloatImm) and e.type.code is ir.TypeCode.FLOAT and e.type.bits == 16:
-        return ir.FloatImm(e.value, ir.BFloat(16, e.type.lanes))
-    if isinstance(e, ir.Broadcast):
-        inner = _as_bfloat(e.value)
-        return ir.Broadcast(inner, e.lanes) if inner is not None else None
-    if isinstance(e, ir.Ramp):
-        base, stride = _as_bfloat(e.base), _as_bfloat(e.stride)
-        if base is not None and stride is not None:
-            return ir.Ramp(base, stride, e.lanes)
-    if isinstance(e, ir.Select):
-        t, f = _as_bfloat(e.true_value), _as_bfloat(e.false_value)
-        if t is not None and f is not None:
-            return ir.Select(e.condition, t, f)
-    if isinstance(e, ir.Binary) and not (e.op.is_comparison or e.op.is_logical):
-        a, b = _as_bfloat(e.a), _as_bfloat(e.b)
-        if a is not None and b is not None:
-            return ir.Binary(e.op, a, b)
-    return None
-
-
-def _unify_half(a: ir.Expr, b: ir.Expr) -> tuple[ir.Expr, ir.Expr]:
-    if a.type == b.type:
-        return a, b
-    if a.type.code is ir.TypeCode.BFLOAT and (nb := _as_bfloat(b)) is not None:
-        return a, nb
-    if b.type.code is ir.TypeCode.BFLOAT and (na := _as_bfloat(a)) is not None:
-        return na, b
-    return a, b
-
-
-_ESCAPES = {'"': 0x22, "\\": 0x5C, "t": 0x09, "r": 0x0D, "n": 0x0A}
-
-
-_BACKSLASH = re.compile(r"\\(x[0-9A-Fa-f]{2}|.|$)", re.DOTALL)
-
-
-def _unescape(literal: str) -> str | None:
-    """The value of a printed string literal; None if an escape is malformed.
-
-    Halide escapes every byte outside printable ASCII as ``\\xHH``, so the
-    escapes are bytes of the UTF-8 text (undecodable bytes survive as
-    surrogates and print back unchanged). A literal without escapes is its
-    own value: no copy beyond the slice, however long it is.
-    """
-    body = literal[1:-1]
-    if "\\" not in body:
-        return body
-    out = bytearray()
-    position = 0
-    for match in _BACKSLASH.finditer(body):
-        out += body[position:match.start()].encode("utf-8", errors="surrogateescape")
-        escape = match.group(1)
-        if len(escape) == 3:
-            out.append(int(escape[1:], 16))
-        elif escape in _ESCAPES:
-            out.append(_ESCAPES[escape])
-        else:
-            return None
-        position = match.end()
-    out += body[position:].encode("utf-8", errors="surrogateescape")
-    return out.decode("utf-8", errors="surrogateescape")
-
-
-# Halide's float literals: float64 has no suffix, float32 `f`, 16-bit `h`
-# (float16 until a bfloat16 operand says otherwise).
-_FLOAT_RE = re.compile(r"(-?(?:inf|nan|\d+\.\d+(?:e[+-]\d+)?))([fh]?)")
-_FLOAT_SUFFIX_TYPES = {"": ir.Float(64), "f": ir.Float(32), "h": ir.Float(16)}
 
 
 class _TreeBuilder:
@@ -546,7 +473,7 @@ class _TreeBuilder:
         alignment = self._alignment(alignment_tree)
         value = self.expr(value_tree)
         elem = self.buffer_types.get(str(name_tok))
-        if elem is not None and elem.code is ir.TypeCode.BFLOAT and (as_bf := _as_bfloat(value)) is not None:
+        if elem is not None and elem.code is ir.TypeCode.BFLOAT and (as_bf := as_bfloat(value)) is not None:
             value = as_bf
         predicate = self.expr(predicate_tree) if predicate_tree is not None else None
         self.store_lines.append(name_tok.line + self.line_offset)
@@ -604,7 +531,7 @@ class _TreeBuilder:
     def _reduce(self, out: list[ir.Expr], op_tok: Token) -> None:
         b = out.pop()
         a = out.pop()
-        a, b = _unify_half(a, b)
+        a, b = unify_half(a, b)
         a, b = self._type_func_call(a, b.type), self._type_func_call(b, a.type)
         if a.type != b.type:
             raise self.error(
@@ -634,7 +561,7 @@ class _TreeBuilder:
     def _string_lit(self, tree: Tree) -> ir.Expr:
         token = tree.children[0]
         assert isinstance(token, Token)  # a Token is a str: passed on without a copy
-        value = _unescape(token)
+        value = unescape(token)
         if value is None:
             raise self.error(
                 "malformed escape in string literal", tree,
@@ -674,9 +601,9 @@ class _TreeBuilder:
         return ir.Load(load.name, load.index, load.type, self.expr(tree.children[1]), load.alignment)
 
     def _float_lit(self, tree: Tree) -> ir.Expr:
-        m = _FLOAT_RE.fullmatch(str(tree.children[0]))
-        assert m is not None, "the FLOAT terminal and _FLOAT_RE disagree"
-        return ir.FloatImm(float(m.group(1)), _FLOAT_SUFFIX_TYPES[m.group(2)])
+        m = FLOAT_RE.fullmatch(str(tree.children[0]))
+        assert m is not None, "the FLOAT terminal and FLOAT_RE disagree"
+        return ir.FloatImm(float(m.group(1)), FLOAT_SUFFIX_TYPES[m.group(2)])
 
     def _alignment(self, tree: Tree | None) -> tuple[int, int] | None:
         """``aligned(MODULUS, REMAINDER)``: Halide prints numbers that fit in int64."""
@@ -818,10 +745,10 @@ class _TreeBuilder:
                 )
             return ir.Cast(cast_type, args[0])
         if name in ("min", "max") and n == 2:
-            a, b = _unify_half(args[0], args[1])
+            a, b = unify_half(args[0], args[1])
             return ir.Binary(ir.BinOp.MIN if name == "min" else ir.BinOp.MAX, a, b)
         if name == "select" and n == 3:
-            t, f = _unify_half(args[1], args[2])
+            t, f = unify_half(args[1], args[2])
             if not args[0].type.is_bool or t.type != f.type or args[0].type.lanes not in (1, t.type.lanes):
                 raise self.error(
                     f"select needs a boolean condition and equal branch types, not "
@@ -851,7 +778,7 @@ class _TreeBuilder:
     def _slice_vectors(self, args: list[ir.Expr], token: Token) -> ir.Expr | None:
         if len(args) != 4:
             return None
-        begin, stride, count = (_int_literal(a) for a in args[1:])
+        begin, stride, count = (int32_value(a) for a in args[1:])
         if begin is None or stride is None or count is None:
             raise self.error("slice_vectors takes a vector and three integer literals", token)
         return ir.Shuffle((args[0],), tuple(begin + i * stride for i in range(count)))
@@ -859,18 +786,18 @@ class _TreeBuilder:
     def _extract_element(self, args: list[ir.Expr], token: Token) -> ir.Expr | None:
         if len(args) != 2:
             return None
-        idx = _int_literal(args[1])
+        idx = int32_value(args[1])
         if idx is None:
             raise self.error("extract_element takes a vector and an integer literal", token)
         return ir.Shuffle((args[0],), (idx,))
 
     def _shuffle(self, args: list[ir.Expr], token: Token) -> ir.Expr:
         split = len(args)
-        while split > 1 and _int_literal(args[split - 1]) is not None:
+        while split > 1 and int32_value(args[split - 1]) is not None:
             split -= 1
         if split == len(args):
             raise self.error("shuffle needs at least one integer lane index", token)
-        indices = tuple(i for i in (_int_literal(a) for a in args[split:]) if i is not None)
+        indices = tuple(i for i in (int32_value(a) for a in args[split:]) if i is not None)
         total = sum(a.type.lanes for a in args[:split])
         if any(not 0 <= i < total for i in indices):
             raise self.error(f"shuffle index out of range: the inputs have {total} lanes", token)
@@ -885,12 +812,6 @@ _SHUFFLE_FORMS: dict[str, tuple[int, Callable[[_TreeBuilder, list[ir.Expr], Toke
     "shuffle": (2, _TreeBuilder._shuffle),
 }
 """Each shuffle spelling: the fewest arguments it takes, and its builder."""
-
-
-
-
-def _int_literal(e: ir.Expr) -> int | None:
-    return e.value if isinstance(e, ir.IntImm) and e.type == ir.INT32 else None
 
 
 # The scope entry for an allocation: a name whose loads get the allocation's
