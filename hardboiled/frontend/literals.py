@@ -10,6 +10,8 @@ that Halide printed as ``0.5h`` (``as_bfloat``, ``unify_half``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from hardboiled import ir
 
@@ -34,26 +36,11 @@ def as_bfloat(e: ir.Expr) -> ir.Expr | None:
 
     Halide prints both kinds of 16-bit float literal with an ``h`` suffix,
     so a literal first reads as float16 and is corrected when it meets a
-    bfloat16 operand.
+    bfloat16 operand. Ramps, selects and arithmetic whose operands are all
+    such literals are retyped with them; anything else gives None.
     """
-    if isinstance(e, ir.FloatImm) and e.type.code is ir.TypeCode.FLOAT and e.type.bits == 16:
-        return ir.FloatImm(e.value, ir.BFloat(16, e.type.lanes))
-    if isinstance(e, ir.Broadcast):
-        inner = as_bfloat(e.value)
-        return ir.Broadcast(inner, e.lanes) if inner is not None else None
-    if isinstance(e, ir.Ramp):
-        base, stride = as_bfloat(e.base), as_bfloat(e.stride)
-        if base is not None and stride is not None:
-            return ir.Ramp(base, stride, e.lanes)
-    if isinstance(e, ir.Select):
-        t, f = as_bfloat(e.true_value), as_bfloat(e.false_value)
-        if t is not None and f is not None:
-            return ir.Select(e.condition, t, f)
-    if isinstance(e, ir.Binary) and not (e.op.is_comparison or e.op.is_logical):
-        a, b = as_bfloat(e.a), as_bfloat(e.b)
-        if a is not None and b is not None:
-            return ir.Binary(e.op, a, b)
-    return None
+    retype = _BFLOAT_RETYPES.get(type(e))
+    return retype(e) if retype is not None else None
 
 
 def unify_half(a: ir.Expr, b: ir.Expr) -> tuple[ir.Expr, ir.Expr]:
@@ -66,6 +53,51 @@ def unify_half(a: ir.Expr, b: ir.Expr) -> tuple[ir.Expr, ir.Expr]:
     if b.type.code is ir.TypeCode.BFLOAT and (na := as_bfloat(a)) is not None:
         return na, b
     return a, b
+
+
+def _bfloat_imm(e: ir.FloatImm) -> ir.Expr | None:
+    if e.type.code is ir.TypeCode.FLOAT and e.type.bits == 16:
+        return ir.FloatImm(e.value, ir.BFloat(16, e.type.lanes))
+    return None
+
+
+def _bfloat_broadcast(e: ir.Broadcast) -> ir.Expr | None:
+    inner = as_bfloat(e.value)
+    return ir.Broadcast(inner, e.lanes) if inner is not None else None
+
+
+def _bfloat_ramp(e: ir.Ramp) -> ir.Expr | None:
+    base, stride = as_bfloat(e.base), as_bfloat(e.stride)
+    if base is not None and stride is not None:
+        return ir.Ramp(base, stride, e.lanes)
+    return None
+
+
+def _bfloat_select(e: ir.Select) -> ir.Expr | None:
+    t, f = as_bfloat(e.true_value), as_bfloat(e.false_value)
+    if t is not None and f is not None:
+        return ir.Select(e.condition, t, f)
+    return None
+
+
+def _bfloat_binary(e: ir.Binary) -> ir.Expr | None:
+    if e.op.is_comparison or e.op.is_logical:
+        return None
+    a, b = as_bfloat(e.a), as_bfloat(e.b)
+    if a is not None and b is not None:
+        return ir.Binary(e.op, a, b)
+    return None
+
+
+_BFLOAT_RETYPES: dict[type, Callable[[Any], ir.Expr | None]] = {
+    ir.FloatImm: _bfloat_imm,
+    ir.Broadcast: _bfloat_broadcast,
+    ir.Ramp: _bfloat_ramp,
+    ir.Select: _bfloat_select,
+    ir.Binary: _bfloat_binary,
+}
+"""``as_bfloat`` of each node class that can hold a float16 literal (the IR's
+classes are final: none is subclassed)."""
 
 
 # --------------------------------------------------------------------------
