@@ -42,7 +42,6 @@ _PRECEDENCE = {
     "+": 4, "-": 4,
     "*": 5, "/": 5, "%": 5,
 }
-_REDUCE_OPS = {op.value: op for op in ir.ReduceOp}
 
 
 class ExpressionBuilder(CallForms):
@@ -259,21 +258,10 @@ class ExpressionBuilder(CallForms):
         args = [self.expr(a) for a in arg_trees if a is not None]
         if declared is not None:
             if name.startswith("vector_reduce_"):
-                op = _REDUCE_OPS.get(name[len("vector_reduce_") :])
-                if op is None or len(args) != 1:
-                    raise self.error(
-                        f"unknown vector reduction '{name}'", name_tok,
-                        notes=("known: " + ", ".join(f"vector_reduce_{o}" for o in _REDUCE_OPS),),
-                    )
-                if declared.lanes == 0 or args[0].type.lanes % declared.lanes:
-                    raise self.error(
-                        f"{name} to {declared} from {args[0].type.lanes} lanes: the lanes must divide",
-                        name_tok,
-                    )
-                return ir.VectorReduce(op, args[0], declared)
+                return self._vector_reduce(name, args, declared, name_tok)
             return ir.Call(name, tuple(args), declared)
-        node = None if name in self.scope else self._intrinsic_form(name, args, name_tok)
-        if node is not None:
-            return node
-        func_type = self.func_types.get(name) if name in self.scope else None
-        return ir.Call(name, tuple(args), func_type or ir.INT32)
+        if name in self.scope:
+            # A realized Func (or an extern stage): its type, once known.
+            return ir.Call(name, tuple(args), self.func_types.get(name) or ir.INT32)
+        node = self._intrinsic_form(name, args, name_tok)
+        return node if node is not None else ir.Call(name, tuple(args), ir.INT32)
