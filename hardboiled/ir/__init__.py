@@ -1,4 +1,5 @@
-"""The IR at the centre of hardboiled: nodes and types (``nodes``), the
+"""The IR at the centre of hardboiled: nodes and types (``nodes``, which
+gathers ``types``, ``enums``, ``exprs``, ``stmts`` and ``traversal``), the
 visitor and rewriter every pass uses (``visitor``), the invariants checked
 after each pass (``invariants``), the pipeline buffers a dump declares
 (``buffers``), the printer, the exact inverse of the parser

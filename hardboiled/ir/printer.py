@@ -1,6 +1,6 @@
 """Writing IR back in Halide's own text format.
 
-This printer is the exact inverse of hardboiled/parse.py: for any text that
+This printer is the exact inverse of hardboiled/frontend/parse.py: for any text that
 Halide printed, ``print_ir(parse(text)) == text`` byte for byte, and for any
 IR, ``parse(print_ir(ir)) == ir`` (within what the text can express: Halide
 prints float16 and bfloat16 literals alike, and its float literals carry six

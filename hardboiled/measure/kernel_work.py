@@ -151,15 +151,15 @@ def _constant(e: ir.Expr, names: dict[str, int]) -> int | None:
     if isinstance(e, ir.Cast) and not e.type.is_float and not e.value.type.is_float:
         return _constant(e.value, names)
     if isinstance(e, ir.Call):
-        operation = operations.find(e.name)  # a hint (likely) stands for its argument
-        return _constant(e.args[0], names) if operation is not None and operation.kind is Kind.PASS_THROUGH else None
+        hint = operations.find(e.name)  # a hint (likely) stands for its argument
+        return _constant(e.args[0], names) if hint is not None and hint.kind is Kind.PASS_THROUGH else None
     if isinstance(e, ir.Not):
         value = _constant(e.value, names)
         return None if value is None else int(not value)
     if isinstance(e, ir.Binary):
         a, b = _constant(e.a, names), _constant(e.b, names)
-        operation = _BINARY.get(e.op)
-        return None if a is None or b is None or operation is None else operation(a, b)
+        apply = _BINARY.get(e.op)
+        return None if a is None or b is None or apply is None else apply(a, b)
     return None
 
 

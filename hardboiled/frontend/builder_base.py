@@ -1,0 +1,101 @@
+"""The state that the tree builder carries down the Lark tree, and its helpers.
+
+Owns the names in scope and their types (``bind``/``unbind``), the element
+types of buffers and realized Funcs, the located errors (``error``: every
+one an ``InputError`` pointing into the original file), type names
+(``type_name``) and the per-node check against ir/invariants.py
+(``checked``). The builders of expressions (``expressions``), of the calls
+that are IR nodes (``call_forms``) and of statements (``statements``) each
+add their rules on top of ``BuilderBase``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TypeVar
+
+from lark import Token, Tree
+
+from hardboiled import ir
+from hardboiled.ir.invariants import node_problem
+from hardboiled.support.diagnostics import InputError, error_at
+
+N = TypeVar("N", bound=ir.Node)
+
+_LOOKS_LIKE_SCALAR_TYPE = re.compile(r"(u?int|b?float)\d+(x\d+)?")
+_UNBOUND = object()
+
+ALLOCATION_MARKER = ir.handle_type("hardboiled allocation")
+"""The scope entry for an allocation: a name whose loads get the allocation's
+element type and whose bare references are handles (compared by identity)."""
+
+
+def token_of(node: Tree | Token) -> Token:
+    """A child that the grammar guarantees is a token (a literal or a name)."""
+    assert isinstance(node, Token), node
+    return node
+
+
+def first_token(node: Tree | Token | None) -> Token | None:
+    """The leftmost token under a tree: the position to blame in errors."""
+    stack: list[Tree | Token | None] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, Token):
+            return current
+        if isinstance(current, Tree):
+            stack.extend(reversed(current.children))
+    return None
+
+
+class BuilderBase:
+    """Names in scope, buffer and Func element types, and located errors."""
+
+    def __init__(self, filename: str, text: str, line_offset: int, buffer_types: dict[str, ir.Type]):
+        self.filename = filename
+        self.text = text
+        self.line_offset = line_offset
+        self.buffer_types = buffer_types
+        self.scope: dict[str, ir.Type] = {}
+        self.func_types: dict[str, ir.Type] = {}
+        self.store_lines: list[int] = []
+
+    def error(self, message: str, node: Tree | Token | None, notes: tuple[str, ...] = ()) -> InputError:
+        token = first_token(node)
+        line = token.line if token is not None and token.line else 1
+        column = token.column if token is not None and token.column else 1
+        return error_at(message, self.filename, self.text, line, column, notes, self.line_offset)
+
+    def bind(self, name: str, t: ir.Type) -> tuple[str, object]:
+        previous = self.scope.get(name, _UNBOUND)
+        self.scope[name] = t
+        return name, previous
+
+    def unbind(self, saved: tuple[str, object]) -> None:
+        name, previous = saved
+        if previous is _UNBOUND:
+            del self.scope[name]
+        else:
+            self.scope[name] = previous  # type: ignore[assignment]
+
+    def type_name(self, text: str, node: Tree | Token) -> ir.Type:
+        if text.startswith("(") and text.endswith(")"):
+            inner = text[1:-1]
+            scalar = ir.parse_type_name(inner)
+            if scalar is not None:
+                return scalar
+            if not _LOOKS_LIKE_SCALAR_TYPE.fullmatch(inner):
+                return ir.handle_type(inner)
+            text = inner
+        t = ir.parse_type_name(text)
+        if t is None:
+            raise self.error(f"unknown type '{text if len(text) <= 60 else text[:40] + '...'}'", node)
+        return t
+
+    def checked(self, node: N, tree: Tree | Token) -> N:
+        """``node``, if its types and lanes agree (ir/invariants.py); a
+        mismatch is the input's error, located here, not a crash later."""
+        problem = node_problem(node)
+        if problem is not None:
+            raise self.error(problem, tree)
+        return node

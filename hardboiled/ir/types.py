@@ -1,0 +1,152 @@
+"""Halide types: the element kind codes, ``Type`` itself, the constructors
+named as Halide's are (``Int(32)``, ``BFloat(16)``), and the decoding of
+printed type names and of the packed ``halide_type_t`` of buffer asserts.
+
+Everything else in the IR is built on these; this module imports nothing
+of the IR.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+
+class TypeCode(enum.Enum):
+    INT = "int"
+    UINT = "uint"
+    FLOAT = "float"
+    BFLOAT = "bfloat"
+    HANDLE = "handle"
+
+
+@dataclass(frozen=True, slots=True)
+class Type:
+    """A Halide type: element kind, bit width and vector lanes.
+
+    Handle types carry the C spelling that Halide prints between parentheses
+    (``void *``, ``struct halide_buffer_t *``); their ``bits`` is 64.
+    """
+
+    code: TypeCode
+    bits: int
+    lanes: int = 1
+    handle_name: str | None = None
+
+    def with_lanes(self, lanes: int) -> Type:
+        return Type(self.code, self.bits, lanes, self.handle_name)
+
+    def element(self) -> Type:
+        return self.with_lanes(1)
+
+    @property
+    def is_vector(self) -> bool:
+        return self.lanes > 1
+
+    @property
+    def is_float(self) -> bool:
+        return self.code in (TypeCode.FLOAT, TypeCode.BFLOAT)
+
+    @property
+    def is_int(self) -> bool:
+        return self.code is TypeCode.INT
+
+    @property
+    def is_uint(self) -> bool:
+        return self.code is TypeCode.UINT
+
+    @property
+    def is_handle(self) -> bool:
+        return self.code is TypeCode.HANDLE
+
+    @property
+    def is_bool(self) -> bool:
+        return self.code is TypeCode.UINT and self.bits == 1
+
+    @property
+    def bytes(self) -> int:
+        return (self.bits + 7) // 8
+
+    def __str__(self) -> str:
+        if self.code is TypeCode.HANDLE:
+            return f"({self.handle_name})"
+        text = f"{self.code.value}{self.bits}"
+        return f"{text}x{self.lanes}" if self.lanes > 1 else text
+
+
+_SCALAR_TYPE_RE = re.compile(r"(u?int|b?float)(\d+)(?:x(\d+))?")
+_VALID_BITS = {
+    TypeCode.INT: (8, 16, 32, 64),
+    TypeCode.UINT: (1, 8, 16, 32, 64),
+    TypeCode.FLOAT: (16, 32, 64),
+    TypeCode.BFLOAT: (16,),
+}
+
+
+MAX_LANES = 65535
+"""Halide's limit: ``halide_type_t`` keeps the lane count in 16 bits."""
+
+
+def parse_type_name(text: str) -> Type | None:
+    """Decode a printed type name such as ``float32x256``; None if it is not one."""
+    m = _SCALAR_TYPE_RE.fullmatch(text)
+    if m is None:
+        return None
+    code = TypeCode(m.group(1))
+    if len(m.group(2)) > 2:
+        return None
+    bits = int(m.group(2))
+    if bits not in _VALID_BITS[code]:
+        return None
+    if m.group(3) is not None and len(m.group(3)) > len(str(MAX_LANES)):
+        return None
+    lanes = int(m.group(3)) if m.group(3) else 1
+    if lanes < 1 or lanes > MAX_LANES or (m.group(3) is not None and lanes == 1):
+        return None
+    return Type(code, bits, lanes)
+
+
+def handle_type(c_spelling: str = "void *") -> Type:
+    return Type(TypeCode.HANDLE, 64, 1, c_spelling)
+
+
+def Int(bits: int, lanes: int = 1) -> Type:
+    # Named as Halide's constructors are (see pep8-naming in pyproject.toml).
+    return Type(TypeCode.INT, bits, lanes)
+
+
+def UInt(bits: int, lanes: int = 1) -> Type:
+    return Type(TypeCode.UINT, bits, lanes)
+
+
+def Float(bits: int, lanes: int = 1) -> Type:
+    return Type(TypeCode.FLOAT, bits, lanes)
+
+
+def BFloat(bits: int = 16, lanes: int = 1) -> Type:
+    return Type(TypeCode.BFLOAT, bits, lanes)
+
+
+def Bool(lanes: int = 1) -> Type:
+    return UInt(1, lanes)
+
+
+INT32 = Int(32)
+STRING_TYPE = handle_type("const char *")
+
+# Halide encodes buffer element types as code | bits << 8 | lanes << 16, with
+# codes 0 int, 1 uint, 2 float, 3 handle, 4 bfloat (halide_type_code_t).
+_HALIDE_TYPE_CODES = {0: TypeCode.INT, 1: TypeCode.UINT, 2: TypeCode.FLOAT, 4: TypeCode.BFLOAT}
+
+
+def type_from_halide_code(code: int, bits: int) -> Type | None:
+    kind = _HALIDE_TYPE_CODES.get(code)
+    if kind is None or bits not in _VALID_BITS[kind]:
+        return None
+    return Type(kind, bits)
+
+
+def type_from_packed_halide_type(packed: int) -> Type | None:
+    """Decode the ``X.type == (uint32)N`` constant of a buffer type assert."""
+    return type_from_halide_code(packed & 0xFF, (packed >> 8) & 0xFF)
