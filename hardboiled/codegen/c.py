@@ -36,9 +36,9 @@ from importlib import resources
 
 from hardboiled import ir
 from hardboiled.codegen.abi import DEFAULT_ENTRY_POINT, KernelArgument
-from hardboiled.codegen.c_family import (
+from hardboiled.codegen.c_family import CFamilyEmitter
+from hardboiled.codegen.c_text import (
     C_HEADERS,
-    CFamilyEmitter,
     GeneratedCode,
     codegen_error,
     helper_functions,

@@ -47,13 +47,12 @@ from __future__ import annotations
 
 from hardboiled import ir
 from hardboiled.codegen.abi import DEFAULT_ENTRY_POINT, KernelArgument
-from hardboiled.codegen.c_family import (
+from hardboiled.codegen.c_family import CFamilyEmitter, describes_halide_buffer
+from hardboiled.codegen.c_text import (
     C_HEADERS,
-    CFamilyEmitter,
     CodegenError,
     GeneratedCode,
     codegen_error,
-    describes_halide_buffer,
     helper_functions,
     include_lines,
 )

@@ -32,8 +32,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hardboiled import ir
-from hardboiled.codegen.c_family import (
-    CFamilyEmitter,
+from hardboiled.codegen.c_family import CFamilyEmitter
+from hardboiled.codegen.c_text import (
     binary_expr,
     c_type,
     cast_expr,
