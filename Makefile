@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: help install man test lint fixtures sweep-fixtures app-fixtures goldens terms bench sweep app apps clean
+.PHONY: help install man test test-fast lint fixtures sweep-fixtures app-fixtures goldens terms bench sweep app apps clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -21,8 +21,11 @@ install: ## Create .venv and install hardboiled with its test tools
 man: ## Regenerate docs/hardboiled.1 from the command line's help (a test checks it is current)
 	$(BIN)/python -m hardboiled.cli.manpage > docs/hardboiled.1
 
-test: ## Run the test suite (fails if no test ran)
-	$(BIN)/python -m pytest
+test: ## Run the whole test suite on every core, and name the 20 slowest tests (fails if no test ran)
+	$(BIN)/python -m pytest -n auto --dist worksteal --durations=20
+
+test-fast: ## The tests that call no compiler, Halide or browser, on every core (under 2 minutes)
+	$(BIN)/python -m pytest -n auto --dist worksteal -m "not slow" --durations=20
 
 lint: ## Style (ruff), types (mypy) and the one-way imports between stages (lint-imports)
 	$(BIN)/ruff check hardboiled tests bench tools apps examples

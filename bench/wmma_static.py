@@ -89,7 +89,7 @@ def load_analyzer() -> _Reader:
 
 
 def generate_cuda(name: str, accumulators: tuple[str, ...]) -> str:
-    """The application's CUDA, compiled as tests/test_apps.py compiles it,
+    """The application's CUDA, compiled as tests/apps/test_apps.py compiles it,
     through the Python API (which an older tree has too)."""
     import hardboiled
 

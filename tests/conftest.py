@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,8 +32,22 @@ LOG_FIXTURES = sorted(FIXTURES.glob("*/debug.log"))
 # The installed console script, next to the interpreter running the tests.
 HARDBOILED = Path(sys.executable).parent / "hardboiled"
 
-# The CLI caches selection results; tests get a cache of their own.
-CACHE_DIR = tempfile.mkdtemp(prefix="hardboiled-test-cache-")
+_SHARED_CACHE = "HARDBOILED_TEST_CACHE_DIR"
+"""Names the test run's selection cache for the processes it starts (the
+workers of a parallel run, pytest-xdist)."""
+_OWN_CACHE = _SHARED_CACHE not in os.environ
+if _OWN_CACHE:
+    os.environ[_SHARED_CACHE] = tempfile.mkdtemp(prefix="hardboiled-test-cache-")
+CACHE_DIR = os.environ[_SHARED_CACHE]
+"""The CLI caches selection results; tests get a cache of their own, made
+by the process that starts the run and shared by its workers, as
+concurrent compiles share one (support/cache.py writes entries
+atomically)."""
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _OWN_CACHE:
+        shutil.rmtree(CACHE_DIR, ignore_errors=True)
 
 
 def fixture_id(path: Path) -> str:
@@ -58,6 +73,27 @@ def manifest() -> dict[str, dict[str, object]]:
 
 
 @functools.cache
+def tensorized_fixture(case: str) -> tuple[ir.Stmt, ir.Stmt]:
+    """A fixture of tests/fixtures/halide (its vectorizing stage) and what
+    selection and legalization make of it with its accumulator in
+    accelerator memory (as ``compile`` marks it, or the dump does; a
+    fixture with no accelerator is compiled as it is);
+    computed once per test process, for the tests that read it. The IR is
+    immutable, so sharing it is safe."""
+    from hardboiled.frontend.parse import parse_input
+    from hardboiled.legalize.passes import tensorize
+    from hardboiled.select.selector import SelectionOptions
+
+    original = parse_input((FIXTURES / case / "vectorizing.stmt").read_text()).ir
+    assert isinstance(original, ir.Stmt)
+    entry = MANIFEST[case]
+    marked = entry["accelerator"] == "none" or entry["memory_type"] in ("AMXTile", "WMMAAccumulator")
+    store_in = {} if marked else {
+        str(entry["accumulator"]): "AMXTile" if entry["accelerator"] == "amx" else "WMMAAccumulator"}
+    return original, tensorize(original, SelectionOptions(store_in=store_in, cache_dir=CACHE_DIR)).stmt
+
+
+@functools.cache
 def tensorized_app(name: str) -> ir.Stmt:
     """An application of apps/ at test size (tests/fixtures/apps), selected
     and legalized with its accumulators in accelerator memory; computed once
@@ -71,7 +107,8 @@ def tensorized_app(name: str) -> ir.Stmt:
     app = applications()[name]
     stmt = parse_input((ROOT / "tests" / "fixtures" / "apps" / f"{name}.stmt").read_text()).ir
     assert isinstance(stmt, ir.Stmt)
-    return tensorize(stmt, SelectionOptions(store_in={a: app.memory for a in app.accumulators})).stmt
+    return tensorize(stmt, SelectionOptions(store_in={a: app.memory for a in app.accumulators},
+                                            cache_dir=CACHE_DIR)).stmt
 
 
 @functools.cache

@@ -16,7 +16,7 @@ a timeout: every bad input is a diagnostic with a documented exit status.
 The worker runs each input the way the command line does (``compile_text``
 on a deep stack), so a crash kills only the worker, which is restarted
 and the crash counted. bench/fuzz.py runs 10,000 inputs;
-tests/test_hardening.py a seeded sample of 500.
+tests/cli/test_hardening.py a seeded sample of 500.
 """
 
 from __future__ import annotations
@@ -201,7 +201,10 @@ def _start_worker(tree: Path) -> subprocess.Popen[bytes]:
     # This file runs as a script, so that --tree may name a checkout
     # older than it; hardboiled comes from the tree.
     env = dict(os.environ, PYTHONPATH=str(tree))
-    return subprocess.Popen([sys.executable, __file__, "worker"], cwd=tree, stdin=subprocess.PIPE,
+    # -P: the directory of this file (tests/, whose packages mirror
+    # hardboiled's and hold a select/ that would hide the standard
+    # library's select) is not put first on sys.path.
+    return subprocess.Popen([sys.executable, "-P", __file__, "worker"], cwd=tree, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
 
 

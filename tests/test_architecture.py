@@ -46,3 +46,30 @@ def test_only_eqsat_imports_egglog() -> None:
     importers = {m for m in ours if any(i == "egglog" or i.startswith("egglog.")
                                          for i in graph.find_modules_directly_imported_by(m))}
     assert importers == {"hardboiled.select.eqsat"}
+
+
+MAX_MODULE_LINES = 700
+MAX_COMPLEXITY = 20
+"""Cyclomatic complexity as radon counts it (every ``and``/``or`` a branch,
+which ruff's C901 does not count)."""
+
+
+def _modules() -> list[tuple[str, str]]:
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parent.parent / "hardboiled"
+    return [(str(path.relative_to(package.parent)), path.read_text()) for path in sorted(package.rglob("*.py"))]
+
+
+def test_no_module_is_over_700_lines() -> None:
+    long = [f"{name}: {text.count(chr(10))}" for name, text in _modules() if text.count("\n") > MAX_MODULE_LINES]
+    assert long == []
+
+
+def test_no_function_is_over_complexity_20() -> None:
+    from radon.complexity import cc_visit
+
+    complex_functions = [f"{name}: {block.fullname} {block.complexity}"
+                         for name, text in _modules() for block in cc_visit(text)
+                         if block.complexity > MAX_COMPLEXITY]
+    assert complex_functions == []

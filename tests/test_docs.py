@@ -48,6 +48,7 @@ def _same_but_seconds(quoted: str, printed: str) -> bool:
     return _SECONDS.sub("", quoted) == _SECONDS.sub("", printed)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="the tutorial builds PTX with nvcc")
 def test_every_command_of_the_tutorial_runs_and_its_figures_hold(tmp_path: Path) -> None:
     (tmp_path / ".venv").symlink_to(ROOT / ".venv")

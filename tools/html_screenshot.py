@@ -5,7 +5,7 @@ shipped example with verification.
 
     .venv/bin/python tools/html_screenshot.py [--out docs/html-report.png]
 
-tests/test_report.py takes the same screenshot into a scratch directory
+tests/pipeline/test_report.py takes the same screenshot into a scratch directory
 where Chromium is installed, and checks the page renders.
 """
 

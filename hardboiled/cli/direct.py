@@ -41,7 +41,7 @@ from hardboiled.support.signals import Terminated
 ENVIRONMENT = ("CC", "NVCC", "HARDBOILED_CACHE_DIR", "HARDBOILED_RULES_DIR", "HARDBOILED_TRACEBACK",
                "XDG_CACHE_HOME", "HOME", "NO_COLOR", "TERM", "COLUMNS", "PATH")
 """Every environment variable that can change what ``compile`` does or
-prints (tests/test_compile_time.py checks the code reads no other)."""
+prints (tests/cli/test_compile_time.py checks the code reads no other)."""
 
 _RECORD_SHAPE = {"reads": [[str]], "writes": [[str]], "stdout": str, "stderr": str, "exit_code": int}
 

@@ -7,7 +7,7 @@ derived from it:
 * the egglog declarations: ``rules/definition.egg`` holds nothing but the
   datatype declarations, so the whole file is generated from the schema
   (``python -m hardboiled.select.terms`` or ``make terms``);
-  tests/test_terms.py fails if the committed file drifts. Regenerating the
+  tests/select/test_terms.py fails if the committed file drifts. Regenerating the
   whole file, rather than a part of it or a new ``terms.egg``, keeps the rule
   file list, its egglog tests (tests/rules/definition.egg) and the program
   egglog runs exactly as they were;

@@ -25,6 +25,7 @@ from apps.conv1d import APP as WMMA_CONV1D  # noqa: E402
 APPS = ROOT / "tests" / "fixtures" / "apps"
 
 
+@pytest.mark.slow
 def test_the_examples_in_docs_api_md_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(), re.S)
@@ -73,6 +74,7 @@ def test_a_selection_miss_is_a_compile_error_with_the_cli_exit_code() -> None:
     assert str(error.value)  # the rendered diagnostics
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("app, target", [(AMX_CONV1D, AMX_TARGET), (WMMA_CONV1D, CUDA_TARGET)],
                          ids=["amx_conv1d", "conv1d"])
 def test_the_bridge_captures_the_same_ir_as_a_direct_lowering(app: object, target: str) -> None:
@@ -94,6 +96,7 @@ def _ununiquified(text: str) -> str:
     return re.sub(r"\$\d+", "", text)
 
 
+@pytest.mark.slow
 def test_the_bridge_tensorizes_for_the_gpu_in_halides_argument_order() -> None:
     outputs, arguments = WMMA_CONV1D.pipeline(**WMMA_CONV1D.sizes["test"])
     log, _, _ = lowering_log(outputs[0], CUDA_TARGET, arguments=arguments)
@@ -108,6 +111,7 @@ def test_the_bridge_tensorizes_for_the_gpu_in_halides_argument_order() -> None:
     assert any("equal" in message for message in result.messages)
 
 
+@pytest.mark.slow
 def test_the_bridge_explains_what_it_cannot_carry_or_lower() -> None:
     import halide as hl
 

@@ -17,6 +17,9 @@ from hardboiled.codegen.toolchain import cpu_has_amx
 
 from ..conftest import HARDBOILED, ROOT
 
+pytestmark = pytest.mark.slow
+"""Every test here runs a C compiler, Halide or make and cmake."""
+
 EXAMPLE = ROOT / "examples" / "aot"
 AMX = "native" if cpu_has_amx() else "emulate"
 EXPECTED = [

@@ -74,6 +74,7 @@ def test_every_application_has_a_fixture_and_a_figure() -> None:
     assert sorted(APPS) == sorted(TENSOR_INSTRUCTIONS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(APPS))
 def test_application_lowers_verifies_and_builds(name: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     app = APPS[name]

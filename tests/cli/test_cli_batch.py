@@ -137,6 +137,7 @@ def test_output_is_byte_identical_across_jobs_hash_seeds_and_cache(tmp_path: Pat
     assert any(cache.rglob("*.json"))
 
 
+@pytest.mark.slow
 def test_concurrent_runs_share_a_cache_safely(tmp_path: Path) -> None:
     """Four processes fill one cold cache at the same time: every one of them
     writes the same output, and the entries they leave are complete."""
@@ -177,6 +178,7 @@ def test_a_failed_input_writes_nothing_and_the_others_are_complete(tmp_path: Pat
     assert (out / f"{BATCH[0].stem}.stmt").read_text().count("tile_matmul(") == 1
 
 
+@pytest.mark.slow
 def test_outputs_get_ordinary_permissions(tmp_path: Path) -> None:
     """Atomic writes go through a private temporary file (mode 0600); the
     result must still be what the umask gives any new file, and a shared

@@ -234,6 +234,7 @@ def test_a_huge_type_code_in_a_buffer_assert_is_not_an_internal_error(tmp_path: 
 
 
 # ------------------------------------------------------------------ fuzzing
+@pytest.mark.slow
 def test_a_seeded_fuzz_sample_ends_in_no_internal_error_signal_or_timeout() -> None:
     """500 inputs (tests/fuzzing.py, seed 18): grammar strings (committed
     in tests/fixtures/fuzz), byte mutations and semantic mutations of real
@@ -296,6 +297,7 @@ def _nested_ifs(n: int) -> str:
     return f"allocate g[int32 * 1]\n{body}free g\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, text", [
     ("calls", _nested_calls(1000)),
     ("ifs", _nested_ifs(1000)),
@@ -318,6 +320,7 @@ def test_deep_programs_meet_no_recursion_limit(tmp_path: Path, name: str, text: 
 
 
 # ------------------------------------------------------------------ 9. memory per input byte
+@pytest.mark.slow
 @pytest.mark.parametrize("piece", ["abcdefgh", "abc\\tdef", "\\x01\\\"\\\\"])
 def test_a_long_string_literal_costs_little_memory(tmp_path: Path, piece: str) -> None:
     """Item 9: an 8 MB string literal (an escape every few characters, or
@@ -417,6 +420,7 @@ def test_sigterm_while_a_compiler_hangs_removes_the_temporary_directory(tmp_path
     assert not (tmp_path / "out.stmt").exists()
 
 
+@pytest.mark.slow
 def test_sigint_with_two_jobs_never_hangs_nor_leaves_workers(tmp_path: Path) -> None:
     """The review saw 2 hangs in 100 tries."""
     schedule = tmp_path / "slow.egg"
@@ -474,6 +478,7 @@ def test_the_interpreter_refuses_a_buffer_too_large_to_hold(tmp_path: Path) -> N
     assert b"'mm' needs 1600000000 elements, more than the interpreter's 1024 MiB per buffer" in result.stderr
 
 
+@pytest.mark.slow
 def test_the_interpreter_stops_at_its_time_limit(tmp_path: Path) -> None:
     """The review: the interpreter had no time bound. A real dump whose
     loop runs 2^31 - 1 times (its extent changed) stops at --verify-timeout
@@ -514,6 +519,7 @@ def _library(tmp_path: Path, body: str) -> Path:
     return library
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body, signal_name", [
     ("volatile int *p = 0; return *p;", "SIGSEGV"),
     ("volatile char big[64 << 20]; big[0] = 1; return big[0];", "SIGSEGV"),  # past the 8 MB stack
@@ -531,6 +537,7 @@ def test_generated_code_that_crashes_is_exit_6_and_hardboiled_survives(tmp_path:
     assert f"the generated kernel's raw entry point crashed ({signal_name})" in raised.value.diagnostic.message
 
 
+@pytest.mark.slow
 def test_generated_code_that_never_returns_is_stopped(tmp_path: Path, monkeypatch) -> None:
     from hardboiled.verify import run
 
@@ -577,6 +584,7 @@ def test_the_raw_entry_point_s_own_failures_are_documented() -> None:
     for status, name in RAW_FAILURES.items():
         assert f"| {status} |" in doc and f"| {halide_error_code(name)} (`" in doc, name
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry, status", [("raw", -200001), ("halide_buffer_t", -6)])
 def test_the_entry_points_refuse_a_buffer_past_int32_indexing(tmp_path: Path, entry: str, status: int) -> None:
     """The review: an int32 size overflow wrote past a heap buffer and was
@@ -590,6 +598,7 @@ def test_the_entry_points_refuse_a_buffer_past_int32_indexing(tmp_path: Path, en
     assert run_isolated(entry, library, "k", arguments, _tiny_buffers(1 << 29, 8)) == status
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry, status", [("raw", -200002), ("halide_buffer_t", -5)])
 def test_an_allocation_past_2_gib_is_refused_not_wrapped(tmp_path: Path, entry: str, status: int) -> None:
     """2^29 elements fit int32 indexing, but g = 4 bytes x 2^29 does not fit
@@ -603,6 +612,7 @@ def test_an_allocation_past_2_gib_is_refused_not_wrapped(tmp_path: Path, entry: 
     assert "int64_t t2 = hb_allocation_elements(4, 3, t1);" in source
 
 
+@pytest.mark.slow
 def test_wide_vectors_live_on_the_heap_not_the_stack(tmp_path: Path) -> None:
     """The review: a 4M-lane stack array killed hardboiled. Lanes are now
     at most 65,535 (Halide's limit), and a vector value over 4 KiB lives in
@@ -665,6 +675,7 @@ def _under_address_limit(kilobytes: int, *args: str, tmp_path: Path) -> subproce
     return subprocess.run(["bash", "-c", command], capture_output=True, timeout=120, cwd=tmp_path)
 
 
+@pytest.mark.slow
 def test_an_address_space_limit_below_egglog_s_cap_is_respected(tmp_path: Path) -> None:
     """The review: ``ulimit -v`` below the egglog child's 4 GB cap was exit
     70 (the child could not raise its limit). The child now takes the lower
@@ -675,6 +686,7 @@ def test_an_address_space_limit_below_egglog_s_cap_is_respected(tmp_path: Path) 
     assert (tmp_path / "o.stmt").read_text().count("tile_matmul") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kilobytes", [60_000, 100_000, 150_000, 200_000, 300_000])
 def test_too_little_memory_is_exit_4_with_the_limit_named(tmp_path: Path, kilobytes: int) -> None:
     """Under a small limit something fails to load or to start (numpy's
@@ -741,6 +753,7 @@ def _read_only_mount_works() -> bool:
                           capture_output=True).returncode == 0 if shutil.which("unshare") else False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _read_only_mount_works(), reason="unshare cannot mount a read-only file system here")
 def test_a_read_only_disk_is_a_diagnosis(tmp_path: Path) -> None:
     """A real read-only file system (tmpfs mounted ro in a mount namespace):

@@ -54,7 +54,9 @@ def _describe(cc: list[str]) -> str:
 
 CC_DESC = _describe(CC)
 
-pytestmark = pytest.mark.skipif(shutil.which(CC[0]) is None, reason=f"no C compiler: {CC_DESC}")
+# Every test here runs a C compiler.
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which(CC[0]) is None, reason=f"no C compiler: {CC_DESC}")]
 
 
 @pytest.fixture(autouse=True)

@@ -13,12 +13,9 @@ import pytest
 from hardboiled import ir
 from hardboiled.codegen.c import generate_c, split_amx_runtime
 from hardboiled.codegen.toolchain import Compiler, compile_c
-from hardboiled.frontend.parse import parse_input
-from hardboiled.legalize.passes import tensorize
-from hardboiled.select.selector import SelectionOptions
 from hardboiled.verify.run import run_generated_c
 
-from ..conftest import FIXTURES, MANIFEST, run_cli
+from ..conftest import FIXTURES, MANIFEST, run_cli, tensorized_fixture
 
 AMX_CASES = sorted(c for c, m in MANIFEST.items() if m["accelerator"] == "amx")
 CPU_CASES = sorted(c for c, m in MANIFEST.items() if m["accelerator"] == "none" and c != "cpu_extern_stage")
@@ -26,11 +23,10 @@ COMPILERS = [name for name in ("gcc", "clang") if shutil.which(name)]
 
 
 def _rewritten(case: str) -> tuple[ir.Stmt, ir.Stmt]:
-    stmt = parse_input((FIXTURES / case / "vectorizing.stmt").read_text()).ir
-    assert isinstance(stmt, ir.Stmt)
-    return stmt, tensorize(stmt, SelectionOptions()).stmt
+    return tensorized_fixture(case)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("compiler", COMPILERS)
 @pytest.mark.parametrize("case", AMX_CASES)
 def test_amx_fixture_compiles_with_real_intrinsics(case: str, compiler: str, tmp_path: Path) -> None:
@@ -44,6 +40,7 @@ def test_amx_fixture_compiles_with_real_intrinsics(case: str, compiler: str, tmp
     assert (tmp_path / "kernel.o").stat().st_size > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", AMX_CASES)
 def test_amx_fixture_runs_under_emulation_like_the_interpreter(case: str) -> None:
     original, rewritten = _rewritten(case)
@@ -52,6 +49,7 @@ def test_amx_fixture_runs_under_emulation_like_the_interpreter(case: str) -> Non
     assert result.ok, f"{compiler}: {result.summary()}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CPU_CASES)
 def test_statements_that_are_not_tensorized_compile_as_ordinary_c(case: str) -> None:
     original, rewritten = _rewritten(case)
@@ -79,6 +77,7 @@ def test_int8_signedness_picks_the_instruction() -> None:
         assert instruction + "(" in generate_c(_rewritten(case)[1])
 
 
+@pytest.mark.slow
 def test_cli_emit_build_and_run(tmp_path: Path) -> None:
     case = FIXTURES / "amx_bf16_matmul_std_single" / "debug.log"
     library = tmp_path / "kernel.so"
@@ -113,6 +112,7 @@ def test_every_tile_load_follows_a_compiler_barrier(case: str) -> None:
     assert lines and all("hb_amx_barrier(); _tile_loadd(" in line for line in lines)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not COMPILERS, reason="no C compiler")
 def test_amx_permission_is_asked_once(tmp_path: Path) -> None:
     """hb_amx_enable() asks Linux for the tile state (arch_prctl) on the first

@@ -23,8 +23,8 @@ import pytest
 from hardboiled import ir
 from hardboiled.codegen.abi import HALIDE_BUFFER_FLAGS, HALIDE_ERROR_CODES, halide_error_code, kernel_signature
 from hardboiled.codegen.c import generate_c
-from hardboiled.codegen.c_family import HALIDE_BUFFER_LAYOUT
 from hardboiled.codegen.cuda import generate_cuda
+from hardboiled.codegen.entry_points import HALIDE_BUFFER_LAYOUT
 from hardboiled.codegen.toolchain import compile_c, find_compiler
 from hardboiled.frontend.parse import parse_input
 from hardboiled.support.diagnostics import HardboiledError
@@ -52,6 +52,7 @@ def test_error_codes_are_halides() -> None:
     assert {name: flags[name] for name in HALIDE_BUFFER_FLAGS} == HALIDE_BUFFER_FLAGS
 
 
+@pytest.mark.slow
 def test_the_declared_layout_is_halides(tmp_path: Path) -> None:
     """Without HalideRuntime.h the source declares halide_buffer_t itself:
     compiled beside the real header (renamed), every field is at the same
@@ -145,6 +146,7 @@ WRONG_BUFFERS: dict[str, tuple[Mutation, str]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(WRONG_BUFFERS))
 def test_a_wrong_halide_buffer_gets_an_error_code_and_no_output(tmp_path_factory: pytest.TempPathFactory,
                                                                 case: str) -> None:
@@ -181,6 +183,7 @@ def test_a_null_buffer_and_a_good_call(tmp_path_factory: pytest.TempPathFactory)
         assert np.allclose(buffers[name].data, expected[name].data, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_the_cuda_entry_point_refuses_a_wrong_buffer_before_touching_the_gpu(tmp_path: Path) -> None:
     """The CUDA halide_buffer_t entry point checks on the host, before any
@@ -248,6 +251,7 @@ def test_order_from_args_and_its_errors() -> None:
             kernel_signature(stmt, order)
 
 
+@pytest.mark.slow
 def test_order_on_the_command_line_and_from_a_lowered_module(tmp_path: Path) -> None:
     """--args orders the parameters; a compile_to_lowered_stmt module gives
     its own signature (A, B, f), which --run then calls and checks."""

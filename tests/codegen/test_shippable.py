@@ -18,17 +18,14 @@ import pytest
 from hardboiled import ir
 from hardboiled.codegen.abi import entry_point_name, is_entry_point_name, kernel_signature
 from hardboiled.codegen.c import generate_c, generate_c_code
-from hardboiled.codegen.c_family import GeneratedCode
+from hardboiled.codegen.c_text import GeneratedCode
 from hardboiled.codegen.cuda import GENERATED_CUDA_FLAGS, generate_cuda_code
 from hardboiled.codegen.toolchain import find_compiler
-from hardboiled.frontend.parse import parse_input
-from hardboiled.legalize.passes import tensorize
 from hardboiled.pipeline.options import CompileOptions
-from hardboiled.select.selector import SelectionOptions
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
 from hardboiled.verify.run import run_built_kernel
 
-from ..conftest import FIXTURES, MANIFEST, run_cli
+from ..conftest import FIXTURES, run_cli, tensorized_fixture
 
 AMX_KERNELS = {"amx_bf16_matmul_std_single": "bf16_matmul", "amx_int8_matmul_std_tiled": "int8_matmul"}
 WMMA_KERNELS = {"wmma_f16_matmul": "f16_matmul", "wmma_conv1d": "conv1d_rows"}
@@ -36,12 +33,7 @@ WMMA_KERNELS = {"wmma_f16_matmul": "f16_matmul", "wmma_conv1d": "conv1d_rows"}
 
 @functools.cache
 def _tensorized(case: str) -> tuple[ir.Stmt, ir.Stmt]:
-    original = parse_input((FIXTURES / case / "vectorizing.stmt").read_text()).ir
-    assert isinstance(original, ir.Stmt)
-    memory = MANIFEST[case]["memory_type"]
-    store_in = {} if memory in ("AMXTile", "WMMAAccumulator") else {
-        str(MANIFEST[case]["accumulator"]): "AMXTile" if MANIFEST[case]["accelerator"] == "amx" else "WMMAAccumulator"}
-    return original, tensorize(original, SelectionOptions(store_in=store_in)).stmt
+    return tensorized_fixture(case)
 
 
 def _exported(obj: Path) -> set[str]:
@@ -78,6 +70,7 @@ def test_name_on_the_command_line(tmp_path: Path) -> None:
     assert two.returncode == 2 and b"--name names one function" in two.stderr
 
 
+@pytest.mark.slow
 def test_run_calls_the_named_function(tmp_path: Path) -> None:
     """--run builds the C and calls it through its own name."""
     proc = run_cli("compile", str(FIXTURES / "amx_bf16_matmul_std_single" / "debug.log"), "--name", "mm_tile",
@@ -110,6 +103,7 @@ def test_a_header_is_written_beside_the_source(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------ self-contained C
+@pytest.mark.slow
 def test_the_emitted_c_compiles_alone_and_exports_only_its_entry_point(tmp_path: Path) -> None:
     """No -I: the AMX runtime is inlined. The native build needs only the
     compiler's AMX flags (it compiles on any x86-64 gcc or clang); the
@@ -149,6 +143,7 @@ def _separately_built(tmp_path: Path, kernels: dict[str, str], suffix: str, gene
     return objects, includes, calls
 
 
+@pytest.mark.slow
 def test_two_amx_kernels_in_one_library_both_compute_right(tmp_path: Path) -> None:
     """Two different kernels, each with its header, compiled separately and
     linked into one shared library (no symbol collides) with a caller that
@@ -173,6 +168,7 @@ def test_two_amx_kernels_in_one_library_both_compute_right(tmp_path: Path) -> No
         assert result.ok, f"{name} ({compiler.name}): {result.summary()}"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_two_cuda_kernels_link_into_one_program(tmp_path: Path) -> None:
     """Two different Tensor Core kernels, compiled separately by nvcc and
@@ -193,6 +189,7 @@ def test_two_cuda_kernels_link_into_one_program(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------ toolchain
+@pytest.mark.slow
 def test_compilers_are_named_with_arguments(tmp_path: Path) -> None:
     gcc = shutil.which("gcc")
     assert gcc is not None
@@ -212,6 +209,7 @@ def test_compilers_are_named_with_arguments(tmp_path: Path) -> None:
     assert options.build.include_flags == ("-I", "a", "-I", "b c")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_build_makes_objects_and_libraries_of_cuda_too(tmp_path: Path) -> None:
     """--build FILE.o / FILE.so: nvcc for a GPU program, the C compiler for

@@ -57,6 +57,7 @@ def _combinations():
                 yield element, accumulator, shape
 
 
+@pytest.mark.slow
 @needs_nvcc
 @pytest.mark.parametrize("a_layout,b_layout", [("row_major", "row_major"), ("col_major", "col_major")])
 def test_every_tabulated_wmma_form_compiles_to_tensor_core_ptx(tmp_path: Path, a_layout: str, b_layout: str) -> None:
@@ -85,6 +86,7 @@ def test_every_tabulated_wmma_form_compiles_to_tensor_core_ptx(tmp_path: Path, a
     assert "wmma.store.d.sync.aligned.row" in ptx
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_cubin_output_is_an_elf_object(tmp_path: Path) -> None:
     element = TC.element(ir.Float(16))
@@ -94,6 +96,7 @@ def test_cubin_output_is_an_elf_object(tmp_path: Path) -> None:
     assert out.read_bytes()[:4] == b"\x7fELF"
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_bf16_below_its_minimum_architecture_is_a_clean_toolchain_error(tmp_path: Path) -> None:
     element = TC.element(ir.BFloat(16))
@@ -108,6 +111,7 @@ def test_bf16_below_its_minimum_architecture_is_a_clean_toolchain_error(tmp_path
     assert not out.exists()
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_a_syntax_error_carries_nvccs_message_and_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "k.ptx"

@@ -83,6 +83,7 @@ def tensorized() -> dict[str, tuple[ir.Stmt, ir.Stmt]]:
     return {case: _tensorize(case) for case in TENSORIZED}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", TENSORIZED)
 def test_fixture_is_tensorized_and_verifies(case: str, tensorized: dict[str, tuple[ir.Stmt, ir.Stmt]]) -> None:
     original, rewritten = tensorized[case]
@@ -266,6 +267,7 @@ def test_generated_cuda_is_deterministic(tensorized: dict[str, tuple[ir.Stmt, ir
     assert "wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::col_major>" in source
 
 
+@pytest.mark.slow
 @needs_nvcc
 @pytest.mark.parametrize("case", TENSORIZED)
 def test_nvcc_compiles_generated_cuda_to_tensor_core_ptx(case: str, cuda_sources: dict[str, str],
@@ -280,6 +282,7 @@ def test_nvcc_compiles_generated_cuda_to_tensor_core_ptx(case: str, cuda_sources
         assert re.search(r"wmma\.load\.a\.sync\.aligned\.row\.m16n16k16\.shared\.f16", ptx)
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_compile_emits_cuda_and_builds_a_cubin(tmp_path: Path) -> None:
     path = FIXTURES / "wmma_f16_matmul" / "vectorizing.stmt"
@@ -330,6 +333,7 @@ def _no_gpu_reason() -> str | None:
     return None
 
 
+@pytest.mark.slow
 @needs_nvcc
 @pytest.mark.parametrize("case", ["wmma_f16_matmul", "wmma_dct16_colmajor", "wmma_f16_matmul_symbolic",
                                   "wmma_conv_layer", "wmma_conv1d", "wmma_downsample2"])
@@ -498,6 +502,7 @@ def _compiles(definition: list[str]) -> None:
             compile_cuda("\n".join([_CUDA_PRELUDE, *definition]), Path(tmp) / "k.ptx", extra=GENERATED_CUDA_FLAGS)
 
 
+@pytest.mark.slow
 def test_kernels_keep_halides_gpu_thread_and_memory_rules() -> None:
     """The dump's thread loop moves to threadIdx.y (the lanes take x); a
     block-level buffer is __shared__ and its vector store is spread over all
@@ -516,6 +521,7 @@ def test_kernels_keep_halides_gpu_thread_and_memory_rules() -> None:
     _compiles(definition)
 
 
+@pytest.mark.slow
 def test_a_loop_runs_only_on_index_zero_of_the_axes_it_does_not_bind() -> None:
     """Two thread loops on different axes: each runs on index 0 of the
     other's axis, as in Halide, instead of once per thread of that axis."""
@@ -542,7 +548,7 @@ def test_host_stages_run_as_one_thread_kernels_and_host_reads_are_refused() -> N
     loop, here into a buffer the pipeline allocates) runs as a kernel of one
     thread, on the device memory the wrapper allocated; host code that reads
     a buffer to decide what to run cannot (the wrapper has device pointers)."""
-    from hardboiled.codegen.c_family import CodegenError
+    from hardboiled.codegen.c_text import CodegenError
 
     types = {"out": ir.Float(32), "tmp": ir.Float(32), "res": ir.Float(32), "host": ir.Float(32)}
     buffers = "allocate out[float32 * 8] in Heap\nallocate res[float32 * 2048] in Heap\nallocate host[float32 * 4] in Heap\n"
@@ -632,6 +638,7 @@ def test_a_temporary_two_kernels_share_is_copied_into_each() -> None:
         assert isinstance(kernel.body, ir.Allocate) and kernel.body.name.startswith("T.")
 
 
+@pytest.mark.slow
 @needs_nvcc
 @pytest.mark.parametrize("case,operands", [("wmma_int8_matmul", "s8.s8"), ("wmma_uint8_matmul_m32n8k16", "u8.u8")])
 def test_int8_operands_run_on_integer_tensor_cores(case: str, operands: str, cuda_sources: dict[str, str],
@@ -651,6 +658,7 @@ def test_int8_operands_run_on_integer_tensor_cores(case: str, operands: str, cud
     assert f".s32.{operands}.s32" in ptx
 
 
+@pytest.mark.slow
 def test_nested_thread_loops_let_in_the_inner_threads_but_write_once_per_halide_thread() -> None:
     """A y thread loop around an x thread loop (Halide's gpu_tile): every x
     thread must enter the y loop to reach its own iteration, and a store of

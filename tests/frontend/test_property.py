@@ -237,6 +237,7 @@ def _check_against_halide(expr) -> None:
     assert parse_text(print_ir(stmt)) == stmt
 
 
+@pytest.mark.slow
 @needs_halide
 @SETTINGS
 @given(st.sampled_from(_HL_TYPE_NAMES).flatmap(lambda t: halide_exprs(t, 4)))
@@ -244,6 +245,7 @@ def test_printer_matches_halide(expr) -> None:
     _check_against_halide(expr)
 
 
+@pytest.mark.slow
 @needs_halide
 @pytest.mark.parametrize("bits", [16, 32, 64])
 @pytest.mark.parametrize("value", _SPECIAL, ids=["inf", "-inf", "nan", "-nan"])

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from hardboiled import ir
-from hardboiled.codegen.c_family import C_HEADERS, helper_functions, include_lines, storage_type, to_storage
+from hardboiled.codegen.c_text import C_HEADERS, helper_functions, include_lines, storage_type, to_storage
 from hardboiled.codegen.cuda import CudaGenerator
 from hardboiled.codegen.cuda_kernel import KernelGenerator
 from hardboiled.codegen.toolchain import find_compiler
@@ -95,6 +95,7 @@ def _lane_program(kernel: KernelGenerator, store: ir.Store, scalars: dict[str, i
     return "\n".join(lines)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["conv1d", "conv2d", "downsample", "conv1d_8x32"])
 def test_per_lane_fills_compute_what_the_interpreter_does(name: str, tmp_path: Path) -> None:
     rewritten = tensorized_app(name)
@@ -228,6 +229,7 @@ def _between(body: str, first: str, second: str) -> str:
     return body[start:body.index(second, start)]
 
 
+@pytest.mark.slow
 def test_a_fill_waits_for_the_threads_still_reading_what_it_overwrites() -> None:
     """B reads A reversed (thread i reads what thread 63 - i writes): the
     refill of A may not join B's barrier-free group (write after read)."""
@@ -246,6 +248,7 @@ def test_a_fill_waits_for_the_threads_still_reading_what_it_overwrites() -> None
     assert "__syncthreads();" in _between(body, "= 2.0f;", "o[")
 
 
+@pytest.mark.slow
 def test_each_branch_of_an_if_settles_its_own_fills() -> None:
     body = _body(
         "gpu_block<CUDA> (o.s0.b.block_id_x, 0, 4) {\n"
@@ -264,6 +267,7 @@ def test_each_branch_of_an_if_settles_its_own_fills() -> None:
     assert "__syncthreads();" in _between(else_case, "= 2.0f;", "o[")
 
 
+@pytest.mark.slow
 def test_stages_of_a_block_of_threads_without_lanes_are_separated_by_a_barrier() -> None:
     """No warp lanes, 64 threads along x (two warps): the second stage reads
     what another warp wrote in the first."""

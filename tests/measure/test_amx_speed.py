@@ -27,14 +27,14 @@ from hardboiled.codegen.copies import match_permuted_copy, vnni_permutation
 from hardboiled.codegen.toolchain import runtime_dir
 from hardboiled.frontend.parse import parse_input
 from hardboiled.legalize.operand_hoisting import hoist_operand_copies
-from hardboiled.legalize.passes import LEGALIZATION, legalize, tensorize
+from hardboiled.legalize.passes import LEGALIZATION, legalize
 from hardboiled.measure.tile_counts import count_tile_operations, operand_copy_work
 from hardboiled.select.selector import SelectionOptions, select_instructions
 from hardboiled.verify.compare import run_program
 from hardboiled.verify.interp import BufferT
 from hardboiled.verify.run import calls_on_verification_inputs
 
-from ..conftest import FIXTURES, MANIFEST
+from ..conftest import FIXTURES, MANIFEST, tensorized_fixture
 
 AMX_CASES = sorted(c for c, m in MANIFEST.items() if m["accelerator"] == "amx")
 STANDARD_B = sorted(c for c in AMX_CASES if MANIFEST[c]["b_layout"] == "standard")
@@ -51,7 +51,7 @@ def _original(case: str) -> ir.Stmt:
 
 @pytest.mark.parametrize("case", AMX_CASES)
 def test_no_operand_copy_runs_inside_a_loop_that_multiplies_tiles(case: str) -> None:
-    work = operand_copy_work(tensorize(_original(case), SelectionOptions()).stmt)
+    work = operand_copy_work(tensorized_fixture(case)[1])
     assert work.in_matmul_loops == 0
 
 
@@ -86,7 +86,7 @@ def test_a_standard_layout_b_is_repacked_once_per_call(case: str) -> None:
 
 
 def test_a_repack_is_a_copy_loop_of_storage_words() -> None:
-    source = generate_c(tensorize(_original("amx_bf16_std_reorder"), SelectionOptions()).stmt)
+    source = generate_c(tensorized_fixture("amx_bf16_std_reorder")[1])
     repack = source[source.index("B.amx_vnni.0[ramp("):source.index("/* for (mm_global_wrapper$0.s0.y.yo, 0, 2) { */",
                                                                   source.index("B.amx_vnni.0[ramp("))]
     assert "hb_vnni_pack16(" in repack
@@ -117,6 +117,7 @@ int main(void) {
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not COMPILERS, reason="no C compiler")
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_the_vectorized_repacks_match_their_definition(compiler: str, tmp_path: Path) -> None:
@@ -206,10 +207,10 @@ LOADS_PER_MATMUL = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(LOADS_PER_MATMUL))
 def test_tile_loads_per_matmul(case: str) -> None:
-    original = _original(case)
-    rewritten = tensorize(original, SelectionOptions()).stmt
+    original, rewritten = tensorized_fixture(case)
     counts = count_tile_operations(generate_c(rewritten), calls_on_verification_inputs(original, rewritten))
     assert counts.dot_products > 0
     assert counts.loads_per_matmul == LOADS_PER_MATMUL[case]
@@ -220,7 +221,7 @@ def test_tile_loads_per_matmul(case: str) -> None:
 
 def test_a_held_tile_is_reloaded_after_code_that_may_write_its_source() -> None:
     """Two identical loads with a C statement between them: both happen."""
-    rewritten = tensorize(_original("amx_bf16_std_reorder"), SelectionOptions()).stmt
+    rewritten = tensorized_fixture("amx_bf16_std_reorder")[1]
     source = generate_c(rewritten)
     body = source[source.index("_tile_zero(0);"):source.index("_tile_stored(0")]
     assert body.count("_tile_loadd(") == 3 and body.count("still holds this operand") == 1
@@ -257,6 +258,7 @@ def _stale_store_assembly(compiler: str, level: str, tmp_path: Path, *defines: s
 _TWO = "0x40000000"  # 2.0f as an immediate: the first store's value
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("gcc"), reason="no gcc")
 @pytest.mark.parametrize("level", ["-O2", "-O3"])
 def test_without_the_barrier_gcc_drops_a_store_the_tile_load_reads(level: str, tmp_path: Path) -> None:
@@ -267,6 +269,7 @@ def test_without_the_barrier_gcc_drops_a_store_the_tile_load_reads(level: str, t
     assert _TWO not in _stale_store_assembly("gcc", level, tmp_path), f"gcc {level} kept the store: no miscompile"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not COMPILERS, reason="no C compiler")
 @pytest.mark.parametrize("compiler", COMPILERS)
 @pytest.mark.parametrize("level", ["-O2", "-O3"])

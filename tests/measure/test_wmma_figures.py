@@ -376,6 +376,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_application_figures(name):
     """From the IR the CUDA is printed from; the lane utilization and the

@@ -26,6 +26,7 @@ def test_the_cli_offers_exactly_the_pipeline_passes() -> None:
     assert len(set(PASS_NAMES)) == len(PASS_NAMES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", PASS_NAMES)
 def test_print_after_works_for_every_pass(name: str, tmp_path) -> None:
     step = next(p for p in PIPELINE if p.name == name)

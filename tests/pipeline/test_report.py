@@ -279,6 +279,7 @@ def test_the_html_report_explains_a_statement_left_as_it_was(tmp_path: Path) -> 
     assert "<h3>Why not lowered</h3>" in html and "float16" in html and "left as it was" in html
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")),
                     reason="no Chromium on this machine (apt-get install chromium): the page is not rendered")
 def test_the_html_report_renders_in_a_real_browser(tmp_path: Path) -> None:

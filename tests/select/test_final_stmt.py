@@ -36,6 +36,7 @@ def test_the_fixture_set_is_what_the_generator_makes() -> None:
         assert "in AMXTile" in (FINAL / name / "lowered.stmt").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", AMX_CASES)
 def test_every_amx_final_stmt_is_tensorized_and_verified(name: str) -> None:
     path = FINAL / name / "lowered.stmt"
@@ -47,6 +48,7 @@ def test_every_amx_final_stmt_is_tensorized_and_verified(name: str) -> None:
     assert "tile_matmul(" in result.outputs["ir"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["amx_bf16_matmul_std_single", "amx_int8_matmul_vnni_tiled",
                                   "amx_bf16_std_preload_a"])
 def test_the_c_of_a_final_stmt_runs_and_matches(name: str, tmp_path: Path) -> None:
@@ -68,6 +70,7 @@ def test_the_last_gpu_stage_of_a_cuda_log_is_tensorized_and_verified(name: str) 
     assert "wmma.mma.sync" in result.outputs["ir"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("name", ["wmma_f16_matmul", "wmma_conv1d"])
 def test_the_last_gpu_stage_builds_tensor_core_ptx(name: str, tmp_path: Path) -> None:

@@ -222,6 +222,7 @@ def _rules_with(tmp_path: Path, extra: str) -> dict[str, str]:
     return {"HARDBOILED_RULES_DIR": str(rules)}
 
 
+@pytest.mark.slow
 def test_egglog_timeout_is_a_resource_limit(tmp_path: Path) -> None:
     path = FIXTURES / "amx_bf16_matmul_std_single" / "vectorizing.stmt"
     # A rule that keeps making new terms never saturates.
@@ -233,6 +234,7 @@ def test_egglog_timeout_is_a_resource_limit(tmp_path: Path) -> None:
     assert b"did not finish within 2 s" in result.stderr
 
 
+@pytest.mark.slow
 def test_egglog_memory_cap_is_a_resource_limit(tmp_path: Path) -> None:
     path = FIXTURES / "amx_bf16_matmul_std_single" / "vectorizing.stmt"
     # Every pair of integers makes a new one: the e-graph squares each round.

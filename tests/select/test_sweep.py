@@ -86,6 +86,7 @@ def test_the_sweep_is_real_halide_output() -> None:
     assert set(REGRESSIONS.values()) <= set(manifest)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", sorted(REGRESSIONS.values()))
 def test_regression_variant_lowers_verifies_and_builds(variant: str, tmp_path: Path) -> None:
     result = _compile(variant, _options(variant, tmp_path))

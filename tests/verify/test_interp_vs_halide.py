@@ -634,6 +634,7 @@ def pipelines(draw, seed: int = 0) -> dict:
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                  HealthCheck.data_too_large])

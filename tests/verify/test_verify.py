@@ -17,7 +17,7 @@ from hardboiled.select.selector import SelectionOptions
 from hardboiled.verify.compare import compare, verify
 from hardboiled.verify.interp import BufferT, Interpreter
 
-from ..conftest import FIXTURES, MANIFEST, run_cli
+from ..conftest import FIXTURES, MANIFEST, run_cli, tensorized_fixture
 
 AMX_CASES = sorted(c for c, m in MANIFEST.items() if m["accelerator"] == "amx")
 
@@ -28,10 +28,10 @@ def _stmt(case: str, name: str = "vectorizing.stmt") -> ir.Stmt:
     return parsed.ir
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", AMX_CASES)
 def test_every_amx_rewrite_verifies(case: str) -> None:
-    original = _stmt(case)
-    rewritten = tensorize(original, SelectionOptions()).stmt
+    original, rewritten = tensorized_fixture(case)
     for seed in (0, 1):
         result = verify(original, rewritten, seed=seed)
         assert result.ok, result.summary()
@@ -42,8 +42,7 @@ def test_every_amx_rewrite_verifies(case: str) -> None:
                                   and MANIFEST[c]["b_layout"] == "vnni" and "preload" not in c])
 def test_symbolic_vnni_strides_verify_when_they_are_not_dense(case: str) -> None:
     # B.stride.1 = 5 (not the dense 2 or 4): the rewrite must gather B.
-    original = _stmt(case)
-    rewritten = tensorize(original, SelectionOptions()).stmt
+    original, rewritten = tensorized_fixture(case)
     result = verify(original, rewritten, params={"B.stride.1": 5, "B.stride.2": 200})
     assert result.ok, result.summary()
 

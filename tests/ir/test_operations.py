@@ -18,7 +18,7 @@ import pytest
 from hardboiled import ir
 from hardboiled.codegen.abi import KernelArgument
 from hardboiled.codegen.c import generate_c
-from hardboiled.codegen.c_family import CodegenError
+from hardboiled.codegen.c_text import CodegenError
 from hardboiled.codegen.cuda import generate_cuda
 from hardboiled.codegen.toolchain import compile_c
 from hardboiled.frontend.parse import parse_input
@@ -29,7 +29,7 @@ from hardboiled.verify import calls
 from hardboiled.verify.error_bound import NoErrorBound, bound_program
 from hardboiled.verify.interp import BufferT, Interpreter, InterpreterError
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 PACKAGE = ROOT / "hardboiled"
 F32, F64, I32, BOOL = ir.Float(32), ir.Float(64), ir.Int(32), ir.Bool()
@@ -234,6 +234,7 @@ def test_the_c_emitter_writes_what_the_table_spells_and_refuses_the_rest(operati
             generate_c(program, arguments=[OUT])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("clang") is None, reason="no C compiler")
 def test_every_c_spelling_compiles(tmp_path: Path) -> None:
     body: ir.Stmt = ir.Store("out", _f(0.0), ir.IntImm(0))
