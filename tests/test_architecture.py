@@ -73,3 +73,12 @@ def test_no_function_is_over_complexity_20() -> None:
                          for name, text in _modules() for block in cc_visit(text)
                          if block.complexity > MAX_COMPLEXITY]
     assert complex_functions == []
+
+
+def test_intrinsic_descriptors_are_resolved_in_one_place() -> None:
+    """Passes, printers, the interpreter and the counters ask
+    ``wmma_intrinsic``/``amx_intrinsic`` for a call's descriptor: only the
+    target tables read a call name, and the report, which holds names
+    (``StoreReport.intrinsics``) rather than calls."""
+    readers = {name for name, text in _modules() if "Intrinsic.parse" in text}
+    assert readers == {"hardboiled/targets/wmma.py", "hardboiled/targets/amx.py", "hardboiled/pipeline/report.py"}

@@ -47,7 +47,7 @@ from hardboiled.codegen.c_text import (
     storage_type,
 )
 from hardboiled.codegen.copies import PermutedCopy, match_permuted_copy
-from hardboiled.targets.amx import AMX_INTRINSIC, AMX_TILE, AMXIntrinsic, AMXOp
+from hardboiled.targets.amx import AMX_INTRINSIC, AMX_TILE, AMXOp, amx_intrinsic
 
 Shape = tuple[int, int]
 """A tile register's configuration: rows, and bytes per row."""
@@ -153,7 +153,7 @@ class CGenerator(CFamilyEmitter):
             if isinstance(node, ir.Store) and node.name in self.amx_buffers:
                 reg = self.tiles.register(node.name, self._tile_index(node.name, node.index))
                 value = node.value
-                intrinsic = _amx_intrinsic(value)
+                intrinsic = amx_intrinsic(value)
                 if isinstance(value, ir.Call) and intrinsic is not None and intrinsic.writes_tile:
                     self.tiles.shape(reg, int_constant(intrinsic.argument(value, "rows")),
                                      int_constant(intrinsic.argument(value, "colbytes")))
@@ -323,13 +323,8 @@ def _load_shape(load: ir.Call) -> Shape:
     return int_constant(load.args[0]), int_constant(load.args[1])
 
 
-def _amx_intrinsic(e: ir.Expr | ir.Stmt) -> AMXIntrinsic | None:
-    """The tile operation ``e`` calls; None for anything else."""
-    return AMXIntrinsic.parse(e.name) if isinstance(e, ir.Call) else None
-
-
 def _amx_op(e: ir.Expr | ir.Stmt) -> AMXOp | None:
-    intrinsic = _amx_intrinsic(e)
+    intrinsic = amx_intrinsic(e)
     return intrinsic.op if intrinsic is not None else None
 
 

@@ -60,7 +60,7 @@ from hardboiled.codegen.cuda_kernel import KernelGenerator
 from hardboiled.ir import operations
 from hardboiled.legalize.gpu_mapping import named_axis
 from hardboiled.support.diagnostics import Diagnostic
-from hardboiled.targets.wmma import WMMA_TENSOR_CORE, WMMAIntrinsic
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE, wmma_intrinsic
 
 GENERATED_CUDA_FLAGS = ("-diag-suppress=177",)
 """nvcc flags for the generated CUDA: the shared prelude defines helpers
@@ -106,7 +106,7 @@ def required_sm(stmt: ir.Stmt) -> int:
     in ``stmt`` (bf16 needs sm_80)."""
     sm = WMMA_TENSOR_CORE.min_sm
     for node in ir.walk(stmt):
-        if ir.is_wmma_call(node) and (intrinsic := WMMAIntrinsic.parse(node.name)) is not None:
+        if (intrinsic := wmma_intrinsic(node)) is not None:
             sm = max(sm, WMMA_TENSOR_CORE.min_sm_of(intrinsic))
     return sm
 

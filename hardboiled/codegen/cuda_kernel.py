@@ -54,7 +54,7 @@ from hardboiled.legalize.gpu_mapping import (
     performs_wmma,
     spread_value,
 )
-from hardboiled.targets.wmma import WMMA_TENSOR_CORE, MatrixUse, WMMAIntrinsic, WMMAOp
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE, MatrixUse, WMMAIntrinsic, WMMAOp, wmma_intrinsic
 
 
 def cuda_element(t: ir.Type) -> str:
@@ -68,8 +68,9 @@ def cuda_element(t: ir.Type) -> str:
     raise codegen_error(f"no WMMA fragment holds {t.element()} elements")
 
 
-def wmma_intrinsic(call: ir.Call) -> WMMAIntrinsic:
-    intrinsic = WMMAIntrinsic.parse(call.name)
+def wmma_operation(call: ir.Call) -> WMMAIntrinsic:
+    """The Tensor Core operation a call the printer meets must be."""
+    intrinsic = wmma_intrinsic(call)
     if intrinsic is None:
         raise codegen_error(f"{call.name} is not a WMMA fragment operation")
     return intrinsic
@@ -77,18 +78,19 @@ def wmma_intrinsic(call: ir.Call) -> WMMAIntrinsic:
 
 def _wmma_op(e: ir.Expr) -> WMMAOp | None:
     """What a wmma.* call does; None for anything else."""
-    return wmma_intrinsic(e).op if ir.is_wmma_call(e) else None
+    intrinsic = wmma_intrinsic(e)
+    return intrinsic.op if intrinsic is not None else None
 
 
 def _shape(call: ir.Call) -> tuple[int, int, int]:
-    shape = wmma_intrinsic(call).shape
+    shape = wmma_operation(call).shape
     return shape.m, shape.n, shape.k
 
 
 def _memory_layout(call: ir.Call) -> str:
     """``mem_row_major`` or ``mem_col_major``: the layout a load of C or a
     store of D gives load/store_matrix_sync."""
-    layout = wmma_intrinsic(call).layout
+    layout = wmma_operation(call).layout
     assert layout is not None
     return layout.cuda_memory
 
@@ -305,7 +307,7 @@ class KernelGenerator(CFamilyEmitter):
     def visit_let_stmt(self, s: ir.LetStmt) -> None:
         load = s.value
         if not (isinstance(load, ir.Call) and _wmma_op(load) is WMMAOp.LOAD
-                and wmma_intrinsic(load).matrix in (MatrixUse.A, MatrixUse.B)):
+                and wmma_operation(load).matrix in (MatrixUse.A, MatrixUse.B)):
             super().visit_let_stmt(s)
             return
         # An operand fragment loaded once for the statements after it
@@ -460,7 +462,7 @@ class KernelGenerator(CFamilyEmitter):
                 a, b, c = (self._fragment(arg) for arg in value.args)
                 self.emit(f"wmma::mma_sync({slot}, {a}, {b}, {c});")
                 return
-            if op is WMMAOp.LOAD and wmma_intrinsic(value).matrix is MatrixUse.C:
+            if op is WMMAOp.LOAD and wmma_operation(value).matrix is MatrixUse.C:
                 self._load_matrix(slot, value)
                 return
         self.emit(f"{slot} = {self._fragment(value)};")
@@ -472,7 +474,7 @@ class KernelGenerator(CFamilyEmitter):
     def _fragment_declaration(self, call: ir.Call) -> str:
         """The ``wmma::fragment`` type a load of ``call``'s matrix fills."""
         m, n, k = _shape(call)
-        intrinsic = wmma_intrinsic(call)
+        intrinsic = wmma_operation(call)
         assert intrinsic.matrix is not None and intrinsic.layout is not None
         layout = f", wmma::{intrinsic.layout.cuda}" if intrinsic.matrix is not MatrixUse.C else ""
         return f"wmma::fragment<wmma::{intrinsic.matrix.cuda}, {m}, {n}, {k}, {cuda_element(call.type)}{layout}>"
@@ -489,7 +491,7 @@ class KernelGenerator(CFamilyEmitter):
             raise codegen_error(f"a WMMA operand is neither a fragment nor a WMMA operation: {type(e).__name__}")
         assert isinstance(e, ir.Call)
         name = self.temp()
-        if wmma_intrinsic(e).op is WMMAOp.LOAD:
+        if wmma_operation(e).op is WMMAOp.LOAD:
             address = self._address(e)  # what computing it needs comes before the fragment
             self.emit(f"{self._fragment_declaration(e)} {name};")
             self._load_matrix(name, e, address)
@@ -541,7 +543,7 @@ class KernelGenerator(CFamilyEmitter):
         assert isinstance(pointer, ir.Variable)
         self._note_pointer(pointer.name)
         address, ldm = address_and_ldm or self._address(call)
-        layout = f", wmma::{_memory_layout(call)}" if wmma_intrinsic(call).matrix is MatrixUse.C else ""
+        layout = f", wmma::{_memory_layout(call)}" if wmma_operation(call).matrix is MatrixUse.C else ""
         self.emit(f"wmma::load_matrix_sync({target}, {address}, {ldm}{layout});")
 
     # ------------------------------------------------------------ staging

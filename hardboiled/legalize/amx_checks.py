@@ -12,7 +12,7 @@ from hardboiled import ir
 from hardboiled.ir.printer import print_ir
 from hardboiled.legalize.common import legal_error
 from hardboiled.select.extract import ACCELERATOR_MEMORY, accelerator_allocations
-from hardboiled.targets.amx import AMX_TILE, AMXIntrinsic, AMXTile
+from hardboiled.targets.amx import AMX_TILE, AMXTile, amx_intrinsic
 
 
 def check_amx_program(stmt: ir.Stmt) -> ir.Stmt:
@@ -25,7 +25,7 @@ def check_amx_program(stmt: ir.Stmt) -> ir.Stmt:
 
 def check_amx(stmt: ir.Stmt, amx_buffers: dict[str, ir.Allocate], tile: AMXTile = AMX_TILE) -> None:
     for node in ir.calls(stmt):
-        intrinsic = AMXIntrinsic.parse(node.name)
+        intrinsic = amx_intrinsic(node)
         if intrinsic is not None and intrinsic.writes_tile:
             rows = _constant(intrinsic.argument(node, "rows"))
             colbytes = _constant(intrinsic.argument(node, "colbytes"))

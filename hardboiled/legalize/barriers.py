@@ -47,7 +47,7 @@ from hardboiled.legalize.gpu_mapping import (
     map_kernels,
     spread_value,
 )
-from hardboiled.targets.wmma import WMMAIntrinsic, WMMAOp
+from hardboiled.targets.wmma import WMMAOp, wmma_intrinsic
 
 _RUNS_NO_CODE = (ir.Allocate, ir.Block, ir.ProducerConsumer)
 """Statements that are only declarations and structure in a kernel: the
@@ -65,7 +65,7 @@ def place_barriers(stmt: ir.Stmt) -> ir.Stmt:
 
 def _wmma_pointer(call: ir.Call, op: WMMAOp) -> str | None:
     """The buffer a wmma call of operation ``op`` reads or writes."""
-    intrinsic = WMMAIntrinsic.parse(call.name)
+    intrinsic = wmma_intrinsic(call)
     pointer = call.args[0] if call.args else None
     if intrinsic is None or intrinsic.op is not op or not isinstance(pointer, ir.Variable):
         return None

@@ -29,7 +29,7 @@ import dataclasses
 from hardboiled import ir
 from hardboiled.ir.visitor import map_expr, map_stmt, rewrite
 from hardboiled.legalize.gpu_mapping import is_stage_copy, is_wmma_lane_loop
-from hardboiled.targets.wmma import MatrixUse, WMMAIntrinsic, WMMAOp
+from hardboiled.targets.wmma import MatrixUse, WMMAOp, wmma_intrinsic
 
 
 def reuse_operand_fragments(stmt: ir.Stmt) -> ir.Stmt:
@@ -92,11 +92,10 @@ class _NameSource:
 
 def _operand_load(e: ir.Expr) -> ir.Call | None:
     """``e`` if it is a wmma.load of an A or B fragment."""
-    if not ir.is_wmma_call(e):
-        return None
-    intrinsic = WMMAIntrinsic.parse(e.name)
+    intrinsic = wmma_intrinsic(e)
     if intrinsic is None or intrinsic.op is not WMMAOp.LOAD or intrinsic.matrix is MatrixUse.C:
         return None
+    assert isinstance(e, ir.Call)
     return e
 
 
@@ -113,10 +112,9 @@ def _loads_in(s: ir.Stmt) -> list[ir.Call]:
 def _written_buffer(s: ir.Stmt) -> str | None:
     """The memory a statement of a lane loop writes that operands may be
     loaded from: a fragment stored to memory, or a staging copy's target."""
-    if isinstance(s, ir.Evaluate) and ir.is_wmma_call(s.value):
-        intrinsic = WMMAIntrinsic.parse(s.value.name)
+    if isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call) and (intrinsic := wmma_intrinsic(s.value)):
         pointer = s.value.args[0]
-        if intrinsic is not None and intrinsic.op is WMMAOp.STORE and isinstance(pointer, ir.Variable):
+        if intrinsic.op is WMMAOp.STORE and isinstance(pointer, ir.Variable):
             return pointer.name
     if isinstance(s, ir.Store) and is_stage_copy(s):
         return s.name
@@ -198,7 +196,7 @@ def _with_lets(stretch: list[ir.Stmt], shared: list[tuple[int, ir.Call]], name_f
     every use of it (until its memory is written) reading the let."""
     lets: dict[int, list[tuple[str, ir.Call]]] = {}
     for position, load in sorted(shared, key=lambda item: item[0]):
-        intrinsic = WMMAIntrinsic.parse(load.name)
+        intrinsic = wmma_intrinsic(load)
         assert intrinsic is not None and intrinsic.matrix is not None
         lets.setdefault(position, []).append((name_for(intrinsic.matrix), load))
     live: dict[ir.Call, ir.Variable] = {}

@@ -14,7 +14,7 @@ from hardboiled import ir
 from hardboiled.ir.buffers import discover_buffers
 from hardboiled.ir.visitor import map_stmt, with_exprs
 from hardboiled.select.extract import ACCELERATOR_MEMORY, accelerator_allocations
-from hardboiled.targets.wmma import WMMA_TENSOR_CORE, Layout, WMMAIntrinsic, WMMAOp, WMMATensorCore
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE, Layout, WMMAIntrinsic, WMMAOp, WMMATensorCore, wmma_intrinsic
 
 
 def known_multiple(e: ir.Expr) -> int:
@@ -52,7 +52,7 @@ def _leading_dimension_ok(ldm: ir.Expr, element_bytes: int) -> bool:
 def _memory_operation(e: ir.Expr) -> WMMAIntrinsic | None:
     """The wmma.load or wmma.store.d that ``e`` calls (the operations that
     take an address); None for anything else."""
-    intrinsic = WMMAIntrinsic.parse(e.name) if ir.is_wmma_call(e) else None
+    intrinsic = wmma_intrinsic(e)
     return intrinsic if intrinsic is not None and intrinsic.op in (WMMAOp.LOAD, WMMAOp.STORE) else None
 
 

@@ -58,7 +58,7 @@ from hardboiled.legalize.gpu_mapping import (
     spread_value,
 )
 from hardboiled.measure.figures import WARP_SIZE, ApplicationFigures, KernelFigures, application_figures
-from hardboiled.targets.wmma import MatrixUse, WMMAIntrinsic, WMMAOp
+from hardboiled.targets.wmma import MatrixUse, WMMAIntrinsic, WMMAOp, wmma_intrinsic
 
 
 def program_work(name: str, program: ir.Stmt) -> ApplicationFigures:
@@ -178,7 +178,7 @@ _BINARY: dict[ir.BinOp, Callable[[int, int], int | None]] = {
 
 
 def _intrinsic(call: ir.Expr) -> WMMAIntrinsic | None:
-    return WMMAIntrinsic.parse(call.name) if ir.is_wmma_call(call) else None
+    return wmma_intrinsic(call)
 
 
 def _pointer(call: ir.Call) -> str:

@@ -117,6 +117,12 @@ AMX_INTRINSICS = (
     AMXIntrinsic(AMXOp.STORE, ("rows", "colbytes", "buffer", "offset", "stride", "tile"), "_tile_stored", False),
 )
 _BY_NAME = {i.name: i for i in AMX_INTRINSICS}
+
+
+def amx_intrinsic(node: ir.Node) -> AMXIntrinsic | None:
+    """The tile operation ``node`` calls; None if it is not a call of one.
+    Every pass and printer asks this, not the call's name."""
+    return AMXIntrinsic.parse(node.name) if isinstance(node, ir.Call) else None
 AMX_INTRINSIC = {i.op: i for i in AMX_INTRINSICS}
 
 

@@ -5,13 +5,15 @@ operations (``WMMAIntrinsic``) that selection emits as ``wmma.*`` calls.
 The WMMA rules receive these facts from ``select.facts``; legalization, the
 interpreter, the CUDA generator and the nvcc driver read the same table.
 A ``wmma.*`` call name is written only by ``WMMAIntrinsic.name`` and read
-only by ``WMMAIntrinsic.parse``; ``WMMATensorCore.intrinsics`` lists every
+only by ``WMMAIntrinsic.parse``, which the rest of the project reaches
+through ``wmma_intrinsic(call)``; ``WMMATensorCore.intrinsics`` lists every
 operation the table defines.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import itertools
 import re
 from collections.abc import Iterable
@@ -296,11 +298,14 @@ class WMMAIntrinsic:
         return ".".join(parts)
 
     @staticmethod
+    @functools.cache
     def parse(name: str) -> WMMAIntrinsic | None:
         """The operation a call name spells, or None if it spells none. The
         shape need not be in the table (``WMMATensorCore.defines`` says).
         Only the spelling ``name`` writes is accepted: a parsed name is
-        formatted again and must come back unchanged."""
+        formatted again and must come back unchanged. Each name is read
+        once per process (a program holds few distinct names and calls
+        them many times); the descriptor is immutable, so it is shared."""
         parts = name.split(".")
         if len(parts) < 4 or parts[0] != "wmma":
             return None
@@ -337,6 +342,13 @@ def wmma_type_suffix(t: ir.Type) -> str:
 
 
 _SHAPE_RE = re.compile(r"m(\d+)n(\d+)k(\d+)")
+
+
+def wmma_intrinsic(node: ir.Node) -> WMMAIntrinsic | None:
+    """The Tensor Core operation ``node`` calls; None if it is not a call
+    of one. Every pass, printer and counter asks this, not the call's name:
+    the name is the IR's spelling of the descriptor, resolved here once."""
+    return WMMAIntrinsic.parse(node.name) if ir.is_wmma_call(node) else None
 
 
 def _parse_parts(parts: list[str]) -> WMMAIntrinsic | None:

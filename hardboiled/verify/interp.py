@@ -544,7 +544,7 @@ def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
     must meet load/store_matrix_sync's alignment (relative to the buffer's
     start): a rewrite that breaks it would fail on the GPU, so it fails here.
     """
-    intrinsic = wmma.WMMAIntrinsic.parse(call.name)
+    intrinsic = wmma.wmma_intrinsic(call)
     if intrinsic is None:
         raise fail(f"the interpreter does not know the WMMA call '{call.name}'")
     if intrinsic.shape not in wmma.WMMA_TENSOR_CORE.all_shapes:
