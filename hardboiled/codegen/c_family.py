@@ -294,23 +294,29 @@ class CFamilyEmitter(EntryPoints, Visitor[Any]):
         """How many elements ``s`` allocates, as C: a constant, checked here,
         or a variable computed in 64 bits and checked at run time (which
         returns the status for an allocation too large)."""
-        element_bytes = max(1, s.type.bits // 8)
+        unit = self.allocation_unit_bytes(max(1, s.type.bits // 8))
         factors = [ir.IntImm(s.type.lanes), *s.extents]
         if all(isinstance(f, ir.IntImm) for f in factors):
             constant = 1
             for factor in factors:
                 constant *= cast(ir.IntImm, factor).value
-            if constant < 0 or constant * element_bytes > 2**31 - 1:
-                raise codegen_error(f"allocation '{s.name}' of {constant} elements passes 2^31 - 1 bytes, "
-                                    "Halide's limit")
+            if constant < 0 or constant * unit > 2**31 - 1:
+                limit = "2^31 - 1 bytes, Halide's limit" if unit > 1 else "2^31 - 1 elements, int32 indexing's limit"
+                raise codegen_error(f"allocation '{s.name}' of {constant} elements passes {limit}")
             return str(max(1, constant))  # calloc(0) may answer NULL, which reads as a failure
         terms = self.temp()
         elements = self.temp()
         self.emit(f"const int64_t {terms}[] = {{{', '.join(f'(int64_t)({self.expr(f)})' for f in factors)}}};")
-        self.emit(f"int64_t {elements} = hb_allocation_elements({element_bytes}, {len(factors)}, {terms});")
+        self.emit(f"int64_t {elements} = hb_allocation_elements({unit}, {len(factors)}, {terms});")
         self.emit(f"if ({elements} < 0) {{ {self.release_on_return()}return "
                   f"{RAW_STATUS['buffer_allocation_too_large']}; }}")
         return elements
+
+    def allocation_unit_bytes(self, element_bytes: int) -> int:
+        """What an allocation's size is held to 2^31 - 1 of, in bytes: its
+        elements' bytes for host memory (Halide refuses a larger heap
+        allocation); a backend whose allocations live elsewhere overrides it."""
+        return element_bytes
 
     def acquire_memory(self, name: str, storage: str, size: str) -> None:
         """Declare ``name`` as ``size`` elements of ``storage`` (zeroed host memory here)."""

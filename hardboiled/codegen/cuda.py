@@ -190,6 +190,12 @@ class CudaGenerator(CFamilyEmitter):
     # A buffer between stages is device memory from the stream's pool, freed
     # on every return; the launch checks the 32-byte alignment of each one a
     # fragment is loaded from or stored to.
+    def allocation_unit_bytes(self, element_bytes: int) -> int:
+        # Device memory: Halide's device_malloc takes a size_t, so the only
+        # limit is the kernels' int32 element indexing (an attention's 4 GiB
+        # of scores is a legal device buffer; the host never allocates it).
+        return 1
+
     def acquire_memory(self, name: str, storage: str, size: str) -> None:
         self.emit(f"{storage} *{name} = NULL;")
         self.emit(f"if (cudaMallocAsync((void **)&{name}, (size_t)({size}) * sizeof({storage}), {self.stream}) "

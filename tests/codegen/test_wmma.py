@@ -680,3 +680,30 @@ def test_nested_thread_loops_let_in_the_inner_threads_but_write_once_per_halide_
     assert "if (threadIdx.x == 0) {" in body  # the y loop's own store
     assert "if ((int32_t)threadIdx.x < ((int32_t)8)) {" in body
     _compiles(definition)
+
+
+def test_a_device_buffer_is_held_to_int32_elements_not_to_host_bytes() -> None:
+    """Halide's 2^31 - 1 bytes are its host heap's limit. A buffer between
+    GPU stages lives in device memory (the attention at the paper's size
+    keeps 2^30 float32 scores there, 4 GiB): the CUDA wrapper allocates it,
+    and refuses only what int32 element indexing cannot address. The C
+    backend, whose allocations are host memory, keeps Halide's limit."""
+    from hardboiled.codegen.c import generate_c
+    from hardboiled.codegen.c_text import CodegenError
+
+    def program(elements: str) -> ir.Stmt:
+        stmt = parse_input(
+            f"allocate big[float32 * {elements}] in Heap\n"
+            "gpu_block<CUDA> (f.s0.b.block_id_x, 0, 4) {\n"
+            " gpu_thread<CUDA> (f.s0.t.thread_id_x, 0, 32) {\n"
+            "  big[f.s0.b.block_id_x*32 + f.s0.t.thread_id_x] = 1.000000f\n"
+            " }\n"
+            "}\n", "big.stmt").ir
+        assert isinstance(stmt, ir.Stmt)
+        return stmt
+
+    assert "cudaMallocAsync((void **)&big, (size_t)(1073741824) * sizeof(float)" in generate_cuda(program("1073741824"))
+    with pytest.raises(CodegenError, match="passes 2\\^31 - 1 elements"):
+        generate_cuda(program("65536 * 32768"))
+    with pytest.raises(CodegenError, match="passes 2\\^31 - 1 bytes, Halide's limit"):
+        generate_c(program("1073741824"))

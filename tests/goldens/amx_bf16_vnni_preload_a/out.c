@@ -77,7 +77,8 @@ static inline int hb_buffer_too_large(int dimensions, const int32_t *dims) {
 }
 /* The elements to allocate (the product of the factors; 1 for an empty
    allocation, so that calloc's NULL always means failure), or -1 if an
-   extent is negative or it would pass 2^31 - 1 bytes, Halide's limit. */
+   extent is negative or it would pass 2^31 - 1 units of element_bytes
+   (bytes on the host, Halide's limit; device memory counts elements). */
 static inline int64_t hb_allocation_elements(int64_t element_bytes, int count, const int64_t *factors) {
   int64_t elements = 1;
   for (int i = 0; i < count; i++) if (factors[i] <= 0) return factors[i] < 0 ? -1 : 1;
