@@ -15,6 +15,7 @@ driver (pipeline/runner.py) adds the instrumentation: ``--print-before``,
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,6 +117,11 @@ def _select(c: Compilation, o: Any) -> None:
 
     assert c.program is not None
     options = o.selection
+    if options.rewrite_check is None:
+        # Every rewrite is checked against its store before it is emitted.
+        from hardboiled.verify.rewrite_check import check_rewrite
+
+        options = dataclasses.replace(options, rewrite_check=check_rewrite)
     kernels = compiled_gpu_kernels(c.program)
     if kernels and (options.store_in or options.require):
         report(c)

@@ -4,12 +4,25 @@ without loading the selector."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hardboiled import ir
+    from hardboiled.targets.amx import VNNILayout
 
 DEFAULT_TIMEOUT_S = 60.0
 """Wall-clock limit of the egglog child process."""
 DEFAULT_MEMORY_MB = 4096
 """Address-space limit of the egglog child process."""
+
+RewriteCheck = Callable[["ir.Stmt", "ir.Stmt", Mapping[str, "ir.Expr"], Mapping[str, "VNNILayout"]], "str | None"]
+"""Checks one selected rewrite against the store it replaces: (the store,
+its replacement, the temporaries the replacement reads by name and value,
+the AMX buffers the rewrite keeps in VNNI order) -> why they differ, or
+None. The pipeline passes the interpreter's (verify/rewrite_check.py);
+selection knows nothing of how it is done."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,3 +41,6 @@ class SelectionOptions:
     with long expressions shortened."""
     require: bool = False
     """--require: no store in accelerator memory is a miss (exit 1)."""
+    rewrite_check: RewriteCheck | None = None
+    """Run on every store selection lowers, before it is put in the
+    program: a rewrite that fails it is a miss, never emitted."""

@@ -21,7 +21,7 @@ from hardboiled import ir
 from hardboiled.ir.visitor import map_stmt, method_suffix_of
 from hardboiled.select.extract import MARKERS, Encoding, bits_float, iter_stores
 from hardboiled.select.terms import Term, TermError, binop_of, type_code_of
-from hardboiled.targets.amx import AMX_INTRINSIC, AMXOp
+from hardboiled.targets.amx import AMX_INTRINSIC, AMXOp, VNNILayout, vnni_order
 from hardboiled.targets.wmma import WMMAIntrinsic, WMMAShape
 
 
@@ -62,6 +62,18 @@ class Decoder:
     encoding: Encoding
     temporaries: dict[ir.Expr, Temporary] = field(default_factory=dict)
     """By value, so that equal temporaries are one buffer."""
+    layouts: dict[str, VNNILayout] = field(default_factory=dict)
+    """The AMX buffers the rewrite fills with blocks in VNNI order (a
+    standard-layout B preloaded in an AMX buffer): the program keeps the
+    same values there in another order, which checking a statement on its
+    own must know."""
+
+    def _note_layout(self, store: Term) -> None:
+        value = store.value
+        if value.constructor.name == "TileLoad" and value.buffer.constructor.name == "Temp" \
+                and value.buffer.value.constructor.name == "VNNIInterleave":
+            interleave = value.buffer.value
+            self.layouts[store.buffer] = VNNILayout(interleave.k_pack, interleave.rows, interleave.cols)
 
     def type(self, t: Term) -> ir.Type:
         code = type_code_of(t.code.constructor.name)
@@ -71,6 +83,7 @@ class Decoder:
 
     def stmt(self, t: Term) -> ir.Stmt:
         if t.constructor.name == "Store":
+            self._note_layout(t)
             return ir.Store(t.buffer, self.expr(t.value), self.expr(t.index))
         if t.constructor.name == "Evaluate":
             return ir.Evaluate(self.expr(t.value))
@@ -151,13 +164,8 @@ class Decoder:
         )
 
     def decode_vnniinterleave(self, t: Term) -> ir.Expr:
-        # Desugared right away: a K x N row-major matrix to VNNI order,
-        # out[(kq, n, kr)] = matrix[(kq * k + kr) * N + n].
-        k, rows, cols = t.k_pack, t.rows, t.cols
-        indices = tuple(
-            (kq * k + kr) * cols + n for kq in range(rows // k) for n in range(cols) for kr in range(k)
-        )
-        return ir.Shuffle((self.expr(t.matrix),), indices)
+        # Desugared right away: a K x N row-major matrix to VNNI order.
+        return ir.Shuffle((self.expr(t.matrix),), vnni_order(t.k_pack, t.rows, t.cols))
 
     def decode_window_matrix(self, t: Term) -> ir.Expr:
         # Desugared right away: the kernel's taps (of every phase) followed

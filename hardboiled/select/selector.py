@@ -253,20 +253,17 @@ def _decode_selected(selected: list[SelectedStore], terms: dict[int, str], decod
                      ) -> tuple[dict[int, ir.Stmt], list[StoreReport], list[Diagnostic]]:
     """Each selected store's lowered statement (by position), its report,
     and a diagnostic for each miss."""
-    replacements: dict[int, ir.Stmt] = {}
+    replacements, explanations = _decoded_terms(selected, terms, decoder, encoding)
+    # Checked once every store is decoded: the decoder then knows how each
+    # buffer the rewrite keeps in another order is laid out.
+    for sel in selected:
+        if sel.position in replacements and (failure := _failed_check(sel, replacements, decoder, options)):
+            explanations[sel.position] = failure
     reports: list[StoreReport] = []
     misses: list[Diagnostic] = []
     for sel in selected:
         line = store_lines[sel.position] if sel.position < len(store_lines) else None
-        term = terms.get(sel.position)
-        explanation = None
-        if term is None:
-            explanation = "a predicated store cannot become a tile operation"
-        else:
-            try:
-                replacements[sel.position] = decoder.stmt(parse_term(term, "Stmt"))
-            except MarkerLeft:
-                explanation = explain_miss(sel, term, encoding)
+        explanation = explanations.get(sel.position)
         if explanation is None:
             intrinsics = tuple(sorted({n.name for n in ir.walk(replacements[sel.position])
                                        if isinstance(n, ir.Call) and n.name.startswith(ACCELERATOR_INTRINSICS)}))
@@ -276,6 +273,40 @@ def _decode_selected(selected: list[SelectedStore], terms: dict[int, str], decod
         reports.append(StoreReport(sel.store.name, line, sel.accelerator, False, (), explanation))
         misses.append(_miss_diagnostic(sel, explanation, filename, source, line, options.allow_fallback))
     return replacements, reports, misses
+
+
+def _decoded_terms(selected: list[SelectedStore], terms: dict[int, str], decoder: Decoder, encoding: Encoding
+                   ) -> tuple[dict[int, ir.Stmt], dict[int, str]]:
+    """The statement each store's extracted term decodes to, and why each
+    store that has none missed, by position."""
+    replacements: dict[int, ir.Stmt] = {}
+    explanations: dict[int, str] = {}
+    for sel in selected:
+        term = terms.get(sel.position)
+        if term is None:
+            explanations[sel.position] = "a predicated store cannot become a tile operation"
+            continue
+        try:
+            replacements[sel.position] = decoder.stmt(parse_term(term, "Stmt"))
+        except MarkerLeft:
+            explanations[sel.position] = explain_miss(sel, term, encoding)
+    return replacements, explanations
+
+
+def _failed_check(sel: SelectedStore, replacements: dict[int, ir.Stmt], decoder: Decoder,
+                  options: SelectionOptions) -> str | None:
+    """Why the rewrite of ``sel`` fails ``options.rewrite_check`` (then it
+    is taken out of ``replacements``), or None."""
+    if options.rewrite_check is None:
+        return None
+    temporaries = {t.name: t.value for t in decoder.temporaries.values()}
+    reason = options.rewrite_check(sel.store, replacements[sel.position], temporaries, decoder.layouts)
+    if reason is None:
+        return None
+    del replacements[sel.position]
+    return (f"the rewrite selection found does not compute what the store computes ({reason}); it is not "
+            "emitted. This is a fault in hardboiled's rules or in egglog, not in the schedule: please "
+            "report it with this input")
 
 
 def _root_causes_first(selected: list[SelectedStore], lowered: dict[int, ir.Stmt], misses: list[Diagnostic],

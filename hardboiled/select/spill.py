@@ -25,6 +25,7 @@ shared memory, where store_matrix_sync can write it for the whole warp.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from hardboiled import ir
@@ -59,8 +60,9 @@ def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: di
     """For the stores at these pre-order positions, the statement that reads
     copies of the accelerator buffers instead (``accelerators``: buffer ->
     "AMX" or "WMMA"), by position. A store that only copies an accumulator
-    out (``gathers_accelerator``) reads a copy of the whole allocation, in
-    storage order, at its own index."""
+    out (``gathers_accelerator``) reads a copy of the part of the
+    allocation it gathers from (``_gathered_region``), in storage order, at
+    its own index."""
     replacements: dict[int, ir.Stmt] = {}
     counter = 0
     for position, store in enumerate(iter_stores(stmt)):
@@ -72,15 +74,18 @@ def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: di
             if isinstance(n, ir.Load) and n.name in accelerators and n not in copies:
                 spill = f"{n.name}{SPILL}{counter}"
                 counter += 1
-                size = allocations[n.name].constant_elements if gather else None
+                region = _gathered_region(stmt, n, allocations[n.name]) if gather else None
                 index: ir.Expr
-                if size is None:
+                if region is None:
                     size, index = n.type.lanes, ir.Ramp(ir.IntImm(0), ir.IntImm(1), n.type.lanes)
                     fill = ir.Store(spill, n, index)
                 else:
-                    index = n.index
-                    everything = ir.Ramp(ir.IntImm(0), ir.IntImm(1), size)
-                    fill = ir.Store(spill, ir.Load(n.name, everything, n.type.with_lanes(size)), everything)
+                    start, size = region
+                    index = n.index if start == 0 else ir.Binary(
+                        ir.BinOp.SUB, n.index, ir.Broadcast(ir.IntImm(start), n.type.lanes))
+                    dense = ir.Ramp(ir.IntImm(0), ir.IntImm(1), size)
+                    read = ir.Ramp(ir.IntImm(start), ir.IntImm(1), size)
+                    fill = ir.Store(spill, ir.Load(n.name, read, n.type.with_lanes(size)), dense)
                 copies[n] = (ir.Load(spill, index, n.type), fill, size)
         value = map_expr(store.value, _replacing({load: copy for load, (copy, _, _) in copies.items()}))
         fills = [fill for _, fill, _ in copies.values()]
@@ -90,3 +95,57 @@ def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: di
                                  (ir.IntImm(size),), result)
         replacements[position] = result
     return replacements
+
+
+def _gathered_region(stmt: ir.Stmt, load: ir.Load, allocation: ir.Allocate) -> tuple[int, int] | None:
+    """The dense part of an accumulator a copy-out gathers from, as (start,
+    size): the span of its index's lanes widened to whole accumulation
+    stores (the gcd of the lane counts the program stores into the
+    buffer with), so that fragment stores of the tiles it covers fill it.
+    The whole allocation where the index is not constant (or spans it);
+    None where the allocation's size is not constant either."""
+    size = allocation.constant_elements
+    lanes = constant_lanes(load.index)
+    if size is None or lanes is None:
+        return None if size is None else (0, size)
+    unit = 0
+    for node in ir.walk(stmt):
+        if isinstance(node, ir.Store) and node.name == load.name:
+            unit = math.gcd(unit, node.value.type.lanes)
+    unit = unit or 1
+    start = min(lanes) // unit * unit
+    end = -(-(max(lanes) + 1) // unit) * unit
+    if start < 0 or end > size:
+        return (0, size)
+    return start, end - start
+
+
+def constant_lanes(e: ir.Expr) -> tuple[int, ...] | None:
+    """The lane values of an integer vector expression built of constants
+    (ramps, broadcasts, + - * / % min max over them); None for anything
+    else. Division and modulo are Halide's (Euclidean), which is Python's
+    floor for a positive divisor; any other divisor gives None."""
+    if isinstance(e, ir.IntImm):
+        return (e.value,)
+    if isinstance(e, ir.Broadcast):
+        value = constant_lanes(e.value)
+        return None if value is None else value * e.lanes
+    if isinstance(e, ir.Ramp):
+        base, stride = constant_lanes(e.base), constant_lanes(e.stride)
+        if base is None or stride is None:
+            return None
+        return tuple(b + i * s for i in range(e.lanes) for b, s in zip(base, stride, strict=True))
+    if isinstance(e, ir.Binary) and (apply := _CONSTANT_OPS.get(e.op)) is not None:
+        a, b = constant_lanes(e.a), constant_lanes(e.b)
+        if a is None or b is None or len(a) != len(b):
+            return None
+        if e.op in (ir.BinOp.DIV, ir.BinOp.MOD) and min(b) <= 0:
+            return None
+        return tuple(apply(x, y) for x, y in zip(a, b, strict=True))
+    return None
+
+
+_CONSTANT_OPS: dict[ir.BinOp, Callable[[int, int], int]] = {
+    ir.BinOp.ADD: lambda a, b: a + b, ir.BinOp.SUB: lambda a, b: a - b, ir.BinOp.MUL: lambda a, b: a * b,
+    ir.BinOp.DIV: lambda a, b: a // b, ir.BinOp.MOD: lambda a, b: a % b, ir.BinOp.MIN: min, ir.BinOp.MAX: max,
+}

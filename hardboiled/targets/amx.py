@@ -127,3 +127,32 @@ AMX_INTRINSIC = {i.op: i for i in AMX_INTRINSICS}
 
 
 AMX_TILE = AMXTile()
+
+
+def vnni_order(k_pack: int, rows: int, cols: int) -> tuple[int, ...]:
+    """Where each element of a rows x cols (K x N) row-major block comes
+    from in the block's VNNI order: element j of the VNNI block is element
+    ``vnni_order(...)[j]`` of the standard one, out[(kq, n, kr)] =
+    matrix[(kq * k_pack + kr) * cols + n]. The decoder writes this shuffle,
+    and the rewrite check reads an AMX buffer that holds such blocks."""
+    return tuple((kq * k_pack + kr) * cols + n
+                 for kq in range(rows // k_pack) for n in range(cols) for kr in range(k_pack))
+
+
+@dataclass(frozen=True, slots=True)
+class VNNILayout:
+    """An AMX buffer that holds rows x cols (K x N) blocks of a standard-
+    layout operand in VNNI order, one block after another."""
+
+    k_pack: int
+    rows: int
+    cols: int
+
+    @property
+    def block(self) -> int:
+        """Elements in one block."""
+        return self.rows * self.cols
+
+    def order(self) -> tuple[int, ...]:
+        """``vnni_order`` of one block."""
+        return vnni_order(self.k_pack, self.rows, self.cols)

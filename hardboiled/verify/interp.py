@@ -64,6 +64,23 @@ _deadline: ContextVar[tuple[float, float] | None] = ContextVar("interpreter_dead
 """(time.monotonic() past which interpreting stops, the limit in seconds)."""
 
 
+_fragment_alignment: ContextVar[bool] = ContextVar("fragment_alignment_checked", default=True)
+"""Whether WMMA loads and stores must meet load/store_matrix_sync's
+alignment (not asked of a selected statement checked on its own, which
+staging aligns afterwards: rewrite_check.py)."""
+
+
+@contextmanager
+def fragment_alignment_unchecked() -> Iterator[None]:
+    """WMMA loads and stores inside the block (in this thread) may be
+    unaligned, and their leading dimension any integer."""
+    token = _fragment_alignment.set(False)
+    try:
+        yield
+    finally:
+        _fragment_alignment.reset(token)
+
+
 @contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
     """Every interpreter run inside the block (in this thread) stops with a
@@ -645,8 +662,8 @@ def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: wmma.Layout |
     if pointer.array.dtype != dtype_of(t):
         raise fail(f"{name} reads {t} elements from '{pointer.name}', which holds {pointer.array.dtype}")
     core = wmma.WMMA_TENSOR_CORE
-    if ((pointer.offset + offset) * t.bytes) % core.pointer_alignment \
-            or (ldm * t.bytes) % core.leading_dimension_alignment or ldm <= 0:
+    if _fragment_alignment.get() and (((pointer.offset + offset) * t.bytes) % core.pointer_alignment
+                                      or (ldm * t.bytes) % core.leading_dimension_alignment or ldm <= 0):
         raise fail(f"{name} on '{pointer.name}': element offset {pointer.offset + offset} or leading "
                     f"dimension {ldm} breaks the alignment load/store_matrix_sync need ({core.pointer_alignment}-byte "
                     f"addresses, a leading dimension of a multiple of {core.leading_dimension_alignment} bytes; it is "
@@ -654,7 +671,8 @@ def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: wmma.Layout |
     i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
     addresses = pointer.offset + offset + (i * ldm + j if layout is wmma.Layout.ROW else j * ldm + i)
     if addresses.min() < 0 or addresses.max() >= pointer.array.size:
-        raise fail(f"{name} on '{pointer.name}' out of bounds")
+        raise fail(f"{name} on '{pointer.name}' out of bounds: elements "
+                   f"{int(addresses.min()) - pointer.offset}..{int(addresses.max()) - pointer.offset}")
     return addresses
 
 

@@ -369,8 +369,8 @@ int vectorizing_raw(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32
               /* mm[ramp(0, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(0, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, ((mm.s1.r$x... */
               hb_amx_barrier(); _tile_loadd(3, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
               _tile_dpbf16ps(0, 3, 2);
-              /* mm[ramp(256, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(256, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, (((A.st... */
-              hb_amx_barrier(); _tile_loadd(4, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
+              /* mm[ramp(256, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(256, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, ((A.str... */
+              hb_amx_barrier(); _tile_loadd(4, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
               _tile_dpbf16ps(1, 4, 2);
             }
           }

@@ -362,8 +362,8 @@ int vectorizing_raw(uint8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_
               {
                 int32_t mm_s1_r_x_rro_lo = ((int32_t)0), mm_s1_r_x_rro_end = mm_s1_r_x_rro_lo + ((int32_t)2);
                 for (int32_t mm_s1_r_x_rro = mm_s1_r_x_rro_lo; mm_s1_r_x_rro < mm_s1_r_x_rro_end; mm_s1_r_x_rro++) {
-                  /* mm[ramp(0, 1, 256)] = (int32x256)tile_matmul(16, 64, 64, (int32x256)mm[ramp(0, 1, 256)], (uint8x1024)tile_load(16, 64, (void *)A, (((A.stride.1*mm_... */
-                  hb_amx_barrier(); _tile_loadd(1, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)mm_global_wrapper_0_s0_x_xo)) * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)64))))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0))))), A_stride_1);
+                  /* mm[ramp(0, 1, 256)] = (int32x256)tile_matmul(16, 64, 64, (int32x256)mm[ramp(0, 1, 256)], (uint8x1024)tile_load(16, 64, (void *)A, ((A.stride.1*mm_g... */
+                  hb_amx_barrier(); _tile_loadd(1, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)mm_global_wrapper_0_s0_x_xo)) * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)64))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0))))))), A_stride_1);
                   hb_amx_barrier(); _tile_loadd(2, (const char *)B_amx_vnni_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)1024))) + (uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)2048)))))), ((int32_t)64));
                   _tile_dpbuud(0, 1, 2);
                 }

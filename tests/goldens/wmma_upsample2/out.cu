@@ -124,7 +124,7 @@ static __global__ void vectorizing_k0(uint16_t *__restrict__ K, uint16_t *__rest
 }
 
 /* launched as <<<grid, dim3(32, 1, 1)>>> */
-static __global__ void vectorizing_k1(uint16_t *__restrict__ I, uint16_t *__restrict__ kernel_phases, float *__restrict__ output, int32_t I_stride_1, int32_t output_stride_1, int32_t output_s0_x_xo_block_id_x_lo, int32_t output_s0_y_yo_block_id_y_lo) {
+static __global__ void vectorizing_k1(uint16_t *__restrict__ I, uint16_t *__restrict__ kernel_phases, float *__restrict__ output, int32_t I_min_0, int32_t I_min_1, int32_t I_stride_1, int32_t output_stride_1, int32_t output_s0_x_xo_block_id_x_lo, int32_t output_s0_y_yo_block_id_y_lo) {
   const int32_t output_s0_x_xo_block_id_x = output_s0_x_xo_block_id_x_lo + (int32_t)blockIdx.x;
   const int32_t output_s0_y_yo_block_id_y = output_s0_y_yo_block_id_y_lo + (int32_t)blockIdx.y;
   /* the thread's place in the block, for work spread over all its threads */
@@ -159,10 +159,10 @@ static __global__ void vectorizing_k1(uint16_t *__restrict__ I, uint16_t *__rest
           /* allocate I.padded.0[float16 * 128] */
           {
             __shared__ __align__(32) uint16_t I_padded_0[128];
-            /* I.padded.0[ramp(0, 1, 128)] = (float16x128)spread_over_threads(shuffle((float16x120)I[ramp(ramp((output.s0.x.xo.block_id_x*64) + ((conv.s1.rk$y + o... */
+            /* I.padded.0[ramp(0, 1, 128)] = (float16x128)spread_over_threads(shuffle((float16x120)I[ramp(ramp((output.s0.x.xo.block_id_x*64) + (((conv.s1.rk$y + ... */
             static const int32_t t2[128] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 120, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 120, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 120, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 120, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 120, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 120, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 120, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120};
             for (int hb_i = hb_thread; hb_i < 128; hb_i += 32) {
-              I_padded_0[((int32_t)(((int32_t)0) + hb_i * ((int32_t)1)))] = hb_f32_to_f16((t2[hb_i] < 120 ? hb_f16_to_f32(I[((int32_t)(((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)64))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y + (uint32_t)output_s0_y_yo_block_id_y)) * (uint32_t)I_stride_1)))) + ((t2[hb_i] - 0) % 15) * ((int32_t)1))) + ((t2[hb_i] - 0) / 15) * ((int32_t)8)))]) : 0.0f));
+              I_padded_0[((int32_t)(((int32_t)0) + hb_i * ((int32_t)1)))] = hb_f32_to_f16((t2[hb_i] < 120 ? hb_f16_to_f32(I[((int32_t)(((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)64))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y + (uint32_t)output_s0_y_yo_block_id_y)) * (uint32_t)I_stride_1)) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))))) + ((t2[hb_i] - 0) % 15) * ((int32_t)1))) + ((t2[hb_i] - 0) / 15) * ((int32_t)8)))]) : 0.0f));
             }
             __syncthreads();
             /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
@@ -452,7 +452,7 @@ extern "C" int vectorizing_raw(uint16_t *I_host_pointer, int32_t I_host_pointer_
       int32_t output_s0_y_yo_block_id_y_lo = ((int32_t)0);
       {
         dim3 hb_grid(((int32_t)2), ((int32_t)2), 1), hb_block(32, 1, 1);
-        vectorizing_k1<<<hb_grid, hb_block, 0, hb_stream>>>(I, kernel_phases, output, I_stride_1, output_stride_1, output_s0_x_xo_block_id_x_lo, output_s0_y_yo_block_id_y_lo);
+        vectorizing_k1<<<hb_grid, hb_block, 0, hb_stream>>>(I, kernel_phases, output, I_min_0, I_min_1, I_stride_1, output_stride_1, output_s0_x_xo_block_id_x_lo, output_s0_y_yo_block_id_y_lo);
         if (cudaGetLastError() != cudaSuccess) { cudaFreeAsync(kernel_phases, hb_stream); return -300000; }
       }
       /* let halide_device_and_host_free_result = halide_device_and_host_free((struct halide_buffer_t *)kernel_phases.buffer) */
