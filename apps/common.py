@@ -34,6 +34,15 @@ class App:
     sizes: dict[str, dict[str, int]] = field(default_factory=dict)
     paper: str = ""
     """The paper's figure for this application, for docs/applications.md."""
+    verification_inputs: Callable[..., dict[str, Any]] | None = None
+    """Inputs of the kind the pipeline really sees, by buffer name (numpy
+    arrays), for the sizes' keyword arguments: verification runs on them
+    instead of random data where random data proves nothing (a DCT's
+    coefficient matrices: random ones make values whose 16-bit rounding
+    swamps the output)."""
+    unproven: str = ""
+    """Why verification proves nothing about some output elements, for an
+    application whose run accepts that (--accept-unproven); empty: none may be."""
 
     @property
     def memory(self) -> str:

@@ -80,5 +80,8 @@ APP = App(
     "rec_filter", "wmma", ("convolved",),
     "2nd-order recursive filter dilated by 8: 16-tap FIR on Tensor Cores, recursion on CUDA cores, 2 outputs",
     pipeline,
+    unproven=("the recursion y[i] = x[i] + b1 y[i-8] + b2 y[i-16]: its worst-case error bound grows as "
+              "(|b1| + |b2|)^(i/8), past the output's range after a few hundred samples, although the filter "
+              "is stable; the FIR part (the Tensor Core stage, output fir_part) is proven"),
     sizes={"test": dict(samples=512, channels=2), "paper": dict(samples=1 << 21, channels=2)},
 )

@@ -95,7 +95,21 @@ _MEASURED = (
 )
 
 
-def tensorize(app: App, stmt: Path, out_dir: Path, verify: bool = True) -> dict:
+def verification_flags(app: App, size: str, out_dir: Path) -> list[str]:
+    """--input flags for the application's own verification inputs (each
+    written to OUT_DIR/NAME.npy), and --accept-unproven where it says why."""
+    import numpy as np
+
+    flags: list[str] = []
+    if app.verification_inputs is not None:
+        for name, array in sorted(app.verification_inputs(**app.sizes[size]).items()):
+            path = out_dir / f"{name}.npy"
+            np.save(path, array)
+            flags += ["--input", f"{name}={path}"]
+    return flags + (["--accept-unproven"] if app.unproven else [])
+
+
+def tensorize(app: App, stmt: Path, out_dir: Path, verify: bool = True, size: str = "test") -> dict:
     """Run hardboiled on the dump; return the figures for the table."""
     cuda = app.accelerator == "wmma"
     code = out_dir / f"{stmt.stem}.{'cu' if cuda else 'c'}"  # -o DIR names outputs after the input
@@ -105,7 +119,7 @@ def tensorize(app: App, stmt: Path, out_dir: Path, verify: bool = True) -> dict:
                "--emit", f"{'cuda' if cuda else 'c'},report", "-o", str(out_dir), "--build", str(binary),
                "--no-cache"]  # measured, not replayed from the result cache
     if verify:
-        command.append("--verify")
+        command += ["--verify", *verification_flags(app, size, out_dir)]
     if verify and not cuda:
         command.append("--run")  # the C, on AMX or through the emulation header
     print("$ " + " ".join(shlex.quote(str(c)) for c in command), flush=True)
@@ -153,7 +167,7 @@ def run_app(app: App, size: str, out_root: Path, verify: bool) -> dict:
     stmt = out_dir / "vectorizing.stmt"
     stmt.write_bytes(dump(app, size))
     print(f"{app.name} ({size}): Halide dump in {time.perf_counter() - started:.1f} s -> {stmt}", flush=True)
-    figures = tensorize(app, stmt, out_dir, verify)
+    figures = tensorize(app, stmt, out_dir, verify, size)
     figures["size"] = size
     print(json.dumps(figures), flush=True)
     return figures

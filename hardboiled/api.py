@@ -92,7 +92,7 @@ def compile(source: str | bytes | os.PathLike[str], *, store_in: Mapping[str, st
             stage: str | None = None, schedule: str | os.PathLike[str] | None = None,
             allow_fallback: bool = False, verify: bool = False, run: bool = False,
             build: str | os.PathLike[str] | None = None, cc: str | None = None, amx: str = "auto",
-            seed: int = 0) -> Result:
+            seed: int = 0, accept_unproven: bool = False, inputs: Mapping[str, Any] | None = None) -> Result:
     """Select tensor instructions for Halide IR and generate code.
 
     ``source``: a path (``os.PathLike``, or a ``str`` naming an existing
@@ -103,7 +103,12 @@ def compile(source: str | bytes | os.PathLike[str], *, store_in: Mapping[str, st
     (``hardboiled compile --help``): ``store_in`` maps a buffer to
     ``AMXTile`` or ``WMMAAccumulator``; ``args`` is Halide's argument
     order; ``verify`` checks the rewrite in the interpreter, ``run`` runs
-    the generated C, ``build`` compiles it to a file.
+    the generated C, ``build`` compiles it to a file; ``accept_unproven``
+    accepts a verification whose error bounds prove nothing about some
+    elements (CompileError with exit code 7 otherwise); ``inputs`` maps an
+    input buffer to a numpy array (numpy order: shape (rows, columns) is
+    Halide's (extent.1, extent.0)) that verification and ``run`` use
+    instead of random data.
     """
     from hardboiled.codegen.naming import entry_point_name, is_entry_point_name
     from hardboiled.pipeline.compilation import Compilation
@@ -123,6 +128,7 @@ def compile(source: str | bytes | os.PathLike[str], *, store_in: Mapping[str, st
         selection=SelectionOptions(store_in=dict(store_in or {}), allow_fallback=allow_fallback,
                                    schedule_path=None if schedule is None else str(schedule)),
         emit=("ir", "report", _EMIT[target]), verify=verify, run=run, seed=seed, cc=cc, amx=amx,
+        accept_unproven=accept_unproven, inputs=dict(inputs or {}),
         build_path=None if build is None else str(build), name=function,
         args=None if args is None else tuple(args),
     )

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -120,6 +120,14 @@ verify_timeout_option = click.option(
     "--verify-timeout", "verify_timeout", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
     help="Wall-clock limit for the reference interpreter in one verification (default 300); exceeding it "
     "exits 4.")
+accept_unproven_option = click.option(
+    "--accept-unproven", is_flag=True,
+    help="Accept a verification that found no difference where some elements' error bounds are wider than "
+    "the output's range (which otherwise exits 7: any value there would have passed).")
+input_option = click.option(
+    "--input", "input_files", metavar="NAME=FILE", multiple=True,
+    help="Verify on the contents of FILE (a .npy array, numpy order: shape (rows, columns) is Halide's "
+    "(extent.1, extent.0)) for input buffer NAME instead of random data (repeatable).")
 param_option = click.option("--param", "params", metavar="NAME=VALUE", multiple=True,
                             help="Value of a buffer field the dump leaves symbolic, e.g. "
                             "B.stride.1=40 or out.extent.0=64 (repeatable).")
@@ -246,7 +254,9 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
               "auto emulates unless the CPU has AMX.")
 @seed_option
 @param_option
+@input_option
 @verify_timeout_option
+@accept_unproven_option
 @click.option("--egglog-timeout", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
               help="Wall-clock limit for equality saturation (default 60).")
 @click.option("--egglog-memory", type=click.IntRange(min=64), default=None, metavar="MB",
@@ -284,8 +294,9 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
                     build_path: str | None, cuda_arch: str, entry_point: str | None,
                     argument_order: str | None, cc: str | None,
                     include_dirs: tuple[str, ...], amx_mode: str, seed: int,
-                    params: tuple[str, ...], verify_timeout: float | None,
-                    egglog_timeout: float | None, egglog_memory: int | None, cache_dir: str | None,
+                    params: tuple[str, ...], input_files: tuple[str, ...], verify_timeout: float | None,
+                    accept_unproven: bool, egglog_timeout: float | None, egglog_memory: int | None,
+                    cache_dir: str | None,
                     no_cache: bool, jobs: int, report_format: str, report_file: str | None,
                     diagnostics_format: str,
                     quiet: bool, print_before: tuple[str, ...], print_after: tuple[str, ...], timing: bool,
@@ -302,7 +313,9 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     from hardboiled.pipeline.options import CompileOptions
 
     kinds = _emit_kinds(emit)
-    _check_compile_usage(input_paths, output_path, kinds, build_path, bool(params), verify_result or run_kernel)
+    _check_compile_usage(input_paths, output_path, kinds, build_path, bool(params or input_files),
+                         verify_result or run_kernel)
+    inputs, input_reads = _verification_inputs(input_files)
     _check_entry_point(entry_point, input_paths)
     selection = _selection_options(store_in, schedule_path, iterations, allow_fallback, egglog_timeout,
                                    egglog_memory, None if no_cache else str(cache_dir or _default_cache_dir()))
@@ -312,14 +325,16 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     options = CompileOptions.from_flags(
         stage=stage, buffer_types=_parse_buffer_types(buffer_types), selection=selection, require=require,
         emit=kinds, verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", int),
-        verify_timeout_s=verify_timeout, build_path=build_path, cc=cc, amx=amx_mode,
+        verify_timeout_s=verify_timeout, accept_unproven=accept_unproven, inputs=inputs, build_path=build_path,
+        cc=cc, amx=amx_mode,
         cuda_arch=parse_cuda_arch(cuda_arch), include_dirs=include_dirs, name=entry_point,
         args=_argument_order(argument_order), print_before=print_before, print_after=print_after, timing=timing,
         verify_ir=verify_ir,
     )
-    inputs = [_read_input(path) for path in input_paths]
-    results = _run_batch(inputs, options, jobs or (os.cpu_count() or 1), quiet)
-    written = write_results(results, [name for name, _, _ in inputs], kinds, output_path, diagnostics_format)
+    source_inputs = [_read_input(path) for path in input_paths]
+    results = _run_batch(source_inputs, options, jobs or (os.cpu_count() or 1), quiet)
+    written = write_results(results, [name for name, _, _ in source_inputs], kinds, output_path,
+                            diagnostics_format)
     if report_file is not None:
         report_text = reports_json(results)
         write_output(report_file, report_text)
@@ -328,11 +343,36 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     if not quiet:
         summarize(results, report_format)
     if selection.cache_dir and STDIO not in input_paths and all(r.cached for r in results):
-        tell_cached_compile(selection.cache_dir, input_paths, [data for _, data, _ in inputs], schedule_path,
-                             written)
+        tell_cached_compile(selection.cache_dir, input_paths, [data for _, data, _ in source_inputs],
+                            schedule_path, written, input_reads)
     code = max(r.exit_code for r in results)
     if code:
         sys.exit(code)
+
+
+def _verification_inputs(input_files: tuple[str, ...]) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
+    """--input NAME=FILE: each .npy file's array by buffer name, and the
+    files' bytes (a repeated compile is answered only while they hold)."""
+    if not input_files:
+        return {}, []
+    import io
+
+    import numpy as np
+
+    arrays: dict[str, Any] = {}
+    reads: list[tuple[str, bytes]] = []
+    for name, path in _key_values(input_files, "--input", str).items():
+        try:
+            data = Path(path).read_bytes()
+            arrays[name] = np.load(io.BytesIO(data), allow_pickle=False)
+        except OSError as exc:
+            raise HardboiledError(Diagnostic("error", f"--input {name}: cannot read '{path}': "
+                                             f"{exc.strerror or exc}")) from None
+        except ValueError as exc:
+            raise HardboiledError(Diagnostic("error", f"--input {name}: '{path}' is not a numpy array file (.npy)",
+                                             notes=(str(exc),))) from None
+        reads.append((path, data))
+    return arrays, reads
 
 
 def _argument_order(text: str | None) -> tuple[str, ...] | None:
@@ -398,7 +438,8 @@ def _check_compile_usage(input_paths: tuple[str, ...], output_path: str | None, 
     if build_path and len(input_paths) > 1:
         raise click.UsageError("--build takes one input")
     if params and not executes:
-        raise click.UsageError("--param sizes buffers for --verify and --run; without them it does nothing")
+        raise click.UsageError("--param and --input set buffers for --verify and --run; without them they do "
+                               "nothing")
 
 
 def _selection_options(store_in: tuple[str, ...], schedule_path: str | None, iterations: int | None,
@@ -440,20 +481,21 @@ def _run_batch(inputs: list[BatchInput], options: CompileOptions, jobs: int, qui
 
 
 def _verify_and_report(original: ir.Stmt | ir.Module, rewritten: ir.Stmt | ir.Module, seed: int,
-                       params: dict[str, int], quiet: bool, timeout_s: float | None = None) -> None:
+                       params: dict[str, int], quiet: bool, timeout_s: float | None = None,
+                       accept_unproven: bool = False, inputs: dict[str, Any] | None = None) -> None:
     from hardboiled import ir
-    from hardboiled.verify.compare import mismatch_error, verify
+    from hardboiled.verify.compare import checked, verify
     from hardboiled.verify.interp import INTERPRETER_TIMEOUT_S
 
     if isinstance(original, ir.Module) or isinstance(rewritten, ir.Module):
         raise HardboiledError(Diagnostic(
             "error", "verification runs a single statement; use a debug log or a stmt file, not a module",
         ))
-    result = verify(original, rewritten, seed=seed, params=params, timeout_s=timeout_s or INTERPRETER_TIMEOUT_S)
-    if not result.ok:
-        raise mismatch_error(result)
+    result = verify(original, rewritten, seed=seed, params=params, timeout_s=timeout_s or INTERPRETER_TIMEOUT_S,
+                    inputs=inputs)
+    summary = checked(result, accept_unproven)
     if not quiet:
-        sys.stderr.write("hardboiled: " + result.summary() + "\n")
+        sys.stderr.write("hardboiled: " + summary + "\n")
 
 
 @main.command("verify", epilog=_epilog(
@@ -469,25 +511,28 @@ def _verify_and_report(original: ir.Stmt | ir.Module, rewritten: ir.Stmt | ir.Mo
 @buffer_type_option
 @seed_option
 @param_option
+@input_option
 @verify_timeout_option
+@accept_unproven_option
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @handles_errors
 def verify_command(original_path: str, rewritten_path: str, stage: str | None, rewritten_stage: str | None,
-                   buffer_types: tuple[str, ...], seed: int, params: tuple[str, ...], verify_timeout: float | None,
-                   quiet: bool) -> None:
+                   buffer_types: tuple[str, ...], seed: int, params: tuple[str, ...], input_files: tuple[str, ...],
+                   verify_timeout: float | None, accept_unproven: bool, quiet: bool) -> None:
     """Check that REWRITTEN computes what ORIGINAL computes.
 
     Both run in hardboiled's reference interpreter on the same seeded random
     inputs; every output buffer is compared, with a tolerance derived from
     its type (exact for integers). ORIGINAL may be a debug log (--stage
     applies to it); REWRITTEN is a stmt, such as `compile` prints. Exit
-    status 5 on a mismatch.
+    status 5 on a mismatch, 7 where some elements' error bounds prove nothing.
     """
     if original_path == rewritten_path == STDIO:
         raise click.UsageError("standard input can be read only once")
     original = _read_program(original_path, stage, buffer_types).ir
     rewritten = _read_program(rewritten_path, rewritten_stage, buffer_types).ir
-    _verify_and_report(original, rewritten, seed, _key_values(params, "--param", int), quiet, verify_timeout)
+    _verify_and_report(original, rewritten, seed, _key_values(params, "--param", int), quiet, verify_timeout,
+                       accept_unproven, _verification_inputs(input_files)[0])
 
 
 @main.command("rules", epilog=_epilog(("the rulesets and their sizes", "hardboiled rules")))

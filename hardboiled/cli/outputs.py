@@ -67,13 +67,15 @@ def write_results(results: list[FileResult], names: list[str], kinds: tuple[str,
 
 
 def tell_cached_compile(cache_dir: str, input_paths: tuple[str, ...], data: list[bytes | None],
-                         schedule_path: str | None, written: list[tuple[str, str, str]]) -> None:
+                         schedule_path: str | None, written: list[tuple[str, str, str]],
+                         other_reads: list[tuple[str, bytes]] | None = None) -> None:
     """Tell the observers of a compile the cache answered in full what it
     read: the inputs' bytes as they were compiled (a file changed since then
-    must not be paired with these outputs), and the schedule file."""
+    must not be paired with these outputs), the schedule file and any other
+    file it read (--input arrays)."""
     if not cached_compile_observers or any(d is None for d in data):
         return
-    reads = [(path, d) for path, d in zip(input_paths, data) if d is not None]
+    reads = [(path, d) for path, d in zip(input_paths, data) if d is not None] + list(other_reads or [])
     if schedule_path is not None:
         try:
             reads.append((schedule_path, Path(schedule_path).read_bytes()))

@@ -122,6 +122,7 @@ class ErrorRule(enum.Enum):
     PASSES_ERROR = "its first argument's error, unchanged (|x| is as far from exact as x)"
     EQUIVALENT = "the bound of the IR it stands for (``equivalent``)"
     SMOOTH = "err(x) * (|f(x)| + 1), plus the unit roundoff of its type times |f(x)|"
+    EXPONENTIAL = "exp(x + err(x)) - exp(x) (exp rises and is convex), plus the rounding of exp(x)"
     STEP = "exact, unless x's error may cross a step: then x's error plus one"
 
 
@@ -223,8 +224,8 @@ OPERATIONS: tuple[Operation, ...] = (
 
     _math("sqrt_f32", "sqrt", "sqrtf({0})", None),
     _math("sqrt_f64", "sqrt", "sqrt({0})", None),
-    _math("exp_f32", "exp", "expf({0})", _SMOOTH),
-    _math("exp_f64", "exp", "exp({0})", _SMOOTH),
+    EXP_F32 := _math("exp_f32", "exp", "expf({0})", ErrorRule.EXPONENTIAL),
+    EXP_F64 := _math("exp_f64", "exp", "exp({0})", ErrorRule.EXPONENTIAL),
     _math("log_f32", "log", "logf({0})", None),
     _math("log_f64", "log", "log({0})", None),
     _math("floor_f32", "floor", "floorf({0})", _STEP),

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hardboiled.select.options import SelectionOptions
 from hardboiled.targets.cuda_arch import DEFAULT_SM
@@ -72,6 +72,12 @@ class VerificationOptions:
     timeout_s: float | None = None
     """The interpreter's limit per verification (None: verify/interp.py
     INTERPRETER_TIMEOUT_S)."""
+    accept_unproven: bool = False
+    """--accept-unproven: elements whose error bound proves nothing are no
+    failure (exit 7 otherwise)."""
+    inputs: dict[str, Any] = field(default_factory=dict)
+    """--input NAME=FILE.npy (or the API's arrays): contents of input
+    buffers verification runs on instead of random data, as numpy arrays."""
 
     @property
     def executes(self) -> bool:
@@ -165,6 +171,7 @@ class CompileOptions:
                    selection: SelectionOptions | None = None, require: bool = False,
                    emit: tuple[str, ...] = ("ir",), verify: bool = False, run: bool = False, seed: int = 0,
                    params: dict[str, int] | None = None, verify_timeout_s: float | None = None,
+                   accept_unproven: bool = False, inputs: dict[str, Any] | None = None,
                    build_path: str | None = None, cc: str | None = None, amx: str = "auto",
                    cuda_arch: int = DEFAULT_SM, include_dirs: tuple[str, ...] = (), name: str | None = None,
                    args: tuple[str, ...] | None = None, print_before: tuple[str, ...] = (),
@@ -181,7 +188,8 @@ class CompileOptions:
         return cls(
             input=InputOptions(stage, dict(buffer_types or {})),
             selection=selection,
-            verification=VerificationOptions(verify, run, seed, dict(params or {}), verify_timeout_s),
+            verification=VerificationOptions(verify, run, seed, dict(params or {}), verify_timeout_s,
+                                             accept_unproven, dict(inputs or {})),
             codegen=codegen_for(emit, build, run, name, args),
             build=build,
             output=OutputOptions(emit),

@@ -106,7 +106,8 @@ def verification_json(check: Any) -> dict[str, Any]:
         "outputs": [
             {"buffer": c.name, "elements": c.elements, "max_abs_error": c.max_abs_error,
              "max_rel_error": c.max_rel_error, "tolerance": c.tolerance,
-             "first_mismatch": list(c.coordinates) if c.coordinates else c.first_mismatch}
+             "first_mismatch": list(c.coordinates) if c.coordinates else c.first_mismatch,
+             "unproven": c.unproven}
             for c in check.outputs
         ],
     }

@@ -32,6 +32,10 @@ class ExitCode(enum.IntEnum):
     KERNEL_CRASHED = 6
     """The generated code, run by --run, crashed (a signal) or passed its
     time or memory limit; it runs in a child process, so hardboiled does not."""
+    VERIFICATION_UNPROVEN = 7
+    """Verification found no difference, but the error bound of some output
+    elements is wider than the output's range (or infinite): the comparison
+    there proves nothing. --accept-unproven makes it success."""
     INTERNAL_ERROR = 70
     """A bug in hardboiled (os.EX_SOFTWARE)."""
     INTERRUPTED = 130
@@ -50,6 +54,8 @@ EXIT_CODE_MEANINGS = {
     ExitCode.RESOURCE_LIMIT: "a time or memory limit: egglog, the reference interpreter, or the machine's",
     ExitCode.VERIFICATION_MISMATCH: "verification: the rewritten program computed different results",
     ExitCode.KERNEL_CRASHED: "the generated code crashed or passed its limits when --run ran it",
+    ExitCode.VERIFICATION_UNPROVEN: "verification: no difference found, but some elements' error bounds are "
+    "wider than the output's range (--accept-unproven accepts that)",
     ExitCode.INTERNAL_ERROR: "internal error: a bug in hardboiled",
     ExitCode.INTERRUPTED: "interrupted (SIGINT)",
     ExitCode.TERMINATED: "terminated (SIGTERM)",

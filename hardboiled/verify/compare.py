@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +48,10 @@ class VerificationMismatch(HardboiledError):
     exit_code = ExitCode.VERIFICATION_MISMATCH
 
 
+class VerificationUnproven(HardboiledError):
+    exit_code = ExitCode.VERIFICATION_UNPROVEN
+
+
 @dataclass(frozen=True, slots=True)
 class BufferComparison:
     name: str
@@ -65,9 +70,9 @@ class BufferComparison:
     for the whole buffer)."""
     tolerance_there: float | None = None
     """The tolerance at the first mismatch."""
-    vacuous: int = 0
-    """Elements whose error bound is wider than the output's range (their
-    comparison says little)."""
+    unproven: int = 0
+    """Elements whose error bound is infinite or wider than the output's
+    range: any value there would have passed, so equal proves nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +86,11 @@ class VerificationResult:
     def ok(self) -> bool:
         return self.error is None and all(c.first_mismatch is None for c in self.outputs)
 
+    @property
+    def unproven(self) -> int:
+        """Output elements where the comparison proves nothing."""
+        return sum(c.unproven for c in self.outputs)
+
     def summary(self) -> str:
         if self.error is not None:
             return f"verify (seed {self.seed}): the rewritten program fails: {self.error}"
@@ -93,7 +103,8 @@ class VerificationResult:
                 f"{c.name}: {status} ({c.elements} elements, max abs error {c.max_abs_error:.3g}, "
                 f"max rel error {c.max_rel_error:.3g}, "
                 f"tolerance {'per element, up to ' if c.per_element else ''}{c.tolerance:.3g}"
-                + (f"; {c.vacuous} elements' bounds are wider than the output's range" if c.vacuous else "") + ")"
+                + (f"; {c.unproven} unproven: their bounds are wider than the output's range" if c.unproven
+                   else "") + ")"
             )
         return f"verify (seed {self.seed}): " + "; ".join(parts)
 
@@ -114,24 +125,70 @@ def _random_data(t: ir.Type, size: int, rng: np.random.Generator) -> np.ndarray:
 
 def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int,
                  default_extent: int = DEFAULT_OUTPUT_EXTENTS[0],
-                 defaulted: list[str] | None = None) -> tuple[dict[str, BufferT], set[str]]:
+                 defaulted: list[str] | None = None,
+                 inputs: Mapping[str, np.ndarray] | None = None) -> tuple[dict[str, BufferT], set[str]]:
     """Random input and output buffers sized by the dump's bounds checks.
     Output dimensions that nothing fixes get ``default_extent``; their
-    fields are appended to ``defaulted``."""
+    fields are appended to ``defaulted``. ``inputs`` gives some input
+    buffers' contents instead (numpy order: the last axis is Halide's
+    dimension 0), which also fixes their extents."""
     specs = discover_buffers(stmt)
     _check_params(params, specs)
+    inputs = dict(inputs or {})
+    _check_inputs(inputs, specs)
     lets = {n.name: n.value for n in ir.walk(stmt) if isinstance(n, ir.LetStmt)}
-    sizing = _Sizing(dict(params), lets, default_extent, defaulted)
+    known = dict(params)
+    for name, array in inputs.items():
+        for d, extent in enumerate(reversed(array.shape)):
+            known[f"{name}.extent.{d}"] = extent
+            known.setdefault(f"{name}.min.{d}", 0)
+    sizing = _Sizing(known, lets, default_extent, defaulted)
     buffers: dict[str, BufferT] = {}
     rng = np.random.default_rng(seed)
     # Outputs first: the regions inputs must cover depend on them.
     for spec in sorted(specs.values(), key=lambda s: (not s.output, s.name)):
         element_type, dimensions = _type_and_dimensions(spec)
         layout = sizing.layout(spec, dimensions)
-        buffers[spec.name] = BufferT(spec.name, element_type, _random_data(element_type, layout.size, rng),
-                                     layout.mins, layout.extents, layout.strides)
+        data = _random_data(element_type, layout.size, rng)
+        if spec.name in inputs:
+            data = _placed(inputs[spec.name], element_type, layout)
+        buffers[spec.name] = BufferT(spec.name, element_type, data, layout.mins, layout.extents, layout.strides)
     outputs = {s.name for s in specs.values() if s.output}
     return buffers, outputs
+
+
+def _check_inputs(inputs: dict[str, np.ndarray], specs: dict[str, BufferSpec]) -> None:
+    """Given contents must name an input buffer of the program and have its
+    dimensions and kind of element (floats for floats, integers for integers)."""
+    for name, array in sorted(inputs.items()):
+        spec = specs.get(name)
+        if spec is None or spec.output:
+            known = ", ".join(sorted(s.name for s in specs.values() if not s.output)) or "none"
+            raise HardboiledError(Diagnostic("error", f"--input {name}: the program has no input buffer '{name}'",
+                                             notes=(f"input buffers: {known}",)))
+        element_type, dimensions = _type_and_dimensions(spec)
+        if array.ndim != dimensions:
+            raise HardboiledError(Diagnostic(
+                "error", f"--input {name}: {array.ndim} dimensions, but '{name}' has {dimensions}",
+                notes=("numpy order: shape (rows, columns) is Halide's (extent.1, extent.0)",)))
+        same_kind = array.dtype == dtype_of(element_type) or (
+            array.dtype.kind == "f" if element_type.is_float else array.dtype.kind in "iu")
+        if not same_kind:
+            raise HardboiledError(Diagnostic(
+                "error", f"--input {name}: {array.dtype} elements for a buffer of {element_type}"))
+
+
+def _placed(array: np.ndarray, t: ir.Type, layout: _Layout) -> np.ndarray:
+    """``array`` (numpy order) laid out as the buffer's storage."""
+    data = np.zeros(layout.size, dtype=dtype_of(t))
+    halide_order = np.ascontiguousarray(array).transpose(tuple(reversed(range(array.ndim))))
+    offsets = np.zeros(halide_order.shape, dtype=np.int64)
+    for d, stride in enumerate(layout.strides):
+        shape = [1] * array.ndim
+        shape[d] = halide_order.shape[d]
+        offsets = offsets + np.arange(halide_order.shape[d]).reshape(shape) * stride
+    data[offsets.reshape(-1)] = halide_order.reshape(-1).astype(dtype_of(t))
+    return data
 
 
 def _type_and_dimensions(spec: BufferSpec) -> tuple[ir.Type, int]:
@@ -365,15 +422,16 @@ def compare(name: str, t: ir.Type, expected: np.ndarray, actual: np.ndarray,
         diff = np.where(same, 0.0, np.abs(e - a))
     diff = np.where(np.isnan(diff), np.inf, diff)  # NaN against a number
     per_element = error_bound is not None and t.is_float
-    vacuous = 0
+    unproven = 0
     tol: np.ndarray | float
     if per_element:
         assert error_bound is not None
         tol = np.where(np.isnan(error_bound), np.inf, 2.0 * error_bound)
-        # A bound wider than every value the output holds says nothing
-        # about the element (a geometric recurrence, heavy cancellation).
+        # A bound wider than every value the output holds (or infinite)
+        # says nothing about the element: any value would pass (a geometric
+        # recurrence, heavy cancellation, a -1e30 mask kept in the sum).
         finite = np.abs(e[np.isfinite(e)])
-        vacuous = int(np.count_nonzero(tol > (finite.max() if finite.size else 0.0)))
+        unproven = int(np.count_nonzero(~(tol <= (finite.max() if finite.size else 0.0))))
     else:
         tol = tolerance(t, expected)
     bad = np.nonzero(diff > tol)[0]
@@ -386,7 +444,7 @@ def compare(name: str, t: ir.Type, expected: np.ndarray, actual: np.ndarray,
         float(tolerances.max()) if tolerances.size else 0.0, first,
         float(e[first]) if first is not None else None, float(a[first]) if first is not None else None,
         per_element=per_element, tolerance_there=float(tolerances[first]) if first is not None else None,
-        vacuous=vacuous,
+        unproven=unproven,
     )
 
 
@@ -402,7 +460,8 @@ def compare_outputs(buffers: dict[str, BufferT], outputs: set[str], expected: di
     return tuple(comparisons)
 
 
-def run_original(original: ir.Stmt, params: dict[str, int], seed: int
+def run_original(original: ir.Stmt, params: dict[str, int], seed: int,
+                 inputs: Mapping[str, np.ndarray] | None = None,
                  ) -> tuple[dict[str, BufferT], set[str], dict[str, BufferT]]:
     """Buffers on which the original program runs, its outputs, and what it
     computes. Output sizes the dump leaves open are chosen so that the
@@ -410,7 +469,7 @@ def run_original(original: ir.Stmt, params: dict[str, int], seed: int
     the defaults does, the error names the --param to pass."""
     for extent in DEFAULT_OUTPUT_EXTENTS:
         defaulted: list[str] = []
-        buffers, outputs = make_buffers(original, params, seed, extent, defaulted)
+        buffers, outputs = make_buffers(original, params, seed, extent, defaulted, inputs)
         if not outputs:
             raise HardboiledError(Diagnostic("error", "the original program has no output buffer to compare"))
         try:
@@ -430,11 +489,12 @@ def run_original(original: ir.Stmt, params: dict[str, int], seed: int
 
 
 def verify(original: ir.Stmt, rewritten: ir.Stmt, *, seed: int = DEFAULT_SEED,
-           params: dict[str, int] | None = None, timeout_s: float = INTERPRETER_TIMEOUT_S) -> VerificationResult:
-    """Run both programs on the same random inputs (within ``timeout_s`` in
-    all) and compare their outputs."""
+           params: dict[str, int] | None = None, timeout_s: float = INTERPRETER_TIMEOUT_S,
+           inputs: Mapping[str, np.ndarray] | None = None) -> VerificationResult:
+    """Run both programs on the same random inputs (``inputs`` gives some of
+    them instead) within ``timeout_s`` in all, and compare their outputs."""
     with time_limit(timeout_s):
-        buffers, outputs, expected = run_original(original, params or {}, seed)
+        buffers, outputs, expected = run_original(original, params or {}, seed, inputs)
         try:
             actual = run_program(rewritten, buffers)
         except ResourceLimitError:
@@ -453,6 +513,25 @@ def _coordinates(buf: BufferT, flat: int) -> tuple[int, ...] | None:
     for d in sorted(range(len(buf.strides)), key=lambda d: -buf.strides[d]):
         coords[d], rest = divmod(rest, buf.strides[d])
     return tuple(m + c for m, c in zip(buf.mins, coords))
+
+
+def checked(result: VerificationResult, accept_unproven: bool = False) -> str:
+    """The result's summary, if it proves the programs equal (or the caller
+    accepts unproven elements); otherwise the error to raise: a mismatch
+    (exit 5), or elements nothing was proven about (exit 7)."""
+    if not result.ok:
+        raise mismatch_error(result)
+    if result.unproven and not accept_unproven:
+        raise VerificationUnproven(Diagnostic(
+            "error", f"verification proves nothing about {result.unproven} output elements: their error bounds "
+            "are wider than the output's range, so any value there would have passed",
+            notes=(result.summary(),
+                   "the bound grows with the rounding the original program does (16-bit accumulations, "
+                   "cancellation, a recurrence) on the random inputs; inputs of the kind the pipeline "
+                   "really sees tighten it",
+                   "--accept-unproven accepts the result as it is"),
+        ))
+    return result.summary() + (" (unproven elements accepted)" if result.unproven else "")
 
 
 def mismatch_error(result: VerificationResult) -> VerificationMismatch:

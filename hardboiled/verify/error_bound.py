@@ -12,7 +12,10 @@ buffer is too loose where values are small and too tight where they cancel.
 value X[i] it stores, it stores ``X.err[i]`` (float64): a bound on how far
 X[i] is from the exact result, by running error analysis over the values the
 program really computes. With u the unit roundoff of an operation's type
-(2^-11 for float16, 2^-8 for bfloat16, 2^-24 for float32):
+(2^-11 for float16, 2^-8 for bfloat16, 2^-24 for float32), every rounding
+of a value x costs u * |x| plus half the type's subnormal spacing (2^-25 for
+float16: near zero, rounding is absolute, not relative); a zero error times
+anything, an infinite mask value included, is zero:
 
 * a + b: err(a) + err(b) + u * |a + b|;
 * a * b: err(a) * |b| + |a| * err(b) + err(a) * err(b) + u * |a * b|;
@@ -20,8 +23,14 @@ program really computes. With u the unit roundoff of an operation's type
 * a sum of f lanes (vector_reduce_add): the lanes' errors plus
   (f - 1) * u * sum |lane|, whatever order the lanes are added in;
 * a cast to a narrower float: err + u * |value|;
-* select, min and max: the error of the operand the original chose;
-* a smooth math call f(x) (exp, sin, cos, tanh): err(x) * (|f(x)| + 1);
+* min and max: the larger of their operands' errors (they move no further
+  than their farthest-moved operand, whichever one each program picks);
+* select: the error of the operand the original chose, unless a float
+  comparison in its condition is closer than its operands' errors (rounding
+  could turn it): then the larger error plus the distance between the two;
+* exp: exp(x + err(x)) - exp(x) (exp rises and is convex: exact, and 0 for a
+  masked lane at -1e30 however large its error);
+* a smooth math call f(x) (sin, cos, tanh): err(x) * (|f(x)| + 1);
 * every other call as ir/operations.py says (``ErrorRule``): a hint has its
   argument's error, strict_add the add's, mux the selects'.
 
@@ -31,9 +40,9 @@ depends on the types. Both programs are within ``X.err`` of the exact result,
 so they may differ by twice that. Only what the rewrite computes another
 way counts: stages both programs compute alike (a kernel's weights, a
 producer upstream of the tensor stage) round alike, so their values are
-taken as exact, and an output the rewrite does not reach must be equal. Conditions and everything integer are
-taken from the original's values: a rewrite that flips a comparison because
-of rounding is not covered. What the model cannot bound (an unknown call,
+taken as exact, and an output the rewrite does not reach must be equal.
+Everything integer is taken from the original's values, and so are the
+conditions of if-statements (a select's are covered above). What the model cannot bound (an unknown call,
 a float that becomes an integer index) raises ``NoErrorBound``; verification
 then falls back to its global tolerance. A recurrence whose coefficients
 sum to more than one in magnitude (a recursive filter) gets a bound that
@@ -58,6 +67,10 @@ F64 = ir.Float(64)
 
 _UNIT_ROUNDOFF = {(ir.TypeCode.FLOAT, 16): 2.0 ** -11, (ir.TypeCode.BFLOAT, 16): 2.0 ** -8,
                   (ir.TypeCode.FLOAT, 32): 2.0 ** -24, (ir.TypeCode.FLOAT, 64): 2.0 ** -53}
+_SUBNORMAL_SPACING = {(ir.TypeCode.FLOAT, 16): 2.0 ** -24, (ir.TypeCode.BFLOAT, 16): 2.0 ** -133,
+                      (ir.TypeCode.FLOAT, 32): 2.0 ** -149, (ir.TypeCode.FLOAT, 64): 2.0 ** -1074}
+"""The distance between neighbouring values near zero: rounding there
+is off by up to half of it, however small the value (u * |x| is not)."""
 
 
 class NoErrorBound(Exception):
@@ -91,6 +104,24 @@ def _abs(e: ir.Expr) -> ir.Expr:
 
 def _scaled(e: ir.Expr, factor: float) -> ir.Expr:
     return _mul(e, _const(factor, e.type.lanes))
+
+
+def _rounding(magnitude: ir.Expr, t: ir.Type) -> ir.Expr:
+    """How far rounding a value of size ``magnitude`` to ``t`` may move it:
+    u * |x|, and half the subnormal spacing, which is all there is near 0."""
+    half_step = _SUBNORMAL_SPACING[(t.code, t.bits)] / 2
+    return _add(_scaled(magnitude, unit_roundoff(t)), _const(half_step, magnitude.type.lanes))
+
+
+def _times(err: ir.Expr, magnitude: ir.Expr) -> ir.Expr:
+    """err * |y|, where no error times anything (an infinite mask value) is
+    no error, not NaN."""
+    zero = _const(0.0, err.type.lanes)
+    return ir.Select(ir.Binary(ir.BinOp.EQ, err, zero), zero, _mul(err, magnitude))
+
+
+def _larger(a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    return ir.Binary(ir.BinOp.MAX, a, b)
 
 
 def _value(e: ir.Expr) -> ir.Expr:
@@ -137,29 +168,54 @@ class _Bounds:
         err = self.error(e.value)
         source = e.value.type
         if not source.is_float or unit_roundoff(e.type) > unit_roundoff(source):
-            return _add(err, _scaled(_value(e), unit_roundoff(e.type)))
+            return _add(err, _rounding(_value(e), e.type))
         return err
 
     def _binary(self, e: ir.Binary) -> ir.Expr:
-        u = unit_roundoff(e.type)
         ea, eb = self.error(e.a), self.error(e.b)
         if e.op in (ir.BinOp.ADD, ir.BinOp.SUB):
-            return _add(_add(ea, eb), _scaled(_value(e), u))
+            return _add(_add(ea, eb), _rounding(_value(e), e.type))
         if e.op is ir.BinOp.MUL:
-            propagated = _add(_add(_mul(ea, _value(e.b)), _mul(_value(e.a), eb)), _mul(ea, eb))
-            return _add(propagated, _scaled(_value(e), u))
+            propagated = _add(_add(_times(ea, _value(e.b)), _times(eb, _value(e.a))), _times(ea, eb))
+            return _add(propagated, _rounding(_value(e), e.type))
         if e.op is ir.BinOp.DIV:
             quotient = _value(e)
             divisor = ir.Binary(ir.BinOp.MAX, ir.Binary(ir.BinOp.SUB, _value(e.b), eb), _const(0.0, e.type.lanes))
-            err = ir.Binary(ir.BinOp.DIV, _add(ea, _mul(quotient, eb)), divisor)
-            return _add(err, _scaled(quotient, u))
+            err = ir.Binary(ir.BinOp.DIV, _add(ea, _times(eb, quotient)), divisor)
+            return _add(err, _rounding(quotient, e.type))
         if e.op in (ir.BinOp.MIN, ir.BinOp.MAX):
-            first = ir.Binary(ir.BinOp.LE if e.op is ir.BinOp.MIN else ir.BinOp.GE, e.a, e.b)
-            return ir.Select(first, ea, eb)
+            # min and max move no further than their farthest-moved operand,
+            # whichever of the two each program picks.
+            return _larger(ea, eb)
         raise NoErrorBound(f"float operator {e.op.value}")
 
     def _select(self, e: ir.Select) -> ir.Expr:
-        return ir.Select(e.condition, self.error(e.true_value), self.error(e.false_value))
+        """The chosen value's error, where rounding cannot change the
+        choice; where it may (a float comparison closer than its operands'
+        errors), the farther error plus the distance between the values."""
+        chosen = ir.Select(e.condition, self.error(e.true_value), self.error(e.false_value))
+        may_flip = self._may_flip(e.condition)
+        if may_flip is None:
+            return chosen
+        lanes = e.type.lanes
+        apart = _abs(ir.Binary(ir.BinOp.SUB, ir.Cast(_f64(e.type), e.true_value), ir.Cast(_f64(e.type), e.false_value)))
+        either = _add(_larger(self.error(e.true_value), self.error(e.false_value)), apart)
+        if may_flip.type.lanes != lanes:
+            may_flip = ir.Broadcast(may_flip, lanes)
+        return ir.Select(may_flip, either, chosen)
+
+    def _may_flip(self, condition: ir.Expr) -> ir.Expr | None:
+        """Where a comparison of floats inside ``condition`` is closer than
+        its operands' errors (so rounding could turn it); None when the
+        condition compares no floats."""
+        found: ir.Expr | None = None
+        for node in ir.walk(condition):
+            if isinstance(node, ir.Binary) and node.op.is_comparison and node.a.type.is_float:
+                distance = _abs(ir.Binary(ir.BinOp.SUB, ir.Cast(_f64(node.a.type), node.a),
+                                          ir.Cast(_f64(node.b.type), node.b)))
+                close = ir.Binary(ir.BinOp.LE, distance, _add(self.error(node.a), self.error(node.b)))
+                found = close if found is None else ir.Binary(ir.BinOp.OR, found, close)
+        return found
 
     def _broadcast(self, e: ir.Broadcast) -> ir.Expr:
         return ir.Broadcast(self.error(e.value), e.lanes)
@@ -174,7 +230,8 @@ class _Bounds:
             factor = e.value.type.lanes // e.type.lanes
             lanes = ir.VectorReduce(ir.ReduceOp.ADD, _value(e.value), out)
             summed = ir.VectorReduce(ir.ReduceOp.ADD, err, out)
-            return _add(summed, _scaled(lanes, (factor - 1) * unit_roundoff(e.type)))
+            steps = _const((factor - 1) * _SUBNORMAL_SPACING[(e.type.code, e.type.bits)] / 2, e.type.lanes)
+            return _add(_add(summed, _scaled(lanes, (factor - 1) * unit_roundoff(e.type))), steps)
         if e.op in (ir.ReduceOp.MIN, ir.ReduceOp.MAX):
             return ir.VectorReduce(ir.ReduceOp.MAX, err, out)  # the largest error of any lane
         raise NoErrorBound(f"vector_reduce_{e.op.value}")
@@ -198,8 +255,13 @@ class _Bounds:
             assert equivalent is not None
             return self.error(equivalent)
         if rule is ErrorRule.SMOOTH:
-            propagated = _mul(self.error(e.args[0]), _add(_value(e), _const(1.0, e.type.lanes)))
-            return _add(propagated, _scaled(_value(e), unit_roundoff(e.type)))
+            propagated = _times(self.error(e.args[0]), _add(_value(e), _const(1.0, e.type.lanes)))
+            return _add(propagated, _rounding(_value(e), e.type))
+        if rule is ErrorRule.EXPONENTIAL:
+            x = ir.Cast(_f64(e.type), e.args[0])
+            risen = ir.Call(operations.EXP_F64.name, (_add(x, self.error(e.args[0])),), _f64(e.type))
+            propagated = ir.Binary(ir.BinOp.SUB, risen, ir.Call(operations.EXP_F64.name, (x,), _f64(e.type)))
+            return _add(propagated, _rounding(_value(e), e.type))
         if rule is ErrorRule.STEP:
             # exact, unless the argument's error crosses an integer: then up to one
             return ir.Select(ir.Binary(ir.BinOp.GT, self.error(e.args[0]), _const(0.0, e.type.lanes)),

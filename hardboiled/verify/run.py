@@ -12,8 +12,9 @@ import pickle
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hardboiled import ir
 from hardboiled.codegen.abi import (
@@ -36,6 +37,9 @@ from hardboiled.verify.compare import (
     run_original,
 )
 from hardboiled.verify.interp import INTERPRETER_TIMEOUT_S, BufferT, time_limit
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class HalideType(ctypes.Structure):
@@ -184,7 +188,8 @@ def run_generated_c(original: ir.Stmt, rewritten: ir.Stmt, source: str, *, cc: s
                     params: dict[str, int] | None = None,
                     function: str = DEFAULT_ENTRY_POINT, order: tuple[str, ...] | None = None,
                     extra: tuple[str, ...] = (),
-                    timeout_s: float = INTERPRETER_TIMEOUT_S) -> tuple[VerificationResult, str, str]:
+                    timeout_s: float = INTERPRETER_TIMEOUT_S,
+                    inputs: Mapping[str, np.ndarray] | None = None) -> tuple[VerificationResult, str, str]:
     """Build the C generated for ``rewritten``, run it on the same random
     inputs as the interpreter, and compare with the original IR's outputs.
 
@@ -202,20 +207,21 @@ def run_generated_c(original: ir.Stmt, rewritten: ir.Stmt, source: str, *, cc: s
         library = tmp / "kernel.so"
         compiler = compile_c(source, library, shared=True, amx=mode, compiler=find_compiler(cc), extra=extra)
         result = run_built_kernel(original, rewritten, library, function, seed=seed, params=params, order=order,
-                                  timeout_s=timeout_s)
+                                  timeout_s=timeout_s, inputs=inputs)
     return result, compiler.name, mode
 
 
 def run_built_kernel(original: ir.Stmt, rewritten: ir.Stmt, library: Path, function: str, *,
                      seed: int = DEFAULT_SEED, params: dict[str, int] | None = None,
                      order: tuple[str, ...] | None = None,
-                     timeout_s: float = INTERPRETER_TIMEOUT_S) -> VerificationResult:
+                     timeout_s: float = INTERPRETER_TIMEOUT_S,
+                     inputs: Mapping[str, np.ndarray] | None = None) -> VerificationResult:
     """Call ``function`` of a built library (the C generated for
     ``rewritten``, maybe linked with other kernels) on the interpreter's
     random inputs, through each entry point, and compare with the original
     IR's outputs (the interpreter's part within ``timeout_s``)."""
     with time_limit(timeout_s):
-        buffers, outputs, expected = run_original(original, params or {}, seed)
+        buffers, outputs, expected = run_original(original, params or {}, seed, inputs)
         bounds = error_bounds(original, rewritten, buffers, outputs)
     arguments = kernel_signature(rewritten, order)
     result = VerificationResult(seed, ())

@@ -62,10 +62,11 @@ def _compile(app: App, tmp_path: Path) -> FileResult:
     cuda = app.accelerator == "wmma"
     build = tmp_path / ("kernel.ptx" if cuda else "kernel.so")
     nvcc = shutil.which("nvcc") is not None
+    inputs = app.verification_inputs(**app.sizes["test"]) if app.verification_inputs else {}
     options = CompileOptions.from_flags(
         selection=SelectionOptions(store_in={name: app.memory for name in app.accumulators}, cache_dir=None),
-        emit=("cuda",) if cuda else ("c",), verify=True, run=not cuda,
-        build_path=str(build) if (nvcc or not cuda) else None)
+        emit=("cuda",) if cuda else ("c",), verify=True, run=not cuda, inputs=inputs,
+        accept_unproven=bool(app.unproven), build_path=str(build) if (nvcc or not cuda) else None)
     return compile_text(f"{app.name}.stmt", (FIXTURES / f"{app.name}.stmt").read_bytes(), options)
 
 

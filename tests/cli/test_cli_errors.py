@@ -26,7 +26,7 @@ STMT = str(SINGLE / "vectorizing.stmt")
     (["verify", LOG, STMT, "--seed", "-1"], "-1 is not in the range x>=0"),
     (["compile", "-", "-"], "standard input can be read only once"),
     (["verify", "-", "-"], "standard input can be read only once"),
-    (["compile", STMT, "--param", "A.extent.0=4"], "--param sizes buffers for --verify and --run"),
+    (["compile", STMT, "--param", "A.extent.0=4"], "--param and --input set buffers for --verify and --run"),
     (["verify", LOG, STMT, "--param", "B.stride1=40"], "--param B.stride1: no such buffer field"),
     (["verify", LOG, STMT, "--param", "Q.extent.0=5"], "--param Q.extent.0: no such buffer field"),
     (["verify", LOG, STMT, "--param", "A.extent.7=5"], "buffer 'A' has 2 dimensions"),

@@ -436,7 +436,7 @@ PER_FRAGMENT = {
     "conv_layer_c32": (18, 19.12, 19.12, 0, 2, 1.0),
     "attention": (2, 4, 4, 1.5, 0, 0.663),
     "gemm": (8, 4, 4, 0, 0, None),
-    "gemm_wide": (2, 1, 1, 0.1094, 0, 1.0),
+    "gemm_wide": (8, 4, 4, 0.4375, 0, 1.0),
 }
 """Static figures of every Tensor-Core application, rounded as printed."""
 

@@ -143,3 +143,86 @@ def test_what_the_rewrite_does_not_reach_has_no_tolerance() -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__]))
+
+
+# ---------------------------------------------------------------- soundness
+def _bound_of(text: str, arrays: dict[str, np.ndarray], output: str = "out") -> tuple[np.ndarray, np.ndarray]:
+    """A hand-written statement over the given arrays: its output and the
+    error bound the model gives each element (every store counts as
+    computed another way)."""
+    stmt = parse_input(text).ir
+    assert isinstance(stmt, ir.Stmt)
+    size = 4
+    program = bound_program(stmt, {output}, {output})
+    pointers = {name: Pointer(array.copy(), 0, name) for name, array in arrays.items()}
+    store = next(n for n in ir.walk(stmt) if isinstance(n, ir.Store))
+    pointers[output] = Pointer(np.zeros(size, np.float16 if store.value.type.bits == 16 else np.float32), 0, output)
+    err = Pointer(np.zeros(size), 0, output + ERROR)
+    Interpreter(params={**pointers, output + ERROR: err}).run(program)
+    return pointers[output].array.astype(np.float64), err.array
+
+
+def test_min_and_max_move_as_far_as_their_farthest_operand() -> None:
+    """min(a + b, 1) where a + b rounds to 1 or just past it: the original
+    chose the constant 1, but the rewrite's sum may fall below it. The bound
+    is the sum's rounding, not the constant's zero."""
+    a = np.array([0.5, 0.25, 0.5, 0.5], np.float16)
+    b = np.array([np.float16(0.5) + np.float16(2.0 ** -11), 0.25, 0.25, 0.75], np.float16)
+    got, err = _bound_of("out[ramp(0, 1, 4)] = min((float16x4)a[ramp(0, 1, 4)] + (float16x4)b[ramp(0, 1, 4)], x4(1.000000h))",
+                         {"a": a, "b": b})
+    assert got[0] == 1.0 and err[0] >= unit_roundoff(ir.Float(16)) * 1.0
+    assert np.all(err > 0)
+
+
+def test_a_select_whose_comparison_rounding_may_turn_bounds_both_sides() -> None:
+    """Thresholding, select(c < 0.1, 0, c) with c = a * b: where c lies
+    within its rounding of the threshold, the rewrite may keep c where the
+    original zeroed it; far from it, the chosen side's error alone."""
+    a = np.array([0.1, 4.0, 1.0, 0.0], np.float32)
+    b = np.array([1.0, 1.0, 1.0, 1.0], np.float32)
+    got, err = _bound_of("out[ramp(0, 1, 4)] = select((float32x4)a[ramp(0, 1, 4)]*(float32x4)b[ramp(0, 1, 4)] "
+                         "< x4(0.100000f), x4(0.000000f), (float32x4)a[ramp(0, 1, 4)]*(float32x4)b[ramp(0, 1, 4)])", {"a": a, "b": b})
+    near = np.float64(np.float32(0.1))
+    assert err[0] >= near  # the two sides are about 0.1 apart, and either may be chosen
+    assert err[1] <= 4.0 * 2 * unit_roundoff(ir.Float(32)) + 1e-30  # far: the product's rounding
+    assert err[3] < 1e-40  # 0 * 1 is exact, and far from 0.1
+
+
+def test_rounding_near_zero_is_absolute() -> None:
+    """A float16 result in the subnormal range (below 2^-14) is rounded to a
+    multiple of 2^-24, not to a relative precision: the bound is at least
+    half of that step (the f16 epilogue the review saw failed by one)."""
+    a = np.array([3e-4, 1e-3, 2e-4, 1.0], np.float32)
+    b = np.array([1e-4, 1e-4, 3e-4, 1.0], np.float32)
+    got, err = _bound_of("out[ramp(0, 1, 4)] = float16x4((float32x4)a[ramp(0, 1, 4)]*(float32x4)b[ramp(0, 1, 4)])", {"a": a, "b": b})
+    assert np.all(err[:3] >= 2.0 ** -25)
+    exact = a.astype(np.float64) * b
+    assert np.all(np.abs(got - exact) <= err)
+
+
+def test_a_masked_lane_costs_nothing_through_exp() -> None:
+    """exp(score + mask) with mask -1e30: the sum's error is huge (u * 1e30)
+    but exp of anything near -1e30 is 0: the bound is exp(x + err) - exp(x),
+    0 there, not infinite or NaN."""
+    score = np.array([0.5, -1.0, 2.0, 0.0], np.float32)
+    mask = np.array([0.0, -1e30, 0.0, -1e30], np.float32)
+    got, err = _bound_of("out[ramp(0, 1, 4)] = (float32x4)exp_f32((float32x4)score[ramp(0, 1, 4)] + (float32x4)mask[ramp(0, 1, 4)])",
+                         {"score": score, "mask": mask})
+    assert np.all(np.isfinite(err))
+    assert err[1] < 1e-30 and err[3] < 1e-30
+    assert err[0] > 0 and err[0] < 1e-5
+
+
+def test_an_infinite_bound_is_unproven_and_exit_7_unless_accepted() -> None:
+    from hardboiled.support.diagnostics import ExitCode
+    from hardboiled.verify.compare import VerificationResult, VerificationUnproven, checked, compare
+
+    expected = np.array([1.0, 2.0, 3.0], np.float32)
+    comparison = compare("out", ir.Float(32), expected, expected, np.array([0.0, np.inf, 5.0]))
+    assert comparison.unproven == 2 and comparison.first_mismatch is None
+    result = VerificationResult(0, (comparison,))
+    with pytest.raises(VerificationUnproven) as raised:
+        checked(result)
+    assert raised.value.exit_code == ExitCode.VERIFICATION_UNPROVEN == 7
+    assert "proves nothing about 2 output elements" in raised.value.diagnostic.message
+    assert "unproven elements accepted" in checked(result, accept_unproven=True)
