@@ -44,6 +44,30 @@ least one tile wide)."""
 (odd, so that vector tails run)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """How verification lays out the buffer fields the program leaves free
+    (neither its asserts nor --param fix them): where outputs start, the
+    padding after each row of every buffer, and which dimension is
+    innermost. A rewrite that mishandles a min or a stride computes
+    something else on one of them."""
+
+    name: str
+    output_min: int = 0
+    row_padding: int = 0
+    innermost_last: bool = False
+    """Dimension 0 outermost, the last dimension innermost."""
+
+
+SHAPES = (
+    Shape("dense from 0"),
+    Shape("mins 3, rows padded by 5", output_min=3, row_padding=5),
+    Shape("dimensions in reverse order", innermost_last=True),
+)
+"""The layouts ``verify`` runs, in order; one the program's own asserts
+refuse is skipped (and said to be)."""
+
+
 class VerificationMismatch(HardboiledError):
     exit_code = ExitCode.VERIFICATION_MISMATCH
 
@@ -81,6 +105,12 @@ class VerificationResult:
     outputs: tuple[BufferComparison, ...]
     error: str | None = None
     """Why the rewritten program could not run to the end (it is wrong)."""
+    undefined_reads: tuple[str, ...] = ()
+    """Memory of its own the rewritten program read before writing it
+    ('NAME element I'): it holds garbage that differs between the two runs."""
+    shapes: tuple[str, ...] = ()
+    """The buffer layouts both programs ran on (``SHAPES``), the last the
+    one this result is of; one the program's asserts refused is absent."""
 
     @property
     def ok(self) -> bool:
@@ -106,7 +136,8 @@ class VerificationResult:
                 + (f"; {c.unproven} unproven: their bounds are wider than the output's range" if c.unproven
                    else "") + ")"
             )
-        return f"verify (seed {self.seed}): " + "; ".join(parts)
+        shapes = f" (buffer layouts: {', '.join(self.shapes)})" if len(self.shapes) > 1 else ""
+        return f"verify (seed {self.seed}): " + "; ".join(parts) + shapes
 
 
 def _random_data(t: ir.Type, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -126,7 +157,8 @@ def _random_data(t: ir.Type, size: int, rng: np.random.Generator) -> np.ndarray:
 def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int,
                  default_extent: int = DEFAULT_OUTPUT_EXTENTS[0],
                  defaulted: list[str] | None = None,
-                 inputs: Mapping[str, np.ndarray] | None = None) -> tuple[dict[str, BufferT], set[str]]:
+                 inputs: Mapping[str, np.ndarray] | None = None,
+                 shape: Shape = SHAPES[0]) -> tuple[dict[str, BufferT], set[str]]:
     """Random input and output buffers sized by the dump's bounds checks.
     Output dimensions that nothing fixes get ``default_extent``; their
     fields are appended to ``defaulted``. ``inputs`` gives some input
@@ -142,7 +174,7 @@ def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int,
         for d, extent in enumerate(reversed(array.shape)):
             known[f"{name}.extent.{d}"] = extent
             known.setdefault(f"{name}.min.{d}", 0)
-    sizing = _Sizing(known, lets, default_extent, defaulted)
+    sizing = _Sizing(known, lets, default_extent, defaulted, shape)
     buffers: dict[str, BufferT] = {}
     rng = np.random.default_rng(seed)
     # Outputs first: the regions inputs must cover depend on them.
@@ -228,6 +260,7 @@ class _Sizing:
     """The program's let-bound names, which required regions may use."""
     default_extent: int
     defaulted: list[str] | None
+    shape: Shape = SHAPES[0]
 
     def layout(self, spec: BufferSpec, dimensions: int) -> _Layout:
         """The layout of ``spec``, now known for the buffers after it."""
@@ -265,13 +298,13 @@ class _Sizing:
         return lo, max(ext, 1)
 
     def _own_size(self, spec: BufferSpec, d: int, lo: int | None, ext: int | None) -> tuple[int, int]:
-        """An output dimension that nothing sizes starts at 0 and has the
-        default extent, which ``defaulted`` records."""
+        """An output dimension that nothing sizes starts at the shape's
+        output min and has the default extent, which ``defaulted`` records."""
         if ext is None:
             ext = self.default_extent
             if self.defaulted is not None:
                 self.defaulted.append(f"{spec.name}.extent.{d}")
-        return (0 if lo is None else lo), ext
+        return (self.shape.output_min if lo is None else lo), ext
 
     def _required_region(self, spec: BufferSpec, d: int, lo: int | None, ext: int | None) -> tuple[int, int]:
         """The bounds not known yet, from the region the program requires."""
@@ -281,18 +314,28 @@ class _Sizing:
         return lo, (hi_req - lo + 1 if ext is None else ext)
 
     def _strides(self, spec: BufferSpec, extents: tuple[int, ...]) -> tuple[int, ...]:
-        """Given strides, and dense ones after the largest so far for the rest."""
-        strides: list[int] = []
+        """Given strides, and for the rest the shape's: dense after the
+        largest so far (padded by ``row_padding`` past the innermost
+        dimension), dimension 0 innermost or outermost."""
+        strides: dict[int, int] = {}
         step = 1
-        for d, extent in enumerate(extents):
+        order = range(len(extents) - 1, -1, -1) if self.shape.innermost_last else range(len(extents))
+        if self.shape.innermost_last:
+            # Free dimensions go outside the ones the program fixes (a
+            # stride.0 == 1 keeps dimension 0 innermost), never across them.
+            fixed = [(s, extents[d]) for d in order if (s := _param(self.known, spec, f"stride.{d}"))]
+            step = max([1, *(s * e for s, e in fixed)])
+        for position, d in enumerate(order):
             stride = _param(self.known, spec, f"stride.{d}")
             if stride is not None and stride <= 0:
                 raise HardboiledError(Diagnostic(
                     "error", f"{spec.name}.stride.{d} = {stride}: verification needs positive strides",
                 ))
-            strides.append(step if stride is None else stride)
-            step = max(step, strides[-1] * extent)
-        return tuple(strides)
+            if stride is None:
+                stride = step + (self.shape.row_padding if position == 1 else 0)
+            strides[d] = stride
+            step = max(step, stride * extents[d])
+        return tuple(strides[d] for d in range(len(extents)))
 
 
 PARAM_FIELDS = ("min", "extent", "stride")
@@ -359,9 +402,26 @@ def _needed_lets(e: ir.Expr, lets: dict[str, ir.Expr]) -> list[str]:
     return [n.name for n in ir.walk(e) if isinstance(n, ir.Variable) and n.name in lets]
 
 
-def run_program(stmt: ir.Stmt, buffers: dict[str, BufferT]) -> dict[str, BufferT]:
+ORIGINAL, REWRITTEN = 1, 2
+"""Which program a run is, in the garbage its unwritten memory holds: the
+two programs get different garbage, so that a program that reads memory
+it never wrote (an accumulator nobody zeroed) computes something else."""
+
+
+def poison_seed(seed: int, program: int) -> int:
+    return 2 * seed + program
+
+
+def run_program(stmt: ir.Stmt, buffers: dict[str, BufferT], poison: int | None = None,
+                undefined_reads: list[str] | None = None) -> dict[str, BufferT]:
+    """``stmt`` run on a copy of ``buffers``; with ``poison``, its own
+    allocations start as garbage from that seed, and the reads of memory it
+    had not written are appended to ``undefined_reads``."""
     state = copy.deepcopy(buffers)
-    Interpreter(buffers=state).run(stmt)
+    interpreter = Interpreter(buffers=state, poison_seed=poison)
+    interpreter.run(stmt)
+    if undefined_reads is not None:
+        undefined_reads.extend(interpreter.undefined_reads)
     return state
 
 
@@ -387,7 +447,7 @@ def tolerance(t: ir.Type, reference: np.ndarray) -> float:
 
 
 def error_bounds(original: ir.Stmt, rewritten: ir.Stmt, buffers: dict[str, BufferT],
-                 outputs: set[str]) -> dict[str, np.ndarray] | None:
+                 outputs: set[str], poison: int | None = None) -> dict[str, np.ndarray] | None:
     """Per element of each float output, a bound on how far the original's
     value is from the exact one where the rewritten program computes it
     another way (error_bound.py); None where the error model does not cover
@@ -402,7 +462,7 @@ def error_bounds(original: ir.Stmt, rewritten: ir.Stmt, buffers: dict[str, Buffe
     extra = {name + ERROR: Pointer(np.zeros(buffers[name].data.size, np.float64), 0, name + ERROR)
              for name in floats}
     try:
-        Interpreter(params=dict(extra), buffers=copy.deepcopy(buffers)).run(program)
+        Interpreter(params=dict(extra), buffers=copy.deepcopy(buffers), poison_seed=poison).run(program)
     except ResourceLimitError:
         raise
     except InterpreterError:
@@ -461,7 +521,7 @@ def compare_outputs(buffers: dict[str, BufferT], outputs: set[str], expected: di
 
 
 def run_original(original: ir.Stmt, params: dict[str, int], seed: int,
-                 inputs: Mapping[str, np.ndarray] | None = None,
+                 inputs: Mapping[str, np.ndarray] | None = None, shape: Shape = SHAPES[0],
                  ) -> tuple[dict[str, BufferT], set[str], dict[str, BufferT]]:
     """Buffers on which the original program runs, its outputs, and what it
     computes. Output sizes the dump leaves open are chosen so that the
@@ -469,11 +529,11 @@ def run_original(original: ir.Stmt, params: dict[str, int], seed: int,
     the defaults does, the error names the --param to pass."""
     for extent in DEFAULT_OUTPUT_EXTENTS:
         defaulted: list[str] = []
-        buffers, outputs = make_buffers(original, params, seed, extent, defaulted, inputs)
+        buffers, outputs = make_buffers(original, params, seed, extent, defaulted, inputs, shape)
         if not outputs:
             raise HardboiledError(Diagnostic("error", "the original program has no output buffer to compare"))
         try:
-            return buffers, outputs, run_program(original, buffers)
+            return buffers, outputs, run_program(original, buffers, poison_seed(seed, ORIGINAL))
         except ProgramAssertFailed as exc:
             if not defaulted:
                 raise
@@ -490,19 +550,47 @@ def run_original(original: ir.Stmt, params: dict[str, int], seed: int,
 
 def verify(original: ir.Stmt, rewritten: ir.Stmt, *, seed: int = DEFAULT_SEED,
            params: dict[str, int] | None = None, timeout_s: float = INTERPRETER_TIMEOUT_S,
-           inputs: Mapping[str, np.ndarray] | None = None) -> VerificationResult:
+           inputs: Mapping[str, np.ndarray] | None = None,
+           shapes: tuple[Shape, ...] = SHAPES) -> VerificationResult:
     """Run both programs on the same random inputs (``inputs`` gives some of
-    them instead) within ``timeout_s`` in all, and compare their outputs."""
+    them instead) laid out in each of ``shapes`` the original's asserts
+    accept, within ``timeout_s`` in all, and compare their outputs: the
+    first result that is not equal, or the last one, naming the shapes run."""
+    ran: list[str] = []
+    result: VerificationResult | None = None
+    refusal: ProgramAssertFailed | HardboiledError | None = None
     with time_limit(timeout_s):
-        buffers, outputs, expected = run_original(original, params or {}, seed, inputs)
-        try:
-            actual = run_program(rewritten, buffers)
-        except ResourceLimitError:
-            raise  # the interpreter's limit, not a wrong result
-        except InterpreterError as exc:
-            return VerificationResult(seed, (), exc.diagnostic.message)
-        bounds = error_bounds(original, rewritten, buffers, outputs)
-    return VerificationResult(seed, compare_outputs(buffers, outputs, expected, actual, bounds))
+        for shape in shapes:
+            try:
+                buffers, outputs, expected = run_original(original, params or {}, seed, inputs, shape)
+            except (ProgramAssertFailed, HardboiledError) as exc:
+                if shape is shapes[0] or isinstance(exc, ResourceLimitError):
+                    raise
+                refusal = exc  # the program's asserts refuse this layout: the others still run
+                continue
+            ran.append(shape.name)
+            result = dataclasses.replace(_compared(original, rewritten, seed, buffers, outputs, expected),
+                                         shapes=tuple(ran))
+            if not result.ok:
+                return result
+    assert result is not None, refusal
+    return result
+
+
+def _compared(original: ir.Stmt, rewritten: ir.Stmt, seed: int, buffers: dict[str, BufferT], outputs: set[str],
+              expected: dict[str, BufferT]) -> VerificationResult:
+    """The rewritten program run on ``buffers`` and compared with what the
+    original computed there."""
+    undefined: list[str] = []
+    try:
+        actual = run_program(rewritten, buffers, poison_seed(seed, REWRITTEN), undefined)
+    except ResourceLimitError:
+        raise  # the interpreter's limit, not a wrong result
+    except InterpreterError as exc:
+        return VerificationResult(seed, (), exc.diagnostic.message)
+    bounds = error_bounds(original, rewritten, buffers, outputs, poison_seed(seed, ORIGINAL))
+    return VerificationResult(seed, compare_outputs(buffers, outputs, expected, actual, bounds),
+                              undefined_reads=tuple(undefined))
 
 
 def _coordinates(buf: BufferT, flat: int) -> tuple[int, ...] | None:
@@ -541,6 +629,12 @@ def mismatch_error(result: VerificationResult) -> VerificationMismatch:
             where = list(c.coordinates) if c.coordinates is not None else f"element {c.first_mismatch}"
             notes.append(f"{c.name}{where}: expected {c.expected!r}, got {c.actual!r} "
                          f"(tolerance there {c.tolerance_there:.3g})")
+    if len(result.shapes) > 1:
+        notes.append(f"in the buffer layout '{result.shapes[-1]}' (the program's free mins and strides laid out "
+                     "so); the layouts before it agreed")
+    if result.undefined_reads:
+        notes.append("the rewritten program reads memory of its own before writing it, which holds garbage: "
+                     + ", ".join(result.undefined_reads[:4]))
     notes.append(f"replay with --seed {result.seed}")
     return VerificationMismatch(Diagnostic(
         "error", "the rewritten program computes different results from the original", notes=tuple(notes),

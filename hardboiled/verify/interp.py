@@ -38,11 +38,13 @@ from hardboiled import ir
 from hardboiled.ir import operations
 from hardboiled.ir.visitor import Visitor
 from hardboiled.support.diagnostics import Diagnostic
-from hardboiled.targets import amx, wmma
+from hardboiled.targets import amx
 from hardboiled.verify.calls import EXPRESSION_HANDLERS, VALUE_HANDLERS, ValueHandler
+from hardboiled.verify.fragments import fragment_alignment_unchecked, wmma_call
 from hardboiled.verify.values import (
     DTYPES,
     BufferT,
+    Definedness,
     InterpreterError,
     Pointer,
     ResourceLimitError,
@@ -52,6 +54,7 @@ from hardboiled.verify.values import (
     cast_array,
     dtype_of,
     fail,
+    garbage,
     new_array,
 )
 
@@ -62,23 +65,6 @@ loops far longer than its sizes justify, or sizes far too large."""
 
 _deadline: ContextVar[tuple[float, float] | None] = ContextVar("interpreter_deadline", default=None)
 """(time.monotonic() past which interpreting stops, the limit in seconds)."""
-
-
-_fragment_alignment: ContextVar[bool] = ContextVar("fragment_alignment_checked", default=True)
-"""Whether WMMA loads and stores must meet load/store_matrix_sync's
-alignment (not asked of a selected statement checked on its own, which
-staging aligns afterwards: rewrite_check.py)."""
-
-
-@contextmanager
-def fragment_alignment_unchecked() -> Iterator[None]:
-    """WMMA loads and stores inside the block (in this thread) may be
-    unaligned, and their leading dimension any integer."""
-    token = _fragment_alignment.set(False)
-    try:
-        yield
-    finally:
-        _fragment_alignment.reset(token)
 
 
 @contextmanager
@@ -131,7 +117,14 @@ def _lanes(value: Value) -> int:
 class Interpreter(Visitor[Any]):
     """Runs statements against an environment of buffers and parameters."""
 
-    def __init__(self, params: dict[str, Value] | None = None, buffers: dict[str, BufferT] | None = None):
+    def __init__(self, params: dict[str, Value] | None = None, buffers: dict[str, BufferT] | None = None,
+                 poison_seed: int | None = None):
+        self.poison_seed = poison_seed
+        """With a seed, the program's own allocations start as garbage drawn
+        from it (values.garbage) and what they have written is tracked:
+        ``undefined_reads`` logs reads of the rest. Without, they start as
+        zeros, untracked."""
+        self.undefined_reads: list[str] = []
         self.env = _Env()
         for name, value in (params or {}).items():
             self.env.values[name] = np.array([value], dtype=np.int32) if isinstance(value, int) else value
@@ -207,9 +200,12 @@ class Interpreter(Visitor[Any]):
                 size *= as_int(self.eval(extent))
             if s.padding is not None:
                 size += as_int(self.eval(s.padding))
-        # Uninitialized memory: a recognizable, deterministic garbage value.
         array = new_array(size, dtype_of(s.type.element()), s.name)
-        previous = self.env.bind(s.name, Pointer(array, 0, s.name))
+        defined = None
+        if self.poison_seed is not None:
+            array[:] = garbage(size, array.dtype, self.poison_seed, s.name)
+            defined = Definedness(np.zeros(size, dtype=np.bool_), self.undefined_reads)
+        previous = self.env.bind(s.name, Pointer(array, 0, s.name, defined))
         try:
             self.run(s.body)
         finally:
@@ -245,6 +241,8 @@ class Interpreter(Visitor[Any]):
             index, value = index[mask], value[mask]
         self._check_bounds(pointer, index, s.name)
         pointer.array[index] = cast_array(value, _array_type(pointer.array, value))
+        if pointer.defined is not None:
+            pointer.defined.write(index)
 
     # ----------------------------------------------------------- expressions
     def eval(self, e: ir.Expr) -> Value:
@@ -328,9 +326,13 @@ class Interpreter(Visitor[Any]):
             mask = np.broadcast_to(self.eval(e.predicate), index.shape)
             out = np.zeros(index.shape, dtype=dtype)
             self._check_bounds(pointer, index[mask], e.name)
+            if pointer.defined is not None:
+                pointer.defined.read(e.name, index[mask])
             out[mask] = _as_loaded(pointer.array[index[mask]], dtype, e.name)
             return out
         self._check_bounds(pointer, index, e.name)
+        if pointer.defined is not None:
+            pointer.defined.read(e.name, index)
         return _as_loaded(pointer.array[index], dtype, e.name)
 
     def visit_ramp(self, e: ir.Ramp) -> Value:
@@ -381,7 +383,7 @@ class Interpreter(Visitor[Any]):
             return by_expression(e, self.eval)
         handler = self.calls.get(e.name)
         if handler is None and ir.is_wmma_call(e):
-            handler = _wmma_call
+            handler = wmma_call
         if handler is None:
             raise fail(f"the interpreter does not know the call '{e.name}'")
         return handler(e, [self.eval(a) for a in e.args])
@@ -462,8 +464,15 @@ def _tile_rows(op: str, args: list[Value]) -> tuple[np.ndarray, np.ndarray, int]
     return raw, addresses, rows * colbytes
 
 
+def _tile_elements(pointer: Pointer, addresses: np.ndarray) -> np.ndarray:
+    """The elements of ``pointer``'s array that the byte ``addresses`` touch."""
+    return np.unique(addresses.reshape(-1) // pointer.array.itemsize)
+
+
 def _tile_load(call: ir.Call, args: list[Value]) -> Value:
     raw, addresses, size = _tile_rows(call.name, args)
+    if args[2].defined is not None:
+        args[2].defined.read(args[2].name, _tile_elements(args[2], addresses))
     tile_bytes = np.zeros(call.type.lanes * call.type.bytes, dtype=np.uint8)
     tile_bytes[:size] = raw[addresses].reshape(-1)
     return tile_bytes.view(dtype_of(call.type))
@@ -472,6 +481,8 @@ def _tile_load(call: ir.Call, args: list[Value]) -> Value:
 def _tile_store(call: ir.Call, args: list[Value]) -> Value:
     raw, addresses, size = _tile_rows(call.name, args)
     raw[addresses.reshape(-1)] = np.ascontiguousarray(args[5]).view(np.uint8)[:size]
+    if args[2].defined is not None:
+        args[2].defined.write(_tile_elements(args[2], addresses))
     return np.array([0], dtype=np.int32)
 
 
@@ -540,83 +551,6 @@ def _finish_matmul(call: ir.Call, c: np.ndarray, m: int, n: int) -> np.ndarray:
 # WMMA fragments
 # --------------------------------------------------------------------------
 
-def _wmma_call(call: ir.Call, args: list[Value]) -> Value:
-    """Whole-fragment WMMA semantics (a fragment value holds the logical
-    matrix, row-major, rows x columns lanes):
-
-    * ``wmma.load.{a,b,c}.sync.aligned.<layout>.<shape>.<type>(ptr, offset,
-      ldm)``: A is m x k, B is k x n, C is m x n; element (i, j) is at
-      ``offset + i*ldm + j`` (row) or ``offset + j*ldm + i`` (col), counted
-      in elements of ``type``, which must be the buffer's;
-    * ``wmma.mma.sync.aligned.<a layout>.<b layout>.<shape>.<d type>.<c
-      type>(A, B, C)``: D = A.B + C; 16-bit products are exact in float32,
-      the sum is rounded once to D's type (hardware adds in an unspecified
-      order: verification's tolerance covers the difference);
-    * ``wmma.store.d.sync.aligned.<layout>.<shape>.<type>(ptr, D, offset,
-      ldm)``: the inverse of load.c;
-    * ``wmma.fill.<shape>.<type>(value)``: an accumulator fragment holding
-      ``value`` everywhere (fill_fragment).
-
-    Shapes and types must be in wmma.WMMA_TENSOR_CORE, and every address
-    must meet load/store_matrix_sync's alignment (relative to the buffer's
-    start): a rewrite that breaks it would fail on the GPU, so it fails here.
-    """
-    intrinsic = wmma.wmma_intrinsic(call)
-    if intrinsic is None:
-        raise fail(f"the interpreter does not know the WMMA call '{call.name}'")
-    if intrinsic.shape not in wmma.WMMA_TENSOR_CORE.all_shapes:
-        raise fail(f"{call.name}: {intrinsic.shape.name} is not a WMMA fragment shape")
-    if not wmma.WMMA_TENSOR_CORE.defines(intrinsic):
-        raise fail(f"the interpreter does not know the WMMA call '{call.name}'")
-    return _WMMA_OPERATIONS[intrinsic.op](call, intrinsic, args)
-
-
-def _wmma_load(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
-    rows, cols = intrinsic.extent
-    pointer, offset, ldm = args[0], as_int(args[1]), as_int(args[2])
-    addresses = _wmma_addresses(call.name, pointer, intrinsic.type, intrinsic.layout, rows, cols, offset, ldm)
-    return pointer.array[addresses].reshape(-1).astype(dtype_of(intrinsic.type))
-
-
-def _wmma_mma(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
-    shape, d_type, c_type = intrinsic.shape, intrinsic.type, intrinsic.c_type
-    a, b, c = args
-    operand_type = _type_of_dtype(a.dtype)
-    element = wmma.WMMA_TENSOR_CORE.element(operand_type) if operand_type is not None else None
-    if element is None or c_type is None or b.dtype != a.dtype or d_type not in element.accumulators \
-            or c.dtype != dtype_of(c_type):
-        raise fail(f"{call.name}: no Tensor Core instruction multiplies {a.dtype} by {b.dtype} "
-                    f"with a {c.dtype} accumulator")
-    # Integer products are exact and wrap to the accumulator's width, as
-    # integer arithmetic does in Halide; float ones are rounded once.
-    wide = np.int64 if d_type.is_int else np.float64
-    a_matrix = a.astype(wide).reshape(shape.m, shape.k)
-    b_matrix = b.astype(wide).reshape(shape.k, shape.n)
-    d = a_matrix @ b_matrix + c.astype(wide).reshape(shape.m, shape.n)
-    return d.reshape(-1).astype(dtype_of(d_type))
-
-
-def _wmma_fill(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
-    shape = intrinsic.shape
-    return np.full(shape.m * shape.n, args[0].reshape(-1)[0], dtype=dtype_of(intrinsic.type))
-
-
-def _wmma_store(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
-    rows, cols = intrinsic.extent
-    pointer, fragment, offset, ldm = args[0], args[1], as_int(args[2]), as_int(args[3])
-    addresses = _wmma_addresses(call.name, pointer, intrinsic.type, intrinsic.layout, rows, cols, offset, ldm)
-    pointer.array[addresses.reshape(-1)] = fragment.astype(pointer.array.dtype)
-    return np.array([0], dtype=np.int32)
-
-
-_WMMA_OPERATIONS = {
-    wmma.WMMAOp.LOAD: _wmma_load,
-    wmma.WMMAOp.MMA: _wmma_mma,
-    wmma.WMMAOp.FILL: _wmma_fill,
-    wmma.WMMAOp.STORE: _wmma_store,
-}
-
-
 def _is_warp_collective(loop: ir.For) -> bool:
     """A lane loop as legalization builds it: WMMA operations, the copies
     that stage their operands, the barriers between them and the operand
@@ -650,30 +584,5 @@ def _is_barrier(e: ir.Expr) -> bool:
     return isinstance(e, ir.Call) and e.name in _BARRIERS
 
 
-def _type_of_dtype(dtype: np.dtype) -> ir.Type | None:
-    return next((t for t in wmma.WMMA_TYPE_NAMES.values() if dtype_of(t) == dtype), None)
-
-
-def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: wmma.Layout | None, rows: int, cols: int,
-                    offset: int, ldm: int) -> np.ndarray:
-    """Element indices (rows x cols) of a fragment in ``pointer``'s array."""
-    if not isinstance(pointer, Pointer):
-        raise fail(f"{name} needs a buffer")
-    if pointer.array.dtype != dtype_of(t):
-        raise fail(f"{name} reads {t} elements from '{pointer.name}', which holds {pointer.array.dtype}")
-    core = wmma.WMMA_TENSOR_CORE
-    if _fragment_alignment.get() and (((pointer.offset + offset) * t.bytes) % core.pointer_alignment
-                                      or (ldm * t.bytes) % core.leading_dimension_alignment or ldm <= 0):
-        raise fail(f"{name} on '{pointer.name}': element offset {pointer.offset + offset} or leading "
-                    f"dimension {ldm} breaks the alignment load/store_matrix_sync need ({core.pointer_alignment}-byte "
-                    f"addresses, a leading dimension of a multiple of {core.leading_dimension_alignment} bytes; it is "
-                    "unsigned: it must be positive)")
-    i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
-    addresses = pointer.offset + offset + (i * ldm + j if layout is wmma.Layout.ROW else j * ldm + i)
-    if addresses.min() < 0 or addresses.max() >= pointer.array.size:
-        raise fail(f"{name} on '{pointer.name}' out of bounds: elements "
-                   f"{int(addresses.min()) - pointer.offset}..{int(addresses.max()) - pointer.offset}")
-    return addresses
-
-
-__all__ = ["BufferT", "Interpreter", "InterpreterError", "Pointer", "ResourceLimitError", "cast_array", "dtype_of"]
+__all__ = ["BufferT", "Interpreter", "InterpreterError", "Pointer", "ResourceLimitError", "cast_array", "dtype_of",
+           "fragment_alignment_unchecked"]

@@ -30,10 +30,12 @@ from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.verify.compare import (
     DEFAULT_OUTPUT_EXTENTS,
     DEFAULT_SEED,
+    ORIGINAL,
     VerificationResult,
     compare_outputs,
     error_bounds,
     make_buffers,
+    poison_seed,
     run_original,
 )
 from hardboiled.verify.interp import INTERPRETER_TIMEOUT_S, BufferT, time_limit
@@ -222,7 +224,7 @@ def run_built_kernel(original: ir.Stmt, rewritten: ir.Stmt, library: Path, funct
     IR's outputs (the interpreter's part within ``timeout_s``)."""
     with time_limit(timeout_s):
         buffers, outputs, expected = run_original(original, params or {}, seed, inputs)
-        bounds = error_bounds(original, rewritten, buffers, outputs)
+        bounds = error_bounds(original, rewritten, buffers, outputs, poison_seed(seed, ORIGINAL))
     arguments = kernel_signature(rewritten, order)
     result = VerificationResult(seed, ())
     for entry in ENTRY_POINTS:

@@ -12,6 +12,7 @@ it evaluates (calls.py) share them.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,21 @@ def new_array(size: int, dtype: Any, name: str) -> np.ndarray:
     return np.zeros(size, dtype=dtype)
 
 
+def garbage(size: int, dtype: Any, seed: int, name: str) -> np.ndarray:
+    """Contents of memory nobody has written: random values, different for
+    each seed and allocation name (finite, so that a read the program
+    discards stays harmless), so that two programs that read it differ."""
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size).astype(np.bool_)
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, size, endpoint=True, dtype=np.int64 if info.min < 0 else np.uint64
+                            ).astype(dtype)
+    return (rng.standard_normal(size) * 1000).astype(dtype)
+
+
 def fail(message: str) -> InterpreterError:
     """The error to raise when the program cannot go on (``raise fail(...)``)."""
     return InterpreterError(Diagnostic("error", message))
@@ -81,12 +97,34 @@ def dtype_of(t: ir.Type) -> np.dtype:
 
 
 @dataclass
+class Definedness:
+    """Which elements of an allocation the program has written, and the log
+    (shared by an interpreter's allocations) of reads of the others."""
+
+    written: np.ndarray
+    """One bool per element of the allocation's array."""
+    reads: list[str]
+    """'NAME element I' for the first undefined read of each allocation."""
+
+    def write(self, index: np.ndarray) -> None:
+        self.written[index] = True
+
+    def read(self, name: str, index: np.ndarray) -> None:
+        undefined = ~self.written[index]
+        if undefined.any() and not any(r.startswith(f"'{name}' ") for r in self.reads):
+            self.reads.append(f"'{name}' element {int(np.asarray(index)[undefined].reshape(-1)[0])}")
+
+
+@dataclass
 class Pointer:
     """A handle: an array of elements and an element offset into it."""
 
     array: np.ndarray
     offset: int = 0
     name: str = ""
+    defined: Definedness | None = None
+    """For an allocation of the program's own, when the interpreter tracks
+    what is written (``poison_seed``): reads of unwritten elements are logged."""
 
 
 @dataclass

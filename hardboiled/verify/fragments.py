@@ -1,0 +1,144 @@
+"""The reference interpreter's Tensor Core operations: the whole-fragment
+``wmma.*`` calls selection produces, before the warp-lane
+post-processing (interp.py calls ``wmma_call`` for them).
+
+A fragment value holds its logical matrix, row-major, rows x columns lanes;
+loads and stores address elements of the buffer they are given and, unless
+``fragment_alignment_unchecked`` says otherwise, must meet
+load/store_matrix_sync's alignment, as the GPU requires.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+import numpy as np
+
+from hardboiled import ir
+from hardboiled.targets import wmma
+from hardboiled.verify.values import Pointer, Value, as_int, dtype_of, fail
+
+_fragment_alignment: ContextVar[bool] = ContextVar("fragment_alignment_checked", default=True)
+"""Whether WMMA loads and stores must meet load/store_matrix_sync's
+alignment (not asked of a selected statement checked on its own, which
+staging aligns afterwards: rewrite_check.py)."""
+
+
+@contextmanager
+def fragment_alignment_unchecked() -> Iterator[None]:
+    """WMMA loads and stores inside the block (in this thread) may be
+    unaligned, and their leading dimension any integer."""
+    token = _fragment_alignment.set(False)
+    try:
+        yield
+    finally:
+        _fragment_alignment.reset(token)
+
+
+def wmma_call(call: ir.Call, args: list[Value]) -> Value:
+    """Whole-fragment WMMA semantics (a fragment value holds the logical
+    matrix, row-major, rows x columns lanes):
+
+    * ``wmma.load.{a,b,c}.sync.aligned.<layout>.<shape>.<type>(ptr, offset,
+      ldm)``: A is m x k, B is k x n, C is m x n; element (i, j) is at
+      ``offset + i*ldm + j`` (row) or ``offset + j*ldm + i`` (col), counted
+      in elements of ``type``, which must be the buffer's;
+    * ``wmma.mma.sync.aligned.<a layout>.<b layout>.<shape>.<d type>.<c
+      type>(A, B, C)``: D = A.B + C; 16-bit products are exact in float32,
+      the sum is rounded once to D's type (hardware adds in an unspecified
+      order: verification's tolerance covers the difference);
+    * ``wmma.store.d.sync.aligned.<layout>.<shape>.<type>(ptr, D, offset,
+      ldm)``: the inverse of load.c;
+    * ``wmma.fill.<shape>.<type>(value)``: an accumulator fragment holding
+      ``value`` everywhere (fill_fragment).
+
+    Shapes and types must be in wmma.WMMA_TENSOR_CORE, and every address
+    must meet load/store_matrix_sync's alignment (relative to the buffer's
+    start): a rewrite that breaks it would fail on the GPU, so it fails here.
+    """
+    intrinsic = wmma.wmma_intrinsic(call)
+    if intrinsic is None:
+        raise fail(f"the interpreter does not know the WMMA call '{call.name}'")
+    if intrinsic.shape not in wmma.WMMA_TENSOR_CORE.all_shapes:
+        raise fail(f"{call.name}: {intrinsic.shape.name} is not a WMMA fragment shape")
+    if not wmma.WMMA_TENSOR_CORE.defines(intrinsic):
+        raise fail(f"the interpreter does not know the WMMA call '{call.name}'")
+    return _WMMA_OPERATIONS[intrinsic.op](call, intrinsic, args)
+
+
+def _wmma_load(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
+    rows, cols = intrinsic.extent
+    pointer, offset, ldm = args[0], as_int(args[1]), as_int(args[2])
+    addresses = _wmma_addresses(call.name, pointer, intrinsic.type, intrinsic.layout, rows, cols, offset, ldm)
+    if pointer.defined is not None:
+        pointer.defined.read(pointer.name, addresses.reshape(-1))
+    return pointer.array[addresses].reshape(-1).astype(dtype_of(intrinsic.type))
+
+
+def _wmma_mma(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
+    shape, d_type, c_type = intrinsic.shape, intrinsic.type, intrinsic.c_type
+    a, b, c = args
+    operand_type = _type_of_dtype(a.dtype)
+    element = wmma.WMMA_TENSOR_CORE.element(operand_type) if operand_type is not None else None
+    if element is None or c_type is None or b.dtype != a.dtype or d_type not in element.accumulators \
+            or c.dtype != dtype_of(c_type):
+        raise fail(f"{call.name}: no Tensor Core instruction multiplies {a.dtype} by {b.dtype} "
+                    f"with a {c.dtype} accumulator")
+    # Integer products are exact and wrap to the accumulator's width, as
+    # integer arithmetic does in Halide; float ones are rounded once.
+    wide = np.int64 if d_type.is_int else np.float64
+    a_matrix = a.astype(wide).reshape(shape.m, shape.k)
+    b_matrix = b.astype(wide).reshape(shape.k, shape.n)
+    d = a_matrix @ b_matrix + c.astype(wide).reshape(shape.m, shape.n)
+    return d.reshape(-1).astype(dtype_of(d_type))
+
+
+def _wmma_fill(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
+    shape = intrinsic.shape
+    return np.full(shape.m * shape.n, args[0].reshape(-1)[0], dtype=dtype_of(intrinsic.type))
+
+
+def _wmma_store(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
+    rows, cols = intrinsic.extent
+    pointer, fragment, offset, ldm = args[0], args[1], as_int(args[2]), as_int(args[3])
+    addresses = _wmma_addresses(call.name, pointer, intrinsic.type, intrinsic.layout, rows, cols, offset, ldm)
+    pointer.array[addresses.reshape(-1)] = fragment.astype(pointer.array.dtype)
+    if pointer.defined is not None:
+        pointer.defined.write(addresses.reshape(-1))
+    return np.array([0], dtype=np.int32)
+
+
+_WMMA_OPERATIONS = {
+    wmma.WMMAOp.LOAD: _wmma_load,
+    wmma.WMMAOp.MMA: _wmma_mma,
+    wmma.WMMAOp.FILL: _wmma_fill,
+    wmma.WMMAOp.STORE: _wmma_store,
+}
+
+
+def _type_of_dtype(dtype: np.dtype) -> ir.Type | None:
+    return next((t for t in wmma.WMMA_TYPE_NAMES.values() if dtype_of(t) == dtype), None)
+
+
+def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: wmma.Layout | None, rows: int, cols: int,
+                    offset: int, ldm: int) -> np.ndarray:
+    """Element indices (rows x cols) of a fragment in ``pointer``'s array."""
+    if not isinstance(pointer, Pointer):
+        raise fail(f"{name} needs a buffer")
+    if pointer.array.dtype != dtype_of(t):
+        raise fail(f"{name} reads {t} elements from '{pointer.name}', which holds {pointer.array.dtype}")
+    core = wmma.WMMA_TENSOR_CORE
+    if _fragment_alignment.get() and (((pointer.offset + offset) * t.bytes) % core.pointer_alignment
+                                      or (ldm * t.bytes) % core.leading_dimension_alignment or ldm <= 0):
+        raise fail(f"{name} on '{pointer.name}': element offset {pointer.offset + offset} or leading "
+                    f"dimension {ldm} breaks the alignment load/store_matrix_sync need ({core.pointer_alignment}-byte "
+                    f"addresses, a leading dimension of a multiple of {core.leading_dimension_alignment} bytes; it is "
+                    "unsigned: it must be positive)")
+    i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
+    addresses = pointer.offset + offset + (i * ldm + j if layout is wmma.Layout.ROW else j * ldm + i)
+    if addresses.min() < 0 or addresses.max() >= pointer.array.size:
+        raise fail(f"{name} on '{pointer.name}' out of bounds: elements "
+                   f"{int(addresses.min()) - pointer.offset}..{int(addresses.max()) - pointer.offset}")
+    return addresses
