@@ -452,6 +452,34 @@ def wmma_f16_matmul():
     return out, [A, B]
 
 
+@case("wmma_scaled_matmul_params", "wmma", "prod", "f16*f16->f32", "standard", "constant",
+      "wmma_f16_matmul with scalar Params in the epilogue and the size: out(x, y) = prod(x, y) * gain + "
+      "offset, gain a float32 Param, offset an int32 Param, and the output's row count a Param 'rows' "
+      "(verification draws values the pipeline's asserts accept, or takes --param).")
+def wmma_scaled_matmul_params():
+    hl = _hl()
+    n = 64
+    A, B = hl.ImageParam(hl.Float(16), 2, "A"), hl.ImageParam(hl.Float(16), 2, "B")
+    gain, offset, rows = hl.Param(hl.Float(32), "gain"), hl.Param(hl.Int(32), "offset"), hl.Param(hl.Int(32), "rows")
+    x, y, xo, yo, xi, yi = (hl.Var(s) for s in ("x", "y", "xo", "yo", "xi", "yi"))
+    k = hl.RDom([(0, n)], "k")
+    ko, ki = hl.RVar("ko"), hl.RVar("ki")
+    prod, out = hl.Func("prod"), hl.Func("out")
+    prod[x, y] = hl.f32(0)
+    prod[x, y] += hl.f32(A[k.x, y]) * hl.f32(B[x, k.x])
+    out[x, y] = prod[x, y] * gain + hl.f32(offset)
+    A.dim(0).set_bounds(0, n).set_stride(1)
+    A.dim(1).set_stride(n)
+    dense(B, n, n)
+    out.output_buffer().dim(0).set_bounds(0, n).set_stride(1)
+    out.output_buffer().dim(1).set_bounds(0, rows).set_stride(n)
+    out.tile(x, y, xo, yo, xi, yi, 16, 16).vectorize(xi).vectorize(yi).gpu_blocks(xo, yo)
+    wmma_acc(prod).compute_at(out, xo).vectorize(x, 16).vectorize(y, 16)
+    prod.update().split(k.x, ko, ki, 16).reorder(ki, x, y, ko).atomic() \
+        .vectorize(ki).vectorize(x, 16).vectorize(y, 16)
+    return out, [A, B, gain, offset, rows]
+
+
 def _wmma_matmul(in_t="f16", acc_t="f32", M=16, N=16, K=16, b_colmajor=False,
                  symbolic=False):
     """wmma_f16_matmul generalized: out tiles of M rows (y) x N columns (x), K chunk.

@@ -51,6 +51,15 @@ def _key_values(values: tuple[str, ...], option: str, convert: Callable[[str], T
     return result
 
 
+def _number(text: str) -> float:
+    """A --param value: an integer (a buffer field, an integer param) or a
+    float param's value."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
 def _parse_buffer_types(values: tuple[str, ...]) -> dict[str, ir.Type]:
     if not values:
         return {}  # the parser (and lark) load only when needed: a cache hit never needs them
@@ -129,8 +138,9 @@ input_option = click.option(
     help="Verify on the contents of FILE (a .npy array, numpy order: shape (rows, columns) is Halide's "
     "(extent.1, extent.0)) for input buffer NAME instead of random data (repeatable).")
 param_option = click.option("--param", "params", metavar="NAME=VALUE", multiple=True,
-                            help="Value of a buffer field the dump leaves symbolic, e.g. "
-                            "B.stride.1=40 or out.extent.0=64 (repeatable).")
+                            help="Value of a buffer field the dump leaves symbolic, or of a scalar Param of the "
+                            "pipeline, e.g. B.stride.1=40, out.extent.0=64 or gain=0.5 (repeatable; a Param "
+                            "not given is drawn at random among values its asserts accept).")
 
 
 def _epilog(*examples: tuple[str, str]) -> str:
@@ -324,7 +334,7 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
         _check_cache_directory(Path(selection.cache_dir))
     options = CompileOptions.from_flags(
         stage=stage, buffer_types=_parse_buffer_types(buffer_types), selection=selection, require=require,
-        emit=kinds, verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", int),
+        emit=kinds, verify=verify_result, run=run_kernel, seed=seed, params=_key_values(params, "--param", _number),
         verify_timeout_s=verify_timeout, accept_unproven=accept_unproven, inputs=inputs, build_path=build_path,
         cc=cc, amx=amx_mode,
         cuda_arch=parse_cuda_arch(cuda_arch), include_dirs=include_dirs, name=entry_point,
@@ -481,7 +491,7 @@ def _run_batch(inputs: list[BatchInput], options: CompileOptions, jobs: int, qui
 
 
 def _verify_and_report(original: ir.Stmt | ir.Module, rewritten: ir.Stmt | ir.Module, seed: int,
-                       params: dict[str, int], quiet: bool, timeout_s: float | None = None,
+                       params: dict[str, float], quiet: bool, timeout_s: float | None = None,
                        accept_unproven: bool = False, inputs: dict[str, Any] | None = None) -> None:
     from hardboiled import ir
     from hardboiled.verify.compare import checked, verify
@@ -531,7 +541,7 @@ def verify_command(original_path: str, rewritten_path: str, stage: str | None, r
         raise click.UsageError("standard input can be read only once")
     original = _read_program(original_path, stage, buffer_types).ir
     rewritten = _read_program(rewritten_path, rewritten_stage, buffer_types).ir
-    _verify_and_report(original, rewritten, seed, _key_values(params, "--param", int), quiet, verify_timeout,
+    _verify_and_report(original, rewritten, seed, _key_values(params, "--param", _number), quiet, verify_timeout,
                        accept_unproven, _verification_inputs(input_files)[0])
 
 

@@ -68,7 +68,7 @@ class VerificationOptions:
     run: bool = False
     """Build the generated C, run it and compare with the interpreter."""
     seed: int = 0
-    params: dict[str, int] = field(default_factory=dict)
+    params: dict[str, float] = field(default_factory=dict)
     timeout_s: float | None = None
     """The interpreter's limit per verification (None: verify/interp.py
     INTERPRETER_TIMEOUT_S)."""
@@ -170,7 +170,7 @@ class CompileOptions:
     def from_flags(cls, *, stage: str | None = None, buffer_types: dict[str, ir.Type] | None = None,
                    selection: SelectionOptions | None = None, require: bool = False,
                    emit: tuple[str, ...] = ("ir",), verify: bool = False, run: bool = False, seed: int = 0,
-                   params: dict[str, int] | None = None, verify_timeout_s: float | None = None,
+                   params: dict[str, float] | None = None, verify_timeout_s: float | None = None,
                    accept_unproven: bool = False, inputs: dict[str, Any] | None = None,
                    build_path: str | None = None, cc: str | None = None, amx: str = "auto",
                    cuda_arch: int = DEFAULT_SM, include_dirs: tuple[str, ...] = (), name: str | None = None,

@@ -28,16 +28,15 @@ from hardboiled.codegen.toolchain import ToolchainError, compile_c, cpu_has_amx,
 from hardboiled.support import children
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.verify.compare import (
-    DEFAULT_OUTPUT_EXTENTS,
     DEFAULT_SEED,
     ORIGINAL,
     VerificationResult,
     compare_outputs,
     error_bounds,
-    make_buffers,
     poison_seed,
-    run_original,
+    run_original_program,
 )
+from hardboiled.verify.inputs import DEFAULT_OUTPUT_EXTENTS, make_buffers
 from hardboiled.verify.interp import INTERPRETER_TIMEOUT_S, BufferT, time_limit
 
 if TYPE_CHECKING:
@@ -187,7 +186,7 @@ def _child_main(request: str, answer: str) -> None:
 
 def run_generated_c(original: ir.Stmt, rewritten: ir.Stmt, source: str, *, cc: str | None = None,
                     amx: str = "auto", seed: int = DEFAULT_SEED,
-                    params: dict[str, int] | None = None,
+                    params: Mapping[str, float] | None = None,
                     function: str = DEFAULT_ENTRY_POINT, order: tuple[str, ...] | None = None,
                     extra: tuple[str, ...] = (),
                     timeout_s: float = INTERPRETER_TIMEOUT_S,
@@ -214,7 +213,7 @@ def run_generated_c(original: ir.Stmt, rewritten: ir.Stmt, source: str, *, cc: s
 
 
 def run_built_kernel(original: ir.Stmt, rewritten: ir.Stmt, library: Path, function: str, *,
-                     seed: int = DEFAULT_SEED, params: dict[str, int] | None = None,
+                     seed: int = DEFAULT_SEED, params: Mapping[str, float] | None = None,
                      order: tuple[str, ...] | None = None,
                      timeout_s: float = INTERPRETER_TIMEOUT_S,
                      inputs: Mapping[str, np.ndarray] | None = None) -> VerificationResult:
@@ -223,8 +222,9 @@ def run_built_kernel(original: ir.Stmt, rewritten: ir.Stmt, library: Path, funct
     random inputs, through each entry point, and compare with the original
     IR's outputs (the interpreter's part within ``timeout_s``)."""
     with time_limit(timeout_s):
-        buffers, outputs, expected = run_original(original, params or {}, seed, inputs)
-        bounds = error_bounds(original, rewritten, buffers, outputs, poison_seed(seed, ORIGINAL))
+        run = run_original_program(original, params or {}, seed, inputs)
+        buffers, outputs, expected = run.buffers, run.outputs, run.expected
+        bounds = error_bounds(original, rewritten, buffers, outputs, poison_seed(seed, ORIGINAL), run.scalars)
     arguments = kernel_signature(rewritten, order)
     result = VerificationResult(seed, ())
     for entry in ENTRY_POINTS:

@@ -31,7 +31,8 @@ from hardboiled.legalize.wmma_lanes import WMMA_LANE
 from hardboiled.legalize.wmma_staging import known_multiple
 from hardboiled.select.selector import SelectionOptions
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
-from hardboiled.verify.compare import make_buffers, verify
+from hardboiled.verify.compare import verify
+from hardboiled.verify.inputs import make_buffers
 
 from ..conftest import FIXTURES, run_cli
 

@@ -14,6 +14,7 @@ from hardboiled.codegen import cuda_kernel
 from hardboiled.targets.amx import AMX_INTRINSIC, AMX_INTRINSICS, AMX_TILE, AMXIntrinsic, AMXOp
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE, Layout, MatrixUse, WMMAIntrinsic, WMMAOp, WMMAShape
 from hardboiled.verify import interp
+from hardboiled.verify.fragments import wmma_call
 
 WMMA_INTRINSICS = WMMA_TENSOR_CORE.intrinsics()
 
@@ -106,7 +107,7 @@ def test_the_interpreter_runs_every_wmma_operation(intrinsic: WMMAIntrinsic) -> 
         intrinsic.extent[0] * intrinsic.extent[1]
     result_type = ir.INT32 if intrinsic.op is WMMAOp.STORE else intrinsic.type.with_lanes(lanes)
     call = ir.Call(intrinsic.name, (), result_type)
-    result = interp._wmma_call(call, _wmma_arguments(intrinsic))  # type: ignore[arg-type]
+    result = wmma_call(call, _wmma_arguments(intrinsic))  # type: ignore[arg-type]
     if intrinsic.op is WMMAOp.MMA:
         assert np.all(result == intrinsic.shape.k)
     elif intrinsic.op is not WMMAOp.STORE:

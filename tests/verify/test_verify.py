@@ -190,7 +190,7 @@ def test_tile_ops_on_hand_computed_values() -> None:
 
 
 def test_buffers_are_sized_from_the_dumps_checks() -> None:
-    from hardboiled.verify.compare import make_buffers
+    from hardboiled.verify.inputs import make_buffers
 
     buffers, outputs = make_buffers(_stmt("amx_bf16_matmul_std_tiled_const"), {}, 0)
     assert outputs == {"mm_global_wrapper$0"}
