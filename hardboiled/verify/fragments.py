@@ -88,11 +88,15 @@ def _wmma_mma(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -
                     f"with a {c.dtype} accumulator")
     # Integer products are exact and wrap to the accumulator's width, as
     # integer arithmetic does in Halide; float ones are rounded once.
+    if a.size != shape.m * shape.k or b.size != shape.k * shape.n or c.size != shape.m * shape.n:
+        raise fail(f"{call.name}: fragments of {a.size}, {b.size} and {c.size} elements are not an "
+                   f"{shape.m} x {shape.k} A, a {shape.k} x {shape.n} B and an {shape.m} x {shape.n} C")
     wide = np.int64 if d_type.is_int else np.float64
     a_matrix = a.astype(wide).reshape(shape.m, shape.k)
     b_matrix = b.astype(wide).reshape(shape.k, shape.n)
     d = a_matrix @ b_matrix + c.astype(wide).reshape(shape.m, shape.n)
-    return d.reshape(-1).astype(dtype_of(d_type))
+    with np.errstate(over="ignore", invalid="ignore"):  # a float16 D overflows to inf, as on the GPU
+        return d.reshape(-1).astype(dtype_of(d_type))
 
 
 def _wmma_fill(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:

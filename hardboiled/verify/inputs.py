@@ -35,6 +35,12 @@ class Shape:
 
     name: str
     output_min: int = 0
+    input_margin: int = 0
+    """Elements an input holds before (and after) the region the program
+    requires, where its min is free: the input starts earlier than it is read."""
+    outer_margins_only: bool = False
+    """The margin in dimensions 1 and up only, so that rows keep the length
+    a branch specialized for dense rows (stride.1 == 128) tests for."""
     row_padding: int = 0
     innermost_last: bool = False
     """Dimension 0 outermost, the last dimension innermost."""
@@ -42,8 +48,11 @@ class Shape:
 
 SHAPES = (
     Shape("dense from 0"),
-    Shape("mins 3, rows padded by 5", output_min=3, row_padding=5),
-    Shape("dimensions in reverse order", innermost_last=True),
+    Shape("mins shifted by 3, rows padded by 5", output_min=3, input_margin=3, row_padding=5),
+    # Dense where the program fixes the innermost stride: a branch it
+    # specializes for dense rows then runs with mins shifted too.
+    Shape("dimensions in reverse order, outer mins shifted by 2", output_min=2, input_margin=2,
+          outer_margins_only=True, innermost_last=True),
 )
 """The layouts ``verify`` runs, in order; one the program's own asserts
 refuse is skipped (and said to be)."""
@@ -220,8 +229,11 @@ class _Sizing:
         """The bounds not known yet, from the region the program requires."""
         lo_req = _evaluate(spec.required[d][0], self.known, spec.name, self.lets)
         hi_req = _evaluate(spec.required[d][1], self.known, spec.name, self.lets)
-        lo = lo_req if lo is None else lo
-        return lo, (hi_req - lo + 1 if ext is None else ext)
+        margin = self.shape.input_margin if lo is None and ext is None and not spec.output else 0
+        if self.shape.outer_margins_only and d == 0:
+            margin = 0
+        lo = lo_req - margin if lo is None else lo
+        return lo, (hi_req + margin - lo + 1 if ext is None else ext)
 
     def _strides(self, spec: BufferSpec, extents: tuple[int, ...]) -> tuple[int, ...]:
         """Given strides, and for the rest the shape's: dense after the

@@ -500,6 +500,9 @@ def _tile_matmul(call: ir.Call, args: list[Value]) -> Value:
     n = colbytes // 4
     element_bytes = a.dtype.itemsize
     kpack = 4 // element_bytes
+    if a.size < m * k or b.size < (k // kpack) * n * kpack or acc.size < m * n:
+        raise fail(f"tile_matmul({m}, {colbytes}, {k}): tiles of {acc.size}, {a.size} and {b.size} elements "
+                   f"cannot hold an {m} x {n} product of an {m} x {k} A and a VNNI B")
     a_rows = a[: m * k].reshape(m, k)
     b_vnni = b[: (k // kpack) * n * kpack].reshape(k // kpack, n, kpack)
     c = acc[: m * n].reshape(m, n).copy()

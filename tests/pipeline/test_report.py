@@ -191,7 +191,7 @@ def test_verify_reads_halide_s_amx_stage_from_the_same_log() -> None:
     vnni = FIXTURES / "amx_bf16_matmul_vnni_single" / "debug.log"
     padded = run_cli("verify", str(vnni), str(vnni), "--rewritten-stage", HALIDE_AMX_STAGE)
     assert padded.returncode == 5, padded.stderr
-    assert b"in the buffer layout 'mins 3, rows padded by 5'" in padded.stderr
+    assert b"in the buffer layout 'mins shifted by 3, rows padded by 5'" in padded.stderr
     assert b"the layouts before it agreed" in padded.stderr
 
 

@@ -61,9 +61,9 @@ def test_upstream_halides_standard_layout_output_is_caught() -> None:
     vnni = FIXTURES / "amx_bf16_matmul_vnni_single"
     upstream = run_cli("verify", str(vnni / "debug.log"), str(vnni / "extracting_tile_operations.stmt"))
     assert upstream.returncode == 5, upstream.stderr.decode()
-    assert "in the buffer layout 'mins 3, rows padded by 5'" in upstream.stderr.decode()
+    assert "in the buffer layout 'mins shifted by 3, rows padded by 5'" in upstream.stderr.decode()
     ours = run_cli("compile", str(vnni / "debug.log"), "--verify", "-o", "-")
-    assert ours.returncode == 0 and b"buffer layouts: dense from 0, mins 3, rows padded by 5" in ours.stderr
+    assert ours.returncode == 0 and b"buffer layouts: dense from 0, mins shifted by 3, rows padded by 5" in ours.stderr
 
 
 def test_upstream_vnni_with_a_non_dense_stride_is_caught_and_ours_is_not(tmp_path: Path) -> None:
