@@ -18,7 +18,7 @@ from lark import Token, Tree
 
 from hardboiled import ir
 from hardboiled.frontend.builder_base import BuilderBase
-from hardboiled.frontend.literals import int32_value, unify_half
+from hardboiled.frontend.literals import int32_value, unify_half, unify_halves
 
 _BROADCAST_NAME_RE = re.compile(r"x(\d+)")
 _REDUCE_OPS = {op.value: op for op in ir.ReduceOp}
@@ -102,10 +102,12 @@ class CallForms(BuilderBase):
 
     # ------------------------------------------------------------ shuffles
     def _concat_vectors(self, args: list[ir.Expr], token: Token) -> ir.Expr:
+        args = unify_halves(args)
         total = sum(a.type.lanes for a in args)
         return ir.Shuffle(tuple(args), tuple(range(total)))
 
     def _interleave_vectors(self, args: list[ir.Expr], token: Token) -> ir.Expr:
+        args = unify_halves(args)
         lanes = args[0].type.lanes
         if any(a.type != args[0].type for a in args):
             raise self.error("interleave_vectors needs vectors of one type", token)
@@ -134,7 +136,7 @@ class CallForms(BuilderBase):
         total = sum(a.type.lanes for a in args[:split])
         if any(not 0 <= i < total for i in indices):
             raise self.error(f"shuffle index out of range: the inputs have {total} lanes", token)
-        return ir.Shuffle(tuple(args[:split]), indices)
+        return ir.Shuffle(tuple(unify_halves(args[:split])), indices)
 
 
 _ANY = sys.maxsize

@@ -55,6 +55,15 @@ def unify_half(a: ir.Expr, b: ir.Expr) -> tuple[ir.Expr, ir.Expr]:
     return a, b
 
 
+def unify_halves(vectors: list[ir.Expr]) -> list[ir.Expr]:
+    """Vectors joined into one (a shuffle's, a concatenation's): where one
+    is bfloat16, the float16 literals among them are bfloat16 too (a
+    Toeplitz block's padding zero beside the bfloat16 taps)."""
+    if not any(v.type.code is ir.TypeCode.BFLOAT for v in vectors):
+        return vectors
+    return [v if v.type.code is ir.TypeCode.BFLOAT else (as_bfloat(v) or v) for v in vectors]
+
+
 def _bfloat_imm(e: ir.FloatImm) -> ir.Expr | None:
     if e.type.code is ir.TypeCode.FLOAT and e.type.bits == 16:
         return ir.FloatImm(e.value, ir.BFloat(16, e.type.lanes))

@@ -123,6 +123,8 @@ def _select(c: Compilation, o: Any) -> None:
 
         options = dataclasses.replace(options, rewrite_check=check_rewrite)
     kernels = compiled_gpu_kernels(c.program)
+    if _already_lowered(c):
+        return
     if kernels and (options.store_in or options.require):
         report(c)
         raise NothingMarked([gpu_kernels_compiled(kernels, c.name, c.text, "error")])
@@ -172,6 +174,20 @@ def _nothing_selected(c: Compilation, require: bool, compiled_kernels: list[str]
         report(c)
         raise nothing_marked(c.candidates, c.name, c.text)
     c.diagnostics.extend(candidate_diagnostics(c.candidates, c.name, c.text, "warning"))
+
+
+def _already_lowered(c: Compilation) -> bool:
+    """A program that already calls tile or fragment operations (hardboiled's
+    own output, Halide's AMX stage) is not selected again: it is left as it
+    is, and the report says what it calls."""
+    from hardboiled.select.candidates import tile_operations
+    from hardboiled.select.selector import SelectionResult
+
+    assert c.program is not None
+    c.already_lowered = sum(tile_operations(body) for body in bodies(c.program))
+    if c.already_lowered:
+        c.selections.extend(SelectionResult(body, (), None, None, 0.0) for body in bodies(c.program))
+    return bool(c.already_lowered)
 
 
 def _legalization_pass(step: StmtPass) -> Callable[[Compilation, Any], None]:
@@ -334,7 +350,10 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("emit-egg", "the egglog program selection runs (--emit egg)", _emit_egg, ("selection", "output"),
          lambda o, c: "egg" in o.output.emit),
     Pass("select", "tile extraction, equality saturation, decoding and reinsertion", _select, ("selection",)),
-    *(Pass(step.name, step.summary, _legalization_pass(step)) for step in PASSES),
+    # A program that already calls tile or fragment operations (hardboiled's
+    # own output, Halide's AMX stage) was legalized already: once is all.
+    *(Pass(step.name, step.summary, _legalization_pass(step), (), lambda _o, c: not c.already_lowered)
+      for step in PASSES),
     Pass("report", "the selection report", report),
     Pass("verify", "run the original and the rewritten IR in the interpreter and compare", _verify,
          ("verification",), lambda o, c: o.verification.verify),

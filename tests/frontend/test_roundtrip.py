@@ -115,3 +115,17 @@ def test_module_structure() -> None:
     assert [f.name for f in module.functions] == ["mm_global_wrapper_0"]
     assert module.functions[0].args == ("A", "B", "mm_global_wrapper$0")
     assert module.functions[0].linkage == "external_plus_metadata"
+
+
+@pytest.mark.parametrize("form", ["shuffle((bfloat16x2)k[ramp(0, 1, 2)], 0.000000h, 0, 2, 1)",
+                                  "concat_vectors((bfloat16x2)k[ramp(0, 1, 2)], x2(0.000000h))"])
+def test_a_half_literal_beside_bfloat16_lanes_is_bfloat16(form: str) -> None:
+    """Halide prints every 16-bit float literal with an h; joined with
+    bfloat16 lanes (a Toeplitz block's padding zero beside bf16 taps, as
+    hardboiled prints it) it is bfloat16, and the text reads back to the
+    same program."""
+    stmt = parse_text(f"out[ramp(0, 1, 3)] = {form}") if "shuffle" in form else parse_text(
+        f"out[ramp(0, 1, 4)] = {form}")
+    assert isinstance(stmt, ir.Store)
+    assert stmt.value.type.code is ir.TypeCode.BFLOAT
+    assert parse_text(print_ir(stmt)) == stmt
