@@ -62,6 +62,9 @@ class Compilation:
     """Lines for the human summary (verification, build)."""
     instrumentation: list[str] = field(default_factory=list)
     """--print-before/--print-after dumps and the --timing report, in order."""
+    after_passes: list[tuple[str, ir.Stmt | ir.Module]] = field(default_factory=list)
+    """With --verify, the program after each pass that rewrote it, so that a
+    mismatch can name the first pass whose output computes something else."""
 
 
 def bodies(program: ir.Stmt | ir.Module) -> list[ir.Stmt]:

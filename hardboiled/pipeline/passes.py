@@ -15,6 +15,7 @@ driver (pipeline/runner.py) adds the instrumentation: ``--print-before``,
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -218,14 +219,43 @@ def _interpreter_timeout(timeout_s: float | None) -> float:
 
 def _verify(c: Compilation, o: Any) -> None:
     from hardboiled.pipeline.report import verification_json
-    from hardboiled.verify.compare import checked, verify
+    from hardboiled.verify.compare import VerificationMismatch, checked, verify
 
     options = o.verification
     check = verify(single(c.original, "verification"), single(c.program, "verification"),
                    seed=options.seed, params=options.params, timeout_s=_interpreter_timeout(options.timeout_s),
                    inputs=options.inputs)
     c.report["verification"] = verification_json(check)
-    c.messages.append(checked(check, options.accept_unproven))
+    try:
+        c.messages.append(checked(check, options.accept_unproven))
+    except VerificationMismatch as mismatch:
+        culprit = _first_breaking_pass(c, options)
+        if culprit is not None:
+            mismatch.diagnostic = dataclasses.replace(mismatch.diagnostic, notes=(
+                *mismatch.diagnostic.notes, f"the first pass whose output computes something else: {culprit} "
+                f"(--print-after {culprit} shows it)"))
+        raise
+
+
+def _first_breaking_pass(c: Compilation, options: Any) -> str | None:
+    """The first pass after which the program no longer verifies, on the
+    mismatch's seed (before staging, fragments need not be aligned yet)."""
+    from hardboiled.verify.compare import verify
+    from hardboiled.verify.interp import InterpreterError, fragment_alignment_unchecked
+
+    aligned = False
+    for name, program in c.after_passes:
+        aligned = aligned or name == "stage-wmma-operands"
+        try:
+            with contextlib.nullcontext() if aligned else fragment_alignment_unchecked():
+                result = verify(single(c.original, "verification"), single(program, "verification"),
+                                seed=options.seed, params=options.params, inputs=options.inputs,
+                                timeout_s=_interpreter_timeout(options.timeout_s))
+        except (InterpreterError, HardboiledError):
+            return name
+        if not result.ok:
+            return name
+    return None
 
 
 # --------------------------------------------------------------------------

@@ -47,6 +47,9 @@ def run_pipeline(c: Compilation, options: CompileOptions) -> None:
                 step.run(c, granted)
             finally:
                 timings.append((step.name, time.perf_counter() - start))
+            if options.verification.verify and step.name in IR_PASSES and step.name != "parse" \
+                    and c.program is not None and (not c.after_passes or c.after_passes[-1][1] is not c.program):
+                c.after_passes.append((step.name, c.program))
             if instrumentation.verify_ir and step.name in IR_PASSES and c.program is not None:
                 from hardboiled.ir.invariants import check_program
 

@@ -214,3 +214,28 @@ def test_non_finite_values_are_matched_exactly(expected: list, actual: list, mis
     result = compare("out", ir.Float(32), np.array(expected, np.float32), np.array(actual, np.float32))
     assert result.first_mismatch == mismatch
     assert np.isfinite(result.tolerance)
+
+
+def test_a_mismatch_names_the_first_pass_that_broke_the_program(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A legalization pass that moves a fragment load (a stand-in for any
+    faulty pass): --verify fails, and says which pass to look at."""
+    from hardboiled.legalize import wmma_staging
+    from hardboiled.pipeline.driver import compile_text
+    from hardboiled.pipeline.options import CompileOptions
+    from hardboiled.verify.mutants import mutants
+
+    real = wmma_staging.stage_unaligned_operands
+
+    def faulty(stmt: ir.Stmt, types: dict) -> ir.Stmt:  # type: ignore[type-arg]
+        staged = real(stmt, types)
+        return next(m.program for m in mutants(staged) if m.operator == "operand offset")
+
+    monkeypatch.setattr(wmma_staging, "stage_unaligned_operands", faulty)
+    case = FIXTURES / "wmma_f16_matmul" / "vectorizing.stmt"
+    options = CompileOptions.from_flags(selection=SelectionOptions(store_in={"prod": "WMMAAccumulator"},
+                                                                   cache_dir=None), verify=True)
+    result = compile_text(str(case), case.read_bytes(), options)
+    assert result.exit_code == 5
+    notes = [n for d in result.diagnostics for n in d.notes]
+    assert "the first pass whose output computes something else: stage-wmma-operands " \
+           "(--print-after stage-wmma-operands shows it)" in notes
