@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
-from string import Formatter
 from typing import Any, cast
 
 from hardboiled import ir
@@ -48,11 +46,10 @@ from hardboiled.codegen.c_text import (
     from_storage,
     helper_functions,
     include_lines,
-    int_constant,
-    packed_type,
     storage_type,
     to_storage,
 )
+from hardboiled.codegen.call_spelling import CallSpelling
 from hardboiled.codegen.entry_points import EntryPoints
 from hardboiled.ir import operations
 from hardboiled.ir.buffers import bounds_query_value
@@ -61,7 +58,7 @@ from hardboiled.ir.printer import print_ir
 from hardboiled.ir.visitor import Visitor
 
 
-class CFamilyEmitter(EntryPoints, Visitor[Any]):
+class CFamilyEmitter(EntryPoints, CallSpelling, Visitor[Any]):
     """Emits C for one statement (the body of the generated function)."""
 
     def __init__(self, stmt: ir.Stmt, function: str = DEFAULT_ENTRY_POINT,
@@ -576,103 +573,11 @@ class CFamilyEmitter(EntryPoints, Visitor[Any]):
         self.emit("}")
         return out if e.type.lanes > 1 else f"{out}[0]"
 
-    def visit_call(self, e: ir.Call) -> str:
-        """A call of ir/operations.py: the IR it stands for, or its C spelling."""
-        operation = operations.find(e.name)
-        if operation is None or not operation.in_c:
-            raise codegen_error(f"the C generator does not know the call '{e.name}'")
-        equivalent = operations.equivalent_ir(e)
-        if equivalent is not None:
-            return self.expr(equivalent)
-        assert operation.c is not None
-        if operation.kind is Kind.BUFFER_QUERY:
-            return self._buffer_query(e, operation.c)
-        if operation is operations.ABS:
-            return self._abs(e, operation.c)
-        if operation.kind is Kind.FLOAT_MATH and e.type.lanes > 1:
-            value = self.expr(e.args[0])
-            out = self._vector(e.type)
-            self.emit(f"for (int i = 0; i < {e.type.lanes}; i++) {out}[i] = {operation.c.format(f'{value}[i]')};")
-            return out
-        if operation.kind is Kind.RUNTIME_NO_OP and e.type.lanes > 1:
-            out = self._vector(e.type)
-            self.emit(f"memset({out}, 0, sizeof({out}));")
-            return out
-        return self.spell(operation.c, e.args)
-
-    def spell(self, template: str, args: tuple[ir.Expr, ...]) -> str:
-        """``template``, an operations table spelling, over the C text of
-        ``args`` (``{0}``, ``{1}``): each argument is generated when the
-        template first names it, so one it leaves out is never generated
-        (halide_print's text). A ``"; "`` ends a statement, emitted before
-        the value (return_second keeps its first argument for its effects)."""
-        texts = cast(Any, _OnDemand(lambda index: self.expr(args[index])))
-        *statements, value = template.split("; ")
-        for statement in statements:
-            self.emit(_FORMATTER.vformat(statement, texts, {}) + ";")
-        return _FORMATTER.vformat(value, texts, {})
-
-    def _abs(self, e: ir.Call, float_spelling: str) -> str:
-        """Halide's abs: a float's magnitude (``float_spelling``), or a signed
-        integer's as the unsigned type of its width (abs(INT_MIN) does not
-        overflow)."""
-        source = e.args[0]
-        value = self.expr(source)
-        element = c_type(e.type.element())
-
-        def of(x: str) -> str:
-            if source.type.is_float:
-                return f"(({element}){float_spelling.format(x)})"
-            return f"(({element})({x} < 0 ? -(uint64_t)({x}) : (uint64_t)({x})))"
-
-        if e.type.lanes == 1:
-            return of(value)
-        out = self._vector(e.type)
-        self.emit(f"for (int i = 0; i < {e.type.lanes}; i++) {out}[i] = {of(f'{value}[i]')};")
-        return out
-
-    def _buffer_query(self, e: ir.Call, template: str) -> str:
-        """A field of a pipeline buffer argument, as ``template`` spells it
-        (see ``operations.Operation.c``)."""
-        target = e.args[0]
-        if not (isinstance(target, ir.Variable) and target.name.endswith(".buffer")):
-            raise codegen_error(f"{e.name} of something that is not a pipeline buffer")
-        buffer = target.name[:-7]
-        arg = self.buffer_args.get(buffer)
-        if arg is None:
-            raise codegen_error(f"'{buffer}' is not a pipeline buffer")
-        fields: dict[str, Callable[[], object]] = {
-            "buffer": lambda: self.param(buffer),
-            "dimension": lambda: int_constant(e.args[1]),  # a constant only where the template needs one
-            "dimensions": lambda: arg.dimensions,
-            "packed_type": lambda: packed_type(arg.type),
-        }
-        return template.format_map(_OnDemand(lambda name: fields[name]()))
-
-
 def describes_halide_buffer(s: ir.LetStmt) -> bool:
     """``let X.buffer = _halide_buffer_init(...)``: a buffer the pipeline
     allocates itself, described for Halide's runtime (a GPU stage computed at
     root, or an extern stage's argument)."""
     return any(_is_call_of_kind(n, Kind.BUFFER_DESCRIPTION) for n in ir.walk(s.value))
-
-
-_FORMATTER = Formatter()
-"""Formats the table's templates over arguments generated on demand."""
-
-
-class _OnDemand:
-    """What ``str.format`` reads a template's fields from: each one is
-    computed when the template first names it, and once."""
-
-    def __init__(self, compute: Callable[[Any], object]):
-        self.compute = compute
-        self.known: dict[Any, object] = {}
-
-    def __getitem__(self, key: Any) -> object:
-        if key not in self.known:
-            self.known[key] = self.compute(key)
-        return self.known[key]
 
 
 def _is_call_of_kind(e: ir.Node, kind: Kind) -> bool:

@@ -20,6 +20,7 @@ from hardboiled import ir
 from hardboiled.frontend.builder_base import ALLOCATION_MARKER, token_of
 from hardboiled.frontend.call_forms import CallForms
 from hardboiled.frontend.literals import FLOAT_RE, FLOAT_SUFFIX_TYPES, unescape, unify_half
+from hardboiled.ir import operations
 
 _BINOPS = {
     "+": ir.BinOp.ADD,
@@ -264,4 +265,9 @@ class ExpressionBuilder(CallForms):
             # A realized Func (or an extern stage): its type, once known.
             return ir.Call(name, tuple(args), self.func_types.get(name) or ir.INT32)
         node = self._intrinsic_form(name, args, name_tok)
-        return node if node is not None else ir.Call(name, tuple(args), ir.INT32)
+        if node is not None:
+            return node
+        operation = operations.find(name)
+        if operation is not None and operation.typed_as_first and args:
+            return ir.Call(name, tuple(args), args[0].type)  # Halide prints popcount(x) untyped
+        return ir.Call(name, tuple(args), ir.INT32)

@@ -28,7 +28,7 @@ described by hardboiled/targets/, with their shapes and types.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .nodes import Binary, BinOp, Broadcast, Call, Expr, IntImm, Select
 
@@ -44,6 +44,12 @@ class Kind(enum.Enum):
     """Bit operations and shifts of integers."""
     ARITHMETIC = "arithmetic"
     """Arithmetic Halide writes as a call rather than an operator (abs, widening_mul)."""
+    INTRINSIC = "intrinsic"
+    """An integer operation Halide's pattern matching writes as a call
+    (absd, halving_add, saturating_cast, popcount, ...), defined by exact
+    arithmetic: it stands for the IR intrinsics.py builds for it."""
+    PREDICATE = "predicate"
+    """A test of a float (is_nan_f32): a bool per lane."""
     STRICT_FLOAT = "strict float"
     """What Halide lowers ``strict_float(e)`` to: operators no compiler may
     reassociate or contract (the interpreter never does either; the generated
@@ -111,6 +117,7 @@ class Equivalent(enum.Enum):
     OPERATOR = "a Binary of ``operator``"
     SELECT = "a Select of its three arguments"
     SELECTS = "nested Selects: mux(index, v0, ..., vn) is v_k for the first k with index <= k, vn past the end"
+    LOWERED = "the plain IR its exact definition is (ir/intrinsics.py builds it)"
 
 
 class ErrorRule(enum.Enum):
@@ -157,6 +164,9 @@ class Operation:
     """The operator of a STRICT_FLOAT call (``Equivalent.OPERATOR``)."""
     error: ErrorRule | None = None
     """How the error model bounds it; None: it has no rule (see ``ErrorRule``)."""
+    typed_as_first: bool = False
+    """Where Halide prints it without a type, the call has its first
+    argument's type (popcount(x), lerp(a, b, w)); the parser reads it so."""
 
     def __post_init__(self) -> None:
         needs_numpy = (Evaluation.FLOAT_FUNCTION, Evaluation.INTEGER_FUNCTION, Evaluation.SHIFT)
@@ -186,8 +196,27 @@ def _strict(name: str, operator: BinOp) -> Operation:
                      operator=operator, error=ErrorRule.EQUIVALENT)
 
 
-def _math(name: str, numpy: str, c: str, error: ErrorRule | None) -> Operation:
-    return Operation(name, Kind.FLOAT_MATH, 1, Evaluation.FLOAT_FUNCTION, numpy=numpy, c=c, error=error)
+def _math(name: str, numpy: str, c: str, error: ErrorRule | None, arity: int = 1) -> Operation:
+    return Operation(name, Kind.FLOAT_MATH, arity, Evaluation.FLOAT_FUNCTION, numpy=numpy, c=c, error=error)
+
+
+def _maths(name: str, numpy: str, c: str, error: ErrorRule | None = None, arity: int = 1) -> tuple[Operation, ...]:
+    """A math function for float32, float64 and float16 (Halide computes the
+    last in float32 and rounds the result): ``c`` names the float version,
+    ``cf`` the float64 one with the same arguments."""
+    f64 = c.replace("f(", "(", 1)
+    return (_math(f"{name}_f32", numpy, c, error, arity), _math(f"{name}_f64", numpy, f64, error, arity),
+            _math(f"{name}_f16", numpy, c, error, arity))
+
+
+def _predicate(name: str, numpy: str, c: str) -> tuple[Operation, ...]:
+    return tuple(Operation(f"{name}_{suffix}", Kind.PREDICATE, 1, Evaluation.INTEGER_FUNCTION, numpy=numpy, c=c)
+                 for suffix in ("f32", "f64", "f16"))
+
+
+def _intrinsic(name: str, arity: int) -> Operation:
+    return Operation(name, Kind.INTRINSIC, arity, Evaluation.EQUIVALENT_IR, equivalent=Equivalent.LOWERED,
+                     error=ErrorRule.EQUIVALENT, typed_as_first=True)
 
 
 def _no_op(name: str, arity: int, c: str | None = "0") -> Operation:
@@ -202,8 +231,9 @@ def _query(name: str, arity: int, evaluation: Evaluation, c: str) -> Operation:
     return Operation(name, Kind.BUFFER_QUERY, arity, evaluation, c=c)
 
 
-def _bitwise(name: str, arity: int, numpy: str, evaluation: Evaluation = Evaluation.INTEGER_FUNCTION) -> Operation:
-    return Operation(name, Kind.BITWISE, arity, evaluation, numpy=numpy)
+def _bitwise(name: str, arity: int, numpy: str, c: str,
+             evaluation: Evaluation = Evaluation.INTEGER_FUNCTION) -> Operation:
+    return Operation(name, Kind.BITWISE, arity, evaluation, numpy=numpy, c=c, typed_as_first=True)
 
 
 _SMOOTH, _STEP = ErrorRule.SMOOTH, ErrorRule.STEP
@@ -224,6 +254,7 @@ OPERATIONS: tuple[Operation, ...] = (
 
     _math("sqrt_f32", "sqrt", "sqrtf({0})", None),
     _math("sqrt_f64", "sqrt", "sqrt({0})", None),
+    _math("sqrt_f16", "sqrt", "sqrtf({0})", None),
     EXP_F32 := _math("exp_f32", "exp", "expf({0})", ErrorRule.EXPONENTIAL),
     EXP_F64 := _math("exp_f64", "exp", "exp({0})", ErrorRule.EXPONENTIAL),
     _math("log_f32", "log", "logf({0})", None),
@@ -233,6 +264,8 @@ OPERATIONS: tuple[Operation, ...] = (
     _math("ceil_f32", "ceil", "ceilf({0})", _STEP),
     _math("ceil_f64", "ceil", "ceil({0})", _STEP),
     _math("round_f32", "rint", "nearbyintf({0})", _STEP),  # to nearest, ties to even
+    # Halide 21's own round intrinsic, of any float type (C computes it in double, exactly).
+    _math("round", "rint", "nearbyint({0})", _STEP),
     _math("trunc_f32", "trunc", "truncf({0})", _STEP),
     _math("sin_f32", "sin", "sinf({0})", _SMOOTH),
     _math("sin_f64", "sin", "sin({0})", _SMOOTH),
@@ -243,12 +276,34 @@ OPERATIONS: tuple[Operation, ...] = (
     _math("tanh_f32", "tanh", "tanhf({0})", _SMOOTH),
     _math("tanh_f64", "tanh", "tanh({0})", _SMOOTH),
 
-    _bitwise("bitwise_not", 1, "invert"),
-    _bitwise("bitwise_and", 2, "bitwise_and"),
-    _bitwise("bitwise_or", 2, "bitwise_or"),
-    _bitwise("bitwise_xor", 2, "bitwise_xor"),
-    SHIFT_LEFT := _bitwise("shift_left", 2, "left_shift", Evaluation.SHIFT),
-    SHIFT_RIGHT := _bitwise("shift_right", 2, "right_shift", Evaluation.SHIFT),
+    # Written per lane in the call's C type ({ctype}); a left shift of the
+    # unsigned type of its width ({utype}), which C defines for every value.
+    _bitwise("bitwise_not", 1, "invert", "(({ctype})~{0})"),
+    _bitwise("bitwise_and", 2, "bitwise_and", "(({ctype})({0} & {1}))"),
+    _bitwise("bitwise_or", 2, "bitwise_or", "(({ctype})({0} | {1}))"),
+    _bitwise("bitwise_xor", 2, "bitwise_xor", "(({ctype})({0} ^ {1}))"),
+    SHIFT_LEFT := _bitwise("shift_left", 2, "left_shift", "(({ctype})(({utype}){0} << ({1})))", Evaluation.SHIFT),
+    SHIFT_RIGHT := _bitwise("shift_right", 2, "right_shift", "(({ctype})({0} >> ({1})))", Evaluation.SHIFT),
+
+    *(_intrinsic(name, arity) for name, arity in (
+        ("absd", 2), ("halving_add", 2), ("rounding_halving_add", 2), ("halving_sub", 2),
+        ("saturating_add", 2), ("saturating_sub", 2), ("saturating_cast", 1),
+        ("widening_add", 2), ("widening_sub", 2), ("widening_shift_left", 2), ("widening_shift_right", 2),
+        ("rounding_shift_right", 2), ("rounding_shift_left", 2),
+        ("mul_shift_right", 3), ("rounding_mul_shift_right", 3),
+        ("div_round_to_zero", 2), ("mod_round_to_zero", 2),
+        ("popcount", 1), ("count_leading_zeros", 1), ("count_trailing_zeros", 1), ("lerp", 3))),
+
+    *_maths("acos", "arccos", "acosf({0})"), *_maths("acosh", "arccosh", "acoshf({0})"),
+    *_maths("asin", "arcsin", "asinf({0})"), *_maths("asinh", "arcsinh", "asinhf({0})"),
+    *_maths("atan", "arctan", "atanf({0})"), *_maths("atanh", "arctanh", "atanhf({0})"),
+    *_maths("sinh", "sinh", "sinhf({0})"), *_maths("cosh", "cosh", "coshf({0})"),
+    *_maths("atan2", "arctan2", "atan2f({0}, {1})", arity=2), *_maths("pow", "power", "powf({0}, {1})", arity=2),
+    # Approximations on the hardware (rcpps, rsqrtps: 12 bits); exact here.
+    _math("fast_inverse_f32", "reciprocal", "(1.0f / {0})", None),
+    _math("fast_inverse_sqrt_f32", "rsqrt", "(1.0f / sqrtf({0}))", None),
+    *_predicate("is_nan", "isnan", "isnan({0})"), *_predicate("is_inf", "isinf", "isinf({0})"),
+    *_predicate("is_finite", "isfinite", "isfinite({0})"),
 
     # A float's magnitude, or a signed integer's as the unsigned type of its
     # width (abs(INT_MIN) does not overflow); ``c`` is the float's.
@@ -322,6 +377,26 @@ OPERATIONS: tuple[Operation, ...] = (
 )
 """The table, grouped by kind."""
 
+
+def _other_widths(table: tuple[Operation, ...]) -> tuple[Operation, ...]:
+    """The float16 (and float64) version of each float32 math function the
+    table lists alone: Halide computes a float16 one in float32 and rounds
+    the result, which is the float32 spelling in C and one rounding here."""
+    names = {operation.name for operation in table}
+    extra = []
+    for operation in table:
+        if operation.kind is not Kind.FLOAT_MATH or not operation.name.endswith("_f32"):
+            continue
+        stem = operation.name[:-4]
+        if f"{stem}_f16" not in names:
+            extra.append(replace(operation, name=f"{stem}_f16"))
+        if f"{stem}_f64" not in names and operation.c is not None and not stem.startswith("fast_"):
+            extra.append(replace(operation, name=f"{stem}_f64", c=operation.c.replace("f(", "(", 1)))
+    return tuple(extra)
+
+
+OPERATIONS += _other_widths(OPERATIONS)
+
 _BY_NAME = {operation.name: operation for operation in OPERATIONS}
 assert len(_BY_NAME) == len(OPERATIONS), "an operation is listed twice"
 
@@ -343,6 +418,10 @@ def equivalent_ir(call: Call) -> Expr | None:
     operation = find(call.name)
     if operation is None or operation.equivalent is None:
         return None
+    if operation.equivalent is Equivalent.LOWERED:
+        from .intrinsics import LOWERINGS
+
+        return LOWERINGS[call.name](call)
     args = call.args
     if operation.equivalent is Equivalent.FIRST_ARGUMENT:
         return args[0]

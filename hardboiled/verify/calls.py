@@ -68,10 +68,22 @@ def _buffer_description(call: ir.Call, args: list[Value]) -> Value:
     return BufferT("", element, data, fields[0], fields[1], fields[2])
 
 
+_EXTRA_FUNCTIONS = {"rsqrt": lambda x: 1.0 / np.sqrt(x)}
+"""Functions the table names that numpy has under no name."""
+
+
 def _float_function(operation: Operation) -> ValueHandler:
+    """The function of the arguments in float64, rounded once to the call's
+    type (a float16 call: Halide computes in float32, which rounds to the
+    same float16 but in rare double-rounding ties)."""
     assert operation.numpy is not None
-    function = getattr(np, operation.numpy)
-    return lambda call, args: function(args[0].astype(np.float64)).astype(dtype_of(call.type))
+    function = _EXTRA_FUNCTIONS.get(operation.numpy) or getattr(np, operation.numpy)
+
+    def evaluate(call: ir.Call, args: list[Value]) -> Value:
+        with np.errstate(all="ignore"):  # NaN and inf as the C library gives them
+            return function(*(a.astype(np.float64) for a in args)).astype(dtype_of(call.type))
+
+    return evaluate
 
 
 def _integer_function(operation: Operation) -> ValueHandler:
