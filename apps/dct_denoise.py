@@ -30,32 +30,59 @@ def dct_matrices(size: int = 16):
     return dct, idct
 
 
+class Algorithm:
+    """The pipeline's Funcs, inputs and variables, before any schedule
+    (tools/gen_app_variants.py schedules it other ways)."""
+
+    def __init__(self, strength: float = 0.1, size: int = 16):
+        h = hl()
+        self.size = size
+        self.inp = h.ImageParam(h.Float(16), 2, "input")
+        self.dct_m = h.ImageParam(h.Float(16), 2, "DCT")
+        self.idct_m = h.ImageParam(h.Float(16), 2, "IDCT")
+        xi, yi, x, y = self.xi, self.yi, self.x, self.y = vars_("xi yi x y")
+        self.r = r = h.RDom([(0, size)], "r")
+        self.tiled, self.dct_rows, self.dct_cols = h.Func("tiled"), h.Func("dct_rows"), h.Func("dct_cols")
+        self.thresholded, self.idct_rows = h.Func("thresholded"), h.Func("idct_rows")
+        self.idct_cols, self.averaged, self.output = h.Func("idct_cols"), h.Func("averaged"), h.Func("output")
+        inp, dct_m, idct_m = self.inp, self.dct_m, self.idct_m
+        tiled, dct_rows, dct_cols, thresholded = self.tiled, self.dct_rows, self.dct_cols, self.thresholded
+        idct_rows, idct_cols, averaged, output = self.idct_rows, self.idct_cols, self.averaged, self.output
+        zero = f16(0)
+        tiled[xi, yi, x, y] = inp[x * 8 + xi, y * 8 + yi]
+        dct_rows[xi, yi, x, y] = zero
+        dct_rows[xi, yi, x, y] += dct_m[r.x, xi] * tiled[r.x, yi, x, y]
+        dct_cols[xi, yi, x, y] = zero
+        dct_cols[xi, yi, x, y] += dct_m[r.x, yi] * dct_rows[xi, r.x, x, y]
+        coefficient = dct_cols[xi, yi, x, y]
+        thresholded[xi, yi, x, y] = h.select(h.abs(coefficient) < f16(strength), zero, coefficient)
+        idct_rows[xi, yi, x, y] = zero
+        idct_rows[xi, yi, x, y] += idct_m[r.x, xi] * thresholded[r.x, yi, x, y]
+        idct_cols[xi, yi, x, y] = zero
+        idct_cols[xi, yi, x, y] += idct_m[r.x, yi] * idct_rows[xi, r.x, x, y]
+        averaged[xi, yi, x, y] = (idct_cols[xi, yi, x + 1, y + 1] + idct_cols[xi + 8, yi, x, y + 1]
+                                  + idct_cols[xi, yi + 8, x + 1, y] + idct_cols[xi + 8, yi + 8, x, y])
+        output[x, y] = h.clamp(averaged[x % 8, y % 8, x // 8, y // 8], zero, f16(1))
+
+    @property
+    def transforms(self) -> tuple:  # type: ignore[type-arg]
+        return self.dct_rows, self.dct_cols, self.idct_rows, self.idct_cols
+
+    def schedule_thresholding_and_output(self) -> None:
+        """The artifact's: a warp's 32 lanes over the tile, 8 lanes wide; the
+        overlap-add in 8 x 8 GPU tiles."""
+        h = hl()
+        xii, z = h.Var("xii"), h.Var("z")
+        self.thresholded.compute_root().gpu_blocks(self.x, self.y).split(self.xi, self.xi, xii, 8) \
+            .fuse(self.xi, self.yi, z).vectorize(xii).gpu_lanes(z)
+        self.output.compute_root().gpu_tile(self.x, self.y, self.xi, self.yi, 8, 8)
+
+
 def pipeline(tiles: int, strength: float = 0.1):
     h = hl()
-    size = 16
-    inp = h.ImageParam(h.Float(16), 2, "input")
-    dct_m = h.ImageParam(h.Float(16), 2, "DCT")
-    idct_m = h.ImageParam(h.Float(16), 2, "IDCT")
-    xi, yi, x, y = vars_("xi yi x y")
-    r = h.RDom([(0, size)], "r")
-    tiled, dct_rows, dct_cols = h.Func("tiled"), h.Func("dct_rows"), h.Func("dct_cols")
-    thresholded, idct_rows, idct_cols = h.Func("thresholded"), h.Func("idct_rows"), h.Func("idct_cols")
-    averaged, output = h.Func("averaged"), h.Func("output")
-    zero = f16(0)
-    tiled[xi, yi, x, y] = inp[x * 8 + xi, y * 8 + yi]
-    dct_rows[xi, yi, x, y] = zero
-    dct_rows[xi, yi, x, y] += dct_m[r.x, xi] * tiled[r.x, yi, x, y]
-    dct_cols[xi, yi, x, y] = zero
-    dct_cols[xi, yi, x, y] += dct_m[r.x, yi] * dct_rows[xi, r.x, x, y]
-    coefficient = dct_cols[xi, yi, x, y]
-    thresholded[xi, yi, x, y] = h.select(h.abs(coefficient) < f16(strength), zero, coefficient)
-    idct_rows[xi, yi, x, y] = zero
-    idct_rows[xi, yi, x, y] += idct_m[r.x, xi] * thresholded[r.x, yi, x, y]
-    idct_cols[xi, yi, x, y] = zero
-    idct_cols[xi, yi, x, y] += idct_m[r.x, yi] * idct_rows[xi, r.x, x, y]
-    averaged[xi, yi, x, y] = (idct_cols[xi, yi, x + 1, y + 1] + idct_cols[xi + 8, yi, x, y + 1]
-                              + idct_cols[xi, yi + 8, x + 1, y] + idct_cols[xi + 8, yi + 8, x, y])
-    output[x, y] = h.clamp(averaged[x % 8, y % 8, x // 8, y // 8], zero, f16(1))
+    a = Algorithm(strength)
+    size, inp, dct_m, idct_m, output = a.size, a.inp, a.dct_m, a.idct_m, a.output
+    xi, yi, x, y, r = a.xi, a.yi, a.x, a.y, a.r
     side = 8 * tiles
     dense(inp, side + size, side + size)
     dense(dct_m, size, size)
@@ -67,16 +94,12 @@ def pipeline(tiles: int, strength: float = 0.1):
     # odd number of tiles the last block shifts inwards (Halide's
     # min(likely_if_innermost(...)) offsets in every index).
     xo = h.Var("xo")
-    for t in (dct_rows, dct_cols, idct_rows, idct_cols):
+    for t in a.transforms:
         t.in_().compute_root().split(x, xo, x, 2).reorder(xi, yi, x, xo, y).gpu_blocks(xo, y).unroll(x) \
             .vectorize(xi, 16).vectorize(yi, 16)
         accumulator(t).compute_at(t.in_(), x).vectorize(xi, 16).vectorize(yi, 16)
         t.update().reorder(r.x, xi, yi, x, y).atomic().vectorize(r.x, 16).vectorize(xi, 16).vectorize(yi, 16)
-    # the artifact's schedule: a warp's 32 lanes over the tile, 8 lanes wide
-    xii, z = h.Var("xii"), h.Var("z")
-    thresholded.compute_root().gpu_blocks(x, y).split(xi, xi, xii, 8).fuse(xi, yi, z) \
-        .vectorize(xii).gpu_lanes(z)
-    output.compute_root().gpu_tile(x, y, xi, yi, 8, 8)
+    a.schedule_thresholding_and_output()
     return [output], [inp, dct_m, idct_m]
 
 

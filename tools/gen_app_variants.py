@@ -100,31 +100,20 @@ def accumulators(app: str) -> tuple[str, ...]:
 def upsample(rows: int, taps: int, width: int, height: int):
     """apps/upsample.py's algorithm; ``rows`` accumulator rows per block
     (unrolled), each read back by its own copy-out."""
-    import halide as hl
+    from apps.common import accumulator, vars_
+    from apps.upsample import Algorithm
 
-    from apps.common import accumulator, dense, f32, vars_
-
-    kernel = hl.ImageParam(hl.Float(16), 2, "kernel")
-    image = hl.ImageParam(hl.Float(16), 2, "image")
-    x, y, dx, dy, bx, by, mmx, mmy, yo = vars_("x y dx dy bx by mmx mmy yo")
-    half = taps // 2
-    rk = hl.RDom([(0, half), (0, half)], "rk")
-    phases, conv, output = hl.Func("kernel_phases"), hl.Func("conv"), hl.Func("output")
-    phases[x, y, dx, dy] = kernel[2 * x + dx, 2 * y + dy]
-    conv[x, y, dx, dy] = f32(0)
-    conv[x, y, dx, dy] += f32(phases[rk.x, rk.y, dx, dy]) * f32(image[x + rk.x, y + rk.y])
-    output[x, y] = conv[x // 2, y // 2, x % 2, y % 2]
-    dense(kernel, taps, taps)
-    dense(image, width // 2 + half, height // 2 + half)
-    dense(output.output_buffer(), width, height)
-    phases.compute_root().gpu_tile(x, y, mmx, mmy, half, half)
-    output.split(y, by, yo, 2 * rows).split(yo, yo, mmy, 2).split(x, bx, mmx, 128).gpu_blocks(bx, by) \
+    a = Algorithm(width, height, taps)
+    x, y, dx, dy, rk = a.x, a.y, a.dx, a.dy, a.rk
+    bx, by, mmx, mmy, yo = vars_("bx by mmx mmy yo")
+    a.phases.compute_root().gpu_tile(x, y, mmx, mmy, a.half, a.half)
+    a.output.split(y, by, yo, 2 * rows).split(yo, yo, mmy, 2).split(x, bx, mmx, 128).gpu_blocks(bx, by) \
         .reorder(mmx, mmy, yo, bx, by).vectorize(mmx).vectorize(mmy).unroll(yo)
-    accumulator(conv).compute_at(output, bx).reorder_storage(dx, dy, x, y) \
+    accumulator(a.conv).compute_at(a.output, bx).reorder_storage(dx, dy, x, y) \
         .reorder(dx, dy, x, y).vectorize(dx).vectorize(dy).vectorize(x, 64).unroll(y)
-    conv.update().reorder(rk.x, dx, dy, x, y, rk.y).atomic() \
+    a.conv.update().reorder(rk.x, dx, dy, x, y, rk.y).atomic() \
         .vectorize(rk.x).vectorize(dx).vectorize(dy).vectorize(x, 64).unroll(y)
-    return output, [kernel, image]
+    return a.output, [a.kernel, a.image]
 
 
 def dct_denoise(per_block: int, side_by_side: bool, tail: str, tiles: int):
@@ -135,39 +124,18 @@ def dct_denoise(per_block: int, side_by_side: bool, tail: str, tiles: int):
     16 * per_block."""
     import halide as hl
 
-    from apps.common import accumulator, dense, f16, vars_
+    from apps.common import accumulator, dense
+    from apps.dct_denoise import Algorithm
 
-    size, strength = 16, 0.1
-    inp = hl.ImageParam(hl.Float(16), 2, "input")
-    dct_m = hl.ImageParam(hl.Float(16), 2, "DCT")
-    idct_m = hl.ImageParam(hl.Float(16), 2, "IDCT")
-    xi, yi, x, y, xo = vars_("xi yi x y xo")
-    r = hl.RDom([(0, size)], "r")
-    tiled, dct_rows, dct_cols = hl.Func("tiled"), hl.Func("dct_rows"), hl.Func("dct_cols")
-    thresholded, idct_rows, idct_cols = hl.Func("thresholded"), hl.Func("idct_rows"), hl.Func("idct_cols")
-    averaged, output = hl.Func("averaged"), hl.Func("output")
-    zero = f16(0)
-    tiled[xi, yi, x, y] = inp[x * 8 + xi, y * 8 + yi]
-    dct_rows[xi, yi, x, y] = zero
-    dct_rows[xi, yi, x, y] += dct_m[r.x, xi] * tiled[r.x, yi, x, y]
-    dct_cols[xi, yi, x, y] = zero
-    dct_cols[xi, yi, x, y] += dct_m[r.x, yi] * dct_rows[xi, r.x, x, y]
-    coefficient = dct_cols[xi, yi, x, y]
-    thresholded[xi, yi, x, y] = hl.select(hl.abs(coefficient) < f16(strength), zero, coefficient)
-    idct_rows[xi, yi, x, y] = zero
-    idct_rows[xi, yi, x, y] += idct_m[r.x, xi] * thresholded[r.x, yi, x, y]
-    idct_cols[xi, yi, x, y] = zero
-    idct_cols[xi, yi, x, y] += idct_m[r.x, yi] * idct_rows[xi, r.x, x, y]
-    averaged[xi, yi, x, y] = (idct_cols[xi, yi, x + 1, y + 1] + idct_cols[xi + 8, yi, x, y + 1]
-                              + idct_cols[xi, yi + 8, x + 1, y] + idct_cols[xi + 8, yi + 8, x, y])
-    output[x, y] = hl.clamp(averaged[x % 8, y % 8, x // 8, y // 8], zero, f16(1))
-    side = 8 * tiles
-    dense(inp, input_side(tiles), input_side(tiles))
-    dense(dct_m, size, size)
-    dense(idct_m, size, size)
-    dense(output.output_buffer(), side, side)
+    a = Algorithm()
+    xi, yi, x, y, r = a.xi, a.yi, a.x, a.y, a.r
+    xo = hl.Var("xo")
+    dense(a.inp, input_side(tiles), input_side(tiles))
+    dense(a.dct_m, a.size, a.size)
+    dense(a.idct_m, a.size, a.size)
+    dense(a.output.output_buffer(), 8 * tiles, 8 * tiles)
     strategy = getattr(hl.TailStrategy, tail)
-    for t in (dct_rows, dct_cols, idct_rows, idct_cols):
+    for t in a.transforms:
         wrapper = t.in_().compute_root()
         if side_by_side:
             wrapper.reorder_storage(xi, x, yi, y)
@@ -175,10 +143,8 @@ def dct_denoise(per_block: int, side_by_side: bool, tail: str, tiles: int):
             .vectorize(xi, 16).vectorize(yi, 16)
         accumulator(t).compute_at(wrapper, x).vectorize(xi, 16).vectorize(yi, 16)
         t.update().reorder(r.x, xi, yi, x, y).atomic().vectorize(r.x, 16).vectorize(xi, 16).vectorize(yi, 16)
-    xii, z = hl.Var("xii"), hl.Var("z")
-    thresholded.compute_root().gpu_blocks(x, y).split(xi, xi, xii, 8).fuse(xi, yi, z).vectorize(xii).gpu_lanes(z)
-    output.compute_root().gpu_tile(x, y, xi, yi, 8, 8)
-    return output, [inp, dct_m, idct_m]
+    a.schedule_thresholding_and_output()
+    return a.output, [a.inp, a.dct_m, a.idct_m]
 
 
 PIPELINES = {"upsample": upsample, "dct_denoise": dct_denoise}
