@@ -81,7 +81,15 @@ def check_rewrite(original: ir.Stmt, rewritten: ir.Stmt, temporaries: Mapping[st
     holds. ``layouts``: the AMX buffers the rewrite keeps in VNNI order,
     where the rewrite starts from, and must end with, the original's
     contents in that order. A statement the interpreter cannot run at all
-    (a call it does not know) is not checked here: None."""
+    (a call it does not know) cannot be checked here: None too, and
+    ``checked`` tells the two apart (the whole program's --verify, which
+    fails on such a call, remains)."""
+    return checked(original, rewritten, temporaries, layouts, seed)[1]
+
+
+def checked(original: ir.Stmt, rewritten: ir.Stmt, temporaries: Mapping[str, ir.Expr],
+            layouts: Mapping[str, VNNILayout] | None = None, seed: int = 0) -> tuple[bool, str | None]:
+    """Whether the store could be run on its own at all, and ``check_rewrite``'s answer."""
     layouts = layouts or {}
     rng = np.random.default_rng(seed)
     program = _with_temporaries(rewritten, temporaries)
@@ -92,25 +100,25 @@ def check_rewrite(original: ir.Stmt, rewritten: ir.Stmt, temporaries: Mapping[st
         try:
             regions = _footprint(original, params, types)
         except (InterpreterError, ResourceLimitError, _Outside):
-            return None
+            return False, None
         buffers = {name: _random_buffer(types[name], regions[name], rng) for name in regions}
         expected = _run(original, params, buffers)
         if expected is None:
-            return None
+            return False, None
         expected = {name: _in_layout(pointer, layouts.get(name)) for name, pointer in expected.items()}
         try:
             with fragment_alignment_unchecked():
                 actual = _run_or_raise(program, params, {name: _in_layout(pointer, layouts.get(name))
                                                          for name, pointer in buffers.items()})
         except _Outside as outside:
-            return (f"it reads '{outside.name}' elements {outside.low}..{outside.high}, more than {MARGIN} "
-                    "elements past what the statement reads")
+            return True, (f"it reads '{outside.name}' elements {outside.low}..{outside.high}, more than {MARGIN} "
+                          "elements past what the statement reads")
         except InterpreterError as exc:
-            return f"it cannot run: {exc.diagnostic.message}"
+            return True, f"it cannot run: {exc.diagnostic.message}"
         difference = _first_difference(expected, actual, types)
         if difference is not None:
-            return difference
-    return None
+            return True, difference
+    return True, None
 
 
 def _in_layout(pointer: Pointer, layout: VNNILayout | None) -> Pointer:
