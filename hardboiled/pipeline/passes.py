@@ -241,7 +241,7 @@ def _first_breaking_pass(c: Compilation, options: Any) -> str | None:
     """The first pass after which the program no longer verifies, on the
     mismatch's seed (before staging, fragments need not be aligned yet)."""
     from hardboiled.verify.compare import verify
-    from hardboiled.verify.interp import InterpreterError, fragment_alignment_unchecked
+    from hardboiled.verify.interp import InterpreterError, ResourceLimitError, fragment_alignment_unchecked
 
     aligned = False
     for name, program in c.after_passes:
@@ -251,6 +251,8 @@ def _first_breaking_pass(c: Compilation, options: Any) -> str | None:
                 result = verify(single(c.original, "verification"), single(program, "verification"),
                                 seed=options.seed, params=options.params, inputs=options.inputs,
                                 timeout_s=_interpreter_timeout(options.timeout_s))
+        except ResourceLimitError:
+            return None  # out of time: no pass is to blame for that
         except (InterpreterError, HardboiledError):
             return name
         if not result.ok:

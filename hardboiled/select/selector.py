@@ -254,10 +254,13 @@ def _decode_selected(selected: list[SelectedStore], terms: dict[int, str], decod
     """Each selected store's lowered statement (by position), its report,
     and a diagnostic for each miss."""
     replacements, explanations = _decoded_terms(selected, terms, decoder, encoding)
-    # Checked once every store is decoded: the decoder then knows how each
-    # buffer the rewrite keeps in another order is laid out.
+    # Checked once every store is decoded: the decoder then knows every
+    # temporary, and how each buffer the rewrite keeps in another order is
+    # laid out.
+    temporaries = {t.name: t.value for t in decoder.temporaries.values()}
     for sel in selected:
-        if sel.position in replacements and (failure := _failed_check(sel, replacements, decoder, options)):
+        if sel.position in replacements and (failure := _failed_check(sel, replacements, temporaries, decoder,
+                                                                      options)):
             explanations[sel.position] = failure
     reports: list[StoreReport] = []
     misses: list[Diagnostic] = []
@@ -293,13 +296,12 @@ def _decoded_terms(selected: list[SelectedStore], terms: dict[int, str], decoder
     return replacements, explanations
 
 
-def _failed_check(sel: SelectedStore, replacements: dict[int, ir.Stmt], decoder: Decoder,
-                  options: SelectionOptions) -> str | None:
+def _failed_check(sel: SelectedStore, replacements: dict[int, ir.Stmt], temporaries: dict[str, ir.Expr],
+                  decoder: Decoder, options: SelectionOptions) -> str | None:
     """Why the rewrite of ``sel`` fails ``options.rewrite_check`` (then it
     is taken out of ``replacements``), or None."""
     if options.rewrite_check is None:
         return None
-    temporaries = {t.name: t.value for t in decoder.temporaries.values()}
     reason = options.rewrite_check(sel.store, replacements[sel.position], temporaries, decoder.layouts)
     if reason is None:
         return None
