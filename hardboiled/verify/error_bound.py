@@ -193,13 +193,14 @@ class _Bounds:
         """The chosen value's error, where rounding cannot change the
         choice; where it may (a float comparison closer than its operands'
         errors), the farther error plus the distance between the values."""
-        chosen = ir.Select(e.condition, self.error(e.true_value), self.error(e.false_value))
+        true_error, false_error = self.error(e.true_value), self.error(e.false_value)
+        chosen = ir.Select(e.condition, true_error, false_error)
         may_flip = self._may_flip(e.condition)
         if may_flip is None:
             return chosen
         lanes = e.type.lanes
         apart = _abs(ir.Binary(ir.BinOp.SUB, ir.Cast(_f64(e.type), e.true_value), ir.Cast(_f64(e.type), e.false_value)))
-        either = _add(_larger(self.error(e.true_value), self.error(e.false_value)), apart)
+        either = _add(_larger(true_error, false_error), apart)
         if may_flip.type.lanes != lanes:
             may_flip = ir.Broadcast(may_flip, lanes)
         return ir.Select(may_flip, either, chosen)

@@ -137,7 +137,8 @@ def _wrong_tiles(program: ir.Stmt) -> Iterator[tuple[Any, Any]]:
                 and node.index not in tiles.get(node.name, []):
             tiles.setdefault(node.name, []).append(node.index)
     for call, _a, _b in _products(program):
-        c = call.args[-1] if wmma_intrinsic(call) is not None else call.args[3]
+        amx = amx_intrinsic(call)
+        c = amx.argument(call, "acc") if amx is not None else call.args[-1]
         if isinstance(c, ir.Load):
             others = [index for index in tiles.get(c.name, []) if index != c.index and index.type == c.index.type]
             if others:
