@@ -81,7 +81,7 @@ def _float_function(operation: Operation) -> ValueHandler:
 
     def evaluate(call: ir.Call, args: list[Value]) -> Value:
         with np.errstate(all="ignore"):  # NaN and inf as the C library gives them
-            return function(*(a.astype(np.float64) for a in args)).astype(dtype_of(call.type))
+            return function(*(a.astype(np.float64, copy=False) for a in args)).astype(dtype_of(call.type), copy=False)
 
     return evaluate
 
@@ -95,17 +95,17 @@ def _integer_function(operation: Operation) -> ValueHandler:
 def _shift(operation: Operation) -> ValueHandler:
     assert operation.numpy is not None
     function = getattr(np, operation.numpy)
-    return lambda call, args: function(args[0], args[1].astype(args[0].dtype))
+    return lambda call, args: function(args[0], args[1].astype(args[0].dtype, copy=False))
 
 
 def _magnitude(call: ir.Call, args: list[Value]) -> Value:
     wide = np.float64 if np.issubdtype(args[0].dtype, np.floating) else np.int64
-    return np.abs(args[0].astype(wide)).astype(dtype_of(call.type))
+    return np.abs(args[0].astype(wide, copy=False)).astype(dtype_of(call.type), copy=False)
 
 
 def _widening_product(call: ir.Call, args: list[Value]) -> Value:
     wide = dtype_of(call.type)
-    return np.multiply(args[0].astype(wide), args[1].astype(wide))
+    return np.multiply(args[0].astype(wide, copy=False), args[1].astype(wide, copy=False))
 
 
 _BY_VALUES: dict[Evaluation, Callable[[Operation], ValueHandler]] = {
@@ -159,5 +159,15 @@ EXPRESSION_HANDLERS: dict[str, ExpressionHandler] = {
     for operation in operations.OPERATIONS if operation.evaluation in _BY_EXPRESSION}
 """Every call of the table computed from its expression, by name."""
 
+_PER_ITERATION = frozenset({Evaluation.STACK_BYTES, Evaluation.BUFFER_DESCRIPTION})
+"""Evaluations that make memory or a buffer from their arguments, which
+iterations run together would share: each iteration runs them on its own."""
 
-__all__ = ["EXPRESSION_HANDLERS", "VALUE_HANDLERS", "ExpressionHandler", "ValueHandler"]
+PER_ITERATION_CALLS = frozenset(
+    operation.name for operation in operations.OPERATIONS if operation.evaluation in _PER_ITERATION)
+"""The calls a batched loop (interp.py) runs iteration by iteration; every
+other handler here computes lane by lane, so it takes values with a row per
+iteration as they are."""
+
+
+__all__ = ["EXPRESSION_HANDLERS", "PER_ITERATION_CALLS", "VALUE_HANDLERS", "ExpressionHandler", "ValueHandler"]

@@ -196,6 +196,31 @@ def error_bounds(original: ir.Stmt, rewritten: ir.Stmt, buffers: dict[str, Buffe
     return {name: extra[name + ERROR].array for name in floats}
 
 
+def _run_bounded(original: ir.Stmt, buffers: dict[str, BufferT], outputs: set[str], poison: int,
+                 scalars: Mapping[str, np.ndarray], differing: set[str],
+                 ) -> tuple[dict[str, BufferT], dict[str, np.ndarray] | None]:
+    """The original run once as its bound program (error_bound.py: the same
+    stores, and X.err beside them), which computes what the original does
+    and ``error_bounds``' answer together: (the buffers after the run, the
+    bounds). Where the model does not cover the program, or its bound
+    program cannot run, the original runs alone and the bounds are None."""
+    floats = {name for name in outputs if buffers[name].type.is_float}
+    try:
+        program = bound_program(original, floats, differing) if floats else original
+    except NoErrorBound:
+        return run_program(original, buffers, poison, scalars=scalars), None
+    extra = {name + ERROR: Pointer(np.zeros(buffers[name].data.size, np.float64), 0, name + ERROR)
+             for name in floats}
+    state = copy.deepcopy(buffers)
+    try:
+        Interpreter(params={**scalars, **extra}, buffers=state, poison_seed=poison).run(program)
+    except (ProgramAssertFailed, ResourceLimitError):
+        raise  # the original's own refusal of these buffers, or the interpreter's limit
+    except InterpreterError:
+        return run_program(original, buffers, poison, scalars=scalars), None
+    return state, {name: extra[name + ERROR].array for name in floats}
+
+
 def compare(name: str, t: ir.Type, expected: np.ndarray, actual: np.ndarray,
             error_bound: np.ndarray | None = None) -> BufferComparison:
     """Compare an output; with ``error_bound`` (per element, from the
@@ -256,6 +281,10 @@ class OriginalRun:
     outputs: set[str]
     expected: dict[str, BufferT]
     scalars: dict[str, np.ndarray]
+    bounds: dict[str, np.ndarray] | None = None
+    """``error_bounds``' answer, when the run that computed ``expected``
+    was the bound program (``bounded``)."""
+    bounded: bool = False
 
 
 def run_original(original: ir.Stmt, params: Mapping[str, float], seed: int,
@@ -267,17 +296,20 @@ def run_original(original: ir.Stmt, params: Mapping[str, float], seed: int,
 
 
 def run_original_program(original: ir.Stmt, params: Mapping[str, float], seed: int,
-                         inputs: Mapping[str, np.ndarray] | None = None, shape: Shape = SHAPES[0]) -> OriginalRun:
+                         inputs: Mapping[str, np.ndarray] | None = None, shape: Shape = SHAPES[0],
+                         differing: set[str] | None = None) -> OriginalRun:
     """The original program run on random buffers. Its scalar params take
     their --param values; those not given are drawn (``SCALAR_DRAWS`` tries
-    from the seed) until the program passes its own asserts with them."""
+    from the seed) until the program passes its own asserts with them.
+    With ``differing`` (the buffers a rewrite computes another way), the
+    run also bounds the original's error (``error_bounds``, in the same run)."""
     scalars = scalar_params(original)
     fields, given = split_params(params, scalars)
     failure: ProgramAssertFailed | _SizesRefused | None = None
     for draw in scalar_draws(scalars, given, seed):
         try:
             values = {name: np.array([value], dtype=dtype_of(scalars[name])) for name, value in draw.items()}
-            return _run_with_sizes(original, {**fields, **draw}, seed, inputs, shape, values)
+            return _run_with_sizes(original, {**fields, **draw}, seed, inputs, shape, values, differing)
         except (ProgramAssertFailed, _SizesRefused) as exc:
             if len(draw) == len(given):  # nothing drawn: no other values to try
                 raise
@@ -293,7 +325,7 @@ def run_original_program(original: ir.Stmt, params: Mapping[str, float], seed: i
 
 def _run_with_sizes(original: ir.Stmt, params: dict[str, float], seed: int,
                     inputs: Mapping[str, np.ndarray] | None, shape: Shape,
-                    scalars: dict[str, np.ndarray]) -> OriginalRun:
+                    scalars: dict[str, np.ndarray], differing: set[str] | None) -> OriginalRun:
     """The original run once buffers are sized: output sizes the dump leaves
     open are chosen so that its asserts hold (a 32-row tile needs 32 rows);
     when none of the defaults does, the error names the --param to pass."""
@@ -305,8 +337,12 @@ def _run_with_sizes(original: ir.Stmt, params: dict[str, float], seed: int,
         if not outputs:
             raise HardboiledError(Diagnostic("error", "the original program has no output buffer to compare"))
         try:
-            expected = run_program(original, buffers, poison_seed(seed, ORIGINAL), scalars=scalars)
-            return OriginalRun(buffers, outputs, expected, scalars)
+            if differing is None:
+                expected = run_program(original, buffers, poison_seed(seed, ORIGINAL), scalars=scalars)
+                return OriginalRun(buffers, outputs, expected, scalars)
+            expected, bounds = _run_bounded(original, buffers, outputs, poison_seed(seed, ORIGINAL), scalars,
+                                            differing)
+            return OriginalRun(buffers, outputs, expected, scalars, bounds, bounded=True)
         except ProgramAssertFailed as exc:
             if not defaulted:
                 raise
@@ -332,10 +368,11 @@ def verify(original: ir.Stmt, rewritten: ir.Stmt, *, seed: int = DEFAULT_SEED,
     ran: list[str] = []
     result: VerificationResult | None = None
     refusal: ProgramAssertFailed | HardboiledError | None = None
+    differing = differing_buffers(original, rewritten)
     with time_limit(timeout_s):
         for shape in shapes:
             try:
-                run = run_original_program(original, params or {}, seed, inputs, shape)
+                run = run_original_program(original, params or {}, seed, inputs, shape, differing)
             except (ProgramAssertFailed, HardboiledError) as exc:
                 if shape is shapes[0] or isinstance(exc, ResourceLimitError):
                     raise
@@ -359,7 +396,8 @@ def _compared(original: ir.Stmt, rewritten: ir.Stmt, seed: int, run: OriginalRun
         raise  # the interpreter's limit, not a wrong result
     except InterpreterError as exc:
         return VerificationResult(seed, (), exc.diagnostic.message)
-    bounds = error_bounds(original, rewritten, run.buffers, run.outputs, poison_seed(seed, ORIGINAL), run.scalars)
+    bounds = run.bounds if run.bounded else error_bounds(original, rewritten, run.buffers, run.outputs,
+                                                         poison_seed(seed, ORIGINAL), run.scalars)
     return VerificationResult(seed, compare_outputs(run.buffers, run.outputs, run.expected, actual, bounds),
                               undefined_reads=tuple(undefined), scalars=tuple(sorted(
                                   (name, value.item()) for name, value in run.scalars.items())))

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
@@ -73,6 +74,22 @@ _SUBNORMAL_SPACING = {(ir.TypeCode.FLOAT, 16): 2.0 ** -24, (ir.TypeCode.BFLOAT, 
 is off by up to half of it, however small the value (u * |x| is not)."""
 
 
+_FLOAT16_SIGNIFICAND = 11
+_SIGNIFICAND = {(ir.TypeCode.FLOAT, 32): 24, (ir.TypeCode.FLOAT, 64): 53}
+"""Significand bits of the types a product of narrow values may be exact in."""
+
+
+def _constant_bits(value: float) -> int | None:
+    """The significant bits of a constant of moderate magnitude (0 or within
+    [2^-60, 2^60]), else None."""
+    if value == 0.0:
+        return 1
+    if not math.isfinite(value) or not 2.0 ** -60 <= abs(value) <= 2.0 ** 60:
+        return None
+    numerator = abs(value).as_integer_ratio()[0]
+    return (numerator >> ((numerator & -numerator).bit_length() - 1)).bit_length()
+
+
 class NoErrorBound(Exception):
     """The program computes something the error model does not cover."""
 
@@ -90,7 +107,29 @@ def _const(value: float, lanes: int) -> ir.Expr:
     return imm if lanes == 1 else ir.Broadcast(imm, lanes)
 
 
+def _is_zero(e: ir.Expr) -> bool:
+    """Whether ``e`` is the error bound 0 (an exact value), as written."""
+    if isinstance(e, ir.Broadcast):
+        e = e.value
+    return isinstance(e, ir.FloatImm) and e.value == 0.0
+
+
+def _lanes_of(e: ir.Expr, lanes: int) -> ir.Expr:
+    return ir.Broadcast(e, lanes) if e.type.lanes == 1 and lanes > 1 else e
+
+
+# Error bounds are never negative, and most operands are exact (inputs,
+# weights, values both programs compute alike): the constructors below drop
+# what an exact operand adds (0 + x, max(0, x), 0 * |y|), so that the bound
+# program computes no whole-vector zeros.
+
+
 def _add(a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    lanes = max(a.type.lanes, b.type.lanes)
+    if _is_zero(a):
+        return _lanes_of(b, lanes)
+    if _is_zero(b):
+        return _lanes_of(a, lanes)
     return ir.Binary(ir.BinOp.ADD, a, b)
 
 
@@ -103,6 +142,8 @@ def _abs(e: ir.Expr) -> ir.Expr:
 
 
 def _scaled(e: ir.Expr, factor: float) -> ir.Expr:
+    if _is_zero(e):
+        return e
     return _mul(e, _const(factor, e.type.lanes))
 
 
@@ -116,11 +157,19 @@ def _rounding(magnitude: ir.Expr, t: ir.Type) -> ir.Expr:
 def _times(err: ir.Expr, magnitude: ir.Expr) -> ir.Expr:
     """err * |y|, where no error times anything (an infinite mask value) is
     no error, not NaN."""
+    lanes = max(err.type.lanes, magnitude.type.lanes)
+    if _is_zero(err):
+        return _const(0.0, lanes)
     zero = _const(0.0, err.type.lanes)
     return ir.Select(ir.Binary(ir.BinOp.EQ, err, zero), zero, _mul(err, magnitude))
 
 
 def _larger(a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    lanes = max(a.type.lanes, b.type.lanes)
+    if _is_zero(a):
+        return _lanes_of(b, lanes)
+    if _is_zero(b):
+        return _lanes_of(a, lanes)
     return ir.Binary(ir.BinOp.MAX, a, b)
 
 
@@ -138,7 +187,53 @@ class _Bounds:
         """Float buffers with X.err beside them."""
         self.bound: set[str] = set()
         """Float names bound with a NAME.err beside them (lets, parts of
-        stored values); any other float variable is a parameter: exact."""
+        stored values); any other float variable is exact (a parameter, or
+        a value whose bound is 0)."""
+        self.narrow: dict[str, int] = {}
+        """Float names whose every value has a significand of at most this
+        many bits and an exponent in float16's range (``significand_bits``)."""
+
+    def significand_bits(self, e: ir.Expr) -> int | None:
+        """At most how many significant bits every value of ``e`` has, when
+        its magnitude is also 0 or within [2^-60, 2^60]: a float16 (11 bits,
+        2^-24 .. 2^16), a small integer converted to float, a moderate
+        constant; None when that is not known."""
+        if isinstance(e, (ir.Cast, ir.Load)):
+            source = e.value.type if isinstance(e, ir.Cast) else e.type
+            if isinstance(e, ir.Cast) and source.is_float:
+                inner = self.significand_bits(e.value)
+                if inner is not None:
+                    return inner
+            if source.is_float and source.bits == 16 and source.code is ir.TypeCode.FLOAT:
+                return _FLOAT16_SIGNIFICAND
+            if (source.is_int or source.is_uint or source.is_bool) and source.bits <= 16:
+                return source.bits
+            return None
+        if isinstance(e, ir.Broadcast):
+            return self.significand_bits(e.value)
+        if isinstance(e, ir.Variable):
+            return self.narrow.get(e.name)
+        if isinstance(e, ir.FloatImm):
+            return _constant_bits(e.value)
+        return None
+
+    def _exact_product(self, e: ir.Binary) -> bool:
+        """Whether a * b is exact in its type: significands of m and n bits
+        multiply into at most m + n, and the exponents stay in range."""
+        a, b = self.significand_bits(e.a), self.significand_bits(e.b)
+        return a is not None and b is not None and a + b <= _SIGNIFICAND.get((e.type.code, e.type.bits), 0)
+
+    def bind(self, name: str, value: ir.Expr) -> ir.Expr | None:
+        """The bound of ``value``, which ``name`` holds; None when it is 0
+        (no NAME.err is bound: ``name`` reads as exact)."""
+        bits = self.significand_bits(value)
+        if bits is not None:
+            self.narrow[name] = bits
+        err = self.error(value)
+        if _is_zero(err):
+            return None
+        self.bound.add(name)
+        return err
 
     def error(self, e: ir.Expr) -> ir.Expr:
         t = e.type
@@ -177,6 +272,8 @@ class _Bounds:
             return _add(_add(ea, eb), _rounding(_value(e), e.type))
         if e.op is ir.BinOp.MUL:
             propagated = _add(_add(_times(ea, _value(e.b)), _times(eb, _value(e.a))), _times(ea, eb))
+            if _is_zero(propagated) and self._exact_product(e):
+                return propagated
             return _add(propagated, _rounding(_value(e), e.type))
         if e.op is ir.BinOp.DIV:
             quotient = _value(e)
@@ -194,11 +291,12 @@ class _Bounds:
         choice; where it may (a float comparison closer than its operands'
         errors), the farther error plus the distance between the values."""
         true_error, false_error = self.error(e.true_value), self.error(e.false_value)
-        chosen = ir.Select(e.condition, true_error, false_error)
+        lanes = e.type.lanes
+        chosen = _const(0.0, lanes) if _is_zero(true_error) and _is_zero(false_error) else ir.Select(
+            e.condition, _lanes_of(true_error, lanes), _lanes_of(false_error, lanes))
         may_flip = self._may_flip(e.condition)
         if may_flip is None:
             return chosen
-        lanes = e.type.lanes
         apart = _abs(ir.Binary(ir.BinOp.SUB, ir.Cast(_f64(e.type), e.true_value), ir.Cast(_f64(e.type), e.false_value)))
         either = _add(_larger(true_error, false_error), apart)
         if may_flip.type.lanes != lanes:
@@ -219,10 +317,15 @@ class _Bounds:
         return found
 
     def _broadcast(self, e: ir.Broadcast) -> ir.Expr:
-        return ir.Broadcast(self.error(e.value), e.lanes)
+        err = self.error(e.value)
+        return _const(0.0, e.type.lanes) if _is_zero(err) else ir.Broadcast(err, e.lanes)
 
     def _shuffle(self, e: ir.Shuffle) -> ir.Expr:
-        return ir.Shuffle(tuple(self.error(v) for v in e.vectors), e.indices)
+        errors = tuple(self.error(v) for v in e.vectors)
+        if all(_is_zero(err) for err in errors):
+            return _const(0.0, e.type.lanes)
+        return ir.Shuffle(tuple(_lanes_of(err, v.type.lanes) for err, v in zip(errors, e.vectors, strict=True)),
+                          e.indices)
 
     def _reduce(self, e: ir.VectorReduce) -> ir.Expr:
         err = self.error(e.value)
@@ -230,19 +333,20 @@ class _Bounds:
         if e.op is ir.ReduceOp.ADD:
             factor = e.value.type.lanes // e.type.lanes
             lanes = ir.VectorReduce(ir.ReduceOp.ADD, _value(e.value), out)
-            summed = ir.VectorReduce(ir.ReduceOp.ADD, err, out)
+            summed = _const(0.0, e.type.lanes) if _is_zero(err) else ir.VectorReduce(ir.ReduceOp.ADD, err, out)
             steps = _const((factor - 1) * _SUBNORMAL_SPACING[(e.type.code, e.type.bits)] / 2, e.type.lanes)
             return _add(_add(summed, _scaled(lanes, (factor - 1) * unit_roundoff(e.type))), steps)
         if e.op in (ir.ReduceOp.MIN, ir.ReduceOp.MAX):
+            if _is_zero(err):
+                return _const(0.0, e.type.lanes)
             return ir.VectorReduce(ir.ReduceOp.MAX, err, out)  # the largest error of any lane
         raise NoErrorBound(f"vector_reduce_{e.op.value}")
 
     def _let(self, e: ir.Let) -> ir.Expr:
-        if e.value.type.is_float:
-            self.bound.add(e.name)
+        err = self.bind(e.name, e.value) if e.value.type.is_float else None
         body = self.error(e.body)
-        if e.value.type.is_float:
-            body = ir.Let(e.name + ERROR, self.error(e.value), body)
+        if err is not None:
+            body = ir.Let(e.name + ERROR, err, body)
         return ir.Let(e.name, e.value, body)
 
     def _call(self, e: ir.Call) -> ir.Expr:
@@ -338,20 +442,25 @@ def bound_program(stmt: ir.Stmt, float_outputs: set[str], differing: set[str]) -
         if isinstance(node, ir.Store) and node.name in tracked:
             bindings: list[tuple[str, ir.Expr]] = []
             value = _take_apart(node.value, bindings, names)
-            bounds.bound.update(name for name, _ in bindings)
+            errors = [bounds.bind(name, bound) for name, bound in bindings]  # innermost first
             # The bound reads the operands before the store overwrites them.
+            stored_error = _lanes_of(bounds.error(value), node.value.type.lanes)
             result: ir.Stmt = ir.make_block([
-                ir.Store(node.name + ERROR, bounds.error(value), node.index, node.predicate),
+                ir.Store(node.name + ERROR, stored_error, node.index, node.predicate),
                 dataclasses.replace(node, value=value)])
-            for name, bound in reversed(bindings):
-                result = ir.LetStmt(name, bound, ir.LetStmt(name + ERROR, bounds.error(bound), result))
+            for (name, bound), err in zip(reversed(bindings), reversed(errors), strict=True):
+                if err is not None:
+                    result = ir.LetStmt(name + ERROR, err, result)
+                result = ir.LetStmt(name, bound, result)
             return result
         if isinstance(node, ir.Allocate) and node.name in tracked:
             body = dataclasses.replace(node, body=map_stmt(node.body, visit))
             return ir.Allocate(node.name + ERROR, F64.with_lanes(node.type.lanes), "Heap", node.extents, body)
         if isinstance(node, ir.LetStmt) and node.value.type.is_float:
-            bounds.bound.add(node.name)
-            inner = ir.LetStmt(node.name + ERROR, bounds.error(node.value), map_stmt(node.body, visit))
+            err = bounds.bind(node.name, node.value)
+            inner = map_stmt(node.body, visit)
+            if err is not None:
+                inner = ir.LetStmt(node.name + ERROR, err, inner)
             return ir.LetStmt(node.name, node.value, inner)
         return None
 

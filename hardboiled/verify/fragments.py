@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 import numpy as np
 
 from hardboiled import ir
 from hardboiled.targets import wmma
-from hardboiled.verify.values import Pointer, Value, as_int, dtype_of, fail
+from hardboiled.verify.values import Pointer, Value, as_int, dtype_of, fail, lanes, row_ints
 
 _fragment_alignment: ContextVar[bool] = ContextVar("fragment_alignment_checked", default=True)
 """Whether WMMA loads and stores must meet load/store_matrix_sync's
@@ -70,11 +71,11 @@ def wmma_call(call: ir.Call, args: list[Value]) -> Value:
 
 def _wmma_load(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
     rows, cols = intrinsic.extent
-    pointer, offset, ldm = args[0], as_int(args[1]), as_int(args[2])
+    pointer, offset, ldm = args[0], row_ints(args[1]), as_int(args[2])
     addresses = _wmma_addresses(call.name, pointer, intrinsic.type, intrinsic.layout, rows, cols, offset, ldm)
     if pointer.defined is not None:
-        pointer.defined.read(pointer.name, addresses.reshape(-1))
-    return pointer.array[addresses].reshape(-1).astype(dtype_of(intrinsic.type))
+        pointer.defined.read(pointer.name, addresses, pointer.offset)
+    return pointer.array[addresses].astype(dtype_of(intrinsic.type))
 
 
 def _wmma_mma(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
@@ -88,29 +89,33 @@ def _wmma_mma(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -
                     f"with a {c.dtype} accumulator")
     # Integer products are exact and wrap to the accumulator's width, as
     # integer arithmetic does in Halide; float ones are rounded once.
-    if a.size != shape.m * shape.k or b.size != shape.k * shape.n or c.size != shape.m * shape.n:
-        raise fail(f"{call.name}: fragments of {a.size}, {b.size} and {c.size} elements are not an "
+    if lanes(a) != shape.m * shape.k or lanes(b) != shape.k * shape.n or lanes(c) != shape.m * shape.n:
+        raise fail(f"{call.name}: fragments of {lanes(a)}, {lanes(b)} and {lanes(c)} elements are not an "
                    f"{shape.m} x {shape.k} A, a {shape.k} x {shape.n} B and an {shape.m} x {shape.n} C")
+    # Fragments of iterations run together (a row each) multiply row by row.
     wide = np.int64 if d_type.is_int else np.float64
-    a_matrix = a.astype(wide).reshape(shape.m, shape.k)
-    b_matrix = b.astype(wide).reshape(shape.k, shape.n)
-    d = a_matrix @ b_matrix + c.astype(wide).reshape(shape.m, shape.n)
+    a_matrix = a.astype(wide).reshape(*a.shape[:-1], shape.m, shape.k)
+    b_matrix = b.astype(wide).reshape(*b.shape[:-1], shape.k, shape.n)
+    d = np.matmul(a_matrix, b_matrix) + c.astype(wide).reshape(*c.shape[:-1], shape.m, shape.n)
     with np.errstate(over="ignore", invalid="ignore"):  # a float16 D overflows to inf, as on the GPU
-        return d.reshape(-1).astype(dtype_of(d_type))
+        return d.reshape(*d.shape[:-2], shape.m * shape.n).astype(dtype_of(d_type))
 
 
 def _wmma_fill(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
     shape = intrinsic.shape
-    return np.full(shape.m * shape.n, args[0].reshape(-1)[0], dtype=dtype_of(intrinsic.type))
+    value = np.asarray(args[0])
+    first = value[..., :1] if value.ndim else value.reshape(1)
+    return np.broadcast_to(first, (*first.shape[:-1], shape.m * shape.n)).astype(dtype_of(intrinsic.type))
 
 
 def _wmma_store(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:
     rows, cols = intrinsic.extent
-    pointer, fragment, offset, ldm = args[0], args[1], as_int(args[2]), as_int(args[3])
+    pointer, fragment, offset, ldm = args[0], args[1], row_ints(args[2]), as_int(args[3])
     addresses = _wmma_addresses(call.name, pointer, intrinsic.type, intrinsic.layout, rows, cols, offset, ldm)
-    pointer.array[addresses.reshape(-1)] = fragment.astype(pointer.array.dtype)
+    shape = np.broadcast_shapes(addresses.shape, fragment.shape)
+    pointer.array[np.broadcast_to(addresses, shape)] = np.broadcast_to(fragment, shape).astype(pointer.array.dtype)
     if pointer.defined is not None:
-        pointer.defined.write(addresses.reshape(-1))
+        pointer.defined.write(addresses)
     return np.array([0], dtype=np.int32)
 
 
@@ -127,22 +132,29 @@ def _type_of_dtype(dtype: np.dtype) -> ir.Type | None:
 
 
 def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: wmma.Layout | None, rows: int, cols: int,
-                    offset: int, ldm: int) -> np.ndarray:
-    """Element indices (rows x cols) of a fragment in ``pointer``'s array."""
+                    offset: Any, ldm: int) -> np.ndarray:
+    """Element indices (rows x cols, flattened) of a fragment in
+    ``pointer``'s array; with a row per iteration where the offset (an
+    int64 column, values.row_ints) or the pointer's is batched."""
     if not isinstance(pointer, Pointer):
         raise fail(f"{name} needs a buffer")
     if pointer.array.dtype != dtype_of(t):
         raise fail(f"{name} reads {t} elements from '{pointer.name}', which holds {pointer.array.dtype}")
     core = wmma.WMMA_TENSOR_CORE
-    if _fragment_alignment.get() and (((pointer.offset + offset) * t.bytes) % core.pointer_alignment
-                                      or (ldm * t.bytes) % core.leading_dimension_alignment or ldm <= 0):
-        raise fail(f"{name} on '{pointer.name}': element offset {pointer.offset + offset} or leading "
-                    f"dimension {ldm} breaks the alignment load/store_matrix_sync need ({core.pointer_alignment}-byte "
-                    f"addresses, a leading dimension of a multiple of {core.leading_dimension_alignment} bytes; it is "
-                    "unsigned: it must be positive)")
+    start = pointer.offset + offset
+    if _fragment_alignment.get():
+        misaligned = np.asarray((start * t.bytes) % core.pointer_alignment).reshape(-1)
+        if misaligned.any() or (ldm * t.bytes) % core.leading_dimension_alignment or ldm <= 0:
+            first = int(np.asarray(start).reshape(-1)[int(np.argmax(misaligned))])
+            raise fail(f"{name} on '{pointer.name}': element offset {first} or leading "
+                        f"dimension {ldm} breaks the alignment load/store_matrix_sync need ({core.pointer_alignment}"
+                        f"-byte addresses, a leading dimension of a multiple of {core.leading_dimension_alignment} "
+                        "bytes; it is unsigned: it must be positive)")
     i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
-    addresses = pointer.offset + offset + (i * ldm + j if layout is wmma.Layout.ROW else j * ldm + i)
-    if addresses.min() < 0 or addresses.max() >= pointer.array.size:
+    pattern = (i * ldm + j if layout is wmma.Layout.ROW else j * ldm + i).reshape(-1)
+    addresses = start + pattern
+    if pointer.outside(addresses):
+        relative = addresses - pointer.offset
         raise fail(f"{name} on '{pointer.name}' out of bounds: elements "
-                   f"{int(addresses.min()) - pointer.offset}..{int(addresses.max()) - pointer.offset}")
+                   f"{int(relative.min())}..{int(relative.max())}")
     return addresses

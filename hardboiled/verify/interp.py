@@ -8,8 +8,12 @@ rewrote it into) on concrete buffers, following Halide's semantics:
 * integer arithmetic wraps; casts between integers wrap, float to integer
   truncates toward zero;
 * float16 and bfloat16 values are stored and rounded as such (ml_dtypes);
-* every loop kind runs serially; vectors are numpy arrays, nested ramps and
-  broadcasts included;
+* a serial loop runs its iterations one after the other; a loop Halide
+  promises has independent iterations (parallel, gpu_block, gpu_thread,
+  gpu_lane) runs them together, in lockstep ("batched"): every statement
+  of the body runs once for all of them, on values with a row per
+  iteration, its allocations made once per iteration (see ``visit_for``);
+  vectors are numpy arrays, nested ramps and broadcasts included;
 * the AMX tile intrinsics behave as the hardware does: tiles are read and
   written byte by byte at the given byte offsets and strides, B tiles are in
   VNNI order, bf16 products are summed in float32 and int8 dot products in
@@ -38,14 +42,15 @@ from hardboiled import ir
 from hardboiled.ir import operations
 from hardboiled.ir.visitor import Visitor
 from hardboiled.support.diagnostics import Diagnostic
-from hardboiled.targets import amx
-from hardboiled.verify.calls import EXPRESSION_HANDLERS, VALUE_HANDLERS, ValueHandler
+from hardboiled.verify.calls import EXPRESSION_HANDLERS, PER_ITERATION_CALLS, VALUE_HANDLERS, ValueHandler
 from hardboiled.verify.fragments import fragment_alignment_unchecked, wmma_call
+from hardboiled.verify.tiles import AMX_CALLS
 from hardboiled.verify.values import (
     DTYPES,
     BufferT,
     Definedness,
     InterpreterError,
+    NonUniform,
     Pointer,
     ResourceLimitError,
     Value,
@@ -55,6 +60,7 @@ from hardboiled.verify.values import (
     dtype_of,
     fail,
     garbage,
+    lanes,
     new_array,
 )
 
@@ -109,9 +115,62 @@ class _Env:
 _MISSING = object()
 _BODY_ONLY = (ir.ProducerConsumer, ir.Atomic, ir.Acquire, ir.HoistedStorage)
 
+INDEPENDENT_ITERATIONS = frozenset({ir.ForKind.PARALLEL, ir.ForKind.GPU_BLOCK, ir.ForKind.GPU_THREAD,
+                                    ir.ForKind.GPU_LANE})
+"""Loops whose iterations Halide lets run at once, in any order: none reads
+what another writes (Halide refuses a schedule that would race, unless the
+update is atomic), so running them together in lockstep computes what
+running them one after the other does."""
 
-def _lanes(value: Value) -> int:
-    return len(value)
+MAX_BATCH_ELEMENTS = 1 << 22
+"""The most lanes a batched loop's widest value may hold, all rows together
+(4M: 32 MiB for an int64 value): a longer loop runs in chunks of iterations."""
+
+
+@dataclass(frozen=True)
+class _LoopFacts:
+    """What the interpreter asks of a loop body before running it."""
+
+    warp_collective: bool
+    """A lane loop that runs once (``_is_warp_collective``)."""
+    widest: int
+    """The most lanes of any expression in the body."""
+    atomic: bool
+    """The body has an atomic update: its iterations read what others wrote."""
+
+
+def _row(value: Value, row: int) -> Value:
+    """What iteration ``row`` of a batch sees of ``value``."""
+    if isinstance(value, np.ndarray) and value.ndim == 2:
+        return value[row]
+    if isinstance(value, Pointer) and value.row_size is not None:
+        return Pointer(value.array, int(value.offset[row, 0]), value.name, value.defined, value.row_size)
+    return value
+
+
+def _rows(value: Value, rows: np.ndarray) -> Value:
+    """What the iterations ``rows`` (indices into the batch) see of ``value``."""
+    if isinstance(value, np.ndarray) and value.ndim == 2:
+        return value[rows]
+    if isinstance(value, Pointer) and value.row_size is not None:
+        return Pointer(value.array, value.offset[rows], value.name, value.defined, value.row_size)
+    return value
+
+
+def _repeated(value: Value, times: int) -> Value:
+    """``value`` for a batch whose every row becomes ``times`` rows (a loop
+    nested in a batched one, run batched too)."""
+    if isinstance(value, np.ndarray) and value.ndim == 2:
+        return np.repeat(value, times, axis=0)
+    if isinstance(value, Pointer) and value.row_size is not None:
+        return Pointer(value.array, np.repeat(value.offset, times, axis=0), value.name, value.defined,
+                       value.row_size)
+    return value
+
+
+def _uniform(value: Value) -> bool:
+    return not (isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[0] > 1
+                and not bool((value == value[0]).all()))
 
 
 class Interpreter(Visitor[Any]):
@@ -130,9 +189,17 @@ class Interpreter(Visitor[Any]):
             self.env.values[name] = np.array([value], dtype=np.int32) if isinstance(value, int) else value
         for name, buf in (buffers or {}).items():
             self.env.values[f"{name}.buffer"] = buf
-        self.calls: dict[str, ValueHandler] = {**VALUE_HANDLERS, **_AMX_CALLS}
+        self.calls: dict[str, ValueHandler] = {**VALUE_HANDLERS, **AMX_CALLS}
         """The calls computed from their arguments' values, by name: the Halide
         calls of ir/operations.py (calls.py) and the AMX tile operations."""
+        self.batch: int | None = None
+        """How many iterations run together (the rows of batched values), or
+        None outside a batched loop."""
+        self._loop_facts: dict[int, tuple[ir.For, _LoopFacts]] = {}
+
+    batches_loops = True
+    """Whether loops of INDEPENDENT_ITERATIONS run batched (a subclass that
+    reasons about single accesses says no)."""
 
     # ----------------------------------------------------------- statements
     def run(self, s: ir.Stmt) -> None:
@@ -141,7 +208,49 @@ class Interpreter(Visitor[Any]):
             # hoisted storage): a serial run just enters the body.
             self.run(s.body)
             return
-        self.visit(s)
+        if self.batch is None:
+            self.visit(s)
+            return
+        try:
+            self.visit(s)
+        except NonUniform:
+            # One of the statement's own expressions (a nested statement
+            # catches its own) needs a number the iterations disagree on,
+            # before the statement changed anything: each runs it alone.
+            self._each_row(s)
+
+    def _each_row(self, s: ir.Stmt) -> None:
+        batched, batch = self.env.values, self.batch
+        assert batch is not None
+        deadline = _deadline.get()
+        try:
+            self.batch = None
+            for row in range(batch):
+                _check_deadline(deadline)
+                self.env.values = {name: _row(value, row) for name, value in batched.items()}
+                self.run(s)
+        finally:
+            self.env.values, self.batch = batched, batch
+
+    def _run_rows(self, s: ir.Stmt, rows: np.ndarray) -> None:
+        """Run ``s`` for the iterations ``rows`` of the batch only."""
+        batched, batch = self.env.values, self.batch
+        try:
+            self.env.values = {name: _rows(value, rows) for name, value in batched.items()}
+            self.batch = len(rows)
+            self.run(s)
+        finally:
+            self.env.values, self.batch = batched, batch
+
+    def _row_groups(self, *values: Value) -> list[np.ndarray]:
+        """The batch's rows grouped by the (one-lane) values they see."""
+        assert self.batch is not None
+        keys = np.concatenate([np.broadcast_to(np.asarray(v, dtype=np.int64).reshape(-1, 1)
+                                               if np.ndim(v) == 2 else np.asarray(v, dtype=np.int64)[:1],
+                                               (self.batch, 1)) for v in values], axis=1)
+        _, group_of_row = np.unique(keys, axis=0, return_inverse=True)
+        group_of_row = group_of_row.reshape(-1)
+        return [np.flatnonzero(group_of_row == g) for g in range(int(group_of_row.max()) + 1)]
 
     def visit_block(self, s: ir.Block) -> None:
         for child in s.stmts:
@@ -173,26 +282,76 @@ class Interpreter(Visitor[Any]):
             raise ProgramAssertFailed(Diagnostic("error", f"assertion failed in the program: {text}"))
 
     def visit_for(self, s: ir.For) -> None:
-        if s.kind is ir.ForKind.GPU_LANE and _is_warp_collective(s):
+        facts = self._facts(s)
+        if facts.warp_collective:
             # The lanes of a warp execute a WMMA operation together, once:
             # run a body that no lane tells apart from another one time.
             self.run(s.body)
             return
-        lo, extent = as_int(self.eval(s.min)), as_int(self.eval(s.extent))
+        low, extent = self.eval(s.min), self.eval(s.extent)
+        if self.batch is not None and not (_uniform(low) and _uniform(extent)):
+            # Iterations of a batch that loop over different ranges (a
+            # tail): each range runs once, for the rows that have it.
+            for rows in self._row_groups(low, extent):
+                self._run_rows(s, rows)
+            return
+        lo, count = as_int(low), as_int(extent)
+        chunk = self._batchable(s, facts, count)
+        if chunk > 1:
+            self._run_batched(s, lo, count, chunk)
+            return
         previous = self.env.values.get(s.name, _MISSING)
         deadline = _deadline.get()
         try:
-            for i in range(lo, lo + extent):
+            for i in range(lo, lo + count):
                 _check_deadline(deadline)
                 self.env.values[s.name] = np.array([i], dtype=np.int32)
                 self.run(s.body)
         finally:
             self.env.restore(s.name, previous)
 
+    def _facts(self, s: ir.For) -> _LoopFacts:
+        known = self._loop_facts.get(id(s))
+        if known is not None and known[0] is s:
+            return known[1]
+        nodes = list(ir.walk(s.body))
+        facts = _LoopFacts(
+            warp_collective=s.kind is ir.ForKind.GPU_LANE and _is_warp_collective(s, nodes),
+            widest=max((n.type.lanes for n in nodes if isinstance(n, ir.Expr)), default=1),
+            atomic=any(isinstance(n, ir.Atomic) for n in nodes))
+        self._loop_facts[id(s)] = (s, facts)
+        return facts
+
+    def _batchable(self, s: ir.For, facts: _LoopFacts, count: int) -> int:
+        """How many iterations of ``s`` to run together (1: one at a time)."""
+        if not self.batches_loops or s.kind not in INDEPENDENT_ITERATIONS or facts.atomic or count < 2:
+            return 1
+        rows = self.batch or 1
+        return max(1, min(count, MAX_BATCH_ELEMENTS // (rows * max(facts.widest, 1))))
+
+    def _run_batched(self, s: ir.For, lo: int, count: int, chunk: int) -> None:
+        """Iterations lo .. lo+count-1 of ``s``, ``chunk`` at a time, each
+        chunk together: a batch of (rows already batched) x chunk rows,
+        row r being iteration r % chunk of the enclosing row r // chunk."""
+        outer, batch = self.env.values, self.batch
+        deadline = _deadline.get()
+        try:
+            for start in range(lo, lo + count, chunk):
+                _check_deadline(deadline)
+                n = min(chunk, lo + count - start)
+                values = {name: _repeated(value, n) for name, value in outer.items()} if batch else dict(outer)
+                values[s.name] = np.tile(np.arange(start, start + n, dtype=np.int32), batch or 1)[:, None]
+                self.env.values, self.batch = values, (batch or 1) * n
+                self.run(s.body)
+        finally:
+            self.env.values, self.batch = outer, batch
+
     def visit_allocate(self, s: ir.Allocate) -> None:
         device_buffer = isinstance(s.body, ir.LetStmt) and s.body.name == f"{s.name}.buffer"
-        if (s.condition is not None and not device_buffer
-                and not bool(np.all(self.eval(s.condition)))):
+        condition = None if s.condition is None or device_buffer else self.eval(s.condition)
+        if condition is not None and not _uniform(condition):
+            raise NonUniform()
+        if condition is not None and not bool(np.all(condition)):
             size = 0
         else:
             size = s.type.lanes
@@ -200,12 +359,23 @@ class Interpreter(Visitor[Any]):
                 size *= as_int(self.eval(extent))
             if s.padding is not None:
                 size += as_int(self.eval(s.padding))
-        array = new_array(size, dtype_of(s.type.element()), s.name)
+        rows = self.batch or 1
+        dtype = dtype_of(s.type.element())
+        new_array(size * rows, dtype, s.name)  # the limit on what one allocation may take, all rows together
         defined = None
         if self.poison_seed is not None:
-            array[:] = garbage(size, array.dtype, self.poison_seed, s.name)
-            defined = Definedness(np.zeros(size, dtype=np.bool_), self.undefined_reads)
-        previous = self.env.bind(s.name, Pointer(array, 0, s.name, defined))
+            # Every iteration's allocation starts as the same garbage, as it
+            # would one iteration after another.
+            array = np.tile(garbage(size, dtype, self.poison_seed, s.name), rows)
+            defined = Definedness(np.zeros(size * rows, dtype=np.bool_), self.undefined_reads)
+        else:
+            array = np.zeros(size * rows, dtype=dtype)
+        if self.batch is None:
+            pointer = Pointer(array, 0, s.name, defined)
+        else:
+            offsets = (np.arange(rows, dtype=np.int64) * size)[:, None]
+            pointer = Pointer(array, offsets, s.name, defined, row_size=size)
+        previous = self.env.bind(s.name, pointer)
         try:
             self.run(s.body)
         finally:
@@ -215,7 +385,17 @@ class Interpreter(Visitor[Any]):
         pass
 
     def visit_if_then_else(self, s: ir.IfThenElse) -> None:
-        if bool(np.all(self.eval(s.condition))):
+        condition = self.eval(s.condition)
+        if self.batch is not None and not _uniform(condition):
+            # Iterations that take different branches: each branch runs for
+            # its own rows (which one runs first cannot matter: they are
+            # independent).
+            taken = np.broadcast_to(condition, (self.batch, lanes(condition))).all(axis=1)
+            self._run_rows(s.then_case, np.flatnonzero(taken))
+            if s.else_case is not None:
+                self._run_rows(s.else_case, np.flatnonzero(~taken))
+            return
+        if bool(np.all(condition)):
             self.run(s.then_case)
         elif s.else_case is not None:
             self.run(s.else_case)
@@ -232,14 +412,18 @@ class Interpreter(Visitor[Any]):
 
     def visit_store(self, s: ir.Store) -> None:
         pointer = self._pointer(s.name)
-        index = self.eval(s.index).astype(np.int64) + pointer.offset
+        index = self.eval(s.index).astype(np.int64, copy=False) + pointer.offset
         value = self.eval(s.value)
-        if _lanes(value) == 1 and _lanes(index) > 1:
-            value = np.repeat(value, _lanes(index))
-        if s.predicate is not None:
-            mask = np.broadcast_to(self.eval(s.predicate), index.shape)
+        mask = None if s.predicate is None else self.eval(s.predicate)
+        shape = np.broadcast_shapes(index.shape, value.shape, () if mask is None else np.shape(mask))
+        index, value = np.broadcast_to(index, shape), np.broadcast_to(value, shape)
+        if mask is not None:
+            mask = np.broadcast_to(mask, shape)
+        self._check_access(pointer, index, s.name, mask)
+        if mask is not None:
             index, value = index[mask], value[mask]
-        self._check_bounds(pointer, index, s.name)
+        # Rows run in iteration order, so where two write one element the
+        # later iteration's value stays, as when they run one by one.
         pointer.array[index] = cast_array(value, _array_type(pointer.array, value))
         if pointer.defined is not None:
             pointer.defined.write(index)
@@ -287,7 +471,7 @@ class Interpreter(Visitor[Any]):
         if isinstance(value, np.ndarray) and value.dtype == object:
             # A handle reinterpreted as an integer: null or not.
             return np.array([0 if v is None else 1 for v in value], dtype=dtype_of(e.type))
-        return value.view(dtype_of(e.type))
+        return np.ascontiguousarray(value).view(dtype_of(e.type))
 
     def visit_binary(self, e: ir.Binary) -> Value:
         a, b = self.eval(e.a), self.eval(e.b)
@@ -316,32 +500,36 @@ class Interpreter(Visitor[Any]):
     def visit_select(self, e: ir.Select) -> Value:
         cond = self.eval(e.condition)
         t, f = self.eval(e.true_value), self.eval(e.false_value)
-        return _where(cond, t, f).astype(t.dtype)
+        return _where(cond, t, f).astype(t.dtype, copy=False)
 
     def visit_load(self, e: ir.Load) -> Value:
         pointer = self._pointer(e.name)
-        index = self.eval(e.index).astype(np.int64) + pointer.offset
+        index = self.eval(e.index).astype(np.int64, copy=False) + pointer.offset
         dtype = dtype_of(e.type)
         if e.predicate is not None:
-            mask = np.broadcast_to(self.eval(e.predicate), index.shape)
-            out = np.zeros(index.shape, dtype=dtype)
-            self._check_bounds(pointer, index[mask], e.name)
+            mask = self.eval(e.predicate)
+            shape = np.broadcast_shapes(index.shape, np.shape(mask))
+            index, mask = np.broadcast_to(index, shape), np.broadcast_to(mask, shape)
+            self._check_access(pointer, index, e.name, mask)
+            out = np.zeros(shape, dtype=dtype)
             if pointer.defined is not None:
-                pointer.defined.read(e.name, index[mask])
+                pointer.defined.read(e.name, index[mask], np.broadcast_to(pointer.offset, shape)[mask])
             out[mask] = _as_loaded(pointer.array[index[mask]], dtype, e.name)
             return out
-        self._check_bounds(pointer, index, e.name)
+        self._check_access(pointer, index, e.name, None)
         if pointer.defined is not None:
-            pointer.defined.read(e.name, index)
+            pointer.defined.read(e.name, index, pointer.offset)
         return _as_loaded(pointer.array[index], dtype, e.name)
 
     def visit_ramp(self, e: ir.Ramp) -> Value:
         base, stride = self.eval(e.base), self.eval(e.stride)
         steps = np.arange(e.lanes).astype(base.dtype)
-        return (base[None, :] + steps[:, None] * stride[None, :]).astype(base.dtype).reshape(-1)
+        ramp = base[..., None, :] + steps[:, None] * stride[..., None, :]
+        return ramp.astype(base.dtype, copy=False).reshape(*ramp.shape[:-2], -1)
 
     def visit_broadcast(self, e: ir.Broadcast) -> Value:
-        return np.tile(self.eval(e.value), e.lanes)
+        value = self.eval(e.value)
+        return np.tile(value, (1,) * (value.ndim - 1) + (e.lanes,))
 
     def visit_let(self, e: ir.Let) -> Value:
         previous = self.env.bind(e.name, self.eval(e.value))
@@ -351,31 +539,34 @@ class Interpreter(Visitor[Any]):
             self.env.restore(e.name, previous)
 
     def visit_shuffle(self, e: ir.Shuffle) -> Value:
-        joined = np.concatenate([self.eval(v) for v in e.vectors])
-        return joined[np.array(e.indices, dtype=np.int64)]
+        parts = [self.eval(v) for v in e.vectors]
+        if self.batch is not None and any(p.ndim == 2 for p in parts):
+            parts = [np.broadcast_to(p, (self.batch, lanes(p))) for p in parts]
+        joined = np.concatenate(parts, axis=-1)
+        return joined[..., np.array(e.indices, dtype=np.int64)]
 
     def visit_vector_reduce(self, e: ir.VectorReduce) -> Value:
         value = self.eval(e.value)
-        groups = value.reshape(e.type.lanes, -1)
+        groups = value.reshape(*value.shape[:-1], e.type.lanes, -1)
         dtype = dtype_of(e.type)
         op = e.op
         if op is ir.ReduceOp.ADD:
-            return _reduce_add(groups).astype(dtype)
+            return _reduce_add(groups).astype(dtype, copy=False)
         if op is ir.ReduceOp.MUL:
-            out = groups[:, 0]
-            for j in range(1, groups.shape[1]):
-                out = binary(ir.BinOp.MUL, out, groups[:, j])
+            out = groups[..., 0]
+            for j in range(1, groups.shape[-1]):
+                out = binary(ir.BinOp.MUL, out, groups[..., j])
             return out
         if op is ir.ReduceOp.MIN:
-            return groups.min(axis=1)
+            return groups.min(axis=-1)
         if op is ir.ReduceOp.MAX:
-            return groups.max(axis=1)
+            return groups.max(axis=-1)
         if op is ir.ReduceOp.AND:
-            return groups.all(axis=1)
+            return groups.all(axis=-1)
         if op is ir.ReduceOp.OR:
-            return groups.any(axis=1)
+            return groups.any(axis=-1)
         info = np.iinfo(dtype)
-        return np.clip(groups.astype(np.int64).sum(axis=1), info.min, info.max).astype(dtype)
+        return np.clip(groups.astype(np.int64, copy=False).sum(axis=-1), info.min, info.max).astype(dtype, copy=False)
 
     def visit_call(self, e: ir.Call) -> Value:
         by_expression = EXPRESSION_HANDLERS.get(e.name)
@@ -386,6 +577,8 @@ class Interpreter(Visitor[Any]):
             handler = wmma_call
         if handler is None:
             raise fail(f"the interpreter does not know the call '{e.name}'")
+        if self.batch is not None and (e.name in PER_ITERATION_CALLS or e.name in AMX_CALLS):
+            raise NonUniform()  # memory or tiles of each iteration's own: one by one
         return handler(e, [self.eval(a) for a in e.args])
 
     # ----------------------------------------------------------- memory
@@ -394,6 +587,18 @@ class Interpreter(Visitor[Any]):
         if isinstance(value, Pointer):
             return value
         raise fail(f"buffer '{name}' is not allocated or bound")
+
+    def _check_access(self, pointer: Pointer, index: np.ndarray, name: str, mask: np.ndarray | None) -> None:
+        """Fail on an access past the buffer (only the lanes ``mask`` keeps)."""
+        if pointer.row_size is None:
+            self._check_bounds(pointer, index if mask is None else index[mask], name)
+            return
+        relative = index - pointer.offset
+        if mask is not None:
+            relative = relative[mask]
+        if relative.size and (relative.min() < 0 or relative.max() >= pointer.row_size):
+            raise fail(f"access to '{name}' out of bounds: element {int(relative.min())}..{int(relative.max())} "
+                       f"of {pointer.row_size}")
 
     @staticmethod
     def _check_bounds(pointer: Pointer, index: np.ndarray, name: str) -> None:
@@ -424,10 +629,10 @@ def _array_type(array: np.ndarray, value: np.ndarray) -> ir.Type:
 def _reduce_add(groups: np.ndarray) -> np.ndarray:
     """Lane-group sums in the element type, left to right (Halide's order)."""
     if np.issubdtype(groups.dtype, np.integer):
-        return groups.astype(np.int64).sum(axis=1).astype(groups.dtype)
-    out = groups[:, 0].copy()
-    for j in range(1, groups.shape[1]):
-        out = (out + groups[:, j]).astype(groups.dtype)
+        return groups.astype(np.int64, copy=False).sum(axis=-1).astype(groups.dtype, copy=False)
+    out = groups[..., 0].copy()
+    for j in range(1, groups.shape[-1]):
+        out = (out + groups[..., j]).astype(groups.dtype, copy=False)
     return out
 
 
@@ -438,129 +643,15 @@ def _where(condition: np.ndarray, when_true: np.ndarray, when_false: np.ndarray)
 
 
 # --------------------------------------------------------------------------
-# AMX tiles
-# --------------------------------------------------------------------------
-
-
-def _byte_view(pointer: Pointer) -> tuple[np.ndarray, int]:
-    data = pointer.array
-    if not data.flags["C_CONTIGUOUS"]:
-        raise fail("tile memory must be contiguous")
-    return data.view(np.uint8), pointer.offset * data.itemsize
-
-
-def _tile_rows(op: str, args: list[Value]) -> tuple[np.ndarray, np.ndarray, int]:
-    """The memory bytes a tile_load/tile_store touches: (memory viewed as
-    bytes, the byte addresses rows x colbytes, the tile's byte count)."""
-    rows, colbytes = as_int(args[0]), as_int(args[1])
-    pointer = args[2]
-    if not isinstance(pointer, Pointer):
-        raise fail(f"{op} needs a buffer")
-    offset, stride = as_int(args[3]), as_int(args[4])
-    raw, base = _byte_view(pointer)
-    addresses = base + offset + np.arange(rows)[:, None] * stride + np.arange(colbytes)[None, :]
-    if addresses.min() < 0 or addresses.max() >= raw.size:
-        raise fail(f"{op} on '{pointer.name}' out of bounds")
-    return raw, addresses, rows * colbytes
-
-
-def _tile_elements(pointer: Pointer, addresses: np.ndarray) -> np.ndarray:
-    """The elements of ``pointer``'s array that the byte ``addresses`` touch."""
-    return np.unique(addresses.reshape(-1) // pointer.array.itemsize)
-
-
-def _tile_load(call: ir.Call, args: list[Value]) -> Value:
-    raw, addresses, size = _tile_rows(call.name, args)
-    if args[2].defined is not None:
-        args[2].defined.read(args[2].name, _tile_elements(args[2], addresses))
-    tile_bytes = np.zeros(call.type.lanes * call.type.bytes, dtype=np.uint8)
-    tile_bytes[:size] = raw[addresses].reshape(-1)
-    return tile_bytes.view(dtype_of(call.type))
-
-
-def _tile_store(call: ir.Call, args: list[Value]) -> Value:
-    raw, addresses, size = _tile_rows(call.name, args)
-    raw[addresses.reshape(-1)] = np.ascontiguousarray(args[5]).view(np.uint8)[:size]
-    if args[2].defined is not None:
-        args[2].defined.write(_tile_elements(args[2], addresses))
-    return np.array([0], dtype=np.int32)
-
-
-def _tile_matmul(call: ir.Call, args: list[Value]) -> Value:
-    """C += A . B for an M x K A tile and a VNNI-ordered B tile.
-
-    bf16: each K pair's two products are added to the float32 accumulator
-    one after the other, rounding to float32 each time; int8: four products
-    summed exactly into the wrapping int32 accumulator.
-    """
-    m, colbytes, k = (as_int(a) for a in args[:3])
-    acc, a, b = args[3], args[4], args[5]
-    if _amx_dot_product(a.dtype, b.dtype, acc.dtype) is None:
-        raise fail(f"no AMX instruction multiplies {a.dtype} by {b.dtype} into {acc.dtype}")
-    n = colbytes // 4
-    element_bytes = a.dtype.itemsize
-    kpack = 4 // element_bytes
-    if a.size < m * k or b.size < (k // kpack) * n * kpack or acc.size < m * n:
-        raise fail(f"tile_matmul({m}, {colbytes}, {k}): tiles of {acc.size}, {a.size} and {b.size} elements "
-                   f"cannot hold an {m} x {n} product of an {m} x {k} A and a VNNI B")
-    a_rows = a[: m * k].reshape(m, k)
-    b_vnni = b[: (k // kpack) * n * kpack].reshape(k // kpack, n, kpack)
-    c = acc[: m * n].reshape(m, n).copy()
-    if np.issubdtype(c.dtype, np.floating):
-        return _finish_matmul(call, _bf16_dot(c, a_rows, b_vnni, k, kpack), m, n)
-    ai = a_rows.astype(np.int64)
-    bi = b_vnni.astype(np.int64)
-    total = c.astype(np.int64)
-    for q in range(k // kpack):
-        for p in range(kpack):
-            total = total + ai[:, q * kpack + p][:, None] * bi[q, :, p][None, :]
-    return _finish_matmul(call, total.astype(np.int32), m, n)
-
-
-_AMX_OPERATIONS: dict[amx.AMXOp, ValueHandler] = {
-    amx.AMXOp.ZERO: lambda call, args: np.zeros(call.type.lanes, dtype=dtype_of(call.type)),
-    amx.AMXOp.LOAD: _tile_load,
-    amx.AMXOp.MATMUL: _tile_matmul,
-    amx.AMXOp.STORE: _tile_store,
-}
-
-_AMX_CALLS = {amx.AMX_INTRINSIC[op].name: handler for op, handler in _AMX_OPERATIONS.items()}
-"""The tile operations by name."""
-
-
-def _amx_dot_product(a: np.dtype, b: np.dtype, acc: np.dtype) -> amx.AMXDotProduct | None:
-    """The instruction of the table for these operand and accumulator dtypes."""
-    return next((d for d in amx.AMX_TILE.dot_products
-                 if (dtype_of(d.a), dtype_of(d.b), dtype_of(d.accumulator)) == (a, b, acc)), None)
-
-
-def _bf16_dot(c: np.ndarray, a_rows: np.ndarray, b_vnni: np.ndarray, k: int, kpack: int) -> np.ndarray:
-    af = a_rows.astype(np.float32)
-    bf = b_vnni.astype(np.float32)
-    with np.errstate(all="ignore"):  # garbage inputs (a wrong rewrite) may overflow
-        for q in range(k // kpack):
-            for p in range(kpack):
-                c = (c + af[:, q * kpack + p][:, None] * bf[q, :, p][None, :]).astype(np.float32)
-    return c
-
-
-def _finish_matmul(call: ir.Call, c: np.ndarray, m: int, n: int) -> np.ndarray:
-    out = np.zeros(call.type.lanes, dtype=dtype_of(call.type))
-    out[: m * n] = c.reshape(-1)
-    return out
-
-
-# --------------------------------------------------------------------------
 # WMMA fragments
 # --------------------------------------------------------------------------
 
-def _is_warp_collective(loop: ir.For) -> bool:
+def _is_warp_collective(loop: ir.For, nodes: list[Any]) -> bool:
     """A lane loop as legalization builds it: WMMA operations, the copies
     that stage their operands, the barriers between them and the operand
     fragments loaded into lets, never reading the lane index. Every lane
     does the same thing, as one warp-wide step, so the body runs once. Any
-    other lane loop runs as the loop it is."""
-    nodes = list(ir.walk(loop.body))
+    other lane loop runs as the loop it is. ``nodes``: the body's."""
     if any(isinstance(n, ir.Variable) and n.name == loop.name for n in nodes):
         return False
     if not any(ir.is_wmma_call(n) for n in nodes):

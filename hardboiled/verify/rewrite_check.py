@@ -66,6 +66,8 @@ class _FootprintInterpreter(Interpreter):
     """An interpreter that, instead of failing on an access outside a
     buffer, says which elements it wanted (relative to the buffer's start)."""
 
+    batches_loops = False  # every access is one iteration's, at its own offset
+
     @staticmethod
     def _check_bounds(pointer: Pointer, index: np.ndarray, name: str) -> None:
         if index.size and (index.min() < 0 or index.max() >= pointer.array.size):

@@ -4,7 +4,10 @@ and Halide's arithmetic on them.
 A value is a 1-D numpy array (a scalar has one lane) of the dtype that holds
 its Halide type (``dtype_of``; float16 and bfloat16 are stored and rounded as
 such, through ml_dtypes); a handle is a ``Pointer``, a ``halide_buffer_t`` a
-``BufferT``. ``binary`` and ``cast_array`` are Halide's operators: integer
+``BufferT``. Where the interpreter runs the iterations of a loop together
+(interp.py, "batched"), a value that differs between them is a 2-D array,
+one row per iteration, lanes along the last axis; numpy's broadcasting
+combines it with the 1-D values every iteration shares. ``binary`` and ``cast_array`` are Halide's operators: integer
 arithmetic wraps, integer division rounds down with a remainder that is never
 negative, and x / 0 == x % 0 == 0. The interpreter (interp.py) and the calls
 it evaluates (calls.py) share them.
@@ -29,6 +32,13 @@ Value = Any
 class InterpreterError(HardboiledError):
     """The program cannot be run: an unsupported construct, a failed assert,
     an out-of-bounds access."""
+
+
+class NonUniform(Exception):
+    """A value needed as one number (a loop bound, a size, an offset) differs
+    between the iterations the interpreter runs together: the statement
+    that asked runs again iteration by iteration (interp.py). Not an
+    InterpreterError: nothing is wrong with the program."""
 
 
 class ResourceLimitError(InterpreterError):
@@ -109,10 +119,14 @@ class Definedness:
     def write(self, index: np.ndarray) -> None:
         self.written[index] = True
 
-    def read(self, name: str, index: np.ndarray) -> None:
+    def read(self, name: str, index: np.ndarray, offset: Any = 0) -> None:
+        """Log a read of the elements ``index`` of the array; ``offset``
+        (where the reading iteration's own allocation starts in it) is
+        taken off the element the log names."""
         undefined = ~self.written[index]
         if undefined.any() and not any(r.startswith(f"'{name}' ") for r in self.reads):
-            self.reads.append(f"'{name}' element {int(np.asarray(index)[undefined].reshape(-1)[0])}")
+            relative = np.broadcast_to(np.asarray(index) - offset, undefined.shape)
+            self.reads.append(f"'{name}' element {int(relative[undefined].reshape(-1)[0])}")
 
 
 @dataclass
@@ -120,11 +134,27 @@ class Pointer:
     """A handle: an array of elements and an element offset into it."""
 
     array: np.ndarray
-    offset: int = 0
+    offset: Any = 0
+    """An int; for an allocation made once per iteration of a batched loop,
+    an int64 column (one row per iteration) of where each iteration's own
+    ``row_size`` elements start in ``array``."""
     name: str = ""
     defined: Definedness | None = None
     """For an allocation of the program's own, when the interpreter tracks
     what is written (``poison_seed``): reads of unwritten elements are logged."""
+    row_size: int | None = None
+    """The elements each iteration may reach from its offset (a batched
+    allocation); None: the whole array."""
+
+    def outside(self, index: np.ndarray) -> bool:
+        """Whether any of the element indices ``index`` (offset included,
+        rows aligned with ``offset``'s) is past what the pointer reaches."""
+        if not index.size:
+            return False
+        if self.row_size is None:
+            return bool(index.min() < 0 or index.max() >= self.array.size)
+        relative = index - self.offset
+        return bool(relative.min() < 0 or relative.max() >= self.row_size)
 
 
 @dataclass
@@ -145,11 +175,31 @@ class BufferT:
 
 
 def as_int(value: Value) -> int:
-    """A one-lane value as a Python int (an index, a size, a dimension)."""
+    """A one-lane value as a Python int (an index, a size, a dimension);
+    NonUniform if it is batched and its iterations' values differ."""
     array = np.asarray(value)
+    if array.ndim == 2 and array.shape[-1] == 1:
+        if array.shape[0] > 1 and not bool((array == array[0]).all()):
+            raise NonUniform()
+        return int(array[0, 0])
     if array.size != 1:
         raise fail(f"expected a scalar, got {array.size} lanes")
     return int(array.reshape(-1)[0])
+
+
+def row_ints(value: Value) -> Any:
+    """A one-lane value as an int, or, batched, an int64 column of one per
+    iteration (an offset each iteration computes its own)."""
+    array = np.asarray(value)
+    if array.ndim == 2 and array.shape[-1] == 1:
+        return array.astype(np.int64)
+    return as_int(array)
+
+
+def lanes(value: np.ndarray) -> int:
+    """How many lanes a value has, batched or not."""
+    shape = np.shape(value)
+    return int(shape[-1]) if shape else 1
 
 
 def cast_array(values: np.ndarray, t: ir.Type) -> np.ndarray:
@@ -162,14 +212,14 @@ def cast_array(values: np.ndarray, t: ir.Type) -> np.ndarray:
         if target == np.bool_:
             return values != 0
         if np.issubdtype(source, np.floating) or source == ml_dtypes.bfloat16:
-            wide = np.trunc(values.astype(np.float64))
+            wide = np.trunc(values.astype(np.float64, copy=False))
             wide = np.nan_to_num(wide, nan=0.0, posinf=0.0, neginf=0.0)
-            return wide.astype(np.int64).astype(target)
-        return values.astype(np.int64 if source != np.uint64 else np.uint64).astype(target)
+            return wide.astype(np.int64, copy=False).astype(target, copy=False)
+        return values.astype(np.int64 if source != np.uint64 else np.uint64, copy=False).astype(target, copy=False)
     if source == ml_dtypes.bfloat16 or target == ml_dtypes.bfloat16:
         via = np.float64 if source != np.bool_ else np.float32
-        return values.astype(via).astype(target)
-    return values.astype(target)
+        return values.astype(via, copy=False).astype(target, copy=False)
+    return values.astype(target, copy=False)
 
 
 _WRAPPING = {ir.BinOp.ADD: np.add, ir.BinOp.SUB: np.subtract, ir.BinOp.MUL: np.multiply}
@@ -186,44 +236,46 @@ _EXACT = {
 
 def binary(op: ir.BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Halide's ``a op b``, lane by lane (a one-lane operand is broadcast)."""
-    if a.size != b.size and 1 not in (a.size, b.size):
-        raise fail(f"operands of '{op.value}' have {a.size} and {b.size} lanes")
+    a_lanes, b_lanes = lanes(a), lanes(b)
+    if a_lanes != b_lanes and 1 not in (a_lanes, b_lanes):
+        raise fail(f"operands of '{op.value}' have {a_lanes} and {b_lanes} lanes")
     with np.errstate(all="ignore"):
         if op in _WRAPPING:
-            return _WRAPPING[op](a, b).astype(a.dtype)
+            return _WRAPPING[op](a, b).astype(a.dtype, copy=False)
         if op in _EXACT:
             return _EXACT[op](a, b)
         integer = np.issubdtype(a.dtype, np.integer)
         if op is ir.BinOp.DIV:
-            return _euclid_div(a, b) if integer else np.true_divide(a, b).astype(a.dtype)
+            return _euclid_div(a, b) if integer else np.true_divide(a, b).astype(a.dtype, copy=False)
         if integer:
             return _euclid_mod(a, b)
         # Halide computes a - b*floor(a/b) in float32 (or float64) and
         # rounds once to a 16-bit type.
         wide = np.float64 if a.dtype == np.float64 else np.float32
-        wa, wb = a.astype(wide), b.astype(wide)
-        return (wa - wb * np.floor(np.true_divide(wa, wb))).astype(a.dtype)
+        wa, wb = a.astype(wide, copy=False), b.astype(wide, copy=False)
+        return (wa - wb * np.floor(np.true_divide(wa, wb))).astype(a.dtype, copy=False)
 
 
 def _euclid_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Halide's integer division: the remainder is never negative
     (a == q * b + r with 0 <= r < |b|); division by zero gives zero."""
     if np.issubdtype(a.dtype, np.unsignedinteger):
-        return np.where(b == 0, 0, a // np.where(b == 0, 1, b)).astype(a.dtype)
-    wa, wb = a.astype(np.int64), b.astype(np.int64)
+        return np.where(b == 0, 0, a // np.where(b == 0, 1, b)).astype(a.dtype, copy=False)
+    wa, wb = a.astype(np.int64, copy=False), b.astype(np.int64, copy=False)
     safe = np.where(wb == 0, 1, wb)
     q = np.floor_divide(wa, np.abs(safe)) * np.sign(safe)
-    return np.where(wb == 0, 0, q).astype(a.dtype)
+    return np.where(wb == 0, 0, q).astype(a.dtype, copy=False)
 
 
 def _euclid_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if np.issubdtype(a.dtype, np.unsignedinteger):
-        return np.where(b == 0, 0, a % np.where(b == 0, 1, b)).astype(a.dtype)
-    wa, wb = a.astype(np.int64), b.astype(np.int64)
+        return np.where(b == 0, 0, a % np.where(b == 0, 1, b)).astype(a.dtype, copy=False)
+    wa, wb = a.astype(np.int64, copy=False), b.astype(np.int64, copy=False)
     safe = np.where(wb == 0, 1, wb)
     r = np.mod(wa, np.abs(safe))
-    return np.where(wb == 0, 0, r).astype(a.dtype)
+    return np.where(wb == 0, 0, r).astype(a.dtype, copy=False)
 
 
-__all__ = ["DTYPES", "MAX_ALLOCATION_BYTES", "BufferT", "InterpreterError", "Pointer", "ResourceLimitError", "Value",
-           "as_int", "binary", "cast_array", "dtype_of", "fail", "new_array"]
+__all__ = ["DTYPES", "MAX_ALLOCATION_BYTES", "BufferT", "InterpreterError", "NonUniform", "Pointer",
+           "ResourceLimitError", "Value", "as_int", "binary", "cast_array", "dtype_of", "fail", "lanes", "new_array",
+           "row_ints"]

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from hardboiled import ir
-from hardboiled.verify import interp
+from hardboiled.verify import tiles
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 RUNTIME = ROOT / "hardboiled" / "codegen" / "runtime"
@@ -563,12 +563,12 @@ WRAP_EXPECTED = {
 
 
 def _interp_bf16(c_bits: int, a: list[float], b: list[float]) -> int:
-    """The interpreter's answer for one C element (hardboiled.interp._bf16_dot)."""
+    """The interpreter's answer for one C element (hardboiled.verify.tiles._bf16_dot)."""
     pairs = len(a) // 2
     c = np.array([[c_bits]], dtype=np.uint32).view(np.float32)
     a_rows = np.array([a], dtype=np.float32).astype(ml_dtypes.bfloat16)
     b_vnni = np.array(b, dtype=np.float32).astype(ml_dtypes.bfloat16).reshape(pairs, 1, 2)
-    return int(interp._bf16_dot(c, a_rows, b_vnni, 2 * pairs, 2).view(np.uint32)[0, 0])
+    return int(tiles._bf16_dot(c, a_rows, b_vnni, 2 * pairs, 2).view(np.uint32)[0, 0])
 
 
 def _check_rounding(out: dict[str, str], flags: str) -> None:
@@ -763,7 +763,7 @@ int main(void) {
             call = ir.Call("tile_matmul", (), ir.Type(ir.TypeCode.INT, 32, 256))
             args = [16, 64, 64, c_i32.reshape(-1), a_i8.reshape(-1).view(types[0]),
                     b_i8.reshape(-1).view(types[1])]
-        expected = interp._tile_matmul(call, [np.array([v]) if isinstance(v, int) else v for v in args])
+        expected = tiles._tile_matmul(call, [np.array([v]) if isinstance(v, int) else v for v in args])
         got = np.frombuffer(bytes.fromhex(out[name]), dtype=expected.dtype)
         mismatch = np.flatnonzero(got.view(np.uint32) != expected.view(np.uint32))
         assert mismatch.size == 0, (

@@ -438,12 +438,15 @@ def test_rows_read_backwards_are_staged_not_loaded_with_a_negative_leading_dimen
 
 def test_the_interpreter_runs_other_lane_loops_lane_by_lane() -> None:
     """Only a loop of WMMA operations and staging copies is one warp-wide
-    step; a lane loop that accumulates runs 32 times."""
+    step; a lane loop that accumulates (atomically: its lanes read what
+    the others wrote) runs 32 times."""
     from hardboiled.verify.interp import BufferT, Interpreter
 
     text = (
         "gpu_lane<CUDA> (wmma.lane, 0, 32) {\n"
-        " f[0] = f[0] + 1\n"
+        " atomic (f) {\n"
+        "   f[0] = f[0] + 1\n"
+        " }\n"
         " acc[ramp(0, 1, 256)] = (float32x256)wmma.fill.m16n16k16.f32(0.000000f)\n"
         "}\n"
     )

@@ -13,7 +13,7 @@ from hardboiled.codegen import cuda as cuda_codegen
 from hardboiled.codegen import cuda_kernel
 from hardboiled.targets.amx import AMX_INTRINSIC, AMX_INTRINSICS, AMX_TILE, AMXIntrinsic, AMXOp
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE, Layout, MatrixUse, WMMAIntrinsic, WMMAOp, WMMAShape
-from hardboiled.verify import interp
+from hardboiled.verify import interp, tiles
 from hardboiled.verify.fragments import wmma_call
 
 WMMA_INTRINSICS = WMMA_TENSOR_CORE.intrinsics()
@@ -148,7 +148,7 @@ def test_every_amx_dot_product_is_generated_and_interpreted(product) -> None:  #
     assert AMX_TILE.dot_product(product.a.with_lanes(64), product.b) is product
     assert c_codegen._dot_product(product.a, product.b) == product.c_name
     dtypes = (interp.dtype_of(product.a), interp.dtype_of(product.b), interp.dtype_of(product.accumulator))
-    assert interp._amx_dot_product(*(np.dtype(d) for d in dtypes)) is product
+    assert tiles._amx_dot_product(*(np.dtype(d) for d in dtypes)) is product
 
 
 def test_amx_dot_products_cover_every_operand_pair_of_the_table() -> None:

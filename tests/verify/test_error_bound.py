@@ -226,3 +226,34 @@ def test_an_infinite_bound_is_unproven_and_exit_7_unless_accepted() -> None:
     assert raised.value.exit_code == ExitCode.VERIFICATION_UNPROVEN == 7
     assert "proves nothing about 2 output elements" in raised.value.diagnostic.message
     assert "unproven elements accepted" in checked(result, accept_unproven=True)
+
+
+def test_a_product_of_float16_values_in_float32_is_exact() -> None:
+    """float32(a) * float32(b) of float16 a and b: 11 + 11 significant bits
+    fit float32's 24, and the exponents stay in range, so the product is
+    exact and its bound is 0; float32 operands (24 bits each) round."""
+    a = np.array([0.1, 3.0, -65504.0, 2.0 ** -24], np.float16)
+    b = np.array([0.3, 7.0, 65504.0, 2.0 ** -24], np.float16)
+    got, err = _bound_of("out[ramp(0, 1, 4)] = float32x4((float16x4)a[ramp(0, 1, 4)])*float32x4((float16x4)b[ramp(0, 1, 4)])",
+                         {"a": a, "b": b})
+    assert np.all(err == 0.0)
+    assert np.array_equal(got, a.astype(np.float64) * b.astype(np.float64))
+    wide_a, wide_b = a.astype(np.float32) + np.float32(1e-3), b.astype(np.float32)
+    _, rounded = _bound_of("out[ramp(0, 1, 4)] = (float32x4)a[ramp(0, 1, 4)]*(float32x4)b[ramp(0, 1, 4)]",
+                           {"a": wide_a, "b": wide_b})
+    assert np.all(rounded > 0)
+
+
+def test_exact_operands_add_no_work_to_the_bound_program() -> None:
+    """The bound of a float32 sum of products of float16 inputs: the inputs
+    are exact, so the bound program multiplies no error by a value and
+    adds no zero vectors (what an exact operand contributes is dropped when
+    the program is built)."""
+    stmt = parse_input("out[ramp(0, 1, 4)] = float32x4((float16x4)a[ramp(0, 1, 4)])*float32x4((float16x4)b[ramp(0, 1, 4)]) + "
+                       "(float32x4)out[ramp(0, 1, 4)]\n").ir
+    program = bound_program(stmt, {"out"}, {"out"})
+    selects = [n for n in ir.walk(program) if isinstance(n, ir.Select)]
+    zeros = [n for n in ir.walk(program) if isinstance(n, ir.Binary) and n.op is ir.BinOp.ADD
+             and any(isinstance(x, ir.Broadcast) and isinstance(x.value, ir.FloatImm) and x.value.value == 0.0
+                     for x in (n.a, n.b))]
+    assert not selects and not zeros

@@ -1,0 +1,162 @@
+"""Loops whose iterations are independent (parallel, gpu_block, gpu_thread,
+gpu_lane) run batched in the interpreter: every statement once for all
+iterations, on values with a row per iteration (verify/interp.py). That is
+only an engine: it must compute, bit for bit, what running the iterations
+one after the other computes, on the real programs (the applications and
+fixtures, original and tensorized) and on the constructs that make
+iterations disagree (tails, branches, allocations, offsets), while running
+far fewer statements."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from hardboiled import ir
+from hardboiled.frontend.parse import parse_input
+from hardboiled.verify.compare import poison_seed, run_original
+from hardboiled.verify.interp import INDEPENDENT_ITERATIONS, BufferT, Interpreter
+
+from ..conftest import MANIFEST, ROOT, tensorized_app, tensorized_fixture
+
+
+class _Counting(Interpreter):
+    """Counts the stores it runs (one per statement run, batched or not)."""
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.stores = 0
+
+    def visit_store(self, s: ir.Store) -> None:
+        self.stores += 1
+        super().visit_store(s)
+
+
+class _Serial(_Counting):
+    batches_loops = False
+
+
+def _both(stmt: ir.Stmt, buffers: dict[str, BufferT], seed: int = 3) -> tuple[_Counting, _Serial, dict, dict]:
+    batched_state, serial_state = copy.deepcopy(buffers), copy.deepcopy(buffers)
+    batched = _Counting(buffers=batched_state, poison_seed=poison_seed(seed, 1))
+    serial = _Serial(buffers=serial_state, poison_seed=poison_seed(seed, 1))
+    batched.run(stmt)
+    serial.run(stmt)
+    return batched, serial, batched_state, serial_state
+
+
+def _assert_same(batched: dict[str, BufferT], serial: dict[str, BufferT]) -> None:
+    for name in serial:
+        a, b = batched[name].data, serial[name].data
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), f"'{name}' differs between batched and serial"
+
+
+def _batches(stmt: ir.Stmt) -> bool:
+    """Whether a loop of independent iterations runs more than once (a lane
+    loop of WMMA operations runs once either way)."""
+    return any(isinstance(n, ir.For) and n.kind in INDEPENDENT_ITERATIONS - {ir.ForKind.GPU_LANE}
+               and not (isinstance(n.extent, ir.IntImm) and n.extent.value < 2) for n in ir.walk(stmt))
+
+
+_APPS = sorted(p.stem for p in (ROOT / "tests" / "fixtures" / "apps").glob("*.stmt"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _APPS)
+def test_every_application_computes_the_same_batched_and_serial(name: str) -> None:
+    """Original and tensorized, every output and every input bit for bit,
+    the same reads of unwritten memory; the GPU programs run fewer
+    statements (at the test sizes, a few blocks: bench/verify_paper.py has
+    the paper's)."""
+    original = parse_input((ROOT / "tests" / "fixtures" / "apps" / f"{name}.stmt").read_text()).ir
+    assert isinstance(original, ir.Stmt)
+    buffers, _, _ = run_original(original, {}, 0)
+    for program in (original, tensorized_app(name)):
+        batched, serial, batched_state, serial_state = _both(program, buffers)
+        _assert_same(batched_state, serial_state)
+        assert batched.undefined_reads == serial.undefined_reads
+        assert batched.stores <= serial.stores
+        if _batches(program):
+            assert batched.stores < serial.stores, (batched.stores, serial.stores)
+
+
+_GPU_FIXTURES = sorted(case for case, entry in MANIFEST.items() if entry["accelerator"] == "wmma")
+
+
+@pytest.mark.parametrize("case", _GPU_FIXTURES[::3])
+def test_gpu_fixtures_compute_the_same_batched_and_serial(case: str) -> None:
+    original, rewritten = tensorized_fixture(case)
+    buffers, _, _ = run_original(original, {}, 0)
+    for program in (original, rewritten):
+        _, _, batched_state, serial_state = _both(program, buffers)
+        _assert_same(batched_state, serial_state)
+
+
+def _run_text(text: str, arrays: dict[str, np.ndarray]) -> tuple[_Counting, _Serial, dict, dict]:
+    stmt = parse_input(text, "batched.stmt",
+                       buffer_types={name: ir.Int(32) for name in arrays}).ir
+    assert isinstance(stmt, ir.Stmt)
+    buffers = {name: BufferT(name, ir.Int(32), array.copy(), (0,), (array.size,), (1,))
+               for name, array in arrays.items()}
+    hosts = stmt
+    for name in arrays:
+        hosts = ir.LetStmt(name, ir.Call("_halide_buffer_get_host", (ir.Variable(f"{name}.buffer", ir.handle_type()),),
+                                         ir.handle_type()), hosts)
+    return _both(hosts, buffers)
+
+
+def test_tails_branches_and_allocations_of_each_iteration() -> None:
+    """Blocks whose inner loop runs over ranges of their own (a tail),
+    whose branch differs, each with an allocation of its own written at an
+    offset that depends on the block: the same as one block at a time."""
+    text = (
+        "gpu_block<CUDA> (b, 0, 7) {\n"
+        " allocate tmp[int32 * 8] in Auto\n"
+        " for (i, 0, min(8, 50 - b*8)) {\n"
+        "  tmp[i] = b*100 + i\n"
+        " }\n"
+        " gpu_thread<CUDA> (t, 0, 4) {\n"
+        "  if (b % 2 == t % 2) {\n"
+        "   out[(b*4) + t] = tmp[t] + tmp[min(7, t + (b % 3))]\n"
+        "  } else {\n"
+        "   out[(b*4) + t] = 0 - 1\n"
+        "  }\n"
+        " }\n"
+        "}\n"
+    )
+    batched, serial, batched_state, serial_state = _run_text(text, {"out": np.zeros(28, np.int32)})
+    _assert_same(batched_state, serial_state)
+    assert batched_state["out"].data[4 * 6 + 0] == 1200  # block 6 wrote 2 elements of tmp only: its tail
+    assert batched.stores < serial.stores
+
+
+def test_a_read_of_an_unwritten_element_names_the_iterations_own_index() -> None:
+    """Poison in a per-block allocation: the log names the element in the
+    block's own allocation, not its place in the batch's memory."""
+    text = (
+        "gpu_block<CUDA> (b, 0, 4) {\n"
+        " allocate tmp[int32 * 4] in Auto\n"
+        " tmp[ramp(0, 1, 2)] = x2(b)\n"
+        " out[b] = tmp[3]\n"
+        "}\n"
+    )
+    batched, serial, _, _ = _run_text(text, {"out": np.zeros(4, np.int32)})
+    assert batched.undefined_reads == serial.undefined_reads == ["'tmp' element 3"]
+
+
+def test_iterations_that_write_one_element_leave_the_last_ones_value() -> None:
+    """Two iterations storing to one element (a race on a GPU): the later
+    iteration's value stays, as when they run one after the other."""
+    text = "gpu_block<CUDA> (b, 0, 5) {\n out[b / 2] = b\n}\n"
+    _, _, batched_state, serial_state = _run_text(text, {"out": np.zeros(3, np.int32)})
+    _assert_same(batched_state, serial_state)
+    assert list(batched_state["out"].data) == [1, 3, 4]
+
+
+def test_an_atomic_update_runs_its_iterations_one_by_one() -> None:
+    text = "parallel (i, 0, 16) {\n atomic (out) {\n  out[0] = out[0] + i\n }\n}\n"
+    batched, _, batched_state, _ = _run_text(text, {"out": np.zeros(1, np.int32)})
+    assert batched_state["out"].data[0] == sum(range(16))
+    assert batched.stores == 16
