@@ -19,6 +19,10 @@ anything, an infinite mask value included, is zero:
 
 * a + b: err(a) + err(b) + u * |a + b|;
 * a * b: err(a) * |b| + |a| * err(b) + err(a) * err(b) + u * |a * b|;
+  no rounding term where the product is exact: both operands float16
+  values or small integers (m + n significant bits fit the result's type,
+  11 + 11 in float32's 24, exponents in range), as in every float16
+  matrix product accumulated in float32;
 * a / b: (err(a) + |a / b| * err(b)) / (|b| - err(b)) + u * |a / b|;
 * a sum of f lanes (vector_reduce_add): the lanes' errors plus
   (f - 1) * u * sum |lane|, whatever order the lanes are added in;
@@ -33,6 +37,10 @@ anything, an infinite mask value included, is zero:
 * a smooth math call f(x) (sin, cos, tanh): err(x) * (|f(x)| + 1);
 * every other call as ir/operations.py says (``ErrorRule``): a hint has its
   argument's error, strict_add the add's, mux the selects'.
+
+An exact operand (an input, a weight) adds nothing to a bound, and the
+bound program is built without what it would add (0 + x, max(0, x),
+0 * |y|), so that it computes no vectors of zeros.
 
 Accumulating N products into one element, chunk by chunk, thus allows about
 N * u * sum |product|: the bound grows with the accumulation length and

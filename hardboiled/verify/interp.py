@@ -196,6 +196,7 @@ class Interpreter(Visitor[Any]):
         """How many iterations run together (the rows of batched values), or
         None outside a batched loop."""
         self._loop_facts: dict[int, tuple[ir.For, _LoopFacts]] = {}
+        self._running = False
 
     batches_loops = True
     """Whether loops of INDEPENDENT_ITERATIONS run batched (a subclass that
@@ -203,10 +204,24 @@ class Interpreter(Visitor[Any]):
 
     # ----------------------------------------------------------- statements
     def run(self, s: ir.Stmt) -> None:
+        """Run ``s``: with numpy's floating-point warnings off (an overflow
+        to inf or a NaN is Halide's result, not an error), once for a whole
+        run rather than per operation."""
+        if self._running:
+            self._run(s)
+            return
+        self._running = True
+        try:
+            with np.errstate(all="ignore"):
+                self._run(s)
+        finally:
+            self._running = False
+
+    def _run(self, s: ir.Stmt) -> None:
         if isinstance(s, _BODY_ONLY):
             # Markers for other passes (produce/consume, atomic, semaphores,
             # hoisted storage): a serial run just enters the body.
-            self.run(s.body)
+            self._run(s.body)
             return
         if self.batch is None:
             self.visit(s)
@@ -228,7 +243,7 @@ class Interpreter(Visitor[Any]):
             for row in range(batch):
                 _check_deadline(deadline)
                 self.env.values = {name: _row(value, row) for name, value in batched.items()}
-                self.run(s)
+                self._run(s)
         finally:
             self.env.values, self.batch = batched, batch
 
@@ -238,7 +253,7 @@ class Interpreter(Visitor[Any]):
         try:
             self.env.values = {name: _rows(value, rows) for name, value in batched.items()}
             self.batch = len(rows)
-            self.run(s)
+            self._run(s)
         finally:
             self.env.values, self.batch = batched, batch
 
@@ -254,7 +269,7 @@ class Interpreter(Visitor[Any]):
 
     def visit_block(self, s: ir.Block) -> None:
         for child in s.stmts:
-            self.run(child)
+            self._run(child)
 
     def visit_no_op(self, s: ir.NoOp) -> None:
         pass
@@ -271,7 +286,7 @@ class Interpreter(Visitor[Any]):
                                 value.mins, value.extents, value.strides)
         previous = self.env.bind(s.name, value)
         try:
-            self.run(s.body)
+            self._run(s.body)
         finally:
             self.env.restore(s.name, previous)
 
@@ -286,7 +301,7 @@ class Interpreter(Visitor[Any]):
         if facts.warp_collective:
             # The lanes of a warp execute a WMMA operation together, once:
             # run a body that no lane tells apart from another one time.
-            self.run(s.body)
+            self._run(s.body)
             return
         low, extent = self.eval(s.min), self.eval(s.extent)
         if self.batch is not None and not (_uniform(low) and _uniform(extent)):
@@ -306,7 +321,7 @@ class Interpreter(Visitor[Any]):
             for i in range(lo, lo + count):
                 _check_deadline(deadline)
                 self.env.values[s.name] = np.array([i], dtype=np.int32)
-                self.run(s.body)
+                self._run(s.body)
         finally:
             self.env.restore(s.name, previous)
 
@@ -342,7 +357,7 @@ class Interpreter(Visitor[Any]):
                 values = {name: _repeated(value, n) for name, value in outer.items()} if batch else dict(outer)
                 values[s.name] = np.tile(np.arange(start, start + n, dtype=np.int32), batch or 1)[:, None]
                 self.env.values, self.batch = values, (batch or 1) * n
-                self.run(s.body)
+                self._run(s.body)
         finally:
             self.env.values, self.batch = outer, batch
 
@@ -377,7 +392,7 @@ class Interpreter(Visitor[Any]):
             pointer = Pointer(array, offsets, s.name, defined, row_size=size)
         previous = self.env.bind(s.name, pointer)
         try:
-            self.run(s.body)
+            self._run(s.body)
         finally:
             self.env.restore(s.name, previous)
 
@@ -396,16 +411,16 @@ class Interpreter(Visitor[Any]):
                 self._run_rows(s.else_case, np.flatnonzero(~taken))
             return
         if bool(np.all(condition)):
-            self.run(s.then_case)
+            self._run(s.then_case)
         elif s.else_case is not None:
-            self.run(s.else_case)
+            self._run(s.else_case)
 
     def visit_evaluate(self, s: ir.Evaluate) -> None:
         self.eval(s.value)
 
     def visit_fork(self, s: ir.Fork) -> None:
-        self.run(s.first)
-        self.run(s.rest)
+        self._run(s.first)
+        self._run(s.rest)
 
     def visit_prefetch(self, s: ir.Prefetch) -> None:
         pass
