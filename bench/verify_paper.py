@@ -34,8 +34,17 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 TREE = Path(os.environ.get("HB_TREE", HERE.parent))
 """The checkout whose hardboiled a child measures (the baseline's worktree, or this one)."""
-sys.path.insert(0, str(TREE))
+if TREE != HERE.parent:
+    # The editable install's import hook maps hardboiled (and its grammars
+    # and rules) to this checkout before sys.path is looked at: the
+    # baseline's child points it at the worktree instead.
+    for module in list(sys.modules.values()):
+        mapping = getattr(module, "MAPPING", None)
+        if getattr(module, "__name__", "").startswith("__editable__") and isinstance(mapping, dict):
+            for package, path in mapping.items():
+                mapping[package] = path.replace(str(HERE.parent), str(TREE), 1)
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(TREE))
 
 TARGET_S = 60.0
 
@@ -68,7 +77,8 @@ def child(name: str) -> dict:
     seconds = time.perf_counter() - started
     outcome = "equal" if check.ok and not check.unproven else (
         f"unproven ({check.unproven} elements)" if check.ok else "MISMATCH")
-    return dict(name=name, outcome=outcome, seconds=round(seconds, 1), layouts=list(check.shapes))
+    return dict(name=name, outcome=outcome, seconds=round(seconds, 1), layouts=list(check.shapes),
+                tree=str(Path(hardboiled.__file__).parent.parent))
 
 
 def measure(name: str, tree: Path, limit: float) -> dict:

@@ -62,6 +62,10 @@ from hardboiled.verify.values import (
     garbage,
     lanes,
     new_array,
+    repeated,
+    row_of,
+    rows_of,
+    uniform,
 )
 
 INTERPRETER_TIMEOUT_S = 300.0
@@ -139,40 +143,6 @@ class _LoopFacts:
     """The body has an atomic update: its iterations read what others wrote."""
 
 
-def _row(value: Value, row: int) -> Value:
-    """What iteration ``row`` of a batch sees of ``value``."""
-    if isinstance(value, np.ndarray) and value.ndim == 2:
-        return value[row]
-    if isinstance(value, Pointer) and value.row_size is not None:
-        return Pointer(value.array, int(value.offset[row, 0]), value.name, value.defined, value.row_size)
-    return value
-
-
-def _rows(value: Value, rows: np.ndarray) -> Value:
-    """What the iterations ``rows`` (indices into the batch) see of ``value``."""
-    if isinstance(value, np.ndarray) and value.ndim == 2:
-        return value[rows]
-    if isinstance(value, Pointer) and value.row_size is not None:
-        return Pointer(value.array, value.offset[rows], value.name, value.defined, value.row_size)
-    return value
-
-
-def _repeated(value: Value, times: int) -> Value:
-    """``value`` for a batch whose every row becomes ``times`` rows (a loop
-    nested in a batched one, run batched too)."""
-    if isinstance(value, np.ndarray) and value.ndim == 2:
-        return np.repeat(value, times, axis=0)
-    if isinstance(value, Pointer) and value.row_size is not None:
-        return Pointer(value.array, np.repeat(value.offset, times, axis=0), value.name, value.defined,
-                       value.row_size)
-    return value
-
-
-def _uniform(value: Value) -> bool:
-    return not (isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[0] > 1
-                and not bool((value == value[0]).all()))
-
-
 class Interpreter(Visitor[Any]):
     """Runs statements against an environment of buffers and parameters."""
 
@@ -242,7 +212,7 @@ class Interpreter(Visitor[Any]):
             self.batch = None
             for row in range(batch):
                 _check_deadline(deadline)
-                self.env.values = {name: _row(value, row) for name, value in batched.items()}
+                self.env.values = {name: row_of(value, row) for name, value in batched.items()}
                 self._run(s)
         finally:
             self.env.values, self.batch = batched, batch
@@ -251,7 +221,7 @@ class Interpreter(Visitor[Any]):
         """Run ``s`` for the iterations ``rows`` of the batch only."""
         batched, batch = self.env.values, self.batch
         try:
-            self.env.values = {name: _rows(value, rows) for name, value in batched.items()}
+            self.env.values = {name: rows_of(value, rows) for name, value in batched.items()}
             self.batch = len(rows)
             self._run(s)
         finally:
@@ -304,7 +274,7 @@ class Interpreter(Visitor[Any]):
             self._run(s.body)
             return
         low, extent = self.eval(s.min), self.eval(s.extent)
-        if self.batch is not None and not (_uniform(low) and _uniform(extent)):
+        if self.batch is not None and not (uniform(low) and uniform(extent)):
             # Iterations of a batch that loop over different ranges (a
             # tail): each range runs once, for the rows that have it.
             for rows in self._row_groups(low, extent):
@@ -354,7 +324,7 @@ class Interpreter(Visitor[Any]):
             for start in range(lo, lo + count, chunk):
                 _check_deadline(deadline)
                 n = min(chunk, lo + count - start)
-                values = {name: _repeated(value, n) for name, value in outer.items()} if batch else dict(outer)
+                values = {name: repeated(value, n) for name, value in outer.items()} if batch else dict(outer)
                 values[s.name] = np.tile(np.arange(start, start + n, dtype=np.int32), batch or 1)[:, None]
                 self.env.values, self.batch = values, (batch or 1) * n
                 self._run(s.body)
@@ -364,7 +334,7 @@ class Interpreter(Visitor[Any]):
     def visit_allocate(self, s: ir.Allocate) -> None:
         device_buffer = isinstance(s.body, ir.LetStmt) and s.body.name == f"{s.name}.buffer"
         condition = None if s.condition is None or device_buffer else self.eval(s.condition)
-        if condition is not None and not _uniform(condition):
+        if condition is not None and not uniform(condition):
             raise NonUniform()
         if condition is not None and not bool(np.all(condition)):
             size = 0
@@ -401,7 +371,7 @@ class Interpreter(Visitor[Any]):
 
     def visit_if_then_else(self, s: ir.IfThenElse) -> None:
         condition = self.eval(s.condition)
-        if self.batch is not None and not _uniform(condition):
+        if self.batch is not None and not uniform(condition):
             # Iterations that take different branches: each branch runs for
             # its own rows (which one runs first cannot matter: they are
             # independent).

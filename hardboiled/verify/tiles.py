@@ -31,7 +31,9 @@ def _tile_rows(op: str, args: list[Value]) -> tuple[np.ndarray, np.ndarray, int]
     offset, stride = as_int(args[3]), as_int(args[4])
     raw, base = _byte_view(pointer)
     addresses = base + offset + np.arange(rows)[:, None] * stride + np.arange(colbytes)[None, :]
-    if addresses.min() < 0 or addresses.max() >= raw.size:
+    itemsize = pointer.array.itemsize
+    if addresses.min() < 0 or addresses.max() >= raw.size or pointer.outside(
+            np.array([addresses.min() // itemsize, addresses.max() // itemsize])):
         raise fail(f"{op} on '{pointer.name}' out of bounds")
     return raw, addresses, rows * colbytes
 
@@ -44,7 +46,7 @@ def _tile_elements(pointer: Pointer, addresses: np.ndarray) -> np.ndarray:
 def _tile_load(call: ir.Call, args: list[Value]) -> Value:
     raw, addresses, size = _tile_rows(call.name, args)
     if args[2].defined is not None:
-        args[2].defined.read(args[2].name, _tile_elements(args[2], addresses))
+        args[2].defined.read(args[2].name, _tile_elements(args[2], addresses), args[2].offset)
     tile_bytes = np.zeros(call.type.lanes * call.type.bytes, dtype=np.uint8)
     tile_bytes[:size] = raw[addresses].reshape(-1)
     return tile_bytes.view(dtype_of(call.type))

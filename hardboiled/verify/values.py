@@ -222,6 +222,47 @@ def cast_array(values: np.ndarray, t: ir.Type) -> np.ndarray:
     return values.astype(target, copy=False)
 
 
+def per_row_pointer(value: Value) -> bool:
+    """A pointer to allocations of each row's own (its offset a column);
+    one made while the rows ran one by one is the same for all of them."""
+    return isinstance(value, Pointer) and isinstance(value.offset, np.ndarray)
+
+
+def row_of(value: Value, row: int) -> Value:
+    """What iteration ``row`` of a batch sees of ``value``."""
+    if isinstance(value, np.ndarray) and value.ndim == 2:
+        return value[row]
+    if per_row_pointer(value):
+        return Pointer(value.array, int(value.offset[row, 0]), value.name, value.defined, value.row_size)
+    return value
+
+
+def rows_of(value: Value, rows: np.ndarray) -> Value:
+    """What the iterations ``rows`` (indices into the batch) see of ``value``."""
+    if isinstance(value, np.ndarray) and value.ndim == 2:
+        return value[rows]
+    if per_row_pointer(value):
+        return Pointer(value.array, value.offset[rows], value.name, value.defined, value.row_size)
+    return value
+
+
+def repeated(value: Value, times: int) -> Value:
+    """``value`` for a batch whose every row becomes ``times`` rows (a loop
+    nested in a batched one, run batched too)."""
+    if isinstance(value, np.ndarray) and value.ndim == 2:
+        return np.repeat(value, times, axis=0)
+    if per_row_pointer(value):
+        return Pointer(value.array, np.repeat(value.offset, times, axis=0), value.name, value.defined,
+                       value.row_size)
+    return value
+
+
+def uniform(value: Value) -> bool:
+    """Whether every iteration of a batch sees the same ``value``."""
+    return not (isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[0] > 1
+                and not bool((value == value[0]).all()))
+
+
 _WRAPPING = {ir.BinOp.ADD: np.add, ir.BinOp.SUB: np.subtract, ir.BinOp.MUL: np.multiply}
 """Arithmetic computed wide and wrapped (or rounded) back to the operands' type."""
 
@@ -286,4 +327,4 @@ def _euclid_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 __all__ = ["DTYPES", "MAX_ALLOCATION_BYTES", "BufferT", "InterpreterError", "NonUniform", "Pointer",
            "ResourceLimitError", "Value", "as_int", "binary", "cast_array", "dtype_of", "fail", "lanes", "new_array",
-           "row_ints"]
+           "per_row_pointer", "repeated", "row_ints", "row_of", "rows_of", "uniform"]

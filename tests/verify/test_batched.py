@@ -17,7 +17,7 @@ import pytest
 from hardboiled import ir
 from hardboiled.frontend.parse import parse_input
 from hardboiled.verify.compare import poison_seed, run_original
-from hardboiled.verify.interp import INDEPENDENT_ITERATIONS, BufferT, Interpreter
+from hardboiled.verify.interp import INDEPENDENT_ITERATIONS, BufferT, Interpreter, InterpreterError
 
 from ..conftest import MANIFEST, ROOT, tensorized_app, tensorized_fixture
 
@@ -160,3 +160,51 @@ def test_an_atomic_update_runs_its_iterations_one_by_one() -> None:
     batched, _, batched_state, _ = _run_text(text, {"out": np.zeros(1, np.int32)})
     assert batched_state["out"].data[0] == sum(range(16))
     assert batched.stores == 16
+
+
+def test_a_tile_operation_stays_inside_its_iterations_allocation() -> None:
+    """An AMX tile load in a parallel loop runs iteration by iteration; its
+    allocation is one row of the batch's memory, and a load past that row
+    (into the next iteration's) is out of bounds, batched or not."""
+    text = (
+        "parallel (b, 0, 3) {\n"
+        " allocate tmp[float32 * 16] in Stack\n"
+        " tmp[ramp(0, 1, 16)] = x16(1.000000f)\n"
+        " out[ramp(b*16, 1, 16)] = (float32x16)tile_load(2, 64, tmp, 0, 64)\n"
+        "}\n"
+    )
+    stmt = parse_input(text, "tiles.stmt", buffer_types={"out": ir.Float(32)}).ir
+    out = BufferT("out", ir.Float(32), np.zeros(48, np.float32), (0,), (48,), (1,))
+    program = ir.LetStmt("out", ir.Call("_halide_buffer_get_host", (ir.Variable("out.buffer", ir.handle_type()),),
+                                        ir.handle_type()), stmt)
+    for interpreter in (Interpreter(buffers={"out": copy.deepcopy(out)}),
+                        _Serial(buffers={"out": copy.deepcopy(out)})):
+        with pytest.raises(InterpreterError, match="out of bounds"):
+            interpreter.run(program)
+
+
+def test_threads_inside_a_block_that_ran_on_its_own() -> None:
+    """A block whose second allocation has a size of its own (a tail) runs
+    block by block from there; the (nested) thread loops inside are batched
+    again, over the block's share of the first allocation, made for all
+    blocks."""
+    text = (
+        "gpu_block<CUDA> (b, 0, 3) {\n"
+        " allocate tmp[int32 * 16] in Auto\n"
+        " allocate tail[int32 * (4 - b)] in Auto\n"
+        " gpu_thread<CUDA> (ty, 0, 2) {\n"
+        "  gpu_thread<CUDA> (tx, 0, 2) {\n"
+        "   tmp[ramp(((ty*2) + tx)*4, 1, 4)] = x4((b*10) + ((ty*2) + tx))\n"
+        "  }\n"
+        " }\n"
+        " gpu_thread<CUDA> (t, 0, 4 - b) {\n"
+        "  tail[t] = tmp[(3 - t)*4]\n"
+        " }\n"
+        " gpu_thread<CUDA> (t, 0, 4 - b) {\n"
+        "  out[(b*4) + t] = tail[t]\n"
+        " }\n"
+        "}\n"
+    )
+    _, _, batched_state, serial_state = _run_text(text, {"out": np.full(12, -1, np.int32)})
+    _assert_same(batched_state, serial_state)
+    assert list(batched_state["out"].data[4:8]) == [13, 12, 11, -1]
