@@ -59,7 +59,7 @@ AMX_AXES = {
     "K": [dict(K=32), dict(K=128), dict(K=256)],
     "tiles": [dict(tiles=(1, 2)), dict(tiles=(1, 4)), dict(tiles=(1, 2), loops="k_outer")],
     "init": [dict(init=i) for i in ("cbuf", "bias_col", "bias_row", "const")],
-    "epilogue": [dict(epilogue=e) for e in ("relu", "scale", "bias", "cast")],
+    "epilogue": [dict(epilogue=e) for e in ("relu", "scale", "bias", "cast", "sigmoid", "silu")],
     "loops": [dict(loops="k_outer"), dict(loops="swap_tiles")],
     "unroll": [dict(unroll="none"), dict(unroll="k")],
     "sizes": [dict(sizes="symbolic")],
@@ -92,7 +92,7 @@ WMMA_AXES = {
     "K": [dict(K=16), dict(K=128)],
     "tiles": [dict(tiles=(1, 2)), dict(tiles=(2, 1)), dict(tiles=(2, 2))],
     "init": [dict(init=i) for i in ("cbuf", "bias_col", "bias_row", "const")],
-    "epilogue": [dict(epilogue=e) for e in ("relu", "scale", "bias", "cast")],
+    "epilogue": [dict(epilogue=e) for e in ("relu", "scale", "bias", "cast", "sigmoid", "silu")],
     "sizes": [dict(sizes="symbolic"), dict(sizes="output")],
     "batch": [dict(batch=True)],
     "widen": [dict(types="i8>i32", widen="i16")],
@@ -224,6 +224,10 @@ def _consumer(hl, s, acc, args, col, narrow_t, params):
         value = value + ebias[col]
     elif s["epilogue"] == "cast":
         value = hl.cast(narrow_t, value)
+    elif s["epilogue"] == "sigmoid":
+        value = 1 / (1 + hl.exp(-value))
+    elif s["epilogue"] == "silu":
+        value = value / (1 + hl.exp(-value))
     out = hl.Func("out")
     out[args] = value
     return out

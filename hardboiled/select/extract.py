@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hardboiled import ir
+from hardboiled.ir.visitor import map_expr
 from hardboiled.select.terms import TERMS, Term, binop_name, make, type_code_name
 
 ACCELERATOR_MEMORY = {"AMXTile": "AMX", "WMMAAccumulator": "WMMA"}
@@ -94,6 +95,34 @@ ACCELERATOR_INTRINSICS = ("tile_", "wmma.")
 def is_lowered(store: ir.Store) -> bool:
     """Already a tile or fragment operation: tensorized output fed back in."""
     return any(isinstance(n, ir.Call) and n.name.startswith(ACCELERATOR_INTRINSICS) for n in ir.walk(store))
+
+
+def read_outside_intrinsics(node: ir.Node, buffers: set[str], elementwise_allowed: bool = False) -> str | None:
+    """An accelerator buffer of ``buffers`` that ``node`` reads other than
+    as an argument of a tile or fragment operation, or None: a statement
+    that does cannot be emitted, whatever it computes. With
+    ``elementwise_allowed`` (a WMMA epilogue computes on the fragment,
+    element by element), only a read inside another call (exp in a sigmoid,
+    which the rules see as opaque) counts."""
+    stack: list[tuple[ir.Node, bool, bool]] = [(node, False, False)]  # (node, an operand, inside a call)
+    while stack:
+        current, operand, in_call = stack.pop()
+        if isinstance(current, ir.Load) and current.name in buffers and not operand and (
+                in_call or not elementwise_allowed):
+            return current.name
+        if isinstance(current, ir.Let) and loads_of(current.value) & buffers:
+            # A let of the accumulator (SiLU: x / (1 + exp(-x))) is read where its name is.
+            stack.extend([(current.value, operand, in_call), (_inlined(current), operand, in_call)])
+            continue
+        intrinsic = isinstance(current, ir.Call) and current.name.startswith(ACCELERATOR_INTRINSICS)
+        call = in_call or (isinstance(current, ir.Call) and not intrinsic)
+        stack.extend((child, intrinsic, call and not intrinsic) for child in ir.children(current))
+    return None
+
+
+def _inlined(let: ir.Let) -> ir.Expr:
+    """The body of ``let`` with its value where its name is."""
+    return map_expr(let.body, lambda e: let.value if isinstance(e, ir.Variable) and e.name == let.name else None)
 
 
 def select_stores(stmt: ir.Stmt, allocations: dict[str, ir.Allocate], overrides: dict[str, str]) -> list[SelectedStore]:

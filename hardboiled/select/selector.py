@@ -27,6 +27,7 @@ from hardboiled.select.extract import (
     SelectedStore,
     accelerator_allocations,
     encode_stores,
+    read_outside_intrinsics,
     scope_groups,
     select_stores,
 )
@@ -290,9 +291,20 @@ def _decoded_terms(selected: list[SelectedStore], terms: dict[int, str], decoder
             explanations[sel.position] = "a predicated store cannot become a tile operation"
             continue
         try:
-            replacements[sel.position] = decoder.stmt(parse_term(term, "Stmt"))
+            replacement = decoder.stmt(parse_term(term, "Stmt"))
         except MarkerLeft:
             explanations[sel.position] = explain_miss(sel, term, encoding)
+            continue
+        # A call the rules see as opaque (exp in a sigmoid) hides what it
+        # reads: a result that still computes with an accumulator there (or,
+        # on AMX, anywhere outside a tile operation) is a miss, which the
+        # retry spills (spill.py), not a lowered store.
+        unlowered = read_outside_intrinsics(replacement, set(sel.buffers), sel.accelerator == "WMMA")
+        if unlowered is not None:
+            explanations[sel.position] = (f"it computes with '{unlowered}' (accelerator memory) inside an "
+                                          "expression no tile or fragment operation evaluates")
+            continue
+        replacements[sel.position] = replacement
     return replacements, explanations
 
 
