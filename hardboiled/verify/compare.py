@@ -20,7 +20,7 @@ import numpy as np
 
 from hardboiled import ir
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
-from hardboiled.verify.error_bound import ERROR, NoErrorBound, bound_program, differing_buffers
+from hardboiled.verify.error_bound import ERROR, Divergence, NoErrorBound, bound_program, divergence
 from hardboiled.verify.inputs import (
     DEFAULT_OUTPUT_EXTENTS,
     SHAPES,
@@ -181,7 +181,7 @@ def error_bounds(original: ir.Stmt, rewritten: ir.Stmt, buffers: dict[str, Buffe
     if not floats:
         return {}
     try:
-        program = bound_program(original, floats, differing_buffers(original, rewritten))
+        program = bound_program(original, floats, divergence(original, rewritten))
     except NoErrorBound:
         return None
     extra = {name + ERROR: Pointer(np.zeros(buffers[name].data.size, np.float64), 0, name + ERROR)
@@ -197,7 +197,7 @@ def error_bounds(original: ir.Stmt, rewritten: ir.Stmt, buffers: dict[str, Buffe
 
 
 def _run_bounded(original: ir.Stmt, buffers: dict[str, BufferT], outputs: set[str], poison: int,
-                 scalars: Mapping[str, np.ndarray], differing: set[str],
+                 scalars: Mapping[str, np.ndarray], differing: Divergence,
                  ) -> tuple[dict[str, BufferT], dict[str, np.ndarray] | None]:
     """The original run once as its bound program (error_bound.py: the same
     stores, and X.err beside them), which computes what the original does
@@ -297,7 +297,7 @@ def run_original(original: ir.Stmt, params: Mapping[str, float], seed: int,
 
 def run_original_program(original: ir.Stmt, params: Mapping[str, float], seed: int,
                          inputs: Mapping[str, np.ndarray] | None = None, shape: Shape = SHAPES[0],
-                         differing: set[str] | None = None) -> OriginalRun:
+                         differing: Divergence | None = None) -> OriginalRun:
     """The original program run on random buffers. Its scalar params take
     their --param values; those not given are drawn (``SCALAR_DRAWS`` tries
     from the seed) until the program passes its own asserts with them.
@@ -325,7 +325,7 @@ def run_original_program(original: ir.Stmt, params: Mapping[str, float], seed: i
 
 def _run_with_sizes(original: ir.Stmt, params: dict[str, float], seed: int,
                     inputs: Mapping[str, np.ndarray] | None, shape: Shape,
-                    scalars: dict[str, np.ndarray], differing: set[str] | None) -> OriginalRun:
+                    scalars: dict[str, np.ndarray], differing: Divergence | None) -> OriginalRun:
     """The original run once buffers are sized: output sizes the dump leaves
     open are chosen so that its asserts hold (a 32-row tile needs 32 rows);
     when none of the defaults does, the error names the --param to pass."""
@@ -368,7 +368,7 @@ def verify(original: ir.Stmt, rewritten: ir.Stmt, *, seed: int = DEFAULT_SEED,
     ran: list[str] = []
     result: VerificationResult | None = None
     refusal: ProgramAssertFailed | HardboiledError | None = None
-    differing = differing_buffers(original, rewritten)
+    differing = divergence(original, rewritten)
     with time_limit(timeout_s):
         for shape in shapes:
             try:

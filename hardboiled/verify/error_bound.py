@@ -64,12 +64,14 @@ import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, cast
 
 from hardboiled import ir
 from hardboiled.ir import operations
 from hardboiled.ir.operations import ErrorRule
-from hardboiled.ir.visitor import map_stmt
+from hardboiled.ir.visitor import map_expr, map_stmt
+from hardboiled.select.spill import SPILL
 
 ERROR = ".err"
 F64 = ir.Float(64)
@@ -197,6 +199,9 @@ class _Bounds:
         """Float names bound with a NAME.err beside them (lets, parts of
         stored values); any other float variable is exact (a parameter, or
         a value whose bound is 0)."""
+        self.alike = False
+        """Whether the statement being bounded is one the rewritten program
+        computes alike (``Divergence.alike``)."""
         self.narrow: dict[str, int] = {}
         """Float names whose every value has a significand of at most this
         many bits and an exponent in float16's range (``significand_bits``)."""
@@ -252,7 +257,13 @@ class _Bounds:
         rule: Callable[[_Bounds, Any], ir.Expr] | None = _RULES.get(type(e))
         if rule is None:
             raise NoErrorBound(f"a float {type(e).__name__}")
-        return rule(self, e)
+        bound = rule(self, e)
+        if self.alike and isinstance(e, _ROUNDING_OPERATIONS) and not _is_zero(bound) and all(
+                _is_zero(self.error(c)) for c in ir.children(e) if isinstance(c, ir.Expr) and c.type.is_float):
+            # Both programs run this operation on the same operands (exact
+            # floats, integers): it rounds alike in both.
+            return _const(0.0, t.lanes)
+        return bound
 
     def _imm(self, e: ir.FloatImm) -> ir.Expr:
         return _const(0.0, 1)
@@ -382,6 +393,9 @@ class _Bounds:
         raise NoErrorBound(f"the call '{e.name}'")
 
 
+_ROUNDING_OPERATIONS = (ir.Binary, ir.Cast, ir.Call, ir.VectorReduce)
+"""What rounds its result (a select's condition may compare floats: not here)."""
+
 _RULES: dict[type, Callable[[_Bounds, Any], ir.Expr]] = {
     ir.FloatImm: _Bounds._imm, ir.Load: _Bounds._load, ir.Variable: _Bounds._variable, ir.Cast: _Bounds._cast,
     ir.Binary: _Bounds._binary, ir.Select: _Bounds._select, ir.Broadcast: _Bounds._broadcast,
@@ -423,6 +437,35 @@ def differing_buffers(original: ir.Stmt, rewritten: ir.Stmt) -> set[str]:
     return {n.name for n in ir.walk(original) if isinstance(n, ir.Store) and n not in kept}
 
 
+@dataclass(frozen=True)
+class Divergence:
+    """Where a rewritten program parts from the original."""
+
+    buffers: frozenset[str]
+    """``differing_buffers``."""
+    alike: frozenset[ir.Store]
+    """The original's stores that the rewritten program computes with the
+    same operations: unchanged, or reading a copy of a differing buffer
+    instead of the buffer (an epilogue that reads a spilled accumulator)."""
+
+
+def divergence(original: ir.Stmt, rewritten: ir.Stmt) -> Divergence:
+    differing = differing_buffers(original, rewritten)
+
+    def form(store: ir.Store) -> tuple[Any, ...]:
+        """The store with its reads of differing buffers (or of their
+        copies, NAME.spill.N) as names: what it computes from them."""
+        def read(e: ir.Expr) -> ir.Expr | None:
+            if isinstance(e, ir.Load) and e.name.split(SPILL)[0] in differing:
+                return ir.Variable("hb.read." + e.name.split(SPILL)[0], e.type)
+            return None
+        return store.name, store.index, store.predicate, map_expr(store.value, read)
+
+    computed = {form(n) for n in ir.walk(rewritten) if isinstance(n, ir.Store)}
+    alike = frozenset(n for n in ir.walk(original) if isinstance(n, ir.Store) and form(n) in computed)
+    return Divergence(frozenset(differing), alike)
+
+
 def _downstream(stmt: ir.Stmt, sources: set[str]) -> set[str]:
     """``sources`` and every buffer a store computes from them, transitively."""
     stores = [n for n in ir.walk(stmt) if isinstance(n, ir.Store)]
@@ -435,19 +478,28 @@ def _downstream(stmt: ir.Stmt, sources: set[str]) -> set[str]:
         reached |= more
 
 
-def bound_program(stmt: ir.Stmt, float_outputs: set[str], differing: set[str]) -> ir.Stmt:
+def bound_program(stmt: ir.Stmt, float_outputs: set[str], differing: set[str] | Divergence) -> ir.Stmt:
     """``stmt`` extended to store X.err (float64, X's shape) beside every
     float buffer X, allocated or output, that the buffers in ``differing``
     (computed another way by the rewritten program) reach. What the two
     programs compute alike from the same inputs has the same rounding in
     both: it is exact for the comparison. The caller binds the outputs'
-    X.err (zero where no difference reaches them: they must be equal)."""
-    tracked = (_float_buffers(stmt) | float_outputs) & _downstream(stmt, differing)
+    X.err (zero where no difference reaches them: they must be equal).
+    With a ``Divergence``, an operation of a store both programs compute
+    alike, on operands that are the same in both, adds no rounding. (Where
+    that sameness were wrong, the rewrite would be too, and the tighter
+    tolerance would only report it.)"""
+    alike: frozenset[ir.Store] = frozenset()
+    buffers: set[str] = set(differing.buffers) if isinstance(differing, Divergence) else differing
+    if isinstance(differing, Divergence):
+        alike = differing.alike
+    tracked = (_float_buffers(stmt) | float_outputs) & _downstream(stmt, buffers)
     bounds = _Bounds(tracked)
     names = (f"hb.bound.{i}" for i in itertools.count())
 
     def visit(node: ir.Stmt) -> ir.Stmt | None:
         if isinstance(node, ir.Store) and node.name in tracked:
+            bounds.alike = node in alike
             bindings: list[tuple[str, ir.Expr]] = []
             value = _take_apart(node.value, bindings, names)
             errors = [bounds.bind(name, bound) for name, bound in bindings]  # innermost first
@@ -475,4 +527,5 @@ def bound_program(stmt: ir.Stmt, float_outputs: set[str], differing: set[str]) -
     return map_stmt(stmt, visit)
 
 
-__all__ = ["ERROR", "NoErrorBound", "bound_program", "differing_buffers", "unit_roundoff"]
+__all__ = ["ERROR", "Divergence", "NoErrorBound", "bound_program", "differing_buffers", "divergence",
+           "unit_roundoff"]

@@ -257,3 +257,24 @@ def test_exact_operands_add_no_work_to_the_bound_program() -> None:
              and any(isinstance(x, ir.Broadcast) and isinstance(x.value, ir.FloatImm) and x.value.value == 0.0
                      for x in (n.a, n.b))]
     assert not selects and not zeros
+
+
+def test_an_epilogue_both_programs_compute_alike_on_integers_rounds_alike() -> None:
+    """A sigmoid of an int32 accumulator (the sweep's int8 GEMM with a
+    sigmoid epilogue, real Halide): the rewrite computes the integers
+    exactly and the epilogue on a spilled copy with the same operations, so
+    the two agree bit for bit and the tolerance is 0, not the bound through
+    exp that proved nothing; a float16 accumulator keeps its bound."""
+    from hardboiled.verify.error_bound import divergence
+
+    sweep = ROOT / "tests" / "fixtures" / "sweep"
+    original = _load(sweep / "amx_types-u8i8_b-vnni_epilogue-sigmoid.stmt")
+    rewritten = tensorize(original, SelectionOptions()).stmt
+    epilogue = next(n for n in ir.walk(original) if isinstance(n, ir.Store) and n.name == "out")
+    assert epilogue in divergence(original, rewritten).alike
+    result = verify(original, rewritten)
+    assert result.ok and not result.unproven
+    assert all(c.max_abs_error == 0 and c.tolerance == 0 for c in result.outputs)
+    halves = _load(sweep / "wmma_types-f16tof16_epilogue-sigmoid.stmt")
+    halves_rewritten = tensorize(halves, SelectionOptions(store_in={"prod": "WMMAAccumulator"})).stmt
+    assert verify(halves, halves_rewritten).outputs[0].tolerance > 0
