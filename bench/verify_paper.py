@@ -69,8 +69,6 @@ def child(name: str) -> dict:
     started = time.perf_counter()
     try:
         check = call_deep(verify, original, result.program, inputs=inputs, timeout_s=3600.0)
-    except hardboiled.CompileError as exc:  # pragma: no cover - reported, not raised
-        return dict(name=name, outcome=f"error: {exc}", seconds=round(time.perf_counter() - started, 1))
     except Exception as exc:  # noqa: BLE001 - the table says what stopped it
         message = getattr(getattr(exc, "diagnostic", None), "message", None) or str(exc)
         return dict(name=name, outcome=f"error: {message}", seconds=round(time.perf_counter() - started, 1))

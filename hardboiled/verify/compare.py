@@ -177,23 +177,13 @@ def error_bounds(original: ir.Stmt, rewritten: ir.Stmt, buffers: dict[str, Buffe
     value is from the exact one where the rewritten program computes it
     another way (error_bound.py); None where the error model does not cover
     the program."""
-    floats = {name for name in outputs if buffers[name].type.is_float}
-    if not floats:
+    if not any(buffers[name].type.is_float for name in outputs):
         return {}
     try:
-        program = bound_program(original, floats, divergence(original, rewritten))
-    except NoErrorBound:
+        bounded = _bounded_run(original, buffers, outputs, poison, scalars or {}, divergence(original, rewritten))
+    except ProgramAssertFailed:
         return None
-    extra = {name + ERROR: Pointer(np.zeros(buffers[name].data.size, np.float64), 0, name + ERROR)
-             for name in floats}
-    try:
-        Interpreter(params={**(scalars or {}), **extra}, buffers=copy.deepcopy(buffers),
-                    poison_seed=poison).run(program)
-    except ResourceLimitError:
-        raise
-    except InterpreterError:
-        return None
-    return {name: extra[name + ERROR].array for name in floats}
+    return None if bounded is None else bounded[1]
 
 
 def _run_bounded(original: ir.Stmt, buffers: dict[str, BufferT], outputs: set[str], poison: int,
@@ -204,20 +194,33 @@ def _run_bounded(original: ir.Stmt, buffers: dict[str, BufferT], outputs: set[st
     and ``error_bounds``' answer together: (the buffers after the run, the
     bounds). Where the model does not cover the program, or its bound
     program cannot run, the original runs alone and the bounds are None."""
+    bounded = _bounded_run(original, buffers, outputs, poison, scalars, differing)
+    if bounded is None:
+        return run_program(original, buffers, poison, scalars=scalars), None
+    return bounded
+
+
+def _bounded_run(original: ir.Stmt, buffers: dict[str, BufferT], outputs: set[str], poison: int | None,
+                 scalars: Mapping[str, np.ndarray], differing: Divergence,
+                 ) -> tuple[dict[str, BufferT], dict[str, np.ndarray]] | None:
+    """The bound program run on a copy of ``buffers``: (the buffers after
+    it, each float output's X.err), or None where the model does not cover
+    the program or the bound program cannot run. The original's own
+    refusal of the buffers (an assert) and the interpreter's limit raise."""
     floats = {name for name in outputs if buffers[name].type.is_float}
     try:
         program = bound_program(original, floats, differing) if floats else original
     except NoErrorBound:
-        return run_program(original, buffers, poison, scalars=scalars), None
+        return None
     extra = {name + ERROR: Pointer(np.zeros(buffers[name].data.size, np.float64), 0, name + ERROR)
              for name in floats}
     state = copy.deepcopy(buffers)
     try:
         Interpreter(params={**scalars, **extra}, buffers=state, poison_seed=poison).run(program)
     except (ProgramAssertFailed, ResourceLimitError):
-        raise  # the original's own refusal of these buffers, or the interpreter's limit
+        raise
     except InterpreterError:
-        return run_program(original, buffers, poison, scalars=scalars), None
+        return None
     return state, {name: extra[name + ERROR].array for name in floats}
 
 

@@ -202,6 +202,10 @@ class _Bounds:
         self.alike = False
         """Whether the statement being bounded is one the rewritten program
         computes alike (``Divergence.alike``)."""
+        self._zero: dict[int, tuple[ir.Expr, bool]] = {}
+        """In such a statement, whether each expression bounded so far has
+        the bound 0 (by id, with the expression): an operation asks it of
+        its operands, which its rule has just bounded."""
         self.narrow: dict[str, int] = {}
         """Float names whose every value has a significand of at most this
         many bits and an exponent in float16's range (``significand_bits``)."""
@@ -258,12 +262,27 @@ class _Bounds:
         if rule is None:
             raise NoErrorBound(f"a float {type(e).__name__}")
         bound = rule(self, e)
-        if self.alike and isinstance(e, _ROUNDING_OPERATIONS) and not _is_zero(bound) and all(
-                _is_zero(self.error(c)) for c in ir.children(e) if isinstance(c, ir.Expr) and c.type.is_float):
+        if not self.alike:
+            return bound
+        if isinstance(e, _ROUNDING_OPERATIONS) and not _is_zero(bound) and all(
+                self._has_zero_bound(c) for c in ir.children(e) if isinstance(c, ir.Expr) and c.type.is_float):
             # Both programs run this operation on the same operands (exact
             # floats, integers): it rounds alike in both.
-            return _const(0.0, t.lanes)
+            bound = _const(0.0, t.lanes)
+        self._zero[id(e)] = (e, _is_zero(bound))
         return bound
+
+    def computing_alike(self, alike: bool) -> None:
+        """What is bounded from now on belongs to a stored value that the
+        rewritten program computes alike (or not)."""
+        self.alike = alike
+        self._zero.clear()
+
+    def _has_zero_bound(self, e: ir.Expr) -> bool:
+        known = self._zero.get(id(e))
+        if known is not None and known[0] is e:
+            return known[1]
+        return _is_zero(self.error(e))
 
     def _imm(self, e: ir.FloatImm) -> ir.Expr:
         return _const(0.0, 1)
@@ -430,19 +449,13 @@ def _take_apart(e: ir.Expr, bindings: list[tuple[str, ir.Expr]], names: Iterator
     return ir.Variable(name, e.type)
 
 
-def differing_buffers(original: ir.Stmt, rewritten: ir.Stmt) -> set[str]:
-    """Buffers that some store of ``original`` writes and ``rewritten`` no
-    longer writes the same way: where the two programs part."""
-    kept = {n for n in ir.walk(rewritten) if isinstance(n, ir.Store)}
-    return {n.name for n in ir.walk(original) if isinstance(n, ir.Store) and n not in kept}
-
-
 @dataclass(frozen=True)
 class Divergence:
     """Where a rewritten program parts from the original."""
 
     buffers: frozenset[str]
-    """``differing_buffers``."""
+    """Buffers that some store of the original writes and the rewritten
+    program no longer writes the same way: where the two programs part."""
     alike: frozenset[ir.Store]
     """The original's stores that the rewritten program computes with the
     same operations: unchanged, or reading a copy of a differing buffer
@@ -450,7 +463,10 @@ class Divergence:
 
 
 def divergence(original: ir.Stmt, rewritten: ir.Stmt) -> Divergence:
-    differing = differing_buffers(original, rewritten)
+    original_stores = [n for n in ir.walk(original) if isinstance(n, ir.Store)]
+    rewritten_stores = [n for n in ir.walk(rewritten) if isinstance(n, ir.Store)]
+    kept = set(rewritten_stores)
+    differing = {n.name for n in original_stores if n not in kept}
 
     def form(store: ir.Store) -> tuple[Any, ...]:
         """The store with its reads of differing buffers (or of their
@@ -461,8 +477,8 @@ def divergence(original: ir.Stmt, rewritten: ir.Stmt) -> Divergence:
             return None
         return store.name, store.index, store.predicate, map_expr(store.value, read)
 
-    computed = {form(n) for n in ir.walk(rewritten) if isinstance(n, ir.Store)}
-    alike = frozenset(n for n in ir.walk(original) if isinstance(n, ir.Store) and form(n) in computed)
+    computed = {form(n) for n in rewritten_stores}
+    alike = frozenset(n for n in original_stores if form(n) in computed)
     return Divergence(frozenset(differing), alike)
 
 
@@ -499,12 +515,15 @@ def bound_program(stmt: ir.Stmt, float_outputs: set[str], differing: set[str] | 
 
     def visit(node: ir.Stmt) -> ir.Stmt | None:
         if isinstance(node, ir.Store) and node.name in tracked:
-            bounds.alike = node in alike
             bindings: list[tuple[str, ir.Expr]] = []
             value = _take_apart(node.value, bindings, names)
-            errors = [bounds.bind(name, bound) for name, bound in bindings]  # innermost first
-            # The bound reads the operands before the store overwrites them.
-            stored_error = _lanes_of(bounds.error(value), node.value.type.lanes)
+            bounds.computing_alike(node in alike)
+            try:
+                errors = [bounds.bind(name, bound) for name, bound in bindings]  # innermost first
+                # The bound reads the operands before the store overwrites them.
+                stored_error = _lanes_of(bounds.error(value), node.value.type.lanes)
+            finally:
+                bounds.computing_alike(False)  # a let between stores belongs to none of them
             result: ir.Stmt = ir.make_block([
                 ir.Store(node.name + ERROR, stored_error, node.index, node.predicate),
                 dataclasses.replace(node, value=value)])
@@ -527,5 +546,4 @@ def bound_program(stmt: ir.Stmt, float_outputs: set[str], differing: set[str] | 
     return map_stmt(stmt, visit)
 
 
-__all__ = ["ERROR", "Divergence", "NoErrorBound", "bound_program", "differing_buffers", "divergence",
-           "unit_roundoff"]
+__all__ = ["ERROR", "Divergence", "NoErrorBound", "bound_program", "divergence", "unit_roundoff"]
