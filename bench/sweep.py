@@ -67,13 +67,21 @@ def issue_class(spec: dict[str, Any]) -> str:
 
 
 def compile_variant(name: str, build: bool) -> dict[str, Any]:
-    """Compile one variant in this process; return its outcome row."""
+    """Compile one variant of the listed sweep in this process; return its outcome row."""
+    entry = manifest()[name]
+    row = compile_dump(SWEEP / f"{name}.stmt", entry["spec"], build)
+    return dict(row, dimension=entry["dimension"], issue_class=issue_class(entry["spec"]),
+                upstream=entry.get("upstream_amx"))
+
+
+def compile_dump(path: Path, spec: dict[str, Any], build: bool) -> dict[str, Any]:
+    """Compile one sweep dump (its accumulator in the spec's memory) with
+    --verify and --emit, and build what it emits; return its outcome row."""
     from hardboiled.pipeline.driver import compile_text
     from hardboiled.pipeline.options import CompileOptions
     from hardboiled.select.selector import SelectionOptions
 
-    entry = manifest()[name]
-    wmma = entry["spec"]["acc"] == "wmma"
+    wmma = spec["acc"] == "wmma"
     accumulator = "prod" if wmma else "mm"
     store_in = {accumulator: "WMMAAccumulator"} if wmma else {}
     with tempfile.TemporaryDirectory(prefix="sweep_") as tmp:
@@ -83,8 +91,7 @@ def compile_variant(name: str, build: bool) -> dict[str, Any]:
             run=build and not wmma,
             build_path=str(Path(tmp) / "kernel.ptx") if build and wmma else None)
         started = time.perf_counter()
-        data = (SWEEP / f"{name}.stmt").read_bytes()
-        result = compile_text(f"{name}.stmt", data, options)
+        result = compile_text(path.name, path.read_bytes(), options)
         seconds = time.perf_counter() - started
     first = result.diagnostics[0] if result.diagnostics else None
     message = first.message if first else ""
@@ -97,10 +104,8 @@ def compile_variant(name: str, build: bool) -> dict[str, Any]:
             message.startswith(HARDWARE_LIMIT) else "miss"
     else:
         outcome = {5: "wrong", 70: "error"}.get(code, "other")
-    return dict(name=name, accelerator="wmma" if wmma else "amx", dimension=entry["dimension"],
-                issue_class=issue_class(entry["spec"]),
-                exit=code, outcome=outcome, message=message, notes=notes,
-                upstream=entry.get("upstream_amx"), seconds=round(seconds, 3))
+    return dict(name=path.stem, accelerator="wmma" if wmma else "amx",
+                exit=code, outcome=outcome, message=message, notes=notes, seconds=round(seconds, 3))
 
 
 def _rate(rows: list[dict[str, Any]]) -> str:

@@ -39,12 +39,14 @@ SWEEP = ROOT / "tests" / "fixtures" / "sweep"
 AMX_BASE = dict(acc="amx", types="bf16", a="row", b="std", order="ab", M=16, N=16,
                 K=64, chunk=None, tiles=(1, 1), init="zero", epilogue="none",
                 loops="k_inner", unroll="tiles", sizes="const", batch=False,
-                parallel=False, form="tiled")
+                parallel=False, form="tiled", operand="plain", acc_layout="yx", tail="auto",
+                rem=0)
 """mm(y, x) += A(r, x) * B(y, r): 16x16 output tiles, K = 64 in chunks of one tile op."""
 
 WMMA_BASE = dict(acc="wmma", types="f16>f32", a="row", b="row", order="ab", M=16, N=16,
                  K=64, chunk=16, tiles=(1, 1), init="zero", epilogue="none",
-                 sizes="const", batch=False, widen=None)
+                 sizes="const", batch=False, widen=None, operand="plain", acc_layout="xy",
+                 n=64, tail="auto")
 """prod(x, y) += A(k, y) * B(x, k): 16x16 tiles on gpu_blocks, K = 64 in chunks of 16."""
 
 # One dimension at a time away from the base; each value is a dict of overrides.
@@ -67,6 +69,11 @@ AMX_AXES = {
     "parallel": [dict(parallel=True)],
     "form": [dict(form="single"), dict(form="single", sizes="symbolic")],
     "accumulators": [dict(form="two_acc")],
+    "operand": [dict(operand="neg"), dict(operand="scale"), dict(operand="boundary"),
+                dict(operand="zero_point", types="u8*i8", b="vnni"), dict(operand="neg", types="i8*i8")],
+    "acc_layout": [dict(acc_layout="xy"), dict(acc_layout="xy", types="i8*i8")],
+    "remainder": [dict(rem=8), dict(rem=4, tail="guard"), dict(rem=8, tail="shift"), dict(K=48),
+                  dict(K=40, types="u8*i8"), dict(K=24)],
 }
 # Several accumulator tiles side by side (ny > 1): Halide's vectorizer leaves
 # the atomic update scalar when the accumulator index is not one ramp, so
@@ -96,6 +103,11 @@ WMMA_AXES = {
     "sizes": [dict(sizes="symbolic"), dict(sizes="output")],
     "batch": [dict(batch=True)],
     "widen": [dict(types="i8>i32", widen="i16")],
+    "operand": [dict(operand="neg"), dict(operand="scale"), dict(operand="boundary"),
+                dict(operand="zero_point", types="i8>i32"), dict(operand="scale", types="i8>i32")],
+    "acc_layout": [dict(acc_layout="yx"), dict(acc_layout="yx", types="i8>i32")],
+    "remainder": [dict(n=40), dict(n=48, tail="guard"), dict(n=80, tail="shift"), dict(K=48),
+                  dict(K=40), dict(K=24, types="i8>i32")],
 }
 WMMA_CROSSES = {
     "types": [dict(types="i8>i32", M=32, N=8), dict(types="u8>i32", M=8, N=32),
@@ -208,11 +220,11 @@ def _initial_value(hl, s, acc_t, args, col, row, params):
     return hl.cast(acc_t, 3 if s["init"] == "const" else 0)
 
 
-def _consumer(hl, s, acc, args, col, narrow_t, params):
+def _consumer(hl, s, acc, args, col, narrow_t, params, acc_args=None):
     """The Func that reads the accumulator: a plain copy (acc.in()) or an
     epilogue that computes with it."""
-    value = acc[args]
-    if s["epilogue"] == "none":
+    value = acc[acc_args or args]
+    if s["epilogue"] == "none" and (acc_args is None or acc_args is args):
         return acc.in_()
     if s["epilogue"] == "relu":
         value = hl.max(value, 0)
@@ -233,6 +245,38 @@ def _consumer(hl, s, acc, args, col, narrow_t, params):
     return out
 
 
+OPERAND_FORMS = ("plain", "neg", "scale", "zero_point", "boundary")
+"""How the product reads its operands: as loaded; A negated; A times 3; both
+minus a zero point ((A - 3) * (B - 5), integers only); A through
+BoundaryConditions.constant_exterior (a clamped, selected index)."""
+
+
+def _source(hl, s, param):
+    """The Func or buffer an operand is read from: A behind a boundary
+    condition where the spec asks for one."""
+    if s["operand"] == "boundary" and param.name() == "A":
+        return hl.BoundaryConditions.constant_exterior(param, 0)
+    return param
+
+
+def _product(hl, s, cast, a, b, integer):
+    """cast(a) * cast(b) (or b * a) after the spec's operand expression."""
+    ca, cb = cast(a), cast(b)
+    if s["operand"] == "neg":  # negated before the widening: Halide's atomic() cannot
+        # prove `acc - a * b` associative, so users negate the narrow operand
+        ca = cast(-a) if not integer else cast(-hl.cast(hl.Int(16), a))
+    elif s["operand"] == "scale":
+        ca = ca * 3
+    elif s["operand"] == "zero_point" and integer:
+        ca, cb = ca - 3, cb - 5
+    return cb * ca if s["order"] == "ba" else ca * cb
+
+
+def _tail(hl, s):
+    return {"auto": hl.TailStrategy.Auto, "guard": hl.TailStrategy.GuardWithIf,
+            "shift": hl.TailStrategy.ShiftInwards}[s["tail"]]
+
+
 def build_amx(s):
     """One AMX variant. Output columns y (innermost), rows x; mm is in AMXTile."""
     hl = gf._hl()
@@ -246,30 +290,33 @@ def build_amx(s):
     ny, nx = s["tiles"]
     # Two outer tiles each way, so the loops over tiles are real loops.
     rows, cols = (M, N) if s["form"] == "single" else (2 * M * nx, 2 * N * ny)
+    rows, cols = rows + s["rem"], cols + s["rem"]  # a partial tile at each edge
     extra = [hl.Var("n")] if s["batch"] else []
     x, y = hl.Var("x"), hl.Var("y")
     nb = len(extra)
     A = hl.ImageParam(_amx_elem(hl, a_t), 2 + nb, "A")
     B = hl.ImageParam(_amx_elem(hl, b_t), (3 if s["b"] == "vnni" else 2) + nb, "B")
     r = hl.RDom([(0, K)], "r")
-    a = A[[x, r.x] + extra] if s["a"] == "col" else A[[r.x, x] + extra]
+    sa = _source(hl, s, A)
+    a = sa[[x, r.x] + extra] if s["a"] == "col" else sa[[r.x, x] + extra]
     b = {"std": lambda: B[[y, r.x] + extra], "nk": lambda: B[[r.x, y] + extra],
          "vnni": lambda: B[[r.x % kp, y, r.x // kp] + extra]}[s["b"]]()
     params = [A, B]
     zero = hl.cast(acc_t, 0)
     mm = hl.Func("mm")
     args = [y, x] + extra
-    mm[args] = _initial_value(hl, s, acc_t, args, y, x, params)
-    prod = hl.cast(acc_t, b) * hl.cast(acc_t, a) if s["order"] == "ba" \
-        else hl.cast(acc_t, a) * hl.cast(acc_t, b)
-    mm[args] += prod
-    out = _consumer(hl, s, mm, args, y, hl.BFloat(16) if fp else hl.Int(8), params)
+    # acc_layout "xy": the accumulator transposed, mm(x, y), read back as out(y, x)
+    acc_args = [x, y] + extra if s["acc_layout"] == "xy" else args
+    mm[acc_args] = _initial_value(hl, s, acc_t, args, y, x, params)
+    mm[acc_args] += _product(hl, s, lambda v: hl.cast(acc_t, v), a, b, not fp)
+    out = _consumer(hl, s, mm, args, y, hl.BFloat(16) if fp else hl.Int(8), params,
+                    acc_args)
     if s["form"] == "two_acc":  # two accumulators in AMXTile, summed by the consumer
         mm2 = hl.Func("mm2")
-        mm2[args] = zero
-        mm2[args] += hl.cast(acc_t, a) * hl.cast(acc_t, b)
+        mm2[acc_args] = zero
+        mm2[acc_args] += hl.cast(acc_t, a) * hl.cast(acc_t, b)
         final = hl.Func("out")
-        final[args] = mm[args] + mm2[args]
+        final[args] = mm[acc_args] + mm2[acc_args]
         out = final
     out.bound(x, 0, rows).bound(y, 0, cols)
     if s["batch"]:
@@ -297,7 +344,7 @@ def build_amx(s):
         return out, params
     yo, xo, yi, xi, cy, cx = (hl.Var(n) for n in ("yo", "xo", "yi", "xi", "cy", "cx"))
     rro, rri = hl.RVar("rro"), hl.RVar("rri")
-    out.tile(y, x, yo, xo, yi, xi, N * ny, M * nx)
+    out.tile(y, x, yo, xo, yi, xi, N * ny, M * nx, _tail(hl, s))
     out.tile(yi, xi, cy, cx, yi, xi, N, M).reorder(yi, xi, cy, cx, yo, xo)
     out.vectorize(yi).vectorize(xi).unroll(cy).unroll(cx)
     if s["parallel"]:
@@ -341,24 +388,28 @@ def build_wmma(s):
         s = dict(s, chunk=8)  # tf32 is m16n16k8
     M, N, K, chunk = s["M"], s["N"], s["K"], s["chunk"]
     my, mx = s["tiles"]
-    n = 64
+    n = s["n"]  # the output's extent: not a multiple of the tile leaves a partial one
     nb = 1 if s["batch"] else 0
     A = hl.ImageParam(elem, 2 + nb, "A")
     B = hl.ImageParam(elem, 2 + nb, "B")
     x, y = hl.Var("x"), hl.Var("y")
     extra = [hl.Var("n")] if s["batch"] else []
     k = hl.RDom([(0, K)], "k")
-    a = A[[y, k.x] + extra] if s["a"] == "col" else A[[k.x, y] + extra]
+    sa = _source(hl, s, A)
+    a = sa[[y, k.x] + extra] if s["a"] == "col" else sa[[k.x, y] + extra]
     b = B[[k.x, x] + extra] if s["b"] == "col" else B[[x, k.x] + extra]
     params = [A, B]
     cast = (lambda v: v) if elem == acc_t else (lambda v: hl.cast(acc_t, v))
     if s["widen"]:
         cast = lambda v: hl.cast(acc_t, hl.cast(hl.Int(16), v))  # noqa: E731
     args = [x, y] + extra
+    # acc_layout "yx": the accumulator transposed, prod(y, x), read back as out(x, y)
+    acc_args = [y, x] + extra if s["acc_layout"] == "yx" else args
     prod = hl.Func("prod")
-    prod[args] = _initial_value(hl, s, acc_t, args, x, y, params)
-    prod[args] += cast(b) * cast(a) if s["order"] == "ba" else cast(a) * cast(b)
-    out = _consumer(hl, s, prod, args, x, hl.Float(16) if acc_t.is_float() else hl.Int(8), params)
+    prod[acc_args] = _initial_value(hl, s, acc_t, args, x, y, params)
+    prod[acc_args] += _product(hl, s, cast, a, b, not acc_t.is_float())
+    out = _consumer(hl, s, prod, args, x, hl.Float(16) if acc_t.is_float() else hl.Int(8), params,
+                    acc_args)
     if s["sizes"] != "output":  # "output": the output's size is known only at run time
         out.bound(x, 0, n).bound(y, 0, n)
     if s["batch"]:
@@ -386,7 +437,7 @@ def build_wmma(s):
         gf.dense(out.output_buffer(), n, n, *batch)
     xo, yo, xi, yi = (hl.Var(v) for v in ("xo", "yo", "xi", "yi"))
     ko, ki = hl.RVar("ko"), hl.RVar("ki")
-    out.tile(x, y, xo, yo, xi, yi, N * mx, M * my).vectorize(xi).vectorize(yi)
+    out.tile(x, y, xo, yo, xi, yi, N * mx, M * my, _tail(hl, s)).vectorize(xi).vectorize(yi)
     if s["batch"]:
         out.gpu_blocks(xo, yo, extra[0])
     else:

@@ -35,6 +35,7 @@ from hardboiled.select.facts import sliding_windows
 from hardboiled.select.options import SelectionOptions as SelectionOptions  # re-exported
 from hardboiled.select.partition import partition_accumulators
 from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, reinsert
+from hardboiled.select.revectorize import relayout_blocked_tiles, revectorize_scalar_updates
 from hardboiled.select.rules import STATEMENTS_PER_SCOPE, Schedule, load_schedule, saturate
 from hardboiled.select.spill import gathers_accelerator, reads_accelerator_in_arithmetic, spill_accelerator_reads
 from hardboiled.select.terms import parse_term
@@ -168,6 +169,9 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
     if not allocations:
         return SelectionResult(stmt, (), None, None, 0.0)
     stmt = unflatten_stores(stmt, allocations)  # the final stmt's concat_vectors and shuffles
+    stmt = revectorize_scalar_updates(stmt, set(allocations))  # updates Halide left scalar
+    stmt = relayout_blocked_tiles(stmt, {name for name, a in allocations.items()
+                                         if ACCELERATOR_MEMORY[options.store_in.get(name, a.memory_type)] == "AMX"})
     schedule = load_schedule(options.schedule_path, options.iterations)
     selected = select_stores(stmt, allocations, options.store_in)
     lowerable = [s for s in selected if s.store.predicate is None]

@@ -66,6 +66,22 @@ REGRESSIONS = {
     # symbolic sizes: lets between the block loops, sizes the asserts accept
     "WMMA symbolic output size": "wmma_sizes-output",
     "WMMA symbolic strides": "wmma_sizes-symbolic",
+    # generality by mechanism: updates Halide left scalar, vectorized again
+    # (revectorize.py), computed operands (operand materialization), tiles
+    # side by side in one accumulator (relayout_blocked_tiles)
+    "AMX K remainder (K = 48 in chunks of 32)": "amx_K-48",
+    "AMX K remainder, int8 (K = 40)": "amx_types-u8i8_K-40",
+    "WMMA K remainder of 8, padded": "wmma_K-40",
+    "WMMA int8 K remainder of 8": "wmma_types-i8toi32_K-24",
+    "AMX transposed accumulator": "amx_acc_layout-xy",
+    "AMX transposed int8 accumulator": "amx_types-i8i8_acc_layout-xy",
+    "WMMA transposed accumulator": "wmma_acc_layout-yx",
+    "AMX negated operand": "amx_operand-neg",
+    "WMMA negated operand": "wmma_operand-neg",
+    "AMX boundary condition on an operand": "amx_operand-boundary",
+    "WMMA boundary condition on an operand": "wmma_operand-boundary",
+    "AMX 2 x 2 tiles in one accumulator": "amx_tiles-2x2",
+    "AMX 2 x 1 tiles, K outermost": "amx_tiles-2x1_loops-k_outer",
 }
 
 
@@ -134,8 +150,28 @@ def test_a_short_wmma_reduction_is_padded_with_zero_products() -> None:
     assert text.count("wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32") == 1
 
 
-def test_scalarized_update_is_explained_in_schedule_terms() -> None:
-    result = _compile("amx_tiles-2x2", _options("amx_tiles-2x2"))
+def test_a_k_remainder_left_scalar_becomes_a_shorter_tile_product() -> None:
+    text = _lowered_ir("amx_K-48")
+    # K = 48 in chunks of 32: one chunk of 32 and the remainder of 16, each a tile product
+    assert "tile_matmul(16, 64, 32," in text and "tile_matmul(16, 64, 16," in text
+    assert "for (mm.s1.r$x.rri" not in text  # the scalar remainder loop is gone
+
+
+def test_tiles_side_by_side_are_stored_tile_after_tile() -> None:
+    text = _lowered_ir("amx_tiles-2x2")
+    assert text.count("tile_matmul(") == 4 and "spill" not in text
+    for offset in (0, 256, 512, 768):  # each 16 x 16 tile contiguous in the 32 x 32 buffer
+        assert f"mm[ramp({offset}, 1, 256)]" in text
+
+
+def test_a_scalar_update_that_cannot_be_vectorized_exactly_is_explained_in_schedule_terms() -> None:
+    # amx_K-48 with its remainder guard made symbolic: the number of products
+    # is no constant, so the nest stays scalar and the miss says why
+    text = (SWEEP / "amx_K-48.stmt").read_text()
+    guard = "if (mm.s1.r$x.rri <= 15)"
+    assert guard in text
+    text = text.replace(guard, "if (mm.s1.r$x.rri <= mm_global_wrapper$0.s0.y.yo)")
+    result = compile_text("amx_K-48.stmt", text.encode(), _options("amx_K-48"))
     assert result.exit_code == 1
     notes = " ".join(result.diagnostics[0].notes)
     assert "Halide left this statement of 'mm' scalar" in notes and "vectorize the update" in notes
