@@ -33,7 +33,6 @@ import json
 import random
 import re
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -189,13 +188,11 @@ def generate(name: str, out: Path) -> dict[str, object]:
     app, spec = choices(name)
     entry: dict[str, object] = dict(app=app, choices=spec, accumulators=list(accumulators(app)),
                                     memory="WMMAAccumulator")
-    with tempfile.TemporaryDirectory(prefix="gen_app_variants_") as tmp:
-        lines, rc, _ = gf.run_child(name, tmp, True, gf.CUDA_TIMEOUT_S, script=__file__)
-    stages = gf.split_stages(lines)
-    if "vectorizing" not in stages:
-        entry["halide_error"] = gf.error_text(lines)
+    body, error = gf.vectorizing_stage(name, True, __file__)
+    if body is None:
+        entry["halide_error"] = error
         return entry
-    (out / f"{name}.stmt").write_bytes(stages["vectorizing"])
+    (out / f"{name}.stmt").write_bytes(body)
     return entry
 
 

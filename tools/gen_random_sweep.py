@@ -32,7 +32,6 @@ import argparse
 import json
 import random
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -155,36 +154,22 @@ def variants(seed: int, count: int) -> dict[str, dict]:
 
 
 def child(name: str, out_path: str) -> None:
-    hl = gf._hl()
     _acc, seed, index = name.split("-")
-    spec = draw(int(seed[1:]), int(index))
-    out, params = (gs.build_amx if spec["acc"] == "amx" else gs.build_wmma)(spec)
-    target = gf.AMX_TARGET if spec["acc"] == "amx" else gf.CUDA_TARGET
-    if spec["types"] in ("f64>f64", "tf32>f32"):
-        target = target.replace("cuda_capability_80", "cuda_capability_86")
-    try:
-        out.compile_to_lowered_stmt(out_path, params, hl.StmtOutputFormat.Text, hl.Target(target))
-    except hl.HalideError as e:
-        print("HALIDE_ERROR: " + " ".join(str(e).split()), file=sys.stderr)
-        sys.exit(3)
+    gs.lower_spec(draw(int(seed[1:]), int(index)), out_path)
 
 
 def generate(name: str, spec: dict, out_dir: Path) -> dict:
     """The manifest entry of one variant, writing its dump into out_dir."""
     cuda = spec["acc"] == "wmma"
     entry: dict = dict(spec={k: list(v) if isinstance(v, tuple) else v for k, v in spec.items()})
-    with tempfile.TemporaryDirectory(prefix="gen_random_sweep_") as tmp:
-        try:
-            lines, _rc, _stopped = gf.run_child(name, tmp, cuda, gf.CUDA_TIMEOUT_S if cuda
-                                                else gf.CPU_TIMEOUT_S, script=__file__)
-        except RuntimeError as e:
-            entry["halide_error"] = str(e)
-            return entry
-    stages = gf.split_stages(lines)
-    if "vectorizing" not in stages:
-        entry["halide_error"] = gf.error_text(lines)
+    try:
+        body, error = gf.vectorizing_stage(name, cuda, __file__)
+    except RuntimeError as e:  # the child timed out
+        body, error = None, str(e)
+    if body is None:
+        entry["halide_error"] = error
         return entry
-    (out_dir / f"{name}.stmt").write_bytes(stages["vectorizing"])
+    (out_dir / f"{name}.stmt").write_bytes(body)
     return entry
 
 

@@ -451,8 +451,14 @@ def build_wmma(s):
 # ---------------------------------------------------------------- child / parent
 
 def child(name, out_path):
-    hl = gf._hl()
     _dimension, spec = variants()[name]
+    lower_spec(spec, out_path)
+
+
+def lower_spec(spec, out_path):
+    """In the child: build the spec's pipeline and lower it for its target
+    (Halide prints the stages to stderr); exit 3 with Halide's error."""
+    hl = gf._hl()
     out, params = (build_amx if spec["acc"] == "amx" else build_wmma)(spec)
     target = gf.AMX_TARGET if spec["acc"] == "amx" else gf.CUDA_TARGET
     if spec["types"] in ("f64>f64", "tf32>f32"):

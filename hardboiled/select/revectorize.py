@@ -35,14 +35,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hardboiled import ir
+from hardboiled.ir import operations
 from hardboiled.ir.visitor import rewrite
-from hardboiled.select.unflatten import Linear, _expression, _Unflattener
+from hardboiled.select.unflatten import Linear, linear_expression, linear_form
 
 MAX_LANES = 65536
 """Halide's own limit on a vector's lanes."""
 
-_HINTS = frozenset({"likely", "likely_if_innermost"})
-"""Calls that return their argument: a value of the nest reads through them."""
+
+
+def _passes_through(e: ir.Expr) -> bool:
+    """A hint or promise (``likely``, ``promise_clamped``): its value is its
+    first argument (the operations table's pass-through calls)."""
+    if not isinstance(e, ir.Call):
+        return False
+    operation = operations.find(e.name)
+    return operation is not None and operation.kind is operations.Kind.PASS_THROUGH
 
 
 def revectorize_scalar_updates(stmt: ir.Stmt, buffers: set[str]) -> ir.Stmt:
@@ -169,8 +177,8 @@ def _nest(loop: ir.For) -> tuple[list[_Loop], list[tuple[str, ir.Expr]], dict[st
 def _constant_bound(condition: ir.Expr, loops: list[_Loop]) -> tuple[str, int] | None:
     """``v <= c`` or ``v < c`` on a loop variable with a constant min: the
     number of its iterations that run."""
-    if isinstance(condition, ir.Call) and condition.name in _HINTS:
-        condition = condition.args[0]
+    if _passes_through(condition):
+        condition = condition.args[0]  # type: ignore[attr-defined]
     if not (isinstance(condition, ir.Binary) and condition.op in (ir.BinOp.LE, ir.BinOp.LT)):
         return None
     var, limit = condition.a, condition.b
@@ -194,7 +202,7 @@ def _substituting(name: str, value: ir.Expr) -> Callable[[ir.Node], ir.Node | No
 def _linear_in(e: ir.Expr, names: set[str]) -> tuple[dict[str, int], Linear] | None:
     """``e`` as integer coefficients of the loop variables plus a linear form
     free of them; None when a loop variable appears in any other way."""
-    linear = _Unflattener({})._linear(e)
+    linear = linear_form(e)
     if linear is None:
         return None
     coefficient: dict[str, int] = {}
@@ -225,10 +233,9 @@ def _without_hints(store: ir.Store) -> ir.Store:
     """``store`` without ``likely`` in what it computes: a hint to Halide's
     loop partitioning, which is over, around a value (a boundary condition's
     clamped read of an operand) that the rules must see."""
-    if not any(isinstance(n, ir.Call) and n.name in _HINTS for n in ir.walk(store.value)):
+    if not any(_passes_through(n) for n in ir.walk(store.value) if isinstance(n, ir.Expr)):
         return store
-    value = rewrite(store.value, lambda n: n.args[0] if isinstance(n, ir.Call) and n.name in _HINTS else None,
-                    (ir.Expr,))
+    value = rewrite(store.value, lambda n: n.args[0] if _passes_through(n) else None, (ir.Expr,))
     return ir.Store(store.name, value, store.index, store.predicate, store.alignment)
 
 
@@ -302,12 +309,12 @@ class _Vectorizer:
         coefficient, base = linear
         for lp in loops:  # v = min + lane
             if coefficient.get(lp.name):
-                shifted = _Unflattener({})._linear(lp.min)
+                shifted = linear_form(lp.min)
                 if shifted is None:
                     return None
                 base = {t: base.get(t, 0) + coefficient[lp.name] * shifted.get(t, 0) for t in {*base, *shifted}}
                 base = {t: c for t, c in base.items() if c}
-        result: ir.Expr = _expression(base)
+        result: ir.Expr = linear_expression(base)
         lanes = 1
         for lp in reversed(loops):
             step = coefficient.get(lp.name, 0)
@@ -350,7 +357,7 @@ class _Vectorizer:
             return ir.Binary(e.op, self._vector(e.a, loops, lanes), self._vector(e.b, loops, lanes))
         if isinstance(e, ir.Select):
             return ir.Select(*(self._vector(x, loops, lanes) for x in (e.condition, e.true_value, e.false_value)))
-        if isinstance(e, ir.Call) and e.name in _HINTS:
+        if isinstance(e, ir.Call) and _passes_through(e):
             return self._vector(e.args[0], loops, lanes)
         raise _NotVectorizable
 

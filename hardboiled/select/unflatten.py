@@ -145,7 +145,7 @@ class _Unflattener:
 
         def lane(offset: int) -> ir.Expr:
             if linear is not None:
-                return _expression(_plus(linear, {None: offset} if offset else {}, 1))
+                return linear_expression(_plus(linear, {None: offset} if offset else {}, 1))
             return ir.Binary(ir.BinOp.ADD, base, ir.IntImm(offset)) if offset else base
 
         index = _nested_ramps(indices, lane)
@@ -194,7 +194,7 @@ class _Unflattener:
         first = vectors[0]
         if not step:
             return ir.Broadcast(first, len(vectors))
-        return ir.Ramp(first, ir.Broadcast(_expression(step), first.type.lanes), len(vectors))
+        return ir.Ramp(first, ir.Broadcast(linear_expression(step), first.type.lanes), len(vectors))
 
     def _shape(self, v: ir.Expr) -> tuple[Linear, tuple[object, ...]] | None:
         """A vector as its first lane's linear form and the pattern of its
@@ -235,6 +235,12 @@ class _Unflattener:
                         return None
                     return {t: c * factor.value for t, c in linear.items() if c * factor.value}
         return {e: 1}
+
+
+def linear_form(e: ir.Expr) -> Linear | None:
+    """An int32 expression as a linear form (no lets in scope); None for
+    any other type."""
+    return _Unflattener({})._linear(e)
 
 
 def _holds_every_value(narrow: ir.Type, wide: ir.Type) -> bool:
@@ -295,7 +301,7 @@ def _key(linear: Linear) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(("" if t is None else print_ir(t), c) for t, c in linear.items()))
 
 
-def _expression(linear: Linear) -> ir.Expr:
+def linear_expression(linear: Linear) -> ir.Expr:
     """The linear form as Halide would print it simplified: terms in a
     fixed order, ``t*c`` for a coefficient, the constant last."""
     terms = sorted(((t, c) for t, c in linear.items() if t is not None), key=lambda tc: print_ir(tc[0]))
