@@ -44,6 +44,7 @@ from hardboiled.ir.visitor import Visitor
 from hardboiled.support.diagnostics import Diagnostic
 from hardboiled.verify.calls import EXPRESSION_HANDLERS, PER_ITERATION_CALLS, VALUE_HANDLERS, ValueHandler
 from hardboiled.verify.fragments import fragment_alignment_unchecked, wmma_call
+from hardboiled.verify.independence import has_independent_iterations
 from hardboiled.verify.tiles import AMX_CALLS
 from hardboiled.verify.values import (
     DTYPES,
@@ -141,6 +142,9 @@ class _LoopFacts:
     """The most lanes of any expression in the body."""
     atomic: bool
     """The body has an atomic update: its iterations read what others wrote."""
+    independent: bool
+    """A serial loop whose iterations provably touch disjoint elements
+    (independence.py): it runs batched like a parallel one."""
 
 
 class Interpreter(Visitor[Any]):
@@ -303,13 +307,15 @@ class Interpreter(Visitor[Any]):
         facts = _LoopFacts(
             warp_collective=s.kind is ir.ForKind.GPU_LANE and _is_warp_collective(s, nodes),
             widest=max((n.type.lanes for n in nodes if isinstance(n, ir.Expr)), default=1),
-            atomic=any(isinstance(n, ir.Atomic) for n in nodes))
+            atomic=any(isinstance(n, ir.Atomic) for n in nodes),
+            independent=s.kind in (ir.ForKind.SERIAL, ir.ForKind.UNROLLED) and has_independent_iterations(s, nodes))
         self._loop_facts[id(s)] = (s, facts)
         return facts
 
     def _batchable(self, s: ir.For, facts: _LoopFacts, count: int) -> int:
         """How many iterations of ``s`` to run together (1: one at a time)."""
-        if not self.batches_loops or s.kind not in INDEPENDENT_ITERATIONS or facts.atomic or count < 2:
+        independent = s.kind in INDEPENDENT_ITERATIONS or facts.independent
+        if not self.batches_loops or not independent or facts.atomic or count < 2:
             return 1
         rows = self.batch or 1
         return max(1, min(count, MAX_BATCH_ELEMENTS // (rows * max(facts.widest, 1))))

@@ -208,3 +208,65 @@ def test_threads_inside_a_block_that_ran_on_its_own() -> None:
     _, _, batched_state, serial_state = _run_text(text, {"out": np.full(12, -1, np.int32)})
     _assert_same(batched_state, serial_state)
     assert list(batched_state["out"].data[4:8]) == [13, 12, 11, -1]
+
+
+# Serial loops Halide leaves around a scalar update (verify/independence.py)
+_SCALARIZED = ("amx_K-48", "amx_acc_layout-xy", "amx_tiles-2x2", "wmma_acc_layout-yx", "wmma_K-40")
+
+
+@pytest.mark.parametrize("name", _SCALARIZED)
+def test_scalar_update_nests_of_the_sweep_run_batched_with_the_same_bits(name: str) -> None:
+    """Real Halide dumps whose update Halide left scalar: the serial loops
+    whose iterations update disjoint elements run batched, every buffer
+    bit for bit as serially, with far fewer statements."""
+    original = parse_input((ROOT / "tests" / "fixtures" / "sweep" / f"{name}.stmt").read_text()).ir
+    assert isinstance(original, ir.Stmt)
+    buffers, _, _ = run_original(original, {}, 0)
+    batched, serial, batched_state, serial_state = _both(original, buffers)
+    _assert_same(batched_state, serial_state)
+    assert batched.undefined_reads == serial.undefined_reads
+    assert batched.stores * 4 <= serial.stores
+
+
+_NEST = """for (x, 0, 4) {
+ for (y, 0, 4) {
+  for (r, 0, 8) {
+   acc[{index}] = acc[{index}] + (a[(x*8) + r]*b[(r*4) + y])
+  }
+ }
+}
+"""
+
+
+@pytest.mark.parametrize(("index", "batched_loops"), [
+    ("(x*4) + y", {"x", "y"}),   # rows 4 apart, 4 wide: every iteration of x or y its own elements
+    ("(x*2) + y", {"y"}),        # rows overlap: x stays serial, y (for each x) is independent
+    ("x + y", {"y"}),            # iterations of x meet each other's elements; of y, for one x, do not
+    # transposed: x's iterations are disjoint too, but x's stride (1) does not
+    # exceed the inner y's span, the sufficient test the analysis makes
+    ("(y*4) + x", {"y"}),
+    ("0", set()),                # every iteration updates the same element
+])
+def test_a_serial_loop_runs_batched_only_when_its_iterations_touch_disjoint_elements(
+        index: str, batched_loops: set[str]) -> None:
+    from hardboiled.verify.independence import has_independent_iterations
+
+    text = _NEST.replace("{index}", index)
+    stmt = parse_input(text, "nest.stmt", buffer_types={n: ir.Int(32) for n in ("acc", "a", "b")}).ir
+    loops = {n.name: n for n in ir.walk(stmt) if isinstance(n, ir.For)}
+    assert {name for name, loop in loops.items()
+            if has_independent_iterations(loop, list(ir.walk(loop.body)))} == batched_loops
+    rng = np.random.default_rng(0)
+    arrays = {"acc": rng.integers(-100, 100, 16), "a": rng.integers(-100, 100, 32), "b": rng.integers(-100, 100, 32)}
+    batched, serial, batched_state, serial_state = _run_text(text, {k: v.astype(np.int32) for k, v in arrays.items()})
+    _assert_same(batched_state, serial_state)
+    assert (batched.stores < serial.stores) == bool(batched_loops)
+
+
+def test_a_loop_that_reads_another_iterations_element_is_not_independent() -> None:
+    from hardboiled.verify.independence import has_independent_iterations
+
+    text = _NEST.replace("{index}", "(x*4) + y").replace("(a[(x*8) + r]", "(acc[0]")
+    stmt = parse_input(text, "nest.stmt", buffer_types={"acc": ir.Int(32), "b": ir.Int(32)}).ir
+    assert not any(has_independent_iterations(n, list(ir.walk(n.body))) for n in ir.walk(stmt)
+                   if isinstance(n, ir.For))
