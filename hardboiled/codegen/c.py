@@ -159,7 +159,7 @@ class CGenerator(CFamilyEmitter):
                                      int_constant(intrinsic.argument(value, "colbytes")))
         for (name, tile), reg in self.tiles.by_tile.items():
             if reg not in self.tiles.shapes:
-                raise codegen_error(f"cannot tell the shape of tile {tile} of AMX buffer '{name}'")
+                raise codegen_error(f"cannot tell the shape of the tile at element {tile} of AMX buffer '{name}'")
         self._plan_operand_pools()
 
     def _plan_operand_pools(self) -> None:
@@ -187,12 +187,14 @@ class CGenerator(CFamilyEmitter):
         self.tiles.recent = [reg for pool in pools.values() for reg in pool]
 
     def _tile_index(self, name: str, index: ir.Expr) -> int:
-        alloc = self.amx_buffers[name]
-        lanes = AMX_TILE.tile_bytes // alloc.type.bytes
+        """The first element of the whole tile ``index`` reads or writes (a
+        tile of L elements starts at a multiple of L, as legalization
+        checks: tiles of fewer rows than 16 pack closer than a register's
+        1 KiB), which names the tile."""
         if not (isinstance(index, ir.Ramp) and isinstance(index.base, ir.IntImm)
-                and index.base.value % lanes == 0):
+                and index.base.value % index.lanes == 0):
             raise codegen_error(f"AMX buffer '{name}' is accessed at an index that is not a whole tile")
-        return index.base.value // lanes
+        return index.base.value
 
     def _tile_setup(self) -> None:
         self.emit("/* AMX palette 1: rows and bytes per row of each tile register. */")
