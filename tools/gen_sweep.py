@@ -60,7 +60,7 @@ AMX_AXES = {
     "chunk": [dict(chunk="2x"), dict(chunk="half")],
     "K": [dict(K=32), dict(K=128), dict(K=256)],
     "tiles": [dict(tiles=(1, 2)), dict(tiles=(1, 4)), dict(tiles=(1, 2), loops="k_outer"),
-              dict(tiles=(1, 2), N=8), dict(tiles=(1, 4), M=8)],
+              dict(tiles=(1, 2), N=8), dict(tiles=(1, 4), M=8), dict(tiles=(1, 4), N=8, init="bias_row")],
     "init": [dict(init=i) for i in ("cbuf", "bias_col", "bias_row", "const")],
     "epilogue": [dict(epilogue=e) for e in ("relu", "scale", "bias", "cast", "sigmoid", "silu")],
     "loops": [dict(loops="k_outer"), dict(loops="swap_tiles")],

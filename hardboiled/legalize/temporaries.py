@@ -42,22 +42,27 @@ def written_inside(node: ir.Stmt) -> set[str]:
 class _Subtrees:
     """What each statement of one tree holds, computed once bottom-up, so
     that placing many temporaries stays linear in the tree's size: which of
-    the temporaries it uses, what it writes, whether a kernel loop is in it."""
+    the temporaries it uses, what it writes, which names it binds (a let,
+    a loop), whether a kernel loop is in it."""
 
     def __init__(self, stmt: ir.Stmt, names: set[str]):
         self.uses: dict[int, frozenset[str]] = {}
         self.writes: dict[int, frozenset[str]] = {}
+        self.binds: dict[int, frozenset[str]] = {}
         self.kernels: dict[int, bool] = {}
         order: list[ir.Node] = list(ir.walk(stmt))
         for node in reversed(order):  # children before parents
             kids = list(ir.children(node))
             used = {node.name} if isinstance(node, ir.Variable) and node.name in names else set()
             written = set(_own_writes(node))
+            bound = _binds(node) if isinstance(node, ir.Stmt) else set()
             for kid in kids:
                 used |= self.uses[id(kid)]
                 written |= self.writes[id(kid)]
+                bound |= self.binds[id(kid)]
             self.uses[id(node)] = frozenset(used)
             self.writes[id(node)] = frozenset(written)
+            self.binds[id(node)] = frozenset(bound)
             self.kernels[id(node)] = (isinstance(node, ir.Stmt) and _is_kernel_loop(node)) or any(
                 self.kernels[id(kid)] for kid in kids)
 
@@ -77,8 +82,9 @@ def _own_writes(node: ir.Node) -> tuple[str, ...]:
 
 def place_temporaries(stmt: ir.Stmt, temporaries: list[Temporary]) -> ir.Stmt:
     """Allocate and fill each temporary right before the outermost statement
-    that contains all its uses, inside which nothing it reads is written,
-    and above which every variable it reads is bound. Uses that no single
+    that contains all its uses, inside which nothing it reads is written
+    and no variable it reads is bound again, and above which every variable
+    it reads is bound. Uses that no single
     such statement covers (branches of an `if`, two loops) get a copy each.
 
     Placements are found on one analysis of the tree and made in one
@@ -139,7 +145,11 @@ def _choose_position(path: list[ir.Stmt], needed: set[str], reads: set[str], sub
         return None  # used by kernels, but no single kernel holds every use: one copy per kernel
     bound_above: set[str] = set()
     for i, node in enumerate(path):
-        if i >= first and needed <= bound_above and not (reads & subtrees.writes[id(node)]):
+        # A name the temporary reads bound again inside (Halide rebinds
+        # `let mm.s0.x.xi.base` before each tile's statement) would give the
+        # uses under it other values than the fill saw: go deeper.
+        if i >= first and needed <= bound_above and not (reads & subtrees.writes[id(node)]) \
+                and not (needed & subtrees.binds[id(node)]):
             return i
         bound_above |= _binds(node)
     return None
