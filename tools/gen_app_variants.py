@@ -188,11 +188,9 @@ def generate(name: str, out: Path) -> dict[str, object]:
     app, spec = choices(name)
     entry: dict[str, object] = dict(app=app, choices=spec, accumulators=list(accumulators(app)),
                                     memory="WMMAAccumulator")
-    body, error = gf.vectorizing_stage(name, True, __file__)
-    if body is None:
+    error = gf.dump_vectorizing_stage(name, True, __file__, out / f"{name}.stmt")
+    if error is not None:
         entry["halide_error"] = error
-        return entry
-    (out / f"{name}.stmt").write_bytes(body)
     return entry
 
 

@@ -784,17 +784,19 @@ def run_child(name, workdir, stop_after_vectorizing, timeout, script=__file__):
     return lines, rc, stopped
 
 
-def vectorizing_stage(name, cuda, script):
-    """Run the child of ``script`` for case ``name``: (Halide's "Lowering
-    after vectorizing:" body, "") or (None, Halide's error). Raises
-    RuntimeError when the child times out."""
+def dump_vectorizing_stage(name, cuda, script, path):
+    """Run the child of ``script`` for case ``name`` and write Halide's
+    "Lowering after vectorizing:" body to ``path``; return None, or
+    Halide's error (nothing written). Raises RuntimeError when the child
+    times out."""
     with tempfile.TemporaryDirectory(prefix="hl_child_") as tmp:
         lines, _rc, _stopped = run_child(name, tmp, cuda, CUDA_TIMEOUT_S if cuda else CPU_TIMEOUT_S,
                                          script=script)
     stages = split_stages(lines)
     if "vectorizing" not in stages:
-        return None, error_text(lines)
-    return stages["vectorizing"], ""
+        return error_text(lines)
+    path.write_bytes(stages["vectorizing"])
+    return None
 
 
 def error_text(lines):

@@ -166,13 +166,11 @@ def generate(name: str, spec: dict, out_dir: Path) -> dict:
     cuda = spec["acc"] == "wmma"
     entry: dict = dict(spec={k: list(v) if isinstance(v, tuple) else v for k, v in spec.items()})
     try:
-        body, error = gf.vectorizing_stage(name, cuda, __file__)
+        error = gf.dump_vectorizing_stage(name, cuda, __file__, out_dir / f"{name}.stmt")
     except RuntimeError as e:  # the child timed out
-        body, error = None, str(e)
-    if body is None:
+        error = str(e)
+    if error is not None:
         entry["halide_error"] = error
-        return entry
-    (out_dir / f"{name}.stmt").write_bytes(body)
     return entry
 
 
