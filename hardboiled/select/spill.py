@@ -74,7 +74,11 @@ def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: di
             if isinstance(n, ir.Load) and n.name in accelerators and n not in copies:
                 spill = f"{n.name}{SPILL}{counter}"
                 counter += 1
-                region = _gathered_region(stmt, n, allocations[n.name]) if gather else None
+                # A gather, or a read whose lanes are constant but not in
+                # storage order (a transposed accumulator), copies the region
+                # whole: a tile store writes only whole tiles in order.
+                region = (_gathered_region(stmt, n, allocations[n.name])
+                          if gather or not _in_storage_order(n.index) else None)
                 index: ir.Expr
                 if region is None:
                     size, index = n.type.lanes, ir.Ramp(ir.IntImm(0), ir.IntImm(1), n.type.lanes)
@@ -95,6 +99,13 @@ def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: di
                                  (ir.IntImm(size),), result)
         replacements[position] = result
     return replacements
+
+
+def _in_storage_order(index: ir.Expr) -> bool:
+    """Whether ``index`` reads consecutive elements, or is not constant
+    (then a copy in the reader's lane order is all that is known)."""
+    lanes = constant_lanes(index)
+    return lanes is None or all(b - a == 1 for a, b in zip(lanes, lanes[1:]))
 
 
 def _gathered_region(stmt: ir.Stmt, load: ir.Load, allocation: ir.Allocate) -> tuple[int, int] | None:

@@ -36,7 +36,11 @@ anything, an infinite mask value included, is zero:
   masked lane at -1e30 however large its error);
 * a smooth math call f(x) (sin, cos, tanh): err(x) * (|f(x)| + 1);
 * every other call as ir/operations.py says (``ErrorRule``): a hint has its
-  argument's error, strict_add the add's, mux the selects'.
+  argument's error, strict_add the add's, mux the selects';
+* overflow: where a rounded value moved by its bound may reach its type's
+  largest finite value (a partial sum: the sum of its lanes' sizes), the
+  bound is infinite, since one program may round to infinity and the other
+  not (a float16 exp near 65,504 in a SiLU).
 
 An exact operand (an input, a weight) adds nothing to a bound, and the
 bound program is built without what it would add (0 + x, max(0, x),
@@ -82,6 +86,10 @@ _SUBNORMAL_SPACING = {(ir.TypeCode.FLOAT, 16): 2.0 ** -24, (ir.TypeCode.BFLOAT, 
                       (ir.TypeCode.FLOAT, 32): 2.0 ** -149, (ir.TypeCode.FLOAT, 64): 2.0 ** -1074}
 """The distance between neighbouring values near zero: rounding there
 is off by up to half of it, however small the value (u * |x| is not)."""
+_LARGEST = {(ir.TypeCode.FLOAT, 16): 65504.0, (ir.TypeCode.BFLOAT, 16): 3.3895313892515355e38,
+            (ir.TypeCode.FLOAT, 32): 3.4028234663852886e38}
+"""The largest finite value of each type narrower than float64: a result
+that may reach it may round to infinity in one program and not the other."""
 
 
 _FLOAT16_SIGNIFICAND = 11
@@ -183,6 +191,19 @@ def _larger(a: ir.Expr, b: ir.Expr) -> ir.Expr:
     return ir.Binary(ir.BinOp.MAX, a, b)
 
 
+def _overflowing(bound: ir.Expr, magnitude: ir.Expr, t: ir.Type) -> ir.Expr:
+    """``bound``, or infinity where a value of size ``magnitude`` moved by
+    it may reach the type's largest finite value: the two programs may then
+    differ by infinity (exp(11.1) in float16 is 66,000, exp(11.0) 59,874),
+    which no finite tolerance covers."""
+    largest = _LARGEST.get((t.code, t.bits))
+    if largest is None or _is_zero(bound):
+        return bound
+    lanes = t.lanes
+    reaches = ir.Binary(ir.BinOp.GE, _add(magnitude, bound), _const(largest, lanes))
+    return ir.Select(reaches, _const(math.inf, lanes), bound)
+
+
 def _value(e: ir.Expr) -> ir.Expr:
     """|e| in float64: the size of what the original computes."""
     return _abs(ir.Cast(_f64(e.type), e))
@@ -262,6 +283,8 @@ class _Bounds:
         if rule is None:
             raise NoErrorBound(f"a float {type(e).__name__}")
         bound = rule(self, e)
+        if isinstance(e, _ROUNDING_OPERATIONS):
+            bound = _overflowing(bound, _value(e), t)
         if not self.alike:
             return bound
         if isinstance(e, _ROUNDING_OPERATIONS) and not _is_zero(bound) and all(
@@ -373,7 +396,8 @@ class _Bounds:
             lanes = ir.VectorReduce(ir.ReduceOp.ADD, _value(e.value), out)
             summed = _const(0.0, e.type.lanes) if _is_zero(err) else ir.VectorReduce(ir.ReduceOp.ADD, err, out)
             steps = _const((factor - 1) * _SUBNORMAL_SPACING[(e.type.code, e.type.bits)] / 2, e.type.lanes)
-            return _add(_add(summed, _scaled(lanes, (factor - 1) * unit_roundoff(e.type))), steps)
+            bound = _add(_add(summed, _scaled(lanes, (factor - 1) * unit_roundoff(e.type))), steps)
+            return _overflowing(bound, lanes, e.type)  # a partial sum is at most the sum of |lanes|
         if e.op in (ir.ReduceOp.MIN, ir.ReduceOp.MAX):
             if _is_zero(err):
                 return _const(0.0, e.type.lanes)

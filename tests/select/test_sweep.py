@@ -91,6 +91,13 @@ REGRESSIONS = {
     # every tile the first tile's bias (caught by verification as a mismatch)
     "AMX bias down the rows of four 16 x 8 tiles": "amx_N-8_tiles-1x4_init-bias_row",
     "AMX int8 bias down the rows of four 16 x 8 tiles": "amx_types-u8i8_b-vnni_N-8_tiles-1x4_init-bias_row",
+    # an epilogue reading a transposed accumulator: the spill copies whole
+    # tiles in storage order (what a tile or fragment store writes), and the
+    # epilogue reads the copy at its own transposed index
+    "AMX cast of a transposed 16 x 4 accumulator": "amx_order-ba_M-4_epilogue-cast_form-single_acc_layout-xy",
+    "AMX int8 ReLU of a transposed accumulator": "amx_types-u8i8_epilogue-relu_acc_layout-xy",
+    "WMMA ReLU of a transposed accumulator": "wmma_epilogue-relu_acc_layout-yx",
+    "WMMA bias of a transposed m32n8 accumulator": "wmma_M-32_N-8_epilogue-bias_acc_layout-yx",
 }
 
 
@@ -142,6 +149,12 @@ def test_an_epilogue_reads_a_spilled_copy_of_the_accumulator() -> None:
     ir_text = _lowered_ir("amx_epilogue-relu")
     assert "allocate mm.spill.0[float32 * 256] in Stack" in ir_text
     assert "tile_store(16, 64, mm.spill.0, 0, 64, mm[ramp(0, 1, 256)])" in ir_text
+
+
+def test_an_epilogue_of_a_transposed_accumulator_reads_a_copy_in_storage_order() -> None:
+    ir_text = _lowered_ir("amx_types-u8i8_epilogue-relu_acc_layout-xy")
+    # the copy is written by whole-tile stores; the ReLU reads it transposed
+    assert "tile_store(" in ir_text and "mm.spill.0[ramp(ramp(" in ir_text
 
 
 def test_a_32x32_accumulator_becomes_four_tiles_and_k64_two_matmuls() -> None:
