@@ -75,7 +75,10 @@ AMX_AXES = {
     "acc_layout": [dict(acc_layout="xy"), dict(acc_layout="xy", types="i8*i8"),
                    # an epilogue reading the transposed accumulator: spilled whole, read at its index
                    dict(acc_layout="xy", epilogue="cast", form="single", M=4, order="ba"),
-                   dict(acc_layout="xy", epilogue="relu", types="u8*i8")],
+                   dict(acc_layout="xy", epilogue="relu", types="u8*i8"),
+                   # tiles side by side, filled and copied out column by column (lane_order.py)
+                   dict(acc_layout="xy", tiles=(1, 2), loops="swap_tiles", rem=8),
+                   dict(acc_layout="xy", tiles=(1, 4), M=8, types="i8*i8")],
     "remainder": [dict(rem=8), dict(rem=4, tail="guard"), dict(rem=8, tail="shift"), dict(K=48),
                   dict(K=40, types="u8*i8"), dict(K=24)],
 }
@@ -110,7 +113,9 @@ WMMA_AXES = {
     "operand": [dict(operand="neg"), dict(operand="scale"), dict(operand="boundary"),
                 dict(operand="zero_point", types="i8>i32"), dict(operand="scale", types="i8>i32")],
     "acc_layout": [dict(acc_layout="yx"), dict(acc_layout="yx", types="i8>i32"),
-                   dict(acc_layout="yx", epilogue="relu"), dict(acc_layout="yx", epilogue="bias", M=32, N=8)],
+                   dict(acc_layout="yx", epilogue="relu"), dict(acc_layout="yx", epilogue="bias", M=32, N=8),
+                   dict(acc_layout="yx", tiles=(2, 2), epilogue="relu", K=16),
+                   dict(acc_layout="yx", tiles=(1, 2), types="bf16>f32")],
     "remainder": [dict(n=40), dict(n=48, tail="guard"), dict(n=80, tail="shift"), dict(K=48),
                   dict(K=40), dict(K=24, types="i8>i32")],
 }

@@ -105,7 +105,7 @@ def _vectorized_nest(loop: ir.For, buffers: set[str]) -> ir.Stmt | None:
     if self_load is None and reduced:
         return None  # a store without the accumulator in a reduction: the last write wins
     vector = _Vectorizer(stored + reduced, {lp.name for lp in stored + reduced})
-    new_index = _dense(vector.index(plan.index, stored))
+    new_index = merged_ramps(vector.index(plan.index, stored))
     computed = vector.value(rest)
     if new_index is None or computed is None:
         return None
@@ -261,12 +261,12 @@ def _dense_fill(store: ir.Store) -> ir.Store | None:
     return ir.Store(store.name, store.value, ir.Ramp(index, ir.IntImm(1), covered))
 
 
-def _dense(index: ir.Expr | None) -> ir.Expr | None:
+def merged_ramps(index: ir.Expr | None) -> ir.Expr | None:
     """A nest of ramps that walks consecutive elements as one ramp, as Halide
     writes a whole tile: ramp(ramp(0, 1, 16), x16(16), 16) is ramp(0, 1, 256)."""
     if not isinstance(index, ir.Ramp):
         return index
-    inner = _dense(index.base)
+    inner = merged_ramps(index.base)
     assert inner is not None
     if isinstance(inner, ir.Ramp) and not inner.base.type.is_vector and isinstance(inner.stride, ir.IntImm) \
             and isinstance(index.stride, ir.Broadcast) and isinstance(index.stride.value, ir.IntImm) \

@@ -32,6 +32,7 @@ from hardboiled.select.extract import (
     select_stores,
 )
 from hardboiled.select.facts import sliding_windows
+from hardboiled.select.lane_order import order_accelerator_lanes
 from hardboiled.select.options import SelectionOptions as SelectionOptions  # re-exported
 from hardboiled.select.partition import partition_accumulators
 from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, reinsert
@@ -170,6 +171,7 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
         return SelectionResult(stmt, (), None, None, 0.0)
     stmt = unflatten_stores(stmt, allocations)  # the final stmt's concat_vectors and shuffles
     stmt = revectorize_scalar_updates(stmt, set(allocations))  # updates Halide left scalar
+    stmt = order_accelerator_lanes(stmt, set(allocations))  # fills and copies of a transposed accumulator
     stmt = relayout_blocked_tiles(stmt, {name for name, a in allocations.items()
                                          if ACCELERATOR_MEMORY[options.store_in.get(name, a.memory_type)] == "AMX"})
     schedule = load_schedule(options.schedule_path, options.iterations)

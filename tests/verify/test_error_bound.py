@@ -8,8 +8,8 @@ than be one loose number per buffer, and must still catch wrong rewrites.
 from __future__ import annotations
 
 import copy
-import math
 import dataclasses
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
