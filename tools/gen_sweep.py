@@ -117,7 +117,13 @@ WMMA_AXES = {
                    dict(acc_layout="yx", tiles=(2, 2), epilogue="relu", K=16),
                    dict(acc_layout="yx", tiles=(1, 2), types="bf16>f32")],
     "remainder": [dict(n=40), dict(n=48, tail="guard"), dict(n=80, tail="shift"), dict(K=48),
-                  dict(K=40), dict(K=24, types="i8>i32")],
+                  dict(K=40), dict(K=24, types="i8>i32"),
+                  # a reduction longer than a fragment's K but no multiple of it: chunks of 16
+                  # and a padded remainder (partition.py)
+                  dict(K=40, chunk=64), dict(K=24, chunk=32, M=32, N=8, epilogue="bias"),
+                  # a computed operand in a padded chunk, and one gathered by a boundary
+                  # condition of a symbolic size: staged in shared memory
+                  dict(operand="neg", chunk=8), dict(operand="boundary", sizes="output", tiles=(1, 2))],
 }
 WMMA_CROSSES = {
     "types": [dict(types="i8>i32", M=32, N=8), dict(types="u8>i32", M=8, N=32),

@@ -125,7 +125,7 @@ def transposed(e: ir.Expr, rows: int, cols: int) -> ir.Expr | None:
         return None
     if isinstance(e, ir.Ramp):
         return _transposed_ramp(e, rows, cols)
-    return _lanewise(e, lambda x: transposed(x, rows, cols))
+    return map_lanewise(e, lambda x: transposed(x, rows, cols))
 
 
 def _transposed_ramp(e: ir.Ramp, rows: int, cols: int) -> ir.Expr | None:
@@ -156,12 +156,13 @@ def _repeated(e: ir.Expr, times: int) -> ir.Expr | None:
         return ir.Broadcast(e.value, e.lanes * times)
     if isinstance(e, ir.Ramp) and e.base.type.lanes == 1 and e.stride.type.lanes == 1:
         return ir.Ramp(ir.Broadcast(e.base, times), ir.Broadcast(e.stride, times), e.lanes)
-    return _lanewise(e, lambda x: _repeated(x, times))
+    return map_lanewise(e, lambda x: _repeated(x, times))
 
 
-def _lanewise(e: ir.Expr, each: Callable[[ir.Expr], ir.Expr | None]) -> ir.Expr | None:
+def map_lanewise(e: ir.Expr, each: Callable[[ir.Expr], ir.Expr | None]) -> ir.Expr | None:
     """``e`` with ``each`` applied to its operands, where lane i of ``e``
-    depends on lane i of its operands only."""
+    depends on lane i of its operands only; None for any other form, or
+    where ``each`` gives None."""
     if isinstance(e, ir.Load):
         index = each(e.index) if e.predicate is None else None
         return None if index is None else ir.Load(e.name, index, e.type.with_lanes(index.type.lanes))
@@ -172,17 +173,25 @@ def _lanewise(e: ir.Expr, each: Callable[[ir.Expr], ir.Expr | None]) -> ir.Expr 
         a, b = each(e.a), each(e.b)
         return None if a is None or b is None else ir.Binary(e.op, a, b)
     if isinstance(e, ir.Select):
-        condition, true_value, false_value = each(e.condition), each(e.true_value), each(e.false_value)
-        if condition is None or true_value is None or false_value is None:
-            return None
-        return ir.Select(condition, true_value, false_value)
+        return _select_of(e, each)
     if isinstance(e, ir.Call):
-        operation = operations.find(e.name)
-        if operation is None or operation.kind not in LANEWISE_CALLS:
-            return None
-        args = [each(x) for x in e.args]
-        known = [a for a in args if a is not None]
-        if len(known) != len(args):
-            return None
-        return ir.Call(e.name, tuple(known), e.type.with_lanes(max(a.type.lanes for a in known)))
+        return _call_of(e, each)
     return None
+
+
+def _select_of(e: ir.Select, each: Callable[[ir.Expr], ir.Expr | None]) -> ir.Expr | None:
+    condition, true_value, false_value = each(e.condition), each(e.true_value), each(e.false_value)
+    if condition is None or true_value is None or false_value is None:
+        return None
+    return ir.Select(condition, true_value, false_value)
+
+
+def _call_of(e: ir.Call, each: Callable[[ir.Expr], ir.Expr | None]) -> ir.Expr | None:
+    operation = operations.find(e.name)
+    if operation is None or operation.kind not in LANEWISE_CALLS:
+        return None
+    args = [each(x) for x in e.args]
+    known = [a for a in args if a is not None]
+    if len(known) != len(args):
+        return None
+    return ir.Call(e.name, tuple(known), e.type.with_lanes(max(a.type.lanes for a in known)))

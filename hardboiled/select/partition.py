@@ -33,6 +33,7 @@ from typing import ClassVar
 
 from hardboiled import ir
 from hardboiled.select.extract import SCRATCH_MEMORY, iter_stores
+from hardboiled.select.lane_order import map_lanewise
 from hardboiled.targets.amx import AMX_TILE
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
 
@@ -152,6 +153,11 @@ class _Slicer:
             return None
         return ir.VectorReduce(e.op, value, e.type.with_lanes(value.type.lanes // factor))
 
+    def _lanewise(self, e: ir.Expr, extents: tuple[int, ...], axis: int, start: int,
+                  count: int) -> ir.Expr | None:
+        """A select, or a call that computes lane by lane (a hint, float math)."""
+        return map_lanewise(e, lambda x: self.slice(x, extents, axis, start, count))
+
     _FORMS: ClassVar[dict[type, Callable[..., ir.Expr | None]]] = {
         ir.Ramp: _ramp,
         ir.Broadcast: _broadcast,
@@ -159,6 +165,8 @@ class _Slicer:
         ir.Binary: _binary,
         ir.Cast: _cast,
         ir.VectorReduce: _vector_reduce,
+        ir.Select: _lanewise,
+        ir.Call: _lanewise,
     }
     """The rule for each form that slices, by the node's class (the IR's
     node classes have no subclasses, so the class alone picks it)."""
@@ -218,10 +226,9 @@ def _piece(accelerator: str, rows: int, width: int, reduces: list[ir.VectorReduc
     element = WMMA_TENSOR_CORE.element(operand) if operand is not None else None
     if element is None:
         return None
-    # A fragment's K is fixed: a longer reduction is cut, a shorter one that
-    # divides it is padded with zero products.
-    fits = [s for s in WMMA_TENSOR_CORE.shapes_of(element)
-            if rows % s.m == 0 and width % s.n == 0 and k_total and (k_total % s.k == 0 or s.k % k_total == 0)]
+    # A fragment's K is fixed: a longer reduction is cut, and a shorter one
+    # (or what is left of a longer one) is padded with zero products.
+    fits = [s for s in WMMA_TENSOR_CORE.shapes_of(element) if rows % s.m == 0 and width % s.n == 0 and k_total]
     if not fits:
         return None
     shape = max(fits, key=lambda s: (s.m * s.n, s.m == s.n, k_total % s.k == 0))
@@ -309,9 +316,41 @@ def _rows_of(store: ir.Store, name: str, width: int) -> int | None:
 
 
 def _one_instruction_each(piece: _Piece, width: int, row_counts: list[int], reduces: list[ir.VectorReduce]) -> bool:
-    """Whether every statement is one instruction already (nothing to cut)."""
+    """Whether every statement is one instruction already (nothing to cut),
+    and reads its operands as they are (nothing to stage)."""
     factors = [r.value.type.lanes // r.type.lanes for r in reduces]
+    if piece.pads and any(_computed_operand(r) for r in reduces):
+        return False
     return all(rows == piece.rows for rows in row_counts) and width == piece.cols and all(f == piece.k for f in factors)
+
+
+_INDEX_ARITHMETIC = (ir.Ramp, ir.Broadcast, ir.IntImm, ir.Variable, ir.Binary)
+
+
+def _computed_operand(reduce: ir.VectorReduce) -> bool:
+    """Whether a side of the product is computed (a select of a boundary
+    condition, a negation) or gathered (a clamped index) rather than a load
+    at affine vector forms: on Tensor Cores it is staged in a temporary."""
+    product = reduce.value
+    if not (isinstance(product, ir.Binary) and product.op is ir.BinOp.MUL):
+        return False
+    return any(_computed_side(side) for side in (product.a, product.b))
+
+
+def _computed_side(side: ir.Expr) -> bool:
+    """Whether ``side`` is computed or gathered in a type Tensor Cores
+    multiply (a negated int8 operand computed in int32 is not: its values
+    need not fit 8 bits)."""
+    value = _operand_value(side)
+    if WMMA_TENSOR_CORE.element(value.type.element()) is None:
+        return False
+    if not isinstance(value, ir.Load):
+        return True
+    return any(not isinstance(n, _INDEX_ARITHMETIC) or (isinstance(n, ir.Binary) and n.op not in _AFFINE)
+               for n in ir.walk(value.index))
+
+
+_AFFINE = (ir.BinOp.ADD, ir.BinOp.SUB, ir.BinOp.MUL)
 
 
 def _cut_stores(stores: list[ir.Store], row_counts: list[int], name: str, width: int,
@@ -368,27 +407,75 @@ def _cut(store: ir.Store, name: str, width: int, rows: int, piece: _Piece) -> li
 def _cut_reduction(store: ir.Store, name: str, piece: _Piece) -> list[ir.Stmt]:
     """An update ``acc = sum(A * B) + acc`` with more than ``piece.k``
     products per output, as several updates of ``piece.k`` each."""
-    value = store.value
-    if not (isinstance(value, ir.Binary) and value.op is ir.BinOp.ADD):
+    split = _reduction_update(store)
+    if split is None or not piece.k:
         return [store]
-    reduce, rest = (value.a, value.b) if isinstance(value.a, ir.VectorReduce) else (value.b, value.a)
-    if not isinstance(reduce, ir.VectorReduce) or not piece.k:
-        return [store]
+    reduce, rest = split
     factor = reduce.value.type.lanes // reduce.type.lanes
-    if factor < piece.k and piece.k % factor == 0 and piece.pads:
+    if factor < piece.k and piece.pads:
         padded = _padded_reduction(store, reduce, rest, piece, factor)
         return [store] if padded is None else [padded]
-    if factor <= piece.k or factor % piece.k:
+    if factor < piece.k or (factor % piece.k and not piece.pads):
         return [store]
+    if factor == piece.k and not (piece.pads and _computed_operand(reduce)):
+        return [store]
+    updates = _chunks(store, name, reduce, rest, piece)
+    return [store] if updates is None else updates
+
+
+def _reduction_update(store: ir.Store) -> tuple[ir.VectorReduce, ir.Expr] | None:
+    """(the reduction, the rest) of a store of ``sum(...) + rest``."""
+    value = store.value
+    if not (isinstance(value, ir.Binary) and value.op is ir.BinOp.ADD):
+        return None
+    reduce, rest = (value.a, value.b) if isinstance(value.a, ir.VectorReduce) else (value.b, value.a)
+    return (reduce, rest) if isinstance(reduce, ir.VectorReduce) else None
+
+
+def _chunks(store: ir.Store, name: str, reduce: ir.VectorReduce, rest: ir.Expr,
+            piece: _Piece) -> list[ir.Stmt] | None:
+    """The update as one update per chunk of ``piece.k`` products; a last,
+    shorter chunk is padded, and on Tensor Cores a computed operand staged."""
+    factor = reduce.value.type.lanes // reduce.type.lanes
     extents = (piece.rows, piece.cols, factor)
     updates: list[ir.Stmt] = []
     for start in range(0, factor, piece.k):
-        products = _PLAIN.slice(reduce.value, extents, 2, start, piece.k)
+        count = min(piece.k, factor - start)
+        products = _PLAIN.slice(reduce.value, extents, 2, start, count)
         if products is None:
-            return [store]
+            return None
         part = ir.VectorReduce(reduce.op, products, reduce.type)
-        updates.append(ir.Store(name, ir.Binary(ir.BinOp.ADD, part, rest), store.index))
+        update = ir.Store(name, ir.Binary(ir.BinOp.ADD, part, rest), store.index)
+        if count < piece.k or (piece.pads and _computed_operand(part)):
+            padded = _padded_reduction(update, part, rest, piece, count)
+            if padded is None:
+                return None
+            updates.append(padded)
+        else:
+            updates.append(update)
     return updates
+
+
+@dataclass(frozen=True, slots=True)
+class _Staging:
+    """Where one side of a product is copied, and how the product reads it."""
+
+    axis: int
+    """The lane axis the side does not vary along (N for A, M for B)."""
+    size: int
+    copy_index: ir.Expr
+    read_index: ir.Expr
+
+
+def _stagings(m: int, n: int, k: int, factor: int) -> tuple[_Staging, _Staging]:
+    return (
+        # A: element (m, k) at m * k_pad + k; read as ramp(xN(ramp(0, 1, k)), x(N*k)(k), M)
+        _Staging(1, m * k, ir.Ramp(_ramp_i(0, 1, factor), ir.Broadcast(ir.IntImm(k), factor), m),
+                 ir.Ramp(ir.Broadcast(_ramp_i(0, 1, k), n), ir.Broadcast(ir.IntImm(k), n * k), m)),
+        # B: element (k, n) at k * N + n, the slice's lanes are (n, k); read as xM(ramp(ramp(0, N, k), xk(1), N))
+        _Staging(0, k * n, ir.Ramp(_ramp_i(0, n, factor), ir.Broadcast(ir.IntImm(1), factor), n),
+                 ir.Broadcast(ir.Ramp(_ramp_i(0, n, k), ir.Broadcast(ir.IntImm(1), k), n), m)),
+    )
 
 
 def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr, piece: _Piece,
@@ -396,7 +483,10 @@ def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr, p
     """``acc = sum_k(A * B) + acc`` with fewer products than a fragment's
     K, as a product of operands copied into zero-padded buffers: A as an
     M x k row-major block, B as a k x N row-major block. The extra products
-    are 0 * 0, so the sums are the same."""
+    are 0 * 0, so the sums are the same. An operand computed from loads (a
+    negation, a boundary condition) is copied as it computes, in its own
+    type, under the conversions that widen it; with ``factor`` = K only such
+    an operand is copied (staged), unpadded."""
     product = reduce.value
     if not (isinstance(product, ir.Binary) and product.op is ir.BinOp.MUL) or reduce.op is not ir.ReduceOp.ADD:
         return None
@@ -415,24 +505,17 @@ def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr, p
     fills: list[ir.Stmt] = []
     allocations: list[tuple[str, ir.Type, int]] = []
     operands = []
-    for side, axis, (rows, cols), copy_index, read_index in (
-        # A: element (m, k) at m * k_pad + k; read as ramp(xN(ramp(0, 1, k)), x(N*k)(k), M)
-        (a_side, 1, (m, k), ir.Ramp(_ramp_i(0, 1, factor), ir.Broadcast(ir.IntImm(k), factor), m),
-         ir.Ramp(ir.Broadcast(_ramp_i(0, 1, k), n), ir.Broadcast(ir.IntImm(k), n * k), m)),
-        # B: element (k, n) at k * N + n, the slice's lanes are (n, k); read as xM(ramp(ramp(0, N, k), xk(1), N))
-        (b_side, 0, (k, n), ir.Ramp(_ramp_i(0, n, factor), ir.Broadcast(ir.IntImm(1), factor), n),
-         ir.Broadcast(ir.Ramp(_ramp_i(0, n, k), ir.Broadcast(ir.IntImm(1), k), n), m)),
-    ):
-        values = _PLAIN.slice(side, extents, axis, 0, 1)
-        load = _operand_load(side)
-        if values is None or load is None:
+    for side, staging in zip((a_side, b_side), _stagings(m, n, k, factor)):
+        if factor == k and not _computed_side(side):
+            operands.append(side)  # nothing to pad, read as it is
+            continue
+        staged = _stage(side, staging, extents, k, len(allocations))
+        if staged is None:
             return None
-        name = f"{load.name}.kpad.{len(allocations)}"
-        element = load.type.element()
-        allocations.append((name, element, rows * cols))
-        fills.append(ir.Store(name, ir.Broadcast(ir.zero_of(element), rows * cols), _ramp_i(0, 1, rows * cols)))
-        fills.append(ir.Store(name, _uncast(values), copy_index))
-        operands.append(_recast(side, ir.Load(name, read_index, element.with_lanes(m * n * k))))
+        name, element, copies = staged
+        allocations.append((name, element, staging.size))
+        fills.extend(copies)
+        operands.append(_recast(side, ir.Load(name, staging.read_index, element.with_lanes(m * n * k))))
     a, b = operands
     wide = ir.VectorReduce(reduce.op, ir.Binary(ir.BinOp.MUL, a, b), reduce.type)
     result = ir.make_block([*fills, ir.Store(store.name, ir.Binary(ir.BinOp.ADD, wide, rest), store.index)])
@@ -441,16 +524,35 @@ def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr, p
     return result
 
 
+def _stage(side: ir.Expr, staging: _Staging, extents: tuple[int, int, int], k: int,
+           number: int) -> tuple[str, ir.Type, list[ir.Stmt]] | None:
+    """(name, element type, the stores that fill it) of the copy of one side."""
+    values = _PLAIN.slice(side, extents, staging.axis, 0, 1)
+    # the operand under its widening: a load, or computed from loads (a
+    # negation, a boundary condition), copied in its own type
+    inner = _operand_value(side)
+    load = next((x for x in ir.walk(inner) if isinstance(x, ir.Load)), None)
+    element = inner.type.element()
+    if values is None or load is None or WMMA_TENSOR_CORE.element(element) is None:
+        return None  # (a negated int8 operand computed in int16 is no fragment's type)
+    name = f"{load.name}.kpad.{number}"
+    copies: list[ir.Stmt] = []
+    if extents[2] < k:
+        copies.append(ir.Store(name, ir.Broadcast(ir.zero_of(element), staging.size), _ramp_i(0, 1, staging.size)))
+    copies.append(ir.Store(name, _uncast(values), staging.copy_index))
+    return name, element, copies
+
+
 def _ramp_i(base: int, stride: int, lanes: int) -> ir.Expr:
     return ir.Ramp(ir.IntImm(base), ir.IntImm(stride), lanes)
 
 
 
-def _operand_load(e: ir.Expr) -> ir.Load | None:
-    """The load under an operand's casts and broadcasts."""
+def _operand_value(e: ir.Expr) -> ir.Expr:
+    """What an operand computes under its casts and broadcasts."""
     while isinstance(e, (ir.Cast, ir.Broadcast)):
         e = e.value
-    return e if isinstance(e, ir.Load) else None
+    return e
 
 
 def _uncast(e: ir.Expr) -> ir.Expr:

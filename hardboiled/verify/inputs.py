@@ -205,7 +205,9 @@ class _Sizing:
         program's checks require."""
         lo = _param(self.known, spec, f"min.{d}")
         ext = _param(self.known, spec, f"extent.{d}")
-        if spec.output and _needs_own_size(spec, d, self.known):
+        # An output nothing sizes, or an input read only within its own
+        # bounds (a boundary condition clamps to them: any size will do).
+        if (spec.output or d in spec.required) and _needs_own_size(spec, d, self.known):
             lo, ext = self._own_size(spec, d, lo, ext)
         if (lo is None or ext is None) and d in spec.required:
             lo, ext = self._required_region(spec, d, lo, ext)
@@ -217,8 +219,9 @@ class _Sizing:
         return lo, max(ext, 1)
 
     def _own_size(self, spec: BufferSpec, d: int, lo: int | None, ext: int | None) -> tuple[int, int]:
-        """An output dimension that nothing sizes starts at the shape's
-        output min and has the default extent, which ``defaulted`` records."""
+        """A dimension that nothing but its own size bounds starts at the
+        shape's output min and has the default extent, which ``defaulted``
+        records."""
         if ext is None:
             ext = self.default_extent
             if self.defaulted is not None:
@@ -290,8 +293,8 @@ def _check_params(params: dict[str, int], specs: dict[str, BufferSpec], scalars:
 
 
 def _needs_own_size(spec: BufferSpec, d: int, known: dict[str, int]) -> bool:
-    """An output dimension whose required region is stated in terms of the
-    output's own (unknown) size, or not at all."""
+    """A dimension whose required region is stated in terms of the buffer's
+    own (unknown) size, or not at all."""
     if d not in spec.required:
         return True
     names = {n.name for e in spec.required[d] for n in ir.walk(e) if isinstance(n, ir.Variable)}

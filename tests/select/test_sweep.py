@@ -13,10 +13,12 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hardboiled import ir
 from hardboiled.frontend.parse import parse_input
+from hardboiled.ir.printer import print_ir
 from hardboiled.pipeline.driver import compile_text
 from hardboiled.pipeline.options import CompileOptions
 from hardboiled.select.partition import _Slicer, partition_accumulators
@@ -105,6 +107,13 @@ REGRESSIONS = {
     "AMX four transposed int8 8 x 16 tiles": "amx_types-i8i8_M-8_tiles-1x4_acc_layout-xy",
     "WMMA 2 x 2 transposed fragments with ReLU": "wmma_K-16_tiles-2x2_epilogue-relu_acc_layout-yx",
     "WMMA two transposed bf16 fragments": "wmma_types-bf16tof32_tiles-1x2_acc_layout-yx",
+    # reductions no multiple of a fragment's K, and operands Tensor Cores
+    # cannot read in place: chunks of 16 and a zero-padded remainder, computed
+    # and gathered operands staged in shared memory (partition.py)
+    "WMMA reduction of 40 in one statement": "wmma_K-40_chunk-64",
+    "WMMA m32n8 reduction of 24, bias": "wmma_M-32_N-8_K-24_chunk-32_epilogue-bias",
+    "WMMA negated operand in chunks of 8": "wmma_chunk-8_operand-neg",
+    "WMMA boundary condition of a symbolic size": "wmma_tiles-1x2_sizes-output_operand-boundary",
 }
 
 
@@ -290,3 +299,41 @@ def test_a_call_that_reads_an_accumulator_is_no_lowering() -> None:
     assert read_outside_intrinsics(stored, {"mm"}) is None
     text = _lowered_ir("amx_epilogue-sigmoid")
     assert "exp_f32(x256(0.000000f) - mm.spill.0[" in text.replace("(float32x256)", "")
+
+
+WMMA_REMAINDER = """allocate prod[float32 * 16 * 16] in Register
+prod[ramp(0, 1, 256)] = x256(0.000000f)
+prod[ramp(0, 1, 256)] = (float32x256)vector_reduce_add(float32x6144((float16x6144)A[ramp(x16(ramp(0, 1, 24)), x384(24), 16)])*float32x6144(x6144(0.000000h) - (float16x6144)B[x16(ramp(ramp(0, 16, 24), x24(1), 16))])) + prod[ramp(0, 1, 256)]
+out[ramp(0, 1, 256)] = prod[ramp(0, 1, 256)]
+"""
+
+
+def test_a_reduction_of_24_is_a_chunk_of_16_and_a_padded_chunk_of_8_with_its_negated_operand_staged() -> None:
+    """K = 24 on m16n16k16: one product of 16, and the remaining 8 copied
+    into zero-padded 16-wide operands; the negated B is staged as it
+    computes (in float16). Run before and after: the same sums exactly."""
+    from hardboiled.select.reinsert import reinsert
+    from hardboiled.verify.interp import Interpreter, Pointer
+
+    stmt = parse_input(WMMA_REMAINDER, "k24.stmt", buffer_types={"A": ir.Float(16), "B": ir.Float(16),
+                                                                 "out": ir.Float(32)}).ir
+    assert isinstance(stmt, ir.Stmt)
+    cut = reinsert(stmt, partition_accumulators(stmt, {"prod": "WMMA"}))
+    text = print_ir(cut)
+    # the first 16 read A in place and a staged negated B; the last 8 both
+    # operands padded (zero-filled first)
+    assert text.count("vector_reduce_add(") == 2 and text.count("kpad.0[float16 * 256]") == 2
+    assert text.count("x256(0.000000h)\n") == 2
+    assert "= x256(0.000000h) - (float16x256)B[" in text and "= x128(0.000000h) - (float16x128)B[" in text
+
+    rng = np.random.default_rng(5)
+    a, b = (rng.integers(-4, 5, 16 * 24).astype(np.float16) for _ in range(2))
+
+    def run(program: ir.Stmt) -> np.ndarray:
+        pointers = {"A": Pointer(a.copy(), 0, "A"), "B": Pointer(b.copy(), 0, "B"),
+                    "out": Pointer(np.zeros(256, np.float32), 0, "out")}
+        Interpreter(params=pointers).run(program)
+        return pointers["out"].array
+
+    expected = a.reshape(16, 24).astype(np.float32) @ -b.reshape(24, 16).astype(np.float32)
+    assert np.array_equal(run(stmt), expected.reshape(-1)) and np.array_equal(run(cut), run(stmt))
