@@ -286,12 +286,31 @@ class CGenerator(CFamilyEmitter):
         elif op is AMXOp.LOAD:
             self.emit(self._tile_loadd(reg, value))
         elif op is AMXOp.MATMUL:
+            self._accumulator_start(s, reg, _MATMUL.argument(value, "acc"))
             a, b = _MATMUL.argument(value, "a"), _MATMUL.argument(value, "b")
             a_reg = self._operand(a, keep=None)
             b_reg = self._operand(b, keep=a_reg)
             self.emit(f"{_dot_product(a.type, b.type)}({reg}, {a_reg}, {b_reg});")
         else:
             raise codegen_error(f"AMX buffer '{s.name}' is written by '{value.name}'")
+
+    def _accumulator_start(self, s: ir.Store, reg: int, acc: ir.Expr) -> None:
+        """Put the matmul's C in its destination register: nothing when C
+        is that tile already; a zero or a load for a fresh product (an
+        update that does more with its product than accumulate it,
+        select/isolate.py)."""
+        if isinstance(acc, ir.Load) and acc.name == s.name \
+                and self._tile_index(acc.name, acc.index) == self._tile_index(s.name, s.index):
+            return
+        op = _amx_op(acc) if isinstance(acc, ir.Call) else None
+        if op is AMXOp.ZERO:
+            self.emit(f"{AMX_INTRINSIC[AMXOp.ZERO].c_name}({reg});")
+        elif op is AMXOp.LOAD:
+            assert isinstance(acc, ir.Call)
+            self.emit(self._tile_loadd(reg, acc))
+        else:
+            raise codegen_error(f"a matmul into AMX buffer '{s.name}' accumulates onto another tile, which AMX "
+                                "cannot copy between registers")
 
     def _operand(self, operand: ir.Expr, keep: int | None) -> int:
         if isinstance(operand, ir.Load) and operand.name in self.amx_buffers:

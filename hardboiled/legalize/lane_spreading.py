@@ -13,8 +13,9 @@ A store is spread when every lane can be computed and written on its own:
 no predicate, an index whose lanes are distinct addresses, a value and an
 index built lane by lane (ramps, broadcasts, loads, casts, arithmetic,
 selects, shuffles of those; scalars free of lets, calls and reductions),
-and a value that does not read the buffer it writes (Halide reads every
-lane before writing any). The marker does not change what the store
+and a value that reads the buffer it writes only at the store's own index
+(each lane its own element: Halide reads every lane before writing any, so
+a lane must not read another's). The marker does not change what the store
 computes; legalize/barriers.py places the barrier that makes the lanes
 visible to every thread afterwards.
 """
@@ -50,7 +51,8 @@ def spreads(s: ir.Store, fragments: frozenset[str] = frozenset()) -> bool:
     fragments, which no thread can read element by element."""
     if s.predicate is not None or s.value.type.lanes == 1 or not distinct_lanes(s.index):
         return False
-    if any(isinstance(n, ir.Load) and n.name == s.name for n in ir.walk(s)):
+    # a lane may read what it overwrites (acc = acc + p * c), not another lane's element
+    if any(isinstance(n, ir.Load) and n.name == s.name and n.index != s.index for n in ir.walk(s)):
         return False
     return lanewise(s.value, fragments) and lanewise(s.index, fragments)
 

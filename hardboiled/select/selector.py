@@ -27,11 +27,13 @@ from hardboiled.select.extract import (
     SelectedStore,
     accelerator_allocations,
     encode_stores,
+    iter_stores,
     read_outside_intrinsics,
     scope_groups,
     select_stores,
 )
 from hardboiled.select.facts import sliding_windows
+from hardboiled.select.isolate import demote, isolate_products
 from hardboiled.select.lane_order import order_accelerator_lanes
 from hardboiled.select.options import SelectionOptions as SelectionOptions  # re-exported
 from hardboiled.select.partition import partition_accumulators
@@ -112,24 +114,38 @@ def select_instructions(
 
 def _rewrite_for_retry(stmt: ir.Stmt, selected: list[SelectedStore], lowered: dict[int, ir.Stmt],
                        allocations: dict[str, ir.Allocate], options: SelectionOptions,
-                       store_lines: tuple[int, ...]) -> tuple[ir.Stmt, tuple[int, ...]]:
+                       store_lines: tuple[int, ...]) -> tuple[ir.Stmt, tuple[int, ...], set[str]]:
     """The program rewritten so that the missed stores may lower: an
     epilogue that computes with an accumulator reads a copy in memory
-    (spill.py), and statements bigger than one instruction are cut into
-    pieces (partition.py). Returns ``stmt`` itself when neither applies."""
-    accelerators = {name: ACCELERATOR_MEMORY[options.store_in.get(name, a.memory_type)]
-                    for name, a in allocations.items()}
+    (spill.py), an update that does more with its product than a tile can
+    has the product in a tile of its own (isolate.py), and statements bigger
+    than one instruction are cut into pieces (partition.py). Returns
+    ``stmt`` itself when none applies, and the accumulators now in scratch
+    memory."""
+    memory = {name: options.store_in.get(name, a.memory_type) for name, a in allocations.items()}
+    accelerators = {name: ACCELERATOR_MEMORY[m] for name, m in memory.items()}
     missed = [s for s in selected if s.position not in lowered]
     buffers = set(allocations)
     spillable = {s.position for s in missed
                  if gathers_accelerator(s.store, buffers) or reads_accelerator_in_arithmetic(s.store, buffers)}
-    for rewrite in (lambda p: spill_accelerator_reads(p, spillable, accelerators, allocations),
-                    lambda p: partition_accumulators(p, {b: accelerators[b] for s in missed for b in s.buffers})):
-        replacements = rewrite(stmt)
-        if replacements:
-            store_lines = _lines_after(stmt, replacements, store_lines)
-            stmt = reinsert(stmt, replacements)
-    return stmt, store_lines
+    replacements = spill_accelerator_reads(stmt, spillable, accelerators, allocations)
+    if replacements:
+        store_lines = _lines_after(stmt, replacements, store_lines)
+        stmt = reinsert(stmt, replacements)
+    # an update that does more with its product than a tile can (scales it):
+    # the product in a tile of its own, the accumulator in scratch memory
+    missed_stores = {s.store for s in missed}
+    isolated = isolate_products(stmt, {p for p, st in enumerate(iter_stores(stmt)) if st in missed_stores},
+                                memory, accelerators, allocations)
+    if isolated.replacements:
+        store_lines = _lines_after(stmt, isolated.replacements, store_lines)
+        stmt = demote(reinsert(stmt, isolated.replacements), isolated.demoted)
+    cut = {b: accelerators[b] for s in missed for b in s.buffers if b not in isolated.demoted}
+    replacements = partition_accumulators(stmt, {**cut, **isolated.products})
+    if replacements:
+        store_lines = _lines_after(stmt, replacements, store_lines)
+        stmt = reinsert(stmt, replacements)
+    return stmt, store_lines, set(isolated.demoted)
 
 
 def _lines_after(stmt: ir.Stmt, replacements: dict[int, ir.Stmt], store_lines: tuple[int, ...]) -> tuple[int, ...]:
@@ -219,9 +235,12 @@ def _select_rewritten(stmt: ir.Stmt, selected: list[SelectedStore], decoded: _De
                       store_lines: tuple[int, ...]) -> SelectionResult | None:
     """Selection, once (no further retry), of the program rewritten for the
     misses (_rewrite_for_retry); None when no rewrite applies."""
-    rewritten, lines = _rewrite_for_retry(stmt, selected, decoded.replacements, allocations, options, store_lines)
+    rewritten, lines, demoted = _rewrite_for_retry(stmt, selected, decoded.replacements, allocations, options,
+                                                   store_lines)
     if rewritten is stmt:
         return None
+    if demoted:
+        options = dataclasses.replace(options, store_in={n: m for n, m in options.store_in.items() if n not in demoted})
     return _select(rewritten, options, filename, source, lines, retry=False)
 
 

@@ -205,18 +205,39 @@ class _Sizing:
         program's checks require."""
         lo = _param(self.known, spec, f"min.{d}")
         ext = _param(self.known, spec, f"extent.{d}")
-        # An output nothing sizes, or an input read only within its own
-        # bounds (a boundary condition clamps to them: any size will do).
-        if (spec.output or d in spec.required) and _needs_own_size(spec, d, self.known):
+        if spec.output and _needs_own_size(spec, d, self.known):
             lo, ext = self._own_size(spec, d, lo, ext)
         if (lo is None or ext is None) and d in spec.required:
-            lo, ext = self._required_region(spec, d, lo, ext)
+            try:
+                lo, ext = self._required_region(spec, d, lo, ext)
+            except HardboiledError:
+                # An input read only within its own bounds (a boundary
+                # condition clamps to them): any size will do.
+                if spec.output or not self._depends_on_itself(spec, d):
+                    raise
+                lo, ext = self._own_size(spec, d, lo, ext)
         if lo is None or ext is None:
             raise HardboiledError(Diagnostic(
                 "error", f"the dump does not bound dimension {d} of buffer '{spec.name}'",
                 notes=(f"pass --param {spec.name}.extent.{d}=N (and .min.{d}) to size it",),
             ))
         return lo, max(ext, 1)
+
+    def _depends_on_itself(self, spec: BufferSpec, d: int) -> bool:
+        """Whether the region required of dimension ``d`` depends on the
+        buffer's own unknown fields, through the program's lets too."""
+        pending = [n.name for e in spec.required[d] for n in ir.walk(e) if isinstance(n, ir.Variable)]
+        seen: set[str] = set()
+        while pending:
+            name = pending.pop()
+            if name in seen or name in self.known:
+                continue
+            seen.add(name)
+            if name in self.lets:
+                pending.extend(n.name for n in ir.walk(self.lets[name]) if isinstance(n, ir.Variable))
+            elif name.startswith(spec.name + "."):
+                return True
+        return False
 
     def _own_size(self, spec: BufferSpec, d: int, lo: int | None, ext: int | None) -> tuple[int, int]:
         """A dimension that nothing but its own size bounds starts at the

@@ -114,6 +114,11 @@ REGRESSIONS = {
     "WMMA m32n8 reduction of 24, bias": "wmma_M-32_N-8_K-24_chunk-32_epilogue-bias",
     "WMMA negated operand in chunks of 8": "wmma_chunk-8_operand-neg",
     "WMMA boundary condition of a symbolic size": "wmma_tiles-1x2_sizes-output_operand-boundary",
+    # a scaled operand, which Halide moves out of the reduction (mm + sum(A * B) * 3):
+    # the product in a tile of its own, the accumulator in scratch memory (isolate.py)
+    "AMX scaled product": "amx_operand-scale",
+    "WMMA scaled product": "wmma_operand-scale",
+    "WMMA int8 scaled product": "wmma_types-i8toi32_operand-scale",
 }
 
 

@@ -1,0 +1,129 @@
+"""A product in a tile of its own, where the accumulator cannot be one.
+
+A tile or fragment accumulates ``C + sum(A * B)`` and nothing else. A
+schedule may do more with the accumulator in the same update: scale the
+product (``mm + sum(A * B) * 3``, which Halide's simplifier writes for
+``mm += 3 * A * B``), mask it, or mix it with other values. Such an
+update cannot live in accelerator memory, but its product can::
+
+    allocate mm.product.0[float32 * 256] in AMXTile
+     mm.product.0[ramp(0, 1, 256)] = sum(A * B)                  <- tile_zero, tile_matmul
+     allocate mm.product.0.spill[float32 * 256] in Stack
+      mm.product.0.spill[ramp(0, 1, 256)] = mm.product.0[...]    <- tile_store
+      mm[...] = mm[...] + mm.product.0.spill[...] * x256(3)      <- plain vector code
+
+and the accumulator moves to the accelerator's scratch memory (the CPU's
+stack, GPU shared memory), where everything else that reads or writes it
+is ordinary code. Every value is computed as before, in the same order
+within each update; only where the product lives changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from hardboiled import ir
+from hardboiled.ir.visitor import map_expr, rewrite
+from hardboiled.select.extract import SCRATCH_MEMORY, iter_stores
+
+PRODUCT = ".product."
+"""Infix of the name of a tile that holds one update's product."""
+
+
+@dataclass(frozen=True, slots=True)
+class Isolated:
+    replacements: dict[int, ir.Stmt]
+    """The rewritten update, by the position of the store it replaces."""
+    demoted: dict[str, str]
+    """Accumulators now in scratch memory: name -> memory type."""
+    products: dict[str, str]
+    """The new product buffers: name -> "AMX" or "WMMA"."""
+
+
+def isolate_products(stmt: ir.Stmt, positions: set[int], memory: dict[str, str],
+                     accelerators: dict[str, str], allocations: dict[str, ir.Allocate]) -> Isolated:
+    """For the stores at these positions that update an accelerator buffer
+    with more than a product and the buffer itself, the update with its
+    product in a buffer of its own (``memory``: accelerator buffer -> its
+    memory type; ``accelerators``: -> "AMX" or "WMMA")."""
+    replacements: dict[int, ir.Stmt] = {}
+    demoted: dict[str, str] = {}
+    products: dict[str, str] = {}
+    for position, store in enumerate(iter_stores(stmt)):
+        if position not in positions or store.name not in accelerators:
+            continue
+        product = _isolable_product(store)
+        alloc = allocations[store.name]
+        extents = _product_extents(alloc, product.type.lanes) if product is not None else None
+        if product is None or extents is None:
+            continue
+        accelerator = accelerators[store.name]
+        name = f"{store.name}{PRODUCT}{len(products)}"
+        replacements[position] = _isolated(store, product, name, SCRATCH_MEMORY[accelerator],
+                                           ir.Allocate(name, product.type.element(), memory[store.name], extents,
+                                                       ir.Evaluate(ir.IntImm(0))))
+        demoted[store.name] = SCRATCH_MEMORY[accelerator]
+        products[name] = accelerator
+    return Isolated(replacements, demoted, products)
+
+
+def _isolated(store: ir.Store, product: ir.VectorReduce, name: str, scratch: str,
+              allocation: ir.Allocate) -> ir.Stmt:
+    """``store`` with ``product`` computed into ``name`` (allocated as
+    ``allocation`` says), copied to ``scratch`` memory and read there."""
+    spill = f"{name}.spill"
+    lanes = product.type.lanes
+    whole = ir.Ramp(ir.IntImm(0), ir.IntImm(1), lanes)
+    copy = ir.Load(spill, whole, product.type)
+    update = ir.Store(store.name, map_expr(store.value, lambda e: copy if e == product else None),
+                      store.index, store.predicate, store.alignment)
+    body = ir.Allocate(spill, product.type.element(), scratch, (ir.IntImm(lanes),),
+                       ir.make_block([ir.Store(spill, ir.Load(name, whole, product.type), whole), update]))
+    return dataclasses.replace(allocation, body=ir.make_block([ir.Store(name, product, whole), body]))
+
+
+def _isolable_product(store: ir.Store) -> ir.VectorReduce | None:
+    """The one sum of products in ``store``'s value, when the value does
+    more with it than add the accumulator (which a tile does itself) and
+    the product does not read the accumulator."""
+    reduces = [n for n in ir.walk(store.value) if isinstance(n, ir.VectorReduce)]
+    if len(reduces) != 1:
+        return None
+    (product,) = reduces
+    if product.op is not ir.ReduceOp.ADD or not (isinstance(product.value, ir.Binary)
+                                                  and product.value.op is ir.BinOp.MUL):
+        return None
+    if any(isinstance(n, ir.Load) and n.name == store.name for n in ir.walk(product)):
+        return None
+    value = store.value
+    if value == product:
+        return None
+    if isinstance(value, ir.Binary) and value.op is ir.BinOp.ADD and product in (value.a, value.b):
+        other = value.b if value.a == product else value.a
+        if isinstance(other, ir.Load) and other.name == store.name:
+            return None  # C + AB: a tile product already, missed for another reason
+    return product
+
+
+def _product_extents(alloc: ir.Allocate, lanes: int) -> tuple[ir.Expr, ...] | None:
+    """The product buffer's extents: rows as wide as the accumulator's."""
+    if not alloc.extents or not isinstance(alloc.extents[0], ir.IntImm):
+        return None
+    width = alloc.extents[0].value
+    if lanes % width:
+        return None
+    return (ir.IntImm(width), ir.IntImm(lanes // width))
+
+
+def demote(stmt: ir.Stmt, demoted: dict[str, str]) -> ir.Stmt:
+    """``stmt`` with these buffers allocated in the given memory types."""
+    if not demoted:
+        return stmt
+
+    def replace(node: ir.Node) -> ir.Node | None:
+        if isinstance(node, ir.Allocate) and node.name in demoted:
+            return dataclasses.replace(node, memory_type=demoted[node.name], body=rewrite(node.body, replace))
+        return None
+
+    return rewrite(stmt, replace)

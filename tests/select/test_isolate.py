@@ -1,0 +1,66 @@
+"""An update that does more with its product than accumulate it
+(select/isolate.py): the product in a tile of its own, the accumulator in
+scratch memory; run before and after in the interpreter. The real Halide
+dumps (a scaled operand, which Halide's simplifier moves out of the
+reduction) are regressions in test_sweep.py."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from hardboiled import ir
+from hardboiled.frontend.parse import parse_input
+from hardboiled.ir.printer import print_ir
+from hardboiled.select.extract import iter_stores
+from hardboiled.select.isolate import demote, isolate_products
+from hardboiled.select.reinsert import reinsert
+from hardboiled.verify.interp import Interpreter, Pointer
+
+SCALED = """allocate mm[float32 * 4 * 4] in AMXTile
+mm[ramp(0, 1, 16)] = x16(0.000000f)
+mm[ramp(0, 1, 16)] = mm[ramp(0, 1, 16)] + ((float32x16)vector_reduce_add(float32x128(A[ramp(x4(ramp(0, 1, 8)), x32(8), 4)])*float32x128(B[x4(ramp(ramp(0, 4, 8), x8(1), 4))]))*x16(3.000000f))
+out[ramp(0, 1, 16)] = mm[ramp(0, 1, 16)]
+"""
+TYPES = {"A": ir.BFloat(16), "B": ir.BFloat(16), "out": ir.Float(32)}
+
+
+def _isolated(text: str) -> tuple[ir.Stmt, ir.Stmt]:
+    stmt = parse_input(text, "t.stmt", buffer_types=TYPES).ir
+    assert isinstance(stmt, ir.Stmt)
+    allocations = {n.name: n for n in ir.walk(stmt) if isinstance(n, ir.Allocate)}
+    positions = set(range(len(list(iter_stores(stmt)))))
+    result = isolate_products(stmt, positions, {"mm": "AMXTile"}, {"mm": "AMX"}, allocations)
+    return stmt, demote(reinsert(stmt, result.replacements), result.demoted)
+
+
+def test_a_scaled_product_is_computed_in_a_tile_of_its_own() -> None:
+    _, isolated = _isolated(SCALED)
+    text = print_ir(isolated)
+    assert "allocate mm[float32 * 4 * 4] in Stack" in text
+    assert "allocate mm.product.0[float32 * 4 * 4] in AMXTile" in text
+    assert "mm.product.0[ramp(0, 1, 16)] = (float32x16)vector_reduce_add(" in text
+    assert "mm.product.0.spill[ramp(0, 1, 16)] = mm.product.0[ramp(0, 1, 16)]" in text
+    assert "mm[ramp(0, 1, 16)] + (mm.product.0.spill[ramp(0, 1, 16)]*x16(3.000000f))" in text
+
+
+def test_isolating_computes_the_same_values() -> None:
+    stmt, isolated = _isolated(SCALED)
+    rng = np.random.default_rng(2)
+    a, b = (rng.integers(-3, 4, 32).astype(ml_dtypes.bfloat16) for _ in range(2))
+
+    def run(program: ir.Stmt) -> np.ndarray:
+        pointers = {"A": Pointer(a.copy(), 0, "A"), "B": Pointer(b.copy(), 0, "B"),
+                    "out": Pointer(np.zeros(16, np.float32), 0, "out")}
+        Interpreter(params=pointers).run(program)
+        return pointers["out"].array
+
+    wide_a, wide_b = a.astype(np.float32).reshape(4, 8), b.astype(np.float32).reshape(8, 4)
+    assert np.array_equal(run(stmt), 3 * (wide_a @ wide_b).reshape(-1))
+    assert np.array_equal(run(isolated), run(stmt))
+
+
+def test_a_plain_accumulation_is_left_to_the_tile_rules() -> None:
+    plain = SCALED.replace(")*x16(3.000000f))", "))")
+    stmt, isolated = _isolated(plain)
+    assert isolated == stmt
