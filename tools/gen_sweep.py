@@ -64,7 +64,9 @@ AMX_AXES = {
     "init": [dict(init=i) for i in ("cbuf", "bias_col", "bias_row", "const")],
     "epilogue": [dict(epilogue=e) for e in ("relu", "scale", "bias", "cast", "sigmoid", "silu")],
     "loops": [dict(loops="k_outer"), dict(loops="swap_tiles")],
-    "unroll": [dict(unroll="none"), dict(unroll="k")],
+    "unroll": [dict(unroll="none"), dict(unroll="k"),
+               # a loop over the tiles of one accumulator left rolled (unroll.py unrolls it)
+               dict(unroll="none", tiles=(1, 2)), dict(unroll="none", tiles=(1, 4), M=8, types="u8*i8")],
     "sizes": [dict(sizes="symbolic")],
     "batch": [dict(batch=True)],
     "parallel": [dict(parallel=True)],

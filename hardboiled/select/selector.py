@@ -43,6 +43,7 @@ from hardboiled.select.rules import STATEMENTS_PER_SCOPE, Schedule, load_schedul
 from hardboiled.select.spill import gathers_accelerator, reads_accelerator_in_arithmetic, spill_accelerator_reads
 from hardboiled.select.terms import parse_term
 from hardboiled.select.unflatten import unflatten_stores
+from hardboiled.select.unroll import unroll_tile_loops
 from hardboiled.support.cache import ResultCache
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location, statement_location
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
@@ -186,6 +187,7 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
     if not allocations:
         return SelectionResult(stmt, (), None, None, 0.0)
     stmt = unflatten_stores(stmt, allocations)  # the final stmt's concat_vectors and shuffles
+    stmt = unroll_tile_loops(stmt, set(allocations))  # a loop variable cannot name a tile register
     stmt = revectorize_scalar_updates(stmt, set(allocations))  # updates Halide left scalar
     stmt = order_accelerator_lanes(stmt, set(allocations))  # fills and copies of a transposed accumulator
     stmt = relayout_blocked_tiles(stmt, {name for name, a in allocations.items()
