@@ -16,6 +16,10 @@ and the accumulator moves to the accelerator's scratch memory (the CPU's
 stack, GPU shared memory), where everything else that reads or writes it
 is ordinary code. Every value is computed as before, in the same order
 within each update; only where the product lives changes.
+
+A negated operand whose negation does not fit the instruction's type (an
+int8 A negated in int16) first moves out of the product, which the same
+mechanism then computes: sum((0 - A) * B) = 0 - sum(A * B), exactly.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ def isolate_products(stmt: ir.Stmt, positions: set[int], memory: dict[str, str],
     for position, store in enumerate(iter_stores(stmt)):
         if position not in positions or store.name not in accelerators:
             continue
+        store = negation_outside(store)
         product = _isolable_product(store)
         alloc = allocations[store.name]
         extents = _product_extents(alloc, product.type.lanes) if product is not None else None
@@ -81,6 +86,55 @@ def _isolated(store: ir.Store, product: ir.VectorReduce, name: str, scratch: str
     body = ir.Allocate(spill, product.type.element(), scratch, (ir.IntImm(lanes),),
                        ir.make_block([ir.Store(spill, ir.Load(name, whole, product.type), whole), update]))
     return dataclasses.replace(allocation, body=ir.make_block([ir.Store(name, product, whole), body]))
+
+
+def negation_outside(store: ir.Store) -> ir.Store:
+    """``store`` with a negated integer operand of its product negating
+    the product instead: sum((0 - a) * b) = 0 - sum(a * b), exactly
+    (integers wrap as a ring). A negated int8 operand (Halide writes
+    i32(0 - i16(A))) does not fit the instruction's 8 bits; the product of
+    A itself does."""
+    reduces = [n for n in ir.walk(store.value) if isinstance(n, ir.VectorReduce)]
+    if len(reduces) != 1 or reduces[0].op is not ir.ReduceOp.ADD:
+        return store
+    (reduce,) = reduces
+    product = reduce.value
+    if not (isinstance(product, ir.Binary) and product.op is ir.BinOp.MUL):
+        return store
+    a, b = _negated(product.a), _negated(product.b)
+    if (a is None) == (b is None):
+        return store  # neither negated (or both, which cancel: left alone)
+    plain = ir.VectorReduce(reduce.op, ir.Binary(ir.BinOp.MUL, a or product.a, b or product.b), reduce.type)
+    negated = ir.Binary(ir.BinOp.SUB, _zeros(reduce.type), plain)
+    value = map_expr(store.value, lambda e: negated if e == reduce else None)
+    return ir.Store(store.name, value, store.index, store.predicate, store.alignment)
+
+
+def _zeros(t: ir.Type) -> ir.Expr:
+    zero = ir.zero_of(t.element())
+    return zero if t.lanes == 1 else ir.Broadcast(zero, t.lanes)
+
+
+def _is_zero(e: ir.Expr) -> bool:
+    if isinstance(e, ir.Broadcast):
+        e = e.value
+    return isinstance(e, (ir.IntImm, ir.FloatImm)) and e.value == 0
+
+
+def _negated(e: ir.Expr) -> ir.Expr | None:
+    """x where the integer ``e`` is exactly -x: 0 - x, and T(0 - x) where
+    x is widened from fewer bits, so that -x fits the narrower type. (A
+    negated float operand is computed into a temporary by the rules'
+    operand materialization: its negation fits its type.)"""
+    if e.type.is_float:
+        return None
+    if isinstance(e, ir.Binary) and e.op is ir.BinOp.SUB and _is_zero(e.a):
+        return e.b
+    if isinstance(e, ir.Cast) and e.type.bits >= e.value.type.bits and e.type.code == e.value.type.code:
+        inner = _negated(e.value)
+        if isinstance(inner, ir.Cast) and inner.value.type.bits < inner.type.bits:
+            return ir.Cast(e.type, inner.value)  # widening twice is widening once: i32(i16(A)) = i32(A)
+    return None
 
 
 def _isolable_product(store: ir.Store) -> ir.VectorReduce | None:

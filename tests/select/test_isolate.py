@@ -64,3 +64,38 @@ def test_a_plain_accumulation_is_left_to_the_tile_rules() -> None:
     plain = SCALED.replace(")*x16(3.000000f))", "))")
     stmt, isolated = _isolated(plain)
     assert isolated == stmt
+
+
+NEGATED = """allocate mm[int32 * 4 * 4] in AMXTile
+mm[ramp(0, 1, 16)] = x16(0)
+mm[ramp(0, 1, 16)] = (int32x16)vector_reduce_add(int32x256(x256((int16)0) - int16x256(A[ramp(x4(ramp(0, 1, 16)), x64(16), 4)]))*int32x256(B[x4(ramp(ramp(0, 4, 16), x16(1), 4))])) + mm[ramp(0, 1, 16)]
+out[ramp(0, 1, 16)] = mm[ramp(0, 1, 16)]
+"""
+
+
+def test_a_negated_int8_operand_negates_the_product_instead() -> None:
+    """-A of an int8 A does not fit 8 bits (-(-128) = 128): the product of
+    A itself runs on the tile, and its negation is added in memory. Run on
+    values that include -128: the same sums exactly."""
+    types = {"A": ir.Int(8), "B": ir.Int(8), "out": ir.Int(32)}
+    stmt = parse_input(NEGATED, "t.stmt", buffer_types=types).ir
+    assert isinstance(stmt, ir.Stmt)
+    allocations = {n.name: n for n in ir.walk(stmt) if isinstance(n, ir.Allocate)}
+    result = isolate_products(stmt, {1}, {"mm": "AMXTile"}, {"mm": "AMX"}, allocations)
+    isolated = demote(reinsert(stmt, result.replacements), result.demoted)
+    text = print_ir(isolated)
+    assert "int32x256((int8x256)A[" in text and "int16x256" not in text  # A itself, widened once
+    assert "(x16(0) - mm.product.0.spill[ramp(0, 1, 16)])" in text
+    rng = np.random.default_rng(9)
+    a = rng.integers(-128, 128, 64).astype(np.int8)
+    a[:4] = -128
+    b = rng.integers(-128, 128, 64).astype(np.int8)
+
+    def run(program: ir.Stmt) -> np.ndarray:
+        pointers = {"A": Pointer(a.copy(), 0, "A"), "B": Pointer(b.copy(), 0, "B"),
+                    "out": Pointer(np.zeros(16, np.int32), 0, "out")}
+        Interpreter(params=pointers).run(program)
+        return pointers["out"].array
+
+    expected = -(a.reshape(4, 16).astype(np.int32) @ b.reshape(16, 4).astype(np.int32))
+    assert np.array_equal(run(stmt), expected.reshape(-1)) and np.array_equal(run(isolated), run(stmt))
