@@ -21,9 +21,12 @@ from sweep import compile_dump  # noqa: E402
 
 MANIFEST = json.loads((SAMPLE / "MANIFEST.json").read_text())
 EXECUTABLE = sorted(name for name, entry in MANIFEST["variants"].items() if "halide_error" not in entry)
-LOWERED_AT_LEAST = 9
-"""How many of the sample lowered, verified and built when it was committed
-(a floor: a mechanism that stops covering a variant fails here)."""
+LOWERED = {"amx-s1-0002", "amx-s1-0005", "amx-s1-0012", "amx-s1-0013", "amx-s1-0019", "amx-s1-0021", "amx-s1-0025",
+           "wmma-s1-0000", "wmma-s1-0015", "wmma-s1-0018", "wmma-s1-0020", "wmma-s1-0022", "wmma-s1-0024",
+           "wmma-s1-0026", "wmma-s1-0027"}
+"""The variants of the sample that lowered, verified and built when this
+was last measured (15 of 25; 9 at the stop before): each must still do so,
+so a mechanism that stops covering one fails here."""
 
 
 def test_the_sample_is_seed_1_of_the_generator_as_halide_printed_it() -> None:
@@ -40,18 +43,15 @@ def test_the_sample_is_seed_1_of_the_generator_as_halide_printed_it() -> None:
 
 
 @pytest.mark.slow
-def test_every_variant_lowers_or_misses_with_a_diagnostic_and_none_is_wrong() -> None:
-    has_nvcc = shutil.which("nvcc") is not None
-    rows = []
-    for name in EXECUTABLE:
-        spec = MANIFEST["variants"][name]["spec"]
-        # the C of AMX variants runs (emulated without AMX); CUDA builds to PTX where nvcc is
-        rows.append(compile_dump(SAMPLE / f"{name}.stmt", spec, build=spec["acc"] == "amx" or has_nvcc))
-    for row in rows:
-        # never a wrong result, never a failure inside hardboiled
-        assert row["outcome"] not in ("wrong", "error"), (row["name"], row["outcome"], row["message"])
-        if row["outcome"] in ("miss", "limit"):
-            assert row["message"] and row["notes"], row["name"]  # a miss says why, in a note
-        elif row["outcome"] != "lowered":
-            assert row["message"], row["name"]  # anything else (a register limit at emission) says what
-    assert sum(r["outcome"] == "lowered" for r in rows) >= LOWERED_AT_LEAST
+@pytest.mark.parametrize("name", EXECUTABLE)
+def test_every_variant_lowers_or_misses_with_a_diagnostic_and_none_is_wrong(name: str) -> None:
+    spec = MANIFEST["variants"][name]["spec"]
+    # the C of AMX variants runs (emulated without AMX); CUDA builds to PTX where nvcc is
+    row = compile_dump(SAMPLE / f"{name}.stmt", spec, build=spec["acc"] == "amx" or shutil.which("nvcc") is not None)
+    # never a wrong result, never a failure inside hardboiled
+    assert row["outcome"] not in ("wrong", "error"), (row["name"], row["outcome"], row["message"])
+    if row["outcome"] in ("miss", "limit"):
+        assert row["message"] and row["notes"], row["name"]  # a miss says why, in a note
+    elif row["outcome"] != "lowered":
+        assert row["message"], row["name"]  # anything else (a register limit at emission) says what
+    assert row["outcome"] == "lowered" or name not in LOWERED, (name, row["message"], row["notes"][:1])
