@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from hardboiled import ir
 from hardboiled.ir.visitor import rewrite
+from hardboiled.select.spill import constant_lanes
 
 MAX_TRIPS = 16
 """At most this many copies of a loop body: a tile loop is short (AMX has
@@ -84,18 +85,15 @@ def _with_constant(body: ir.Stmt, name: str, value: int) -> ir.Stmt:
     return result
 
 
-_FOLDS = {ir.BinOp.ADD: lambda a, b: a + b, ir.BinOp.SUB: lambda a, b: a - b, ir.BinOp.MUL: lambda a, b: a * b}
-
-
 def _folded(op: ir.BinOp, a: ir.Expr, b: ir.Expr) -> ir.Expr:
-    fold = _FOLDS.get(op)
-    if fold is not None and isinstance(a, ir.IntImm) and isinstance(b, ir.IntImm) and a.type == b.type \
-            and a.type == ir.INT32:
-        value = fold(a.value, b.value)
-        if -(1 << 31) <= value < (1 << 31):
-            return ir.IntImm(value, a.type)
+    """``a op b``, as one constant where both are (spill.constant_lanes
+    evaluates it), and without an added 0."""
+    e = ir.Binary(op, a, b)
+    value = constant_lanes(e) if e.type == ir.INT32 else None
+    if value is not None and -(1 << 31) <= value[0] < (1 << 31):
+        return ir.IntImm(value[0], e.type)
     if op is ir.BinOp.ADD and isinstance(b, ir.IntImm) and b.value == 0:
         return a
     if op is ir.BinOp.ADD and isinstance(a, ir.IntImm) and a.value == 0:
         return b
-    return ir.Binary(op, a, b)
+    return e
