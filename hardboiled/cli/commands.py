@@ -367,6 +367,9 @@ def _verification_inputs(input_files: tuple[str, ...]) -> tuple[dict[str, Any], 
         return {}, []
     import io
 
+    from hardboiled.support.environment import load_numpy
+
+    load_numpy()
     import numpy as np
 
     arrays: dict[str, Any] = {}

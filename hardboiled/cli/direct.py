@@ -57,6 +57,9 @@ def main(args: list[str] | None = None) -> None:
         signal.signal(signal.SIGTERM, _terminate)
     except ValueError:
         pass  # not the main thread (a caller embedding the command): its own handlers stand
+    from hardboiled.support.environment import fit_address_limit
+
+    fit_address_limit()
     try:
         _main(list(sys.argv[1:] if args is None else args))
     except Terminated:

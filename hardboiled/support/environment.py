@@ -46,7 +46,7 @@ CPython's thread start, OpenBLAS's and Rust's allocation failures."""
 
 def environment_fault(exc: BaseException, who: str = "hardboiled") -> HardboiledError | None:
     """The diagnosis of ``exc`` if the machine caused it, else None (a bug)."""
-    if not isinstance(exc, (MemoryError, ImportError, RuntimeError, OSError)):
+    if not isinstance(exc, (MemoryError, ImportError, RuntimeError, OSError, SystemError)):
         return None
     return classify_fault(type(exc).__name__, str(exc), who)
 
@@ -56,7 +56,11 @@ def classify_fault(kind: str, message: str, who: str) -> HardboiledError | None:
     (one raised in a child process)."""
     lowered = message.lower()
     detail = _last_line(message)
-    if kind == "MemoryError" or any(sign in lowered for sign in _MEMORY_SIGNS):
+    # A C extension whose allocation failed may return an error without
+    # setting one ("error return without exception set"): under an
+    # address-space limit, that is the limit's doing.
+    limited_system_error = kind == "SystemError" and address_space_note() is not None
+    if kind == "MemoryError" or limited_system_error or any(sign in lowered for sign in _MEMORY_SIGNS):
         notes = [note for note in (detail and f"{kind}: {detail}", address_space_note()) if note]
         return OutOfMemory(Diagnostic("error", f"{who} ran out of memory", notes=tuple(notes)))
     if kind in ("ImportError", "ModuleNotFoundError"):
@@ -81,6 +85,71 @@ def address_space_note() -> str | None:
     if soft == resource.RLIM_INFINITY:
         return None
     return f"this process runs under an address-space limit of {soft >> 20} MB (ulimit -v)"
+
+
+def require_address_space(megabytes: int, purpose: str) -> None:
+    """Under an address-space limit, raise OutOfMemory unless ``megabytes``
+    more can be mapped now. For a library whose loading cannot fail in a
+    way Python sees: numpy's OpenBLAS maps its buffers as it loads and,
+    when that fails, calls exit(1) after "Memory allocation still failed".
+    Probing first turns that into exit 4 with a diagnosis. Without a limit
+    this does nothing (the kernel overcommits; nothing is mapped)."""
+    import mmap
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return
+    try:
+        probe = mmap.mmap(-1, megabytes << 20)
+    except (OSError, MemoryError):
+        raise OutOfMemory(Diagnostic("error", "hardboiled ran out of memory", notes=tuple(
+            note for note in (f"{purpose} needs about {megabytes} MB more address space than is left",
+                              address_space_note()) if note))) from None
+    probe.close()
+
+
+M_ARENA_MAX = -8
+"""glibc's mallopt parameter for the number of malloc arenas (malloc.h)."""
+
+
+def fit_address_limit() -> None:
+    """Under an address-space limit, make this process use less of it: one
+    malloc arena for every thread (glibc reserves 64 MB of address space
+    for each thread's own arena, and the compile runs on a thread of its
+    own, support/deep.py). Only the command calls this: it owns its process,
+    a program embedding the API does not hand us its allocator."""
+    import ctypes
+    import ctypes.util
+
+    if address_space_note() is None:
+        return
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt(M_ARENA_MAX, 1)
+    except (OSError, AttributeError):
+        pass  # not glibc: its allocator is its own business
+
+
+NUMPY_LOAD_MB = 128
+"""Address space numpy needs to load, with a margin: 85 MB measured for
+numpy 2 with a one-thread OpenBLAS (126 MB with two threads)."""
+
+
+def load_numpy() -> None:
+    """Load numpy as hardboiled needs it, before any module imports it.
+    OpenBLAS starts a pool with a buffer per core as it loads; the
+    interpreter's only products are single fragments (16x16), for which one
+    thread is right, and it leaves more of a limited address space. Under
+    such a limit, loading fails as exit 4, not OpenBLAS's exit(1)."""
+    import os
+    import sys
+
+    if "numpy" in sys.modules:
+        return
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    require_address_space(NUMPY_LOAD_MB, "loading numpy")
+    import numpy  # noqa: F401
 
 
 def _last_line(message: str) -> str:
