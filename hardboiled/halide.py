@@ -45,7 +45,7 @@ def tensorize(func_or_pipeline: Any, target: Any, *, arguments: Sequence[Any] | 
     for ``target`` (a ``halide.Target`` or its string), and compile the
     IR of ``stage`` with ``hardboiled.compile(..., **options)``.
 
-    ``arguments``: the input ImageParams in Halide's argument order
+    ``arguments``: the inputs (ImageParams and scalar Params) in Halide's argument order
     (default: ``Pipeline.infer_arguments()``'s). ``options`` are
     ``hardboiled.compile``'s: ``store_in``, ``target`` is named
     ``code_target`` here (``auto``, ``amx``, ``wmma``), ``name``, ``verify``,
@@ -68,7 +68,7 @@ def lowering_log(func_or_pipeline: Any, target: Any, *, arguments: Sequence[Any]
 
     pipeline = _as_pipeline(hl, func_or_pipeline)
     if arguments is None:
-        arguments = [a for a in pipeline.infer_arguments() if a.is_buffer()]
+        arguments = list(pipeline.infer_arguments())  # ImageParams and Params (scalars are arguments too)
     inputs = [_argument_name(a) for a in arguments]
     outputs = [f.name() for f in pipeline.outputs()]
     spec = {"target": str(target), "inputs": inputs, "stage": stage,

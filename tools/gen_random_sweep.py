@@ -48,6 +48,10 @@ dimensions of a variant (about 9 of AMX's 21) differ from the base, so
 that every pair of dimensions meets often and most variants cross several
 of them at once."""
 
+DRAWN_OPERAND_FORMS = ("plain", "neg", "scale", "zero_point", "boundary")
+"""gen_sweep.OPERAND_FORMS as first drawn: a zero point's form is a draw of its own."""
+ZERO_POINTS = gs.ZERO_POINT_FORMS
+
 AMX_SPACE = {
     "types": ("bf16", "i8*i8", "u8*i8", "i8*u8", "u8*u8"),
     "a": ("row", "col"),
@@ -66,10 +70,11 @@ AMX_SPACE = {
     "batch": (False, True),
     "parallel": (False, True),
     "form": ("tiled", "single", "two_acc"),
-    "operand": gs.OPERAND_FORMS,
+    "operand": DRAWN_OPERAND_FORMS,
     "acc_layout": ("yx", "xy"),
     "rem": (0, 8, 4),
     "tail": ("auto", "guard", "shift"),
+    "zero_point": ZERO_POINTS,
 }
 WMMA_SPACE = {
     "types": ("f16>f32", "bf16>f32", "f16>f16", "i8>i32", "u8>i32", "f64>f64", "tf32>f32"),
@@ -85,11 +90,22 @@ WMMA_SPACE = {
     "sizes": ("const", "symbolic", "output"),
     "batch": (False, True),
     "widen": (None, "i16"),
-    "operand": gs.OPERAND_FORMS,
+    "operand": DRAWN_OPERAND_FORMS,
     "acc_layout": ("xy", "yx"),
     "n": (64, 128, 48, 40, 80),
     "tail": ("auto", "guard", "shift"),
+    "zero_point": ZERO_POINTS,
 }
+
+
+def _zero_point_form(s: dict) -> dict:
+    """The operand form a zero point draw picks (constants, run-time Params
+    on both operands, or A's alone); the zero_point dimension is drawn last,
+    so adding it left every earlier draw of every seed as it was."""
+    form = s.pop("zero_point")
+    if s["operand"] == "zero_point":
+        s["operand"] = form
+    return s
 
 
 def _pick(rng: random.Random, values: tuple) -> object:
@@ -109,12 +125,12 @@ def draw(seed: int, index: int) -> dict:
 
 
 def _amx_spec(d: dict) -> dict:
-    s = dict(gs.AMX_BASE, **d)
+    s = _zero_point_form(dict(gs.AMX_BASE, **d))
     integer = s["types"] != "bf16"
     pair = 4 if integer else 2
     if s["b"] == "vnni" and s["K"] % pair:
         s["b"] = "std"  # a VNNI-packed B holds whole pairs (quads) of K
-    if s["operand"] == "zero_point" and not integer:
+    if s["operand"] in gs.ZERO_POINT_FORMS and not integer:
         s["operand"] = "plain"
     if s["form"] == "single":  # one tile, everything vectorized: no loops to schedule
         for key in ("tiles", "loops", "unroll", "parallel", "rem", "tail"):
@@ -128,14 +144,14 @@ def _amx_spec(d: dict) -> dict:
 
 def _wmma_spec(d: dict) -> dict:
     M, N = d.pop("shape")
-    s = dict(gs.WMMA_BASE, **d, M=M, N=N)
+    s = _zero_point_form(dict(gs.WMMA_BASE, **d, M=M, N=N))
     if s["types"] == "f64>f64":
         s.update(M=8, N=8, tiles=(1, 1), chunk=min(s["chunk"], 4) if s["chunk"] < 16 else 4)
     if s["types"] == "tf32>f32" and s["chunk"] == 16:
         s["chunk"] = 8
     if s["widen"] and s["types"] not in ("i8>i32", "u8>i32"):
         s["widen"] = None
-    if s["operand"] == "zero_point" and s["types"] not in ("i8>i32", "u8>i32"):
+    if s["operand"] in gs.ZERO_POINT_FORMS and s["types"] not in ("i8>i32", "u8>i32"):
         s["operand"] = "plain"
     if s["sizes"] == "output":
         s["n"] = gs.WMMA_BASE["n"]  # the extent is a run-time value

@@ -73,7 +73,9 @@ AMX_AXES = {
     "form": [dict(form="single"), dict(form="single", sizes="symbolic")],
     "accumulators": [dict(form="two_acc")],
     "operand": [dict(operand="neg"), dict(operand="scale"), dict(operand="boundary"),
-                dict(operand="zero_point", types="u8*i8", b="vnni"), dict(operand="neg", types="i8*i8")],
+                dict(operand="zero_point", types="u8*i8", b="vnni"), dict(operand="neg", types="i8*i8"),
+                dict(operand="zero_point_param", types="i8*i8", tiles=(1, 2)),
+                dict(operand="zero_point_a", types="u8*i8", b="vnni", epilogue="relu")],
     "acc_layout": [dict(acc_layout="xy"), dict(acc_layout="xy", types="i8*i8"),
                    # an epilogue reading the transposed accumulator: spilled whole, read at its index
                    dict(acc_layout="xy", epilogue="cast", form="single", M=4, order="ba"),
@@ -113,7 +115,9 @@ WMMA_AXES = {
     "batch": [dict(batch=True)],
     "widen": [dict(types="i8>i32", widen="i16")],
     "operand": [dict(operand="neg"), dict(operand="scale"), dict(operand="boundary"),
-                dict(operand="zero_point", types="i8>i32"), dict(operand="scale", types="i8>i32")],
+                dict(operand="zero_point", types="i8>i32"), dict(operand="scale", types="i8>i32"),
+                dict(operand="zero_point_param", types="u8>i32", tiles=(2, 1)),
+                dict(operand="zero_point_a", types="i8>i32", K=48)],
     "acc_layout": [dict(acc_layout="yx"), dict(acc_layout="yx", types="i8>i32"),
                    dict(acc_layout="yx", epilogue="relu"), dict(acc_layout="yx", epilogue="bias", M=32, N=8),
                    dict(acc_layout="yx", tiles=(2, 2), epilogue="relu", K=16),
@@ -263,10 +267,19 @@ def _consumer(hl, s, acc, args, col, narrow_t, params, acc_args=None):
     return out
 
 
-OPERAND_FORMS = ("plain", "neg", "scale", "zero_point", "boundary")
+OPERAND_FORMS = ("plain", "neg", "scale", "zero_point", "boundary", "zero_point_param", "zero_point_a")
 """How the product reads its operands: as loaded; A negated; A times 3; both
 minus a zero point ((A - 3) * (B - 5), integers only); A through
-BoundaryConditions.constant_exterior (a clamped, selected index)."""
+BoundaryConditions.constant_exterior (a clamped, selected index); both minus
+zero points given at run time (scalar Params za and zb); A alone minus a
+run-time zero point (symmetric weights, as quantized layers have)."""
+
+ZERO_POINT_FORMS = ("zero_point", "zero_point_param", "zero_point_a")
+
+
+def _buffer_params(hl, params):
+    """The ImageParams among a pipeline's params (not the scalar zero points)."""
+    return [p for p in params if isinstance(p, hl.ImageParam)]
 
 
 def _source(hl, s, param):
@@ -277,7 +290,7 @@ def _source(hl, s, param):
     return param
 
 
-def _product(hl, s, cast, a, b, integer):
+def _product(hl, s, cast, a, b, integer, params):
     """cast(a) * cast(b) (or b * a) after the spec's operand expression."""
     ca, cb = cast(a), cast(b)
     if s["operand"] == "neg":  # negated before the widening: Halide's atomic() cannot
@@ -287,6 +300,14 @@ def _product(hl, s, cast, a, b, integer):
         ca = ca * 3
     elif s["operand"] == "zero_point" and integer:
         ca, cb = ca - 3, cb - 5
+    elif s["operand"] in ("zero_point_param", "zero_point_a") and integer:
+        za = hl.Param(hl.Int(32), "za")
+        params.append(za)
+        ca = ca - za
+        if s["operand"] == "zero_point_param":
+            zb = hl.Param(hl.Int(32), "zb")
+            params.append(zb)
+            cb = cb - zb
     return cb * ca if s["order"] == "ba" else ca * cb
 
 
@@ -326,7 +347,7 @@ def build_amx(s):
     # acc_layout "xy": the accumulator transposed, mm(x, y), read back as out(y, x)
     acc_args = [x, y] + extra if s["acc_layout"] == "xy" else args
     mm[acc_args] = _initial_value(hl, s, acc_t, args, y, x, params)
-    mm[acc_args] += _product(hl, s, lambda v: hl.cast(acc_t, v), a, b, not fp)
+    mm[acc_args] += _product(hl, s, lambda v: hl.cast(acc_t, v), a, b, not fp, params)
     out = _consumer(hl, s, mm, args, y, hl.BFloat(16) if fp else hl.Int(8), params,
                     acc_args)
     if s["form"] == "two_acc":  # two accumulators in AMXTile, summed by the consumer
@@ -346,7 +367,7 @@ def build_amx(s):
         gf.dense(A, *a_shape, *batch)
         gf.dense(B, *b_shape, *batch)
         gf.dense(out.output_buffer(), cols, rows, *batch)
-        for p in params[2:]:
+        for p in _buffer_params(hl, params[2:]):
             if p.dimensions() == 1:  # bias[x] runs down the rows, the others along y
                 gf.dense(p, rows if s["init"] == "bias_row" and p.name() == "bias" else cols)
             else:
@@ -425,7 +446,7 @@ def build_wmma(s):
     acc_args = [y, x] + extra if s["acc_layout"] == "yx" else args
     prod = hl.Func("prod")
     prod[acc_args] = _initial_value(hl, s, acc_t, args, x, y, params)
-    prod[acc_args] += _product(hl, s, cast, a, b, not acc_t.is_float())
+    prod[acc_args] += _product(hl, s, cast, a, b, not acc_t.is_float(), params)
     out = _consumer(hl, s, prod, args, x, hl.Float(16) if acc_t.is_float() else hl.Int(8), params,
                     acc_args)
     if s["sizes"] != "output":  # "output": the output's size is known only at run time
@@ -443,7 +464,7 @@ def build_wmma(s):
             p.dim(0).set_stride(1)
         else:
             gf.dense(p, *shape, *batch)
-    for p in params[2:]:
+    for p in _buffer_params(hl, params[2:]):
         if p.dimensions() == 1:
             gf.dense(p, n)
         elif s["sizes"] == "symbolic":

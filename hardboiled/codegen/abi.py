@@ -13,7 +13,11 @@ A generated kernel has two entry points:
   ...)``: host (or, for CUDA, device) pointers and each dimension's fields,
   returning -N when the pipeline's N-th check fails.
 
-Buffers come in Halide's order: inputs then outputs, as the pipeline
+A scalar param of the pipeline (a ``Param``: a name the program reads and
+never binds) is an argument too, passed by value in both entry points, as
+Halide's AOT convention passes it.
+
+Arguments come in Halide's order: inputs then outputs, as the pipeline
 declares them. A dump does not record that order (Halide unpacks the
 buffers sorted by name), so it comes from a lowered module's signature or
 from ``--args``; without either, inputs come before outputs, each sorted.
@@ -31,7 +35,7 @@ from hardboiled.codegen.naming import (  # re-exported: the ABI's names
 from hardboiled.codegen.naming import entry_point_name as entry_point_name
 from hardboiled.codegen.naming import is_entry_point_name as is_entry_point_name
 from hardboiled.codegen.naming import raw_entry_point as raw_entry_point
-from hardboiled.ir.buffers import discover_buffers
+from hardboiled.ir.buffers import discover_buffers, scalar_params
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
 
 
@@ -42,13 +46,16 @@ class KernelArgument:
     dimensions: int
     output: bool = False
     """Whether the pipeline writes it (the dump's checks say so)."""
+    scalar: bool = False
+    """A scalar param of the pipeline (a ``Param``), passed by value;
+    ``buffer`` is then its name and ``dimensions`` 0."""
 
 
 def kernel_signature(stmt: ir.Stmt, order: Sequence[str] | None = None) -> list[KernelArgument]:
-    """The pipeline buffers the generated function takes: in ``order``
-    (buffer names, Halide's argument order) when given, else inputs then
-    outputs, each sorted by name."""
-    args = {}
+    """The pipeline buffers and scalar params the generated function
+    takes: in ``order`` (their names, Halide's argument order) when given,
+    else inputs (buffers and scalars) then outputs, each sorted by name."""
+    args = {name: KernelArgument(name, t, 0, scalar=True) for name, t in scalar_params(stmt).items()}
     for name, spec in discover_buffers(stmt).items():
         if spec.type is None or spec.dimensions is None:
             raise HardboiledError(Diagnostic(
@@ -60,14 +67,13 @@ def kernel_signature(stmt: ir.Stmt, order: Sequence[str] | None = None) -> list[
     unknown = [name for name in order if name not in args]
     if unknown:
         raise HardboiledError(Diagnostic(
-            "error", f"argument '{unknown[0]}' is not a buffer of this pipeline (its buffers: {known})",
-            notes=("scalar parameters are not supported: the generated function takes buffers only",)))
+            "error", f"argument '{unknown[0]}' is not a buffer or param of this pipeline (its arguments: {known})"))
     repeated = sorted({name for name in order if list(order).count(name) > 1})
     missing = sorted(set(args) - set(order))
     if repeated or missing:
-        problem = f"names '{repeated[0]}' twice" if repeated else f"leaves out buffer '{missing[0]}'"
+        problem = f"names '{repeated[0]}' twice" if repeated else f"leaves out '{missing[0]}'"
         raise HardboiledError(Diagnostic(
-            "error", f"the argument order {problem}: list each of the pipeline's buffers once ({known})"))
+            "error", f"the argument order {problem}: list each of the pipeline's buffers and params once ({known})"))
     return [args[name] for name in order]
 
 

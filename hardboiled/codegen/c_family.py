@@ -76,8 +76,8 @@ class CFamilyEmitter(EntryPoints, CallSpelling, Visitor[Any]):
         self.assertion_codes: list[int] = []
         """The halide_error_code_t of each assertion, in order (-N is the N-th)."""
         self.arguments = kernel_signature(stmt) if arguments is None else arguments
-        self.buffer_args = {a.buffer: a for a in self.arguments}
-        self.element_types: dict[str, ir.Type] = {a.buffer: a.type for a in self.arguments}
+        self.buffer_args = {a.buffer: a for a in self.arguments if not a.scalar}
+        self.element_types: dict[str, ir.Type] = {a.buffer: a.type for a in self.arguments if not a.scalar}
         self.scratch_bytes = 0
         """Bytes of ``hb_scratch`` the vector values larger than
         ``VECTOR_STACK_BYTES`` take (``vectors_on_heap``)."""
@@ -128,7 +128,7 @@ class CFamilyEmitter(EntryPoints, CallSpelling, Visitor[Any]):
     # ------------------------------------------------------------ the function
     def generate(self) -> str:
         for arg in self.arguments:
-            self.param(arg.buffer)
+            self.argument_name(arg)
         self.prepare()
         body_start = len(self.lines)
         self.refuse_buffers_too_large()

@@ -27,7 +27,7 @@ from hardboiled.codegen.abi import (
     KernelArgument,
     raw_entry_point,
 )
-from hardboiled.codegen.c_text import GENERATED_BANNER, storage_type
+from hardboiled.codegen.c_text import GENERATED_BANNER, c_type, storage_type
 
 HALIDE_BUFFER_LAYOUT = r"""/* halide_buffer_t: from Halide's HalideRuntime.h where the compiler finds it
    (-I into the halide package), otherwise the part this file uses, declared
@@ -92,6 +92,11 @@ class EntryPoints:
         """The C parameter holding a pipeline buffer's host pointer."""
         return self.cname(f"{buffer}.host pointer")
 
+    def argument_name(self, arg: KernelArgument) -> str:
+        """NAME_raw's parameter for an argument: a buffer's pointer, or a
+        scalar param under the name the body reads it by."""
+        return self.cname(arg.buffer) if arg.scalar else self.param(arg.buffer)
+
     def refuse_buffers_too_large(self) -> None:
         """Before anything runs: every buffer argument within int32 index
         arithmetic (``hb_buffer_too_large``), as Halide's own checks keep
@@ -111,6 +116,9 @@ class EntryPoints:
         own parameters."""
         params = []
         for arg in self.arguments:
+            if arg.scalar:
+                params.append(f"{c_type(arg.type)} {self.argument_name(arg)}")
+                continue
             name = self.param(arg.buffer)
             params.append(f"{storage_type(arg.type)} *{name}")
             for d in range(arg.dimensions):
@@ -124,7 +132,8 @@ class EntryPoints:
     def buffer_declaration(self) -> str:
         """``int NAME(struct halide_buffer_t *X, ...)``: Halide's AOT
         calling convention."""
-        params = [f"struct halide_buffer_t *{self.buffer_param(arg.buffer)}" for arg in self.arguments]
+        params = [f"{c_type(arg.type)} {self.wrapper_param(arg)}" if arg.scalar else
+                  f"struct halide_buffer_t *{self.wrapper_param(arg)}" for arg in self.arguments]
         return f"int {self.function}({', '.join(params)})"
 
     @staticmethod
@@ -132,6 +141,12 @@ class EntryPoints:
         """A halide_buffer_t parameter's name (the wrapper has no other
         names to clash with)."""
         return "b_" + re.sub(r"[^A-Za-z0-9_]", "_", buffer)
+
+    @staticmethod
+    def wrapper_param(arg: KernelArgument) -> str:
+        """The halide_buffer_t entry point's parameter for an argument:
+        b_NAME for a buffer, p_NAME for a scalar param."""
+        return ("p_" if arg.scalar else "b_") + re.sub(r"[^A-Za-z0-9_]", "_", arg.buffer)
 
     def halide_entry_point(self) -> str:
         """The halide_buffer_t entry point: checks what the dump takes for
@@ -151,11 +166,16 @@ class EntryPoints:
         lines.append(f"{self.linkage}{self.buffer_declaration()} {{")
         lines.append("  int status;")
         for arg in self.arguments:
+            if arg.scalar:
+                continue
             name = self.buffer_param(arg.buffer)
             lines.append(f"  if ((status = hb_check_halide_buffer({name}, {HALIDE_TYPE_CODES[arg.type.code]}, "
                          f"{arg.type.bits}, {arg.dimensions}, {on_device})) != 0) return status;")
         call = []
         for arg in self.arguments:
+            if arg.scalar:
+                call.append(self.wrapper_param(arg))
+                continue
             name = self.buffer_param(arg.buffer)
             data = f"(uintptr_t){name}->device" if self.buffers_on_device else f"{name}->host"
             call.append(f"({storage_type(arg.type)} *){data}")
@@ -181,7 +201,7 @@ class EntryPoints:
         """A header declaring the generated functions, for the code that
         calls them (C or C++), each argument described in a comment."""
         for arg in self.arguments:
-            self.param(arg.buffer)  # the same parameter names as the source
+            self.argument_name(arg)  # the same parameter names as the source
         guard = f"HB_{self.function.upper()}_H"
         where = "device memory (buffer->device)" if self.buffers_on_device else "host memory (buffer->host)"
         lines = [GENERATED_BANNER, f"#ifndef {guard}", f"#define {guard}", "", "#include <stdint.h>",
@@ -193,6 +213,9 @@ class EntryPoints:
                  f" * Buffers{' (the default stream)' if self.buffers_on_device else ''}, in order:"]
         for arg in self.arguments:
             role = "output" if arg.output else "input"
+            if arg.scalar:
+                lines.append(f" *   {self.wrapper_param(arg)}: the param {arg.buffer}, {arg.type}")
+                continue
             lines.append(f" *   {self.buffer_param(arg.buffer)}: {arg.buffer}, {role}, {arg.type}, {arg.dimensions} "
                          f"dimension{'s' if arg.dimensions != 1 else ''}")
         lines += [" */", f"{self.buffer_declaration()};", "",
@@ -202,6 +225,9 @@ class EntryPoints:
                   + ". Arguments, in order:"]
         for arg in self.arguments:
             role = "output" if arg.output else "input"
+            if arg.scalar:
+                lines.append(f" *   {self.argument_name(arg)}: the param {arg.buffer}, {arg.type}")
+                continue
             lines.append(f" *   {self.param(arg.buffer)}: {arg.buffer}, {role}, {arg.type} elements "
                          f"({storage_type(arg.type)} in memory), {arg.dimensions} dimension"
                          f"{'s' if arg.dimensions != 1 else ''}; then min, extent, stride of each")

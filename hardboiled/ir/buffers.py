@@ -6,7 +6,9 @@ its element type (``halide_error_bad_type``), dimensions
 (``halide_error_access_out_of_bounds``) and fields the schedule fixed
 (``halide_error_constraint_violated``). Code generation (the kernel's
 parameters), legalization (element types) and verification (buffer sizes)
-all read this one analysis.
+all read this one analysis, and the pipeline's scalar params
+(``scalar_params``): a ``Param`` of the pipeline is a name the program reads
+and never binds.
 """
 
 from __future__ import annotations
@@ -124,3 +126,16 @@ def bounds_query_value(e: ir.Expr) -> bool | None:
             return None
         return (a or b) if e.op is ir.BinOp.OR else (a and b)
     return None
+
+
+def scalar_params(stmt: ir.Stmt) -> dict[str, ir.Type]:
+    """The program's scalar params: names it reads but never binds (a
+    ``Param`` of the pipeline), with their types."""
+    bound: set[str] = set()
+    used: dict[str, ir.Type] = {}
+    for node in ir.walk(stmt):
+        if isinstance(node, (ir.Let, ir.LetStmt, ir.For, ir.Allocate)):
+            bound.add(node.name)
+        elif isinstance(node, ir.Variable) and not node.type.is_handle and not node.name.endswith(".buffer"):
+            used.setdefault(node.name, node.type.element())
+    return {name: t for name, t in sorted(used.items()) if name not in bound}

@@ -19,7 +19,16 @@ within each update; only where the product lives changes.
 
 A negated operand whose negation does not fit the instruction's type (an
 int8 A negated in int16) first moves out of the product, which the same
-mechanism then computes: sum((0 - A) * B) = 0 - sum(A * B), exactly.
+mechanism then computes: sum((0 - A) * B) = 0 - sum(A * B), exactly. So do
+zero points, which quantized kernels subtract from their operands
+(``(i32(A) - za) * (i32(B) - zb)``, no longer 8 bits): integers are a ring,
+so the sum distributes exactly into the product of the operands themselves
+and sums of one operand each::
+
+    sum((a + p) * (b + q)) = sum(a * b) + sum(a) * q + sum(b) * p + K * p * q
+
+where p and q are the same in every lane of a sum (a constant or a scalar
+zero point) and K is the number of lanes each sum adds.
 """
 
 from __future__ import annotations
@@ -57,7 +66,7 @@ def isolate_products(stmt: ir.Stmt, positions: set[int], memory: dict[str, str],
     for position, store in enumerate(iter_stores(stmt)):
         if position not in positions or store.name not in accelerators:
             continue
-        store = negation_outside(store)
+        store = zero_points_outside(negation_outside(store))
         product = _isolable_product(store)
         alloc = allocations[store.name]
         extents = _product_extents(alloc, product.type.lanes) if product is not None else None
@@ -110,6 +119,64 @@ def negation_outside(store: ir.Store) -> ir.Store:
     return ir.Store(store.name, value, store.index, store.predicate, store.alignment)
 
 
+def zero_points_outside(store: ir.Store) -> ir.Store:
+    """``store`` with integer operands offset by a value the same in every
+    lane (a zero point) multiplied without their offsets, and the offsets'
+    terms added outside the product (the module's docstring)."""
+    reduces = [n for n in ir.walk(store.value) if isinstance(n, ir.VectorReduce)]
+    if len(reduces) != 1 or reduces[0].op is not ir.ReduceOp.ADD:
+        return store
+    (reduce,) = reduces
+    product = reduce.value
+    if product.type.is_float or not (isinstance(product, ir.Binary) and product.op is ir.BinOp.MUL):
+        return store  # float sums do not distribute exactly
+    (a, p), (b, q) = _offset(product.a), _offset(product.b)
+    if p is None and q is None:
+        return store
+    t = reduce.type
+    lanes_per_sum = product.type.lanes // t.lanes
+
+    def summed(e: ir.Expr) -> ir.Expr:
+        return ir.VectorReduce(ir.ReduceOp.ADD, e, t)
+
+    def times(e: ir.Expr, scalar: ir.Expr) -> ir.Expr:
+        return ir.Binary(ir.BinOp.MUL, e, ir.Broadcast(scalar, t.lanes) if t.lanes > 1 else scalar)
+
+    terms = [summed(ir.Binary(ir.BinOp.MUL, a, b))]
+    if q is not None:
+        terms.append(times(summed(a), q))
+    if p is not None:
+        terms.append(times(summed(b), p))
+    if p is not None and q is not None:
+        terms.append(times(times(_splat(ir.IntImm(lanes_per_sum, t.element()), t), p), q))
+    expanded = terms[0]
+    for term in terms[1:]:
+        expanded = ir.Binary(ir.BinOp.ADD, expanded, term)
+    value = map_expr(store.value, lambda e: expanded if e == reduce else None)
+    return ir.Store(store.name, value, store.index, store.predicate, store.alignment)
+
+
+def _offset(e: ir.Expr) -> tuple[ir.Expr, ir.Expr | None]:
+    """(x, p) where the integer ``e`` is x + p with p a scalar the same in
+    every lane (x - p gives -p), else (e, None). A vector repeated whole
+    repeats its offset alike: x16(v + x256(p)) is x16(v) + p."""
+    if isinstance(e, ir.Broadcast) and e.value.type.lanes > 1:
+        inner, offset = _offset(e.value)
+        return (ir.Broadcast(inner, e.lanes), offset) if offset is not None else (e, None)
+    if isinstance(e, ir.Binary) and e.op in (ir.BinOp.ADD, ir.BinOp.SUB):
+        for x, offset in ((e.a, e.b), (e.b, e.a)) if e.op is ir.BinOp.ADD else ((e.a, e.b),):
+            if isinstance(offset, ir.Broadcast) and offset.value.type.lanes == 1 and not isinstance(x, ir.Broadcast):
+                scalar = offset.value
+                if e.op is ir.BinOp.SUB:
+                    scalar = ir.Binary(ir.BinOp.SUB, ir.zero_of(scalar.type), scalar)
+                return x, scalar
+    return e, None
+
+
+def _splat(scalar: ir.Expr, t: ir.Type) -> ir.Expr:
+    return scalar if t.lanes == 1 else ir.Broadcast(scalar, t.lanes)
+
+
 def _zeros(t: ir.Type) -> ir.Expr:
     zero = ir.zero_of(t.element())
     return zero if t.lanes == 1 else ir.Broadcast(zero, t.lanes)
@@ -141,12 +208,12 @@ def _isolable_product(store: ir.Store) -> ir.VectorReduce | None:
     """The one sum of products in ``store``'s value, when the value does
     more with it than add the accumulator (which a tile does itself) and
     the product does not read the accumulator."""
-    reduces = [n for n in ir.walk(store.value) if isinstance(n, ir.VectorReduce)]
+    reduces = [n for n in ir.walk(store.value) if isinstance(n, ir.VectorReduce)
+               and isinstance(n.value, ir.Binary) and n.value.op is ir.BinOp.MUL]
     if len(reduces) != 1:
-        return None
+        return None  # sums of one operand (a zero point's terms) stay plain code beside it
     (product,) = reduces
-    if product.op is not ir.ReduceOp.ADD or not (isinstance(product.value, ir.Binary)
-                                                  and product.value.op is ir.BinOp.MUL):
+    if product.op is not ir.ReduceOp.ADD:
         return None
     if any(isinstance(n, ir.Load) and n.name == store.name for n in ir.walk(product)):
         return None

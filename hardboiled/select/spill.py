@@ -25,7 +25,6 @@ shared memory, where store_matrix_sync can write it for the whole warp.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from hardboiled import ir
@@ -119,11 +118,10 @@ def _gathered_region(stmt: ir.Stmt, load: ir.Load, allocation: ir.Allocate) -> t
     lanes = constant_lanes(load.index)
     if size is None or lanes is None:
         return None if size is None else (0, size)
-    unit = 0
-    for node in ir.walk(stmt):
-        if isinstance(node, ir.Store) and node.name == load.name:
-            unit = math.gcd(unit, node.value.type.lanes)
-    unit = unit or 1
+    unit = max((node.value.type.lanes for node in ir.walk(stmt)
+                if isinstance(node, ir.Store) and node.name == load.name), default=1)
+    if size % unit:
+        return (0, size)
     start = min(lanes) // unit * unit
     end = -(-(max(lanes) + 1) // unit) * unit
     if start < 0 or end > size:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hardboiled import ir
+from hardboiled.ir.buffers import scalar_params
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.verify.error_bound import ERROR, Divergence, NoErrorBound, bound_program, divergence
 from hardboiled.verify.inputs import (
@@ -27,7 +28,6 @@ from hardboiled.verify.inputs import (
     Shape,
     make_buffers,
     scalar_draws,
-    scalar_params,
     split_params,
 )
 from hardboiled.verify.interp import (

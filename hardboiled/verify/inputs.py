@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hardboiled import ir
-from hardboiled.ir.buffers import BufferSpec, discover_buffers
+from hardboiled.ir.buffers import BufferSpec, discover_buffers, scalar_params
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
 from hardboiled.verify.interp import BufferT, Interpreter, InterpreterError, dtype_of
 
@@ -351,19 +351,6 @@ def _needed_lets(e: ir.Expr, lets: dict[str, ir.Expr]) -> list[str]:
 
 SCALAR_DRAWS = 24
 """Draws of a program's unspecified scalar params before giving up."""
-
-
-def scalar_params(stmt: ir.Stmt) -> dict[str, ir.Type]:
-    """The program's scalar params: names it reads but never binds (a
-    ``Param`` of the pipeline), with their types."""
-    bound: set[str] = set()
-    used: dict[str, ir.Type] = {}
-    for node in ir.walk(stmt):
-        if isinstance(node, (ir.Let, ir.LetStmt, ir.For, ir.Allocate)):
-            bound.add(node.name)
-        elif isinstance(node, ir.Variable) and not node.type.is_handle and not node.name.endswith(".buffer"):
-            used.setdefault(node.name, node.type.element())
-    return {name: t for name, t in sorted(used.items()) if name not in bound}
 
 
 def split_params(params: Mapping[str, float], scalars: dict[str, ir.Type]

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hardboiled import ir
 from hardboiled.codegen.abi import (
@@ -25,6 +25,7 @@ from hardboiled.codegen.abi import (
     raw_entry_point,
 )
 from hardboiled.codegen.toolchain import ToolchainError, compile_c, cpu_has_amx, find_compiler, resolve_amx_mode
+from hardboiled.ir.buffers import scalar_params
 from hardboiled.support import children
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.verify.compare import (
@@ -36,7 +37,7 @@ from hardboiled.verify.compare import (
     poison_seed,
     run_original_program,
 )
-from hardboiled.verify.inputs import DEFAULT_OUTPUT_EXTENTS, make_buffers
+from hardboiled.verify.inputs import DEFAULT_OUTPUT_EXTENTS, make_buffers, scalar_draws
 from hardboiled.verify.interp import INTERPRETER_TIMEOUT_S, BufferT, time_limit
 
 if TYPE_CHECKING:
@@ -71,22 +72,43 @@ def halide_buffer(buf: BufferT, argument: KernelArgument) -> HalideBuffer:
     return result
 
 
-def run_kernel(library: Path, function: str, arguments: list[KernelArgument], buffers: dict[str, BufferT]) -> int:
+def scalar_argument(argument: KernelArgument, value: Any) -> object:
+    """A scalar param's value as the C type the kernel takes it in."""
+    t = argument.type
+    if t.is_float:
+        return (ctypes.c_double if t.bits == 64 else ctypes.c_float)(float(value))
+    c_int = {8: ctypes.c_int8, 16: ctypes.c_int16, 32: ctypes.c_int32, 64: ctypes.c_int64}
+    c_uint = {1: ctypes.c_bool, 8: ctypes.c_uint8, 16: ctypes.c_uint16, 32: ctypes.c_uint32, 64: ctypes.c_uint64}
+    return (c_uint if t.code is ir.TypeCode.UINT else c_int)[t.bits](int(value))
+
+
+def run_kernel(library: Path, function: str, arguments: list[KernelArgument], buffers: dict[str, BufferT],
+               scalars: Mapping[str, Any] | None = None) -> int:
     """Call the kernel's halide_buffer_t entry point ``function`` on
-    ``buffers`` (in ``arguments`` order)."""
+    ``buffers`` and ``scalars`` (in ``arguments`` order)."""
     kernel = getattr(ctypes.CDLL(str(library)), function)
     kernel.restype = ctypes.c_int
-    structs = [halide_buffer(buffers[a.buffer], a) for a in arguments]
-    return int(kernel(*(ctypes.byref(b) for b in structs)))
+    args: list[object] = []
+    for a in arguments:
+        if a.scalar:
+            args.append(scalar_argument(a, (scalars or {})[a.buffer]))
+        else:
+            struct = halide_buffer(buffers[a.buffer], a)
+            args.append(ctypes.byref(struct))
+    return int(kernel(*args))
 
 
 def run_raw_kernel(library: Path, function: str, arguments: list[KernelArgument],
-                   buffers: dict[str, BufferT]) -> int:
-    """Call the kernel's raw entry point (``function``_raw) on ``buffers``."""
+                   buffers: dict[str, BufferT], scalars: Mapping[str, Any] | None = None) -> int:
+    """Call the kernel's raw entry point (``function``_raw) on ``buffers``
+    and ``scalars``."""
     kernel = getattr(ctypes.CDLL(str(library)), raw_entry_point(function))
     kernel.restype = ctypes.c_int
     args: list[object] = []
     for argument in arguments:
+        if argument.scalar:
+            args.append(scalar_argument(argument, (scalars or {})[argument.buffer]))
+            continue
         buf = buffers[argument.buffer]
         args.append(ctypes.c_void_p(buf.data.ctypes.data))
         for d in range(argument.dimensions):
@@ -102,9 +124,10 @@ def calls_on_verification_inputs(original: ir.Stmt, rewritten: ir.Stmt, seed: in
 
     def calls(library: Path) -> Iterator[int]:
         arguments = kernel_signature(rewritten)
+        scalars = next(scalar_draws(scalar_params(original), {}, seed))
         for extent in DEFAULT_OUTPUT_EXTENTS:
             buffers, _ = make_buffers(original, {}, seed, extent, [])
-            yield run_kernel(library, function, arguments, buffers)
+            yield run_kernel(library, function, arguments, buffers, scalars)
 
     return calls
 
@@ -124,14 +147,15 @@ class KernelCrashed(HardboiledError):
 
 
 def run_isolated(entry: str, library: Path, function: str, arguments: list[KernelArgument],
-                 buffers: dict[str, BufferT]) -> int:
+                 buffers: dict[str, BufferT], scalars: Mapping[str, Any] | None = None) -> int:
     """Call an entry point of the built kernel in a child process, under a
     time and memory limit, and bring its outputs back into ``buffers``.
     A kernel that writes out of bounds or overflows its stack then kills
     the child, not hardboiled, and is reported with its signal."""
     with children.temporary_directory("hardboiled-kernel-") as tmp:
         request, answer = tmp / "request.pickle", tmp / "answer.pickle"
-        request.write_bytes(pickle.dumps((entry, str(library), function, arguments, buffers)))
+        values = {name: _plain_number(value) for name, value in (scalars or {}).items()}
+        request.write_bytes(pickle.dumps((entry, str(library), function, arguments, buffers, values)))
         try:
             proc = children.run([sys.executable, "-m", "hardboiled.verify.run", str(request), str(answer)],
                                 KERNEL_TIMEOUT_S, setup=(children.memory_limit(KERNEL_MEMORY_MB),))
@@ -154,6 +178,12 @@ def run_isolated(entry: str, library: Path, function: str, arguments: list[Kerne
     return int(status)
 
 
+def _plain_number(value: Any) -> Any:
+    """A scalar param's value as a Python number (the interpreter holds it
+    as a one-element array)."""
+    return value.reshape(-1)[0].item() if hasattr(value, "reshape") else value
+
+
 def _how_it_ended(returncode: int, stderr: str) -> str:
     if returncode < 0:
         try:
@@ -173,13 +203,13 @@ toolchain failure, not a crash of the generated code."""
 
 def _child_main(request: str, answer: str) -> None:
     """In the child: call the entry point, write its status and outputs."""
-    entry, library, function, arguments, buffers = pickle.loads(Path(request).read_bytes())
+    entry, library, function, arguments, buffers, scalars = pickle.loads(Path(request).read_bytes())
     try:
         getattr(ctypes.CDLL(library), function)
     except (OSError, AttributeError) as exc:  # not a shared object, or not the one generated for this kernel
         sys.stderr.write(f"{exc}\n")
         sys.exit(_CANNOT_LOAD)
-    status = ENTRY_POINTS[entry](Path(library), function, arguments, buffers)
+    status = ENTRY_POINTS[entry](Path(library), function, arguments, buffers, scalars)
     results = {name: buf.data for name, buf in buffers.items()}
     Path(answer).write_bytes(pickle.dumps((status, results)))
 
@@ -229,7 +259,7 @@ def run_built_kernel(original: ir.Stmt, rewritten: ir.Stmt, library: Path, funct
     result = VerificationResult(seed, ())
     for entry in ENTRY_POINTS:
         actual = copy.deepcopy(buffers)
-        status = run_isolated(entry, library, function, arguments, actual)
+        status = run_isolated(entry, library, function, arguments, actual, run.scalars)
         if status != 0:
             return VerificationResult(seed, (), f"the generated kernel's {entry} entry point returned {status} "
                                                 "(a failed check)")

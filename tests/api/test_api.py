@@ -112,6 +112,37 @@ def test_the_bridge_tensorizes_for_the_gpu_in_halides_argument_order() -> None:
 
 
 @pytest.mark.slow
+def test_the_bridge_passes_a_run_time_zero_point_as_a_scalar_argument() -> None:
+    """A quantized GEMM whose activation zero point is a Param: the bridge
+    takes it as an argument in Halide's order (A, B, za, then the output),
+    the zero point leaves the product (select/isolate.py), and the
+    generated C, run with the value the interpreter drew, agrees."""
+    import halide as hl
+
+    A, B = hl.ImageParam(hl.UInt(8), 2, "A"), hl.ImageParam(hl.Int(8), 3, "B")  # B in VNNI order
+    za = hl.Param(hl.Int(32), "za")
+    x, y, yo, xo, yi, xi = (hl.Var(n) for n in ("x", "y", "yo", "xo", "yi", "xi"))
+    r = hl.RDom([(0, 64)], "r")
+    mm, out = hl.Func("mm"), hl.Func("out")
+    mm[y, x] = hl.i32(0)
+    mm[y, x] += (hl.i32(A[r.x, x]) - za) * hl.i32(B[r.x % 4, y, r.x // 4])
+    out[y, x] = mm[y, x]
+    out.tile(y, x, yo, xo, yi, xi, 16, 16).vectorize(yi).vectorize(xi)
+    mm.compute_at(out, yo).store_in(hl.MemoryType(8)).vectorize(y).vectorize(x)  # 8: AMXTile
+    mm.update().atomic().vectorize(r.x).vectorize(y).vectorize(x)
+    for param, extents in ((A, (64, 32)), (B, (4, 32, 16)), (out.output_buffer(), (32, 32))):
+        stride = 1
+        for d, extent in enumerate(extents):
+            param.dim(d).set_bounds(0, extent).set_stride(stride)
+            stride *= extent
+    result = tensorize(out, AMX_TARGET, verify=True, run=True)
+    assert result.c is not None and "_tile_dpbusd" in result.c
+    assert re.search(r"\nint out\(struct halide_buffer_t \*b_A, struct halide_buffer_t \*b_B, int32_t p_za, "
+                     r"struct halide_buffer_t \*b_out\)", result.c)
+    assert any("ran the generated C" in message and "equal" in message for message in result.messages)
+
+
+@pytest.mark.slow
 def test_the_bridge_explains_what_it_cannot_carry_or_lower() -> None:
     import halide as hl
 

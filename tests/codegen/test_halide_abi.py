@@ -245,8 +245,8 @@ def test_order_from_args_and_its_errors() -> None:
     stmt = parse_input((FIXTURES / "cpu_math_calls" / "vectorizing.stmt").read_text()).ir
     assert isinstance(stmt, ir.Stmt)
     assert [a.buffer for a in kernel_signature(stmt, ("f", "B", "A"))] == ["f", "B", "A"]
-    for order, message in ((("A", "B"), "leaves out buffer 'f'"), (("A", "B", "f", "A"), "names 'A' twice"),
-                           (("A", "B", "f", "alpha"), "'alpha' is not a buffer")):
+    for order, message in ((("A", "B"), "leaves out 'f'"), (("A", "B", "f", "A"), "names 'A' twice"),
+                           (("A", "B", "f", "alpha"), "'alpha' is not a buffer or param")):
         with pytest.raises(HardboiledError, match=message):
             kernel_signature(stmt, order)
 
@@ -261,7 +261,7 @@ def test_order_on_the_command_line_and_from_a_lowered_module(tmp_path: Path) -> 
     assert b"\nint k(struct halide_buffer_t *b_B, struct halide_buffer_t *b_A, struct halide_buffer_t *b_f)" \
         in proc.stdout
     bad = run_cli("compile", vectorizing, "--emit", "c", "--args", "A,f", "--no-cache")
-    assert bad.returncode == 2 and b"leaves out buffer 'B'" in bad.stderr
+    assert bad.returncode == 2 and b"leaves out 'B'" in bad.stderr
     empty = run_cli("compile", vectorizing, "--emit", "c", "--args", "A,,f", "--no-cache")
     assert empty.returncode == 2 and b"--args" in empty.stderr
     module = run_cli("compile", str(FIXTURES / "cpu_math_calls" / "lowered.stmt"), "--emit", "c", "--name", "k",
@@ -270,3 +270,33 @@ def test_order_on_the_command_line_and_from_a_lowered_module(tmp_path: Path) -> 
     assert b"\nint k(struct halide_buffer_t *b_A, struct halide_buffer_t *b_B, struct halide_buffer_t *b_f)" \
         in module.stdout
     assert b"ran the generated C" in module.stderr
+
+
+ZERO_POINTS = ROOT / "tests" / "fixtures" / "sweep" / "amx_types-i8i8_tiles-1x2_operand-zero_point_param.stmt"
+
+
+def test_scalar_params_are_arguments_passed_by_value() -> None:
+    """A pipeline's Params (here run-time zero points za and zb) are
+    arguments like its buffers: inputs, sorted with them by name."""
+    stmt = parse_input(ZERO_POINTS.read_text()).ir
+    assert isinstance(stmt, ir.Stmt)
+    signature = kernel_signature(stmt)
+    assert [(a.buffer, a.scalar, a.dimensions) for a in signature] == [
+        ("A", False, 2), ("B", False, 2), ("za", True, 0), ("zb", True, 0), ("mm_global_wrapper$0", False, 2)]
+    assert signature[2].type == ir.Int(32)
+    assert [a.buffer for a in kernel_signature(stmt, ("A", "za", "B", "zb", "mm_global_wrapper$0"))] == [
+        "A", "za", "B", "zb", "mm_global_wrapper$0"]
+
+
+@pytest.mark.slow
+def test_scalar_params_in_halide_s_order_are_passed_and_run() -> None:
+    """--args puts each Param where the pipeline declares it; both entry
+    points take it by value, and --run passes the values the interpreter
+    drew (the result matches the original's)."""
+    proc = run_cli("compile", str(ZERO_POINTS), "--emit", "c", "--name", "k", "--run", "--no-cache",
+                   "--args", "A,za,B,zb,mm_global_wrapper$0")
+    assert proc.returncode == 0, proc.stderr
+    assert (b"\nint k(struct halide_buffer_t *b_A, int32_t p_za, struct halide_buffer_t *b_B, int32_t p_zb, "
+            b"struct halide_buffer_t *b_mm_global_wrapper_0)") in proc.stdout
+    assert re.search(rb"int k_raw\(int8_t \*A_host_pointer, [^)]*, int32_t za, int8_t \*B_host_pointer", proc.stdout)
+    assert b"ran the generated C" in proc.stderr and b"equal" in proc.stderr

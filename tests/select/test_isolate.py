@@ -99,3 +99,43 @@ def test_a_negated_int8_operand_negates_the_product_instead() -> None:
 
     expected = -(a.reshape(4, 16).astype(np.int32) @ b.reshape(16, 4).astype(np.int32))
     assert np.array_equal(run(stmt), expected.reshape(-1)) and np.array_equal(run(isolated), run(stmt))
+
+
+ZERO_POINTS = """allocate mm[int32 * 4 * 4] in AMXTile
+mm[ramp(0, 1, 16)] = x16(0)
+mm[ramp(0, 1, 16)] = (int32x16)vector_reduce_add((int32x256(A[ramp(x4(ramp(0, 1, 16)), x64(16), 4)]) - x256(za))*x4(int32x64(B[ramp(ramp(0, 4, 16), x16(1), 4)]) + x64(-5))) + mm[ramp(0, 1, 16)]
+out[ramp(0, 1, 16)] = mm[ramp(0, 1, 16)]
+"""
+
+
+def test_zero_points_leave_the_product_of_the_operands_themselves() -> None:
+    """(A - za) * (B - 5) of uint8 A and int8 B fits no 8-bit operand: the
+    tile multiplies A and B, and the zero points' terms (row sums of A,
+    column sums of B, K * za * 5) are added in memory. A run-time zero
+    point (a scalar param) and a constant one, B's offset inside a vector
+    repeated whole (x4(int32x64(B) + x64(-5))): the same sums exactly, on
+    operands that include both ends of their ranges."""
+    types = {"A": ir.UInt(8), "B": ir.Int(8), "out": ir.Int(32)}
+    stmt = parse_input(ZERO_POINTS, "t.stmt", buffer_types=types).ir
+    assert isinstance(stmt, ir.Stmt)
+    allocations = {n.name: n for n in ir.walk(stmt) if isinstance(n, ir.Allocate)}
+    result = isolate_products(stmt, {1}, {"mm": "AMXTile"}, {"mm": "AMX"}, allocations)
+    isolated = demote(reinsert(stmt, result.replacements), result.demoted)
+    (product,) = [s for s in iter_stores(isolated) if s.name == "mm.product.0"]
+    assert print_ir(product.value) == ("(int32x16)vector_reduce_add(int32x256((uint8x256)A[ramp(x4(ramp(0, 1, 16)), "
+                                       "x64(16), 4)])*x4(int32x64((int8x64)B[ramp(ramp(0, 4, 16), x16(1), 4)])))")
+    rng = np.random.default_rng(11)
+    a = rng.integers(0, 256, 64).astype(np.uint8)
+    b = rng.integers(-128, 128, 64).astype(np.int8)
+    a[:3], b[:3] = 255, -128
+
+    def run(program: ir.Stmt, za: int) -> np.ndarray:
+        pointers = {"A": Pointer(a.copy(), 0, "A"), "B": Pointer(b.copy(), 0, "B"),
+                    "out": Pointer(np.zeros(16, np.int32), 0, "out")}
+        Interpreter(params={**pointers, "za": np.array([za], np.int32)}).run(program)
+        return pointers["out"].array
+
+    for za in (0, 128, -7):
+        expected = (a.reshape(4, 16).astype(np.int32) - za) @ (b.reshape(16, 4).astype(np.int32) - 5)
+        assert np.array_equal(run(stmt, za), expected.reshape(-1)), za
+        assert np.array_equal(run(isolated, za), run(stmt, za)), za

@@ -22,10 +22,10 @@ from sweep import compile_dump  # noqa: E402
 MANIFEST = json.loads((SAMPLE / "MANIFEST.json").read_text())
 EXECUTABLE = sorted(name for name, entry in MANIFEST["variants"].items() if "halide_error" not in entry)
 LOWERED = {"amx-s1-0002", "amx-s1-0005", "amx-s1-0012", "amx-s1-0013", "amx-s1-0019", "amx-s1-0021", "amx-s1-0025",
-           "wmma-s1-0000", "wmma-s1-0015", "wmma-s1-0018", "wmma-s1-0020", "wmma-s1-0022", "wmma-s1-0024",
+           "wmma-s1-0000", "wmma-s1-0009", "wmma-s1-0015", "wmma-s1-0018", "wmma-s1-0020", "wmma-s1-0022", "wmma-s1-0024",
            "wmma-s1-0026", "wmma-s1-0027"}
 """The variants of the sample that lowered, verified and built when this
-was last measured (15 of 25; 9 at the stop before): each must still do so,
+was last measured (16 of 25; 9 two stops before): each must still do so,
 so a mechanism that stops covering one fails here."""
 
 

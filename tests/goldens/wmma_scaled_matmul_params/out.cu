@@ -152,7 +152,7 @@ static __global__ void vectorizing_k0(uint16_t *__restrict__ A, uint16_t *__rest
 }
 
 
-extern "C" int vectorizing_raw(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int32_t A_host_pointer_min1, int32_t A_host_pointer_extent1, int32_t A_host_pointer_stride1, uint16_t *B_host_pointer, int32_t B_host_pointer_min0, int32_t B_host_pointer_extent0, int32_t B_host_pointer_stride0, int32_t B_host_pointer_min1, int32_t B_host_pointer_extent1, int32_t B_host_pointer_stride1, float *out_host_pointer, int32_t out_host_pointer_min0, int32_t out_host_pointer_extent0, int32_t out_host_pointer_stride0, int32_t out_host_pointer_min1, int32_t out_host_pointer_extent1, int32_t out_host_pointer_stride1, cudaStream_t hb_stream) {
+extern "C" int vectorizing_raw(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int32_t A_host_pointer_min1, int32_t A_host_pointer_extent1, int32_t A_host_pointer_stride1, uint16_t *B_host_pointer, int32_t B_host_pointer_min0, int32_t B_host_pointer_extent0, int32_t B_host_pointer_stride0, int32_t B_host_pointer_min1, int32_t B_host_pointer_extent1, int32_t B_host_pointer_stride1, float gain, int32_t offset, int32_t rows, float *out_host_pointer, int32_t out_host_pointer_min0, int32_t out_host_pointer_extent0, int32_t out_host_pointer_stride0, int32_t out_host_pointer_min1, int32_t out_host_pointer_extent1, int32_t out_host_pointer_stride1, cudaStream_t hb_stream) {
   { const int32_t dims[] = {A_host_pointer_min0, A_host_pointer_extent0, A_host_pointer_stride0, A_host_pointer_min1, A_host_pointer_extent1, A_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
   { const int32_t dims[] = {B_host_pointer_min0, B_host_pointer_extent0, B_host_pointer_stride0, B_host_pointer_min1, B_host_pointer_extent1, B_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
   { const int32_t dims[] = {out_host_pointer_min0, out_host_pointer_extent0, out_host_pointer_stride0, out_host_pointer_min1, out_host_pointer_extent1, out_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
@@ -400,12 +400,12 @@ static int hb_check_halide_buffer(const struct halide_buffer_t *b, uint8_t code,
 /* The halide_error_code_t of each of the pipeline's checks, in order. */
 static const int hb_check_errors[45] = {-12, -12, -12, -7, -3, -43, -3, -43, -3, -43, -4, -28, -4, -28, -4, -28, -4, -28, -4, -28, -4, -28, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -8, -5, -6, -5, -6, -1, -1, -1};
 
-extern "C" int vectorizing(struct halide_buffer_t *b_A, struct halide_buffer_t *b_B, struct halide_buffer_t *b_out) {
+extern "C" int vectorizing(struct halide_buffer_t *b_A, struct halide_buffer_t *b_B, float p_gain, int32_t p_offset, int32_t p_rows, struct halide_buffer_t *b_out) {
   int status;
   if ((status = hb_check_halide_buffer(b_A, 2, 16, 2, 1)) != 0) return status;
   if ((status = hb_check_halide_buffer(b_B, 2, 16, 2, 1)) != 0) return status;
   if ((status = hb_check_halide_buffer(b_out, 2, 32, 2, 1)) != 0) return status;
-  status = vectorizing_raw((uint16_t *)(uintptr_t)b_A->device, b_A->dim[0].min, b_A->dim[0].extent, b_A->dim[0].stride, b_A->dim[1].min, b_A->dim[1].extent, b_A->dim[1].stride, (uint16_t *)(uintptr_t)b_B->device, b_B->dim[0].min, b_B->dim[0].extent, b_B->dim[0].stride, b_B->dim[1].min, b_B->dim[1].extent, b_B->dim[1].stride, (float *)(uintptr_t)b_out->device, b_out->dim[0].min, b_out->dim[0].extent, b_out->dim[0].stride, b_out->dim[1].min, b_out->dim[1].extent, b_out->dim[1].stride, (cudaStream_t)0);
+  status = vectorizing_raw((uint16_t *)(uintptr_t)b_A->device, b_A->dim[0].min, b_A->dim[0].extent, b_A->dim[0].stride, b_A->dim[1].min, b_A->dim[1].extent, b_A->dim[1].stride, (uint16_t *)(uintptr_t)b_B->device, b_B->dim[0].min, b_B->dim[0].extent, b_B->dim[0].stride, b_B->dim[1].min, b_B->dim[1].extent, b_B->dim[1].stride, p_gain, p_offset, p_rows, (float *)(uintptr_t)b_out->device, b_out->dim[0].min, b_out->dim[0].extent, b_out->dim[0].stride, b_out->dim[1].min, b_out->dim[1].extent, b_out->dim[1].stride, (cudaStream_t)0);
   if (status < 0 && status >= -45) return hb_check_errors[-status - 1];
   if (status == -200000) return -11; /* out_of_memory */
   if (status == -200001) return -6; /* buffer_extents_too_large */
