@@ -52,6 +52,12 @@ DRAWN_OPERAND_FORMS = ("plain", "neg", "scale", "zero_point", "boundary")
 """gen_sweep.OPERAND_FORMS as first drawn: a zero point's form is a draw of its own."""
 ZERO_POINTS = gs.ZERO_POINT_FORMS
 
+ODD_K = (7, 9, 10, 14, 27, 68, 100)
+"""Reductions in no whole VNNI groups (4 int8 or 2 bf16 values): a 3 x 3
+colour matrix (9), odd filter taps, a K one group past a tile's width."""
+ODD_K_SHARE = 0.12
+"""The share of AMX variants whose K is one of ODD_K."""
+
 AMX_SPACE = {
     "types": ("bf16", "i8*i8", "u8*i8", "i8*u8", "u8*u8"),
     "a": ("row", "col"),
@@ -121,6 +127,12 @@ def draw(seed: int, index: int) -> dict:
     accelerator = "amx" if rng.random() < 0.5 else "wmma"
     space = AMX_SPACE if accelerator == "amx" else WMMA_SPACE
     drawn = {key: _pick(rng, values) for key, values in space.items()}
+    if accelerator == "amx":
+        # Drawn after every other dimension, so that adding it left their
+        # draws as they were: a K in no whole VNNI groups, now and then.
+        odd, k = rng.random() < ODD_K_SHARE, rng.choice(ODD_K)
+        if odd:
+            drawn["K"] = k
     return _amx_spec(drawn) if accelerator == "amx" else _wmma_spec(drawn)
 
 

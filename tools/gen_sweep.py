@@ -58,7 +58,9 @@ AMX_AXES = {
     "tile": [dict(M=8), dict(N=8), dict(M=8, N=8), dict(M=4, N=16), dict(M=16, N=4),
              dict(M=32), dict(N=32), dict(M=32, N=32)],
     "chunk": [dict(chunk="2x"), dict(chunk="half")],
-    "K": [dict(K=32), dict(K=128), dict(K=256)],
+    "K": [dict(K=32), dict(K=128), dict(K=256),
+          # K in no whole VNNI groups: padded with zero products (partition.py)
+          dict(K=10, types="u8*i8"), dict(K=7), dict(K=68, types="i8*i8"), dict(K=9, types="u8*u8", M=4, N=4)],
     "tiles": [dict(tiles=(1, 2)), dict(tiles=(1, 4)), dict(tiles=(1, 2), loops="k_outer"),
               dict(tiles=(1, 2), N=8), dict(tiles=(1, 4), M=8), dict(tiles=(1, 4), N=8, init="bias_row")],
     "init": [dict(init=i) for i in ("cbuf", "bias_col", "bias_row", "const")],

@@ -186,7 +186,23 @@ class _Piece:
     """Products per instruction; an update with more is cut along K."""
     pads: bool = False
     """An update with fewer products than ``k`` is padded with zero ones
-    (Tensor Cores: a fragment's K is fixed)."""
+    (Tensor Cores: a fragment's K is fixed; AMX: K must fill whole VNNI
+    groups)."""
+    pack: int = 0
+    """Pad to a multiple of this many products rather than to ``k`` (AMX:
+    its VNNI group, 4 int8 or 2 bf16 values)."""
+    accelerator: str = "WMMA"
+
+    @property
+    def stages(self) -> bool:
+        """Whether an operand computed or gathered in a fragment type is
+        copied into scratch memory (Tensor Cores; AMX computes such an
+        operand into a temporary through the rules)."""
+        return self.accelerator == "WMMA"
+
+    def padded(self, products: int) -> int:
+        """The products per instruction once ``products`` are padded."""
+        return -(-products // self.pack) * self.pack if self.pack else self.k
 
 
 def _dense_base(index: ir.Expr, lanes: int) -> int | None:
@@ -219,16 +235,23 @@ def _piece(accelerator: str, rows: int, width: int, reduces: list[ir.VectorReduc
     if accelerator == "AMX":
         m = _largest_divisor(rows, AMX_TILE.max_rows)
         n = _largest_divisor(width, AMX_TILE.max_colbytes // accumulator.type.bytes)
-        k = k_total
-        if operand is not None and k_total:
-            k = _largest_divisor(k_total, AMX_TILE.max_colbytes // operand.bytes)
-        return _Piece(m, n, k)
-    element = WMMA_TENSOR_CORE.element(operand) if operand is not None else None
-    if element is None:
+        tile_element = next((e for e in AMX_TILE.elements if e.type == operand), None)
+        if tile_element is None or not k_total:
+            return _Piece(m, n, k_total, accelerator="AMX")
+        most = AMX_TILE.max_colbytes // tile_element.type.bytes
+        whole = [d for d in range(tile_element.k_pack, most + 1, tile_element.k_pack) if k_total % d == 0]
+        if whole and 2 * max(whole) >= min(k_total, most):
+            return _Piece(m, n, max(whole), accelerator="AMX")
+        # K in no whole VNNI groups (K = 10 int8, a 3 x 3 colour matrix), or
+        # in none but small equal chunks (K = 68 int8: 17 of 4): chunks of a
+        # tile's width and a last one padded to whole groups
+        return _Piece(m, n, most, pads=True, pack=tile_element.k_pack, accelerator="AMX")
+    fragment_element = WMMA_TENSOR_CORE.element(operand) if operand is not None else None
+    if fragment_element is None:
         return None
     # A fragment's K is fixed: a longer reduction is cut, and a shorter one
     # (or what is left of a longer one) is padded with zero products.
-    fits = [s for s in WMMA_TENSOR_CORE.shapes_of(element) if rows % s.m == 0 and width % s.n == 0 and k_total]
+    fits = [s for s in WMMA_TENSOR_CORE.shapes_of(fragment_element) if rows % s.m == 0 and width % s.n == 0 and k_total]
     if not fits:
         return None
     shape = max(fits, key=lambda s: (s.m * s.n, s.m == s.n, k_total % s.k == 0))
@@ -319,7 +342,7 @@ def _one_instruction_each(piece: _Piece, width: int, row_counts: list[int], redu
     """Whether every statement is one instruction already (nothing to cut),
     and reads its operands as they are (nothing to stage)."""
     factors = [r.value.type.lanes // r.type.lanes for r in reduces]
-    if piece.pads and any(_computed_operand(r) for r in reduces):
+    if piece.stages and any(_computed_operand(r) for r in reduces):
         return False
     return all(rows == piece.rows for rows in row_counts) and width == piece.cols and all(f == piece.k for f in factors)
 
@@ -417,7 +440,7 @@ def _cut_reduction(store: ir.Store, name: str, piece: _Piece) -> list[ir.Stmt]:
         return [store] if padded is None else [padded]
     if factor < piece.k or (factor % piece.k and not piece.pads):
         return [store]
-    if factor == piece.k and not (piece.pads and _computed_operand(reduce)):
+    if factor == piece.k and not (piece.stages and _computed_operand(reduce)):
         return [store]
     updates = _chunks(store, name, reduce, rest, piece)
     return [store] if updates is None else updates
@@ -446,7 +469,7 @@ def _chunks(store: ir.Store, name: str, reduce: ir.VectorReduce, rest: ir.Expr,
             return None
         part = ir.VectorReduce(reduce.op, products, reduce.type)
         update = ir.Store(name, ir.Binary(ir.BinOp.ADD, part, rest), store.index)
-        if count < piece.k or (piece.pads and _computed_operand(part)):
+        if count < piece.k or (piece.stages and _computed_operand(part)):
             padded = _padded_reduction(update, part, rest, piece, count)
             if padded is None:
                 return None
@@ -490,7 +513,7 @@ def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr, p
     product = reduce.value
     if not (isinstance(product, ir.Binary) and product.op is ir.BinOp.MUL) or reduce.op is not ir.ReduceOp.ADD:
         return None
-    m, n, k = piece.rows, piece.cols, piece.k
+    m, n, k = piece.rows, piece.cols, piece.padded(factor)
     extents = (m, n, factor)
 
     def invariant(side: ir.Expr, axis: int) -> bool:
@@ -509,7 +532,7 @@ def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr, p
         if factor == k and not _computed_side(side):
             operands.append(side)  # nothing to pad, read as it is
             continue
-        staged = _stage(side, staging, extents, k, len(allocations))
+        staged = _stage(side, staging, extents, k, len(allocations), piece.accelerator)
         if staged is None:
             return None
         name, element, copies = staged
@@ -520,12 +543,12 @@ def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr, p
     wide = ir.VectorReduce(reduce.op, ir.Binary(ir.BinOp.MUL, a, b), reduce.type)
     result = ir.make_block([*fills, ir.Store(store.name, ir.Binary(ir.BinOp.ADD, wide, rest), store.index)])
     for name, element, size in reversed(allocations):
-        result = ir.Allocate(name, element, SCRATCH_MEMORY["WMMA"], (ir.IntImm(size),), result)
+        result = ir.Allocate(name, element, SCRATCH_MEMORY[piece.accelerator], (ir.IntImm(size),), result)
     return result
 
 
 def _stage(side: ir.Expr, staging: _Staging, extents: tuple[int, int, int], k: int,
-           number: int) -> tuple[str, ir.Type, list[ir.Stmt]] | None:
+           number: int, accelerator: str) -> tuple[str, ir.Type, list[ir.Stmt]] | None:
     """(name, element type, the stores that fill it) of the copy of one side."""
     values = _PLAIN.slice(side, extents, staging.axis, 0, 1)
     # the operand under its widening: a load, or computed from loads (a
@@ -533,7 +556,9 @@ def _stage(side: ir.Expr, staging: _Staging, extents: tuple[int, int, int], k: i
     inner = _operand_value(side)
     load = next((x for x in ir.walk(inner) if isinstance(x, ir.Load)), None)
     element = inner.type.element()
-    if values is None or load is None or WMMA_TENSOR_CORE.element(element) is None:
+    multiplied = (WMMA_TENSOR_CORE.element(element) is not None if accelerator == "WMMA"
+                  else any(e.type == element for e in AMX_TILE.elements))
+    if values is None or load is None or not multiplied:
         return None  # (a negated int8 operand computed in int16 is no fragment's type)
     name = f"{load.name}.kpad.{number}"
     copies: list[ir.Stmt] = []
@@ -556,7 +581,9 @@ def _operand_value(e: ir.Expr) -> ir.Expr:
 
 
 def _uncast(e: ir.Expr) -> ir.Expr:
-    while isinstance(e, ir.Cast):
+    """``e`` under its casts (and the one-copy broadcasts, x1(v) = v, that
+    slicing a repeated operand leaves around them)."""
+    while isinstance(e, ir.Cast) or (isinstance(e, ir.Broadcast) and e.lanes == 1):
         e = e.value
     return e
 

@@ -134,6 +134,12 @@ REGRESSIONS = {
     "WMMA int8 zero points": "wmma_types-i8toi32_operand-zero_point",
     "WMMA u8 run-time zero points, two tiles": "wmma_types-u8toi32_tiles-2x1_operand-zero_point_param",
     "WMMA activation zero point, K = 48": "wmma_types-i8toi32_K-48_operand-zero_point_a",
+    # K in no whole VNNI groups: the operands are copied into zero-padded
+    # blocks (partition.py), a long K cut into tile-wide chunks first
+    "AMX u8 x i8 K = 10": "amx_types-u8i8_K-10",
+    "AMX bf16 K = 7": "amx_K-7",
+    "AMX int8 K = 68 (64 + 4)": "amx_types-i8i8_K-68",
+    "AMX u8 x u8 4 x 4 tile, K = 9": "amx_types-u8u8_M-4_N-4_K-9",
 }
 
 
@@ -215,6 +221,17 @@ def test_a_k_remainder_left_scalar_becomes_a_shorter_tile_product() -> None:
     # K = 48 in chunks of 32: one chunk of 32 and the remainder of 16, each a tile product
     assert "tile_matmul(16, 64, 32," in text and "tile_matmul(16, 64, 16," in text
     assert "for (mm.s1.r$x.rri" not in text  # the scalar remainder loop is gone
+
+
+def test_a_k_in_no_whole_vnni_groups_is_padded_to_whole_ones() -> None:
+    # K = 10 uint8: A (16 x 10) and B (10 x 16) copied into zeroed 16 x 12 and
+    # 12 x 16 blocks, one tile product of 12 (three groups of four)
+    text = _lowered_ir("amx_types-u8i8_K-10")
+    assert "allocate A.kpad.0[uint8 * 192] in Stack" in text and "allocate B.kpad.1[int8 * 192] in Stack" in text
+    assert text.count("tile_matmul(") == 1 and "tile_matmul(16, 64, 12," in text
+    # K = 68 int8: a tile-wide chunk of 64 and one of 4, which is whole: nothing padded
+    text = _lowered_ir("amx_types-i8i8_K-68")
+    assert "tile_matmul(16, 64, 64," in text and "tile_matmul(16, 64, 4," in text and "kpad" not in text
 
 
 def test_tiles_side_by_side_are_stored_tile_after_tile() -> None:
