@@ -73,7 +73,11 @@ AMX_AXES = {
     "batch": [dict(batch=True)],
     "parallel": [dict(parallel=True)],
     "form": [dict(form="single"), dict(form="single", sizes="symbolic")],
-    "accumulators": [dict(form="two_acc")],
+    "accumulators": [dict(form="two_acc"),
+                     # more accumulator tiles than the eight registers hold with
+                     # the operands: the largest live in memory (amx_registers.py)
+                     dict(tiles=(1, 4), M=32), dict(form="two_acc", tiles=(1, 4)),
+                     dict(form="two_acc", tiles=(1, 4), M=4, types="u8*i8")],
     "operand": [dict(operand="neg"), dict(operand="scale"), dict(operand="boundary"),
                 dict(operand="zero_point", types="u8*i8", b="vnni"), dict(operand="neg", types="i8*i8"),
                 dict(operand="zero_point_param", types="i8*i8", tiles=(1, 2)),

@@ -94,7 +94,8 @@ buffer_type_option = click.option(
 
 
 _PASS_CHOICES = ("all", "parse", "emit-egg", "select", "place-temporaries", "hoist-operand-copies",
-                 "retag-memory", "check-amx", "stage-wmma-operands", "wmma-lanes", "wmma-fragments",
+                 "retag-memory", "fit-tile-registers",
+                 "check-amx", "stage-wmma-operands", "wmma-lanes", "wmma-fragments",
                  "reuse-operand-fragments", "spread-lanes", "place-barriers", "report",
                  "verify", "emit-cuda", "build-cuda", "emit-c", "run-c", "build-c", "emit-html")
 """``all`` and the pass names of hardboiled/pipeline/passes.py (spelled out so

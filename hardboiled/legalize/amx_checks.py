@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from hardboiled import ir
 from hardboiled.ir.printer import print_ir
+from hardboiled.legalize.amx_registers import buffer_tiles, operand_registers
 from hardboiled.legalize.common import legal_error
 from hardboiled.select.extract import ACCELERATOR_MEMORY, accelerator_allocations
 from hardboiled.targets.amx import AMX_TILE, AMXTile, amx_intrinsic
@@ -42,13 +43,13 @@ def check_amx(stmt: ir.Stmt, amx_buffers: dict[str, ir.Allocate], tile: AMXTile 
         elements = alloc.constant_elements
         if elements is None:
             raise legal_error(f"AMX buffer '{name}' has a symbolic size; tile registers are fixed")
-        total_bytes = elements * alloc.type.bytes
-        accumulator_tiles += max(1, -(-total_bytes // tile.tile_bytes))
+        accumulator_tiles += buffer_tiles(alloc.body, alloc, tile)
         _check_tile_indexing(stmt, name, alloc, tile)
     # Each tile_matmul also needs its A and B operands in registers.
-    if accumulator_tiles + 2 > tile.registers:
+    operands = operand_registers(stmt)
+    if accumulator_tiles + operands > tile.registers:
         raise legal_error(
-            f"the AMX buffers need {accumulator_tiles} tile registers, plus 2 for matmul operands; "
+            f"the AMX buffers need {accumulator_tiles} tile registers, plus {operands} for matmul operands; "
             f"AMX has {tile.registers}"
         )
 

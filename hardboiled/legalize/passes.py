@@ -53,6 +53,12 @@ def _retag_memory(stmt: ir.Stmt, selection: SelectionResult) -> ir.Stmt:
     return apply_memory_overrides(stmt, dict(selection.memory_types))
 
 
+def _fit_tile_registers(stmt: ir.Stmt, _selection: SelectionResult) -> ir.Stmt:
+    from hardboiled.legalize.amx_registers import fit_tile_registers
+
+    return fit_tile_registers(stmt)
+
+
 def _check_amx(stmt: ir.Stmt, _selection: SelectionResult) -> ir.Stmt:
     from hardboiled.legalize.amx_checks import check_amx_program
 
@@ -85,6 +91,8 @@ LEGALIZATION: tuple[StmtPass, ...] = (
     StmtPass("hoist-operand-copies", "fill each VNNI operand copy once, outside the loops that read it",
              _hoist_operand_copies),
     StmtPass("retag-memory", "move buffers to the memory --store-in names (Auto after a fallback)", _retag_memory),
+    StmtPass("fit-tile-registers", "keep the AMX accumulators that overflow the tile registers in memory, "
+             "loaded into a register around each tile operation", _fit_tile_registers),
     StmtPass("check-amx", "tile shapes, whole-tile indexing and tile-register pressure", _check_amx),
     StmtPass("stage-wmma-operands", "copy operands not provably aligned through shared memory",
              _stage_wmma_operands),

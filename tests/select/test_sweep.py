@@ -140,6 +140,11 @@ REGRESSIONS = {
     "AMX bf16 K = 7": "amx_K-7",
     "AMX int8 K = 68 (64 + 4)": "amx_types-i8i8_K-68",
     "AMX u8 x u8 4 x 4 tile, K = 9": "amx_types-u8u8_M-4_N-4_K-9",
+    # more accumulator tiles than the registers hold beside the operands: the
+    # largest accumulators live in memory (legalize/amx_registers.py)
+    "AMX eight 16 x 16 tiles": "amx_M-32_tiles-1x4",
+    "AMX two accumulators of four tiles": "amx_tiles-1x4_form-two_acc",
+    "AMX two accumulators of four 4-row int8 tiles": "amx_types-u8i8_M-4_tiles-1x4_form-two_acc",
 }
 
 
@@ -232,6 +237,21 @@ def test_a_k_in_no_whole_vnni_groups_is_padded_to_whole_ones() -> None:
     # K = 68 int8: a tile-wide chunk of 64 and one of 4, which is whole: nothing padded
     text = _lowered_ir("amx_types-i8i8_K-68")
     assert "tile_matmul(16, 64, 64," in text and "tile_matmul(16, 64, 4," in text and "kpad" not in text
+
+
+def test_accumulators_beyond_the_tile_registers_wait_in_memory() -> None:
+    # Two accumulators of four 16 x 16 tiles and two operand tiles: ten
+    # registers. One accumulator moves to the stack and works in a register
+    # of its own (4 + 1 + 2 = 7), loaded before and stored after each tile
+    # operation; the other keeps its four registers.
+    text = _lowered_ir("amx_tiles-1x4_form-two_acc")
+    assert "allocate mm[float32 * 16 * 64] in Stack" in text and "allocate mm.tile[float32 * 256] in AMXTile" in text
+    assert "allocate mm2[float32 * 16 * 64] in AMXTile" in text and "mm2.tile" not in text
+    matmuls = text.count("mm.tile[ramp(0, 1, 256)] = (float32x256)tile_matmul(")
+    assert matmuls == 4 and text.count("tile_store(16, 64, mm, ") == 2 * matmuls  # after each zero and matmul
+    # One accumulator of eight tiles (32 x 64) and two operands: it moves
+    text = _lowered_ir("amx_M-32_tiles-1x4")
+    assert "allocate mm.tile[float32 * 256] in AMXTile" in text
 
 
 def test_tiles_side_by_side_are_stored_tile_after_tile() -> None:
