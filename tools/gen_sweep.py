@@ -123,6 +123,8 @@ WMMA_AXES = {
     "operand": [dict(operand="neg"), dict(operand="scale"), dict(operand="boundary"),
                 dict(operand="zero_point", types="i8>i32"), dict(operand="scale", types="i8>i32"),
                 dict(operand="zero_point_param", types="u8>i32", tiles=(2, 1)),
+                # a scaled product whose reduction is cut into fragment-sized chunks
+                dict(operand="scale", chunk=32), dict(operand="scale", chunk=8, K=24, init="bias_col"),
                 dict(operand="zero_point_a", types="i8>i32", K=48)],
     "acc_layout": [dict(acc_layout="yx"), dict(acc_layout="yx", types="i8>i32"),
                    dict(acc_layout="yx", epilogue="relu"), dict(acc_layout="yx", epilogue="bias", M=32, N=8),

@@ -66,7 +66,7 @@ def isolate_products(stmt: ir.Stmt, positions: set[int], memory: dict[str, str],
     for position, store in enumerate(iter_stores(stmt)):
         if position not in positions or store.name not in accelerators:
             continue
-        store = zero_points_outside(negation_outside(store))
+        store = zero_points_outside(negation_outside(factors_outside(store)))
         product = _isolable_product(store)
         alloc = allocations[store.name]
         extents = _product_extents(alloc, product.type.lanes) if product is not None else None
@@ -117,6 +117,39 @@ def negation_outside(store: ir.Store) -> ir.Store:
     negated = ir.Binary(ir.BinOp.SUB, _zeros(reduce.type), plain)
     value = map_expr(store.value, lambda e: negated if e == reduce else None)
     return ir.Store(store.name, value, store.index, store.predicate, store.alignment)
+
+
+def factors_outside(store: ir.Store) -> ir.Store:
+    """``store`` with factors the same in every lane moved out of its sum:
+    sum(A * B * c) = sum(A * B) * c. Halide leaves a scaled operand inside
+    the product when it cannot lift it out (a scalar update the selector
+    re-vectorized); a tile multiplies two operands and nothing else. Exact
+    for integers (a ring); for floats the sum is rounded once more, which
+    verification bounds like any other reassociation."""
+    reduces = [n for n in ir.walk(store.value) if isinstance(n, ir.VectorReduce)]
+    if len(reduces) != 1 or reduces[0].op is not ir.ReduceOp.ADD:
+        return store
+    (reduce,) = reduces
+    factors = _factors(reduce.value)
+    scalars = [f.value for f in factors if isinstance(f, ir.Broadcast) and f.value.type.lanes == 1]
+    operands = [f for f in factors if not (isinstance(f, ir.Broadcast) and f.value.type.lanes == 1)]
+    if not scalars or len(operands) != 2:
+        return store
+    t = reduce.type
+    scale = scalars[0]
+    for scalar in scalars[1:]:
+        scale = ir.Binary(ir.BinOp.MUL, scale, scalar)
+    product = ir.VectorReduce(reduce.op, ir.Binary(ir.BinOp.MUL, *operands), t)
+    scaled = ir.Binary(ir.BinOp.MUL, product, _splat(scale, t))
+    value = map_expr(store.value, lambda e: scaled if e == reduce else None)
+    return ir.Store(store.name, value, store.index, store.predicate, store.alignment)
+
+
+def _factors(e: ir.Expr) -> list[ir.Expr]:
+    """The factors of a product tree ``a * (b * c)``."""
+    if isinstance(e, ir.Binary) and e.op is ir.BinOp.MUL:
+        return _factors(e.a) + _factors(e.b)
+    return [e]
 
 
 def zero_points_outside(store: ir.Store) -> ir.Store:

@@ -401,7 +401,8 @@ def _cut(store: ir.Store, name: str, width: int, rows: int, piece: _Piece) -> li
         if load.name != name or axis != 1:
             return None
         first_row = _dense_base(load.index, load.type.lanes)
-        assert first_row is not None
+        if first_row is None:  # not whole rows: no tile slot holds it, so the accumulator cannot be cut
+            raise _Uncuttable(load)
         slot = first_row // width // piece.rows * (width // piece.cols) + start // piece.cols
         return ir.Load(name, ir.Ramp(ir.IntImm(slot * lanes), ir.IntImm(1), lanes), load.type.with_lanes(lanes))
 
@@ -411,6 +412,18 @@ def _cut(store: ir.Store, name: str, width: int, rows: int, piece: _Piece) -> li
         by_rows = slicer.slice(e, (rows, width), 0, i * piece.rows, piece.rows)
         return None if by_rows is None else slicer.slice(by_rows, (piece.rows, width), 1, j * piece.cols, piece.cols)
 
+    try:
+        return _cut_pieces(store, name, width, rows, piece, cut)
+    except _Uncuttable:
+        return None
+
+
+class _Uncuttable(Exception):
+    """A read of the accumulator that no piece's tile holds."""
+
+
+def _cut_pieces(store: ir.Store, name: str, width: int, rows: int, piece: _Piece,
+                cut: Callable[[ir.Expr, int, int], ir.Expr | None]) -> list[ir.Stmt] | None:
     pieces: list[ir.Stmt] = []
     for i in range(rows // piece.rows):
         for j in range(width // piece.cols):
@@ -446,16 +459,19 @@ def _cut_reduction(store: ir.Store, name: str, piece: _Piece) -> list[ir.Stmt]:
     return [store] if updates is None else updates
 
 
-def _reduction_update(store: ir.Store) -> tuple[ir.VectorReduce, ir.Expr] | None:
-    """(the reduction, the rest) of a store of ``sum(...) + rest``."""
+def _reduction_update(store: ir.Store) -> tuple[ir.VectorReduce, ir.Expr | None] | None:
+    """(the reduction, the rest) of a store of ``sum(...) + rest``; the
+    rest is None for a bare ``P = sum(...)`` (an isolated product)."""
     value = store.value
+    if isinstance(value, ir.VectorReduce):
+        return value, None
     if not (isinstance(value, ir.Binary) and value.op is ir.BinOp.ADD):
         return None
     reduce, rest = (value.a, value.b) if isinstance(value.a, ir.VectorReduce) else (value.b, value.a)
     return (reduce, rest) if isinstance(reduce, ir.VectorReduce) else None
 
 
-def _chunks(store: ir.Store, name: str, reduce: ir.VectorReduce, rest: ir.Expr,
+def _chunks(store: ir.Store, name: str, reduce: ir.VectorReduce, rest: ir.Expr | None,
             piece: _Piece) -> list[ir.Stmt] | None:
     """The update as one update per chunk of ``piece.k`` products; a last,
     shorter chunk is padded, and on Tensor Cores a computed operand staged."""
@@ -468,9 +484,11 @@ def _chunks(store: ir.Store, name: str, reduce: ir.VectorReduce, rest: ir.Expr,
         if products is None:
             return None
         part = ir.VectorReduce(reduce.op, products, reduce.type)
-        update = ir.Store(name, ir.Binary(ir.BinOp.ADD, part, rest), store.index)
+        # a bare product's first chunk starts it; the others add to it
+        so_far = rest if rest is not None or start == 0 else ir.Load(name, store.index, store.value.type)
+        update = ir.Store(name, _plus_rest(part, so_far), store.index)
         if count < piece.k or (piece.stages and _computed_operand(part)):
-            padded = _padded_reduction(update, part, rest, piece, count)
+            padded = _padded_reduction(update, part, so_far, piece, count)
             if padded is None:
                 return None
             updates.append(padded)
@@ -501,7 +519,11 @@ def _stagings(m: int, n: int, k: int, factor: int) -> tuple[_Staging, _Staging]:
     )
 
 
-def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr, piece: _Piece,
+def _plus_rest(e: ir.Expr, rest: ir.Expr | None) -> ir.Expr:
+    return e if rest is None else ir.Binary(ir.BinOp.ADD, e, rest)
+
+
+def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr | None, piece: _Piece,
                       factor: int) -> ir.Stmt | None:
     """``acc = sum_k(A * B) + acc`` with fewer products than a fragment's
     K, as a product of operands copied into zero-padded buffers: A as an
@@ -541,7 +563,7 @@ def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr, p
         operands.append(_recast(side, ir.Load(name, staging.read_index, element.with_lanes(m * n * k))))
     a, b = operands
     wide = ir.VectorReduce(reduce.op, ir.Binary(ir.BinOp.MUL, a, b), reduce.type)
-    result = ir.make_block([*fills, ir.Store(store.name, ir.Binary(ir.BinOp.ADD, wide, rest), store.index)])
+    result = ir.make_block([*fills, ir.Store(store.name, _plus_rest(wide, rest), store.index)])
     for name, element, size in reversed(allocations):
         result = ir.Allocate(name, element, SCRATCH_MEMORY[piece.accelerator], (ir.IntImm(size),), result)
     return result

@@ -139,3 +139,35 @@ def test_zero_points_leave_the_product_of_the_operands_themselves() -> None:
         expected = (a.reshape(4, 16).astype(np.int32) - za) @ (b.reshape(16, 4).astype(np.int32) - 5)
         assert np.array_equal(run(stmt, za), expected.reshape(-1)), za
         assert np.array_equal(run(isolated, za), run(stmt, za)), za
+
+
+SCALED_INSIDE = """allocate mm[int32 * 4 * 4] in AMXTile
+mm[ramp(0, 1, 16)] = x16(0)
+mm[ramp(0, 1, 16)] = mm[ramp(0, 1, 16)] + (int32x16)vector_reduce_add((int32x256(A[ramp(x4(ramp(0, 1, 16)), x64(16), 4)])*x256(3))*x4(int32x64(B[ramp(ramp(0, 4, 16), x16(1), 4)])))
+out[ramp(0, 1, 16)] = mm[ramp(0, 1, 16)]
+"""
+
+
+def test_a_factor_inside_the_sum_moves_out_of_the_product() -> None:
+    """sum(A * 3 * B), as a scalar update re-vectorized reads: the tile
+    multiplies A by B, and the 3 scales the product in memory. Exact in
+    integers, including sums that wrap."""
+    types = {"A": ir.Int(8), "B": ir.Int(8), "out": ir.Int(32)}
+    stmt = parse_input(SCALED_INSIDE, "t.stmt", buffer_types=types).ir
+    assert isinstance(stmt, ir.Stmt)
+    allocations = {n.name: n for n in ir.walk(stmt) if isinstance(n, ir.Allocate)}
+    result = isolate_products(stmt, {1}, {"mm": "AMXTile"}, {"mm": "AMX"}, allocations)
+    isolated = demote(reinsert(stmt, result.replacements), result.demoted)
+    (product,) = [s for s in iter_stores(isolated) if s.name == "mm.product.0"]
+    assert "x256(3)" not in print_ir(product.value) and "mm.product.0.spill[ramp(0, 1, 16)]*x16(3)" in print_ir(isolated)
+    rng = np.random.default_rng(13)
+    a, b = (rng.integers(-128, 128, 64).astype(np.int8) for _ in range(2))
+
+    def run(program: ir.Stmt) -> np.ndarray:
+        pointers = {"A": Pointer(a.copy(), 0, "A"), "B": Pointer(b.copy(), 0, "B"),
+                    "out": Pointer(np.zeros(16, np.int32), 0, "out")}
+        Interpreter(params=pointers).run(program)
+        return pointers["out"].array
+
+    expected = 3 * (a.reshape(4, 16).astype(np.int32) @ b.reshape(16, 4).astype(np.int32))
+    assert np.array_equal(run(stmt), expected.reshape(-1)) and np.array_equal(run(isolated), run(stmt))

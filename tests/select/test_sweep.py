@@ -145,6 +145,10 @@ REGRESSIONS = {
     "AMX eight 16 x 16 tiles": "amx_M-32_tiles-1x4",
     "AMX two accumulators of four tiles": "amx_tiles-1x4_form-two_acc",
     "AMX two accumulators of four 4-row int8 tiles": "amx_types-u8i8_M-4_tiles-1x4_form-two_acc",
+    # a scaled product in a fragment of its own, its reduction cut into k16
+    # chunks (a bare product P = sum(...) is cut like an accumulation)
+    "WMMA scaled product in chunks of 32": "wmma_chunk-32_operand-scale",
+    "WMMA scaled product, K = 24 in chunks of 8, bias": "wmma_K-24_chunk-8_init-bias_col_operand-scale",
 }
 
 
