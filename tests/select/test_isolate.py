@@ -34,6 +34,24 @@ def _isolated(text: str) -> tuple[ir.Stmt, ir.Stmt]:
     return stmt, demote(reinsert(stmt, result.replacements), result.demoted)
 
 
+def _isolated_update(text: str, types: dict[str, ir.Type]) -> tuple[ir.Stmt, ir.Stmt]:
+    """The program and its update (the second store) isolated."""
+    stmt = parse_input(text, "t.stmt", buffer_types=types).ir
+    assert isinstance(stmt, ir.Stmt)
+    allocations = {n.name: n for n in ir.walk(stmt) if isinstance(n, ir.Allocate)}
+    result = isolate_products(stmt, {1}, {"mm": "AMXTile"}, {"mm": "AMX"}, allocations)
+    return stmt, demote(reinsert(stmt, result.replacements), result.demoted)
+
+
+def _run(program: ir.Stmt, a: np.ndarray, b: np.ndarray, out: type, **scalars: int) -> np.ndarray:
+    """``out`` (16 elements) after running ``program`` on A and B."""
+    pointers = {"A": Pointer(a.copy(), 0, "A"), "B": Pointer(b.copy(), 0, "B"),
+                "out": Pointer(np.zeros(16, out), 0, "out")}
+    values = {name: np.array([value], np.int32) for name, value in scalars.items()}
+    Interpreter(params={**pointers, **values}).run(program)
+    return pointers["out"].array
+
+
 def test_a_scaled_product_is_computed_in_a_tile_of_its_own() -> None:
     _, isolated = _isolated(SCALED)
     text = print_ir(isolated)
@@ -48,16 +66,9 @@ def test_isolating_computes_the_same_values() -> None:
     stmt, isolated = _isolated(SCALED)
     rng = np.random.default_rng(2)
     a, b = (rng.integers(-3, 4, 32).astype(ml_dtypes.bfloat16) for _ in range(2))
-
-    def run(program: ir.Stmt) -> np.ndarray:
-        pointers = {"A": Pointer(a.copy(), 0, "A"), "B": Pointer(b.copy(), 0, "B"),
-                    "out": Pointer(np.zeros(16, np.float32), 0, "out")}
-        Interpreter(params=pointers).run(program)
-        return pointers["out"].array
-
     wide_a, wide_b = a.astype(np.float32).reshape(4, 8), b.astype(np.float32).reshape(8, 4)
-    assert np.array_equal(run(stmt), 3 * (wide_a @ wide_b).reshape(-1))
-    assert np.array_equal(run(isolated), run(stmt))
+    assert np.array_equal(_run(stmt, a, b, np.float32), 3 * (wide_a @ wide_b).reshape(-1))
+    assert np.array_equal(_run(isolated, a, b, np.float32), _run(stmt, a, b, np.float32))
 
 
 def test_a_plain_accumulation_is_left_to_the_tile_rules() -> None:
@@ -77,12 +88,7 @@ def test_a_negated_int8_operand_negates_the_product_instead() -> None:
     """-A of an int8 A does not fit 8 bits (-(-128) = 128): the product of
     A itself runs on the tile, and its negation is added in memory. Run on
     values that include -128: the same sums exactly."""
-    types = {"A": ir.Int(8), "B": ir.Int(8), "out": ir.Int(32)}
-    stmt = parse_input(NEGATED, "t.stmt", buffer_types=types).ir
-    assert isinstance(stmt, ir.Stmt)
-    allocations = {n.name: n for n in ir.walk(stmt) if isinstance(n, ir.Allocate)}
-    result = isolate_products(stmt, {1}, {"mm": "AMXTile"}, {"mm": "AMX"}, allocations)
-    isolated = demote(reinsert(stmt, result.replacements), result.demoted)
+    stmt, isolated = _isolated_update(NEGATED, {"A": ir.Int(8), "B": ir.Int(8), "out": ir.Int(32)})
     text = print_ir(isolated)
     assert "int32x256((int8x256)A[" in text and "int16x256" not in text  # A itself, widened once
     assert "(x16(0) - mm.product.0.spill[ramp(0, 1, 16)])" in text
@@ -90,15 +96,9 @@ def test_a_negated_int8_operand_negates_the_product_instead() -> None:
     a = rng.integers(-128, 128, 64).astype(np.int8)
     a[:4] = -128
     b = rng.integers(-128, 128, 64).astype(np.int8)
-
-    def run(program: ir.Stmt) -> np.ndarray:
-        pointers = {"A": Pointer(a.copy(), 0, "A"), "B": Pointer(b.copy(), 0, "B"),
-                    "out": Pointer(np.zeros(16, np.int32), 0, "out")}
-        Interpreter(params=pointers).run(program)
-        return pointers["out"].array
-
     expected = -(a.reshape(4, 16).astype(np.int32) @ b.reshape(16, 4).astype(np.int32))
-    assert np.array_equal(run(stmt), expected.reshape(-1)) and np.array_equal(run(isolated), run(stmt))
+    before, after = _run(stmt, a, b, np.int32), _run(isolated, a, b, np.int32)
+    assert np.array_equal(before, expected.reshape(-1)) and np.array_equal(after, before)
 
 
 ZERO_POINTS = """allocate mm[int32 * 4 * 4] in AMXTile
@@ -115,12 +115,7 @@ def test_zero_points_leave_the_product_of_the_operands_themselves() -> None:
     point (a scalar param) and a constant one, B's offset inside a vector
     repeated whole (x4(int32x64(B) + x64(-5))): the same sums exactly, on
     operands that include both ends of their ranges."""
-    types = {"A": ir.UInt(8), "B": ir.Int(8), "out": ir.Int(32)}
-    stmt = parse_input(ZERO_POINTS, "t.stmt", buffer_types=types).ir
-    assert isinstance(stmt, ir.Stmt)
-    allocations = {n.name: n for n in ir.walk(stmt) if isinstance(n, ir.Allocate)}
-    result = isolate_products(stmt, {1}, {"mm": "AMXTile"}, {"mm": "AMX"}, allocations)
-    isolated = demote(reinsert(stmt, result.replacements), result.demoted)
+    stmt, isolated = _isolated_update(ZERO_POINTS, {"A": ir.UInt(8), "B": ir.Int(8), "out": ir.Int(32)})
     (product,) = [s for s in iter_stores(isolated) if s.name == "mm.product.0"]
     assert print_ir(product.value) == ("(int32x16)vector_reduce_add(int32x256((uint8x256)A[ramp(x4(ramp(0, 1, 16)), "
                                        "x64(16), 4)])*x4(int32x64((int8x64)B[ramp(ramp(0, 4, 16), x16(1), 4)])))")
@@ -128,17 +123,10 @@ def test_zero_points_leave_the_product_of_the_operands_themselves() -> None:
     a = rng.integers(0, 256, 64).astype(np.uint8)
     b = rng.integers(-128, 128, 64).astype(np.int8)
     a[:3], b[:3] = 255, -128
-
-    def run(program: ir.Stmt, za: int) -> np.ndarray:
-        pointers = {"A": Pointer(a.copy(), 0, "A"), "B": Pointer(b.copy(), 0, "B"),
-                    "out": Pointer(np.zeros(16, np.int32), 0, "out")}
-        Interpreter(params={**pointers, "za": np.array([za], np.int32)}).run(program)
-        return pointers["out"].array
-
     for za in (0, 128, -7):
         expected = (a.reshape(4, 16).astype(np.int32) - za) @ (b.reshape(16, 4).astype(np.int32) - 5)
-        assert np.array_equal(run(stmt, za), expected.reshape(-1)), za
-        assert np.array_equal(run(isolated, za), run(stmt, za)), za
+        before, after = _run(stmt, a, b, np.int32, za=za), _run(isolated, a, b, np.int32, za=za)
+        assert np.array_equal(before, expected.reshape(-1)) and np.array_equal(after, before), za
 
 
 SCALED_INSIDE = """allocate mm[int32 * 4 * 4] in AMXTile
@@ -152,22 +140,11 @@ def test_a_factor_inside_the_sum_moves_out_of_the_product() -> None:
     """sum(A * 3 * B), as a scalar update re-vectorized reads: the tile
     multiplies A by B, and the 3 scales the product in memory. Exact in
     integers, including sums that wrap."""
-    types = {"A": ir.Int(8), "B": ir.Int(8), "out": ir.Int(32)}
-    stmt = parse_input(SCALED_INSIDE, "t.stmt", buffer_types=types).ir
-    assert isinstance(stmt, ir.Stmt)
-    allocations = {n.name: n for n in ir.walk(stmt) if isinstance(n, ir.Allocate)}
-    result = isolate_products(stmt, {1}, {"mm": "AMXTile"}, {"mm": "AMX"}, allocations)
-    isolated = demote(reinsert(stmt, result.replacements), result.demoted)
+    stmt, isolated = _isolated_update(SCALED_INSIDE, {"A": ir.Int(8), "B": ir.Int(8), "out": ir.Int(32)})
     (product,) = [s for s in iter_stores(isolated) if s.name == "mm.product.0"]
     assert "x256(3)" not in print_ir(product.value) and "mm.product.0.spill[ramp(0, 1, 16)]*x16(3)" in print_ir(isolated)
     rng = np.random.default_rng(13)
     a, b = (rng.integers(-128, 128, 64).astype(np.int8) for _ in range(2))
-
-    def run(program: ir.Stmt) -> np.ndarray:
-        pointers = {"A": Pointer(a.copy(), 0, "A"), "B": Pointer(b.copy(), 0, "B"),
-                    "out": Pointer(np.zeros(16, np.int32), 0, "out")}
-        Interpreter(params=pointers).run(program)
-        return pointers["out"].array
-
     expected = 3 * (a.reshape(4, 16).astype(np.int32) @ b.reshape(16, 4).astype(np.int32))
-    assert np.array_equal(run(stmt), expected.reshape(-1)) and np.array_equal(run(isolated), run(stmt))
+    before, after = _run(stmt, a, b, np.int32), _run(isolated, a, b, np.int32)
+    assert np.array_equal(before, expected.reshape(-1)) and np.array_equal(after, before)
