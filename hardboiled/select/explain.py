@@ -57,10 +57,28 @@ def _explain_accelerator_store(sel: SelectedStore, value: ir.Expr) -> str:
     if isinstance(value, ir.Broadcast) and isinstance(value.value, (ir.FloatImm, ir.IntImm)):
         return (f"filling a {unit} whose shape nothing fixes: no "
                 f"{'mma' if wmma else 'matmul'} writes it")
+    if _adds_one_product(store.name, value):
+        return (f"it adds one product per element of '{store.name}' (no sum inside the vector): its "
+                "reduction is a serial loop around the statement, one rank-1 update per iteration, and a "
+                f"{'fragment mma' if wmma else 'tile matmul'} needs the sum in one vector statement. In the "
+                f"schedule, vectorize the reduction of '{store.name}' atomically with the tile, e.g. "
+                f"{store.name}.update().atomic().vectorize(r.x, K).vectorize(x).vectorize(y)")
     allowed = ("a constant fill or a fragment product C + sum(A * B)" if wmma
                else "zero, a tile product C + sum(A * B), nor a 2-D tile load")
     return (f"the value stored into {sel.accelerator} buffer '{store.name}' is neither {allowed}: "
             f"{print_ir(value)}")
+
+
+def _adds_one_product(name: str, value: ir.Expr) -> bool:
+    """Whether ``value`` is ``name + a * b`` with no reduction: an update
+    whose reduction Halide left as a loop around it."""
+    if not (isinstance(value, ir.Binary) and value.op is ir.BinOp.ADD):
+        return False
+    sides = (value.a, value.b)
+    accumulator = [s for s in sides if isinstance(s, ir.Load) and s.name == name]
+    product = [s for s in sides if isinstance(s, ir.Binary) and s.op is ir.BinOp.MUL]
+    return len(accumulator) == 1 and len(product) == 1 and not any(
+        isinstance(n, ir.VectorReduce) for n in ir.walk(product[0]))
 
 
 def _explain_copy_out(sel: SelectedStore) -> str:

@@ -398,3 +398,23 @@ def test_a_reduction_of_24_is_a_chunk_of_16_and_a_padded_chunk_of_8_with_its_neg
 
     expected = a.reshape(16, 24).astype(np.float32) @ -b.reshape(24, 16).astype(np.float32)
     assert np.array_equal(run(stmt), expected.reshape(-1)) and np.array_equal(run(cut), run(stmt))
+
+
+RANK_ONE = """allocate mm[int32 * 4 * 4] in AMXTile
+mm[ramp(0, 1, 16)] = x16(0)
+for (mm.s1.r$x, 0, 64) {
+ mm[ramp(0, 1, 16)] = mm[ramp(0, 1, 16)] + (int32x16(x4(B[ramp(mm.s1.r$x*4, 1, 4)]))*int32x16(A[ramp(x4(mm.s1.r$x), x4(64), 4)]))
+}
+out[ramp(0, 1, 16)] = mm[ramp(0, 1, 16)]
+"""
+
+
+def test_a_reduction_left_as_a_loop_of_rank_one_updates_is_explained_in_schedule_terms() -> None:
+    # mm.update() vectorized over the tile but not over r: each iteration adds
+    # one product per element, and the miss says to vectorize the reduction
+    result = compile_text("rank1.stmt", RANK_ONE.encode(), _options("amx_rank1", buffer_types={
+        "A": ir.Int(8), "B": ir.Int(8), "out": ir.Int(32)}))
+    assert result.exit_code == 1
+    notes = " ".join(note for d in result.diagnostics for note in d.notes)
+    assert "adds one product per element of 'mm'" in notes and "serial loop" in notes
+    assert "mm.update().atomic().vectorize(r.x, K)" in notes
