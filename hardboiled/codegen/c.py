@@ -47,6 +47,7 @@ from hardboiled.codegen.c_text import (
     storage_type,
 )
 from hardboiled.codegen.copies import PermutedCopy, match_permuted_copy
+from hardboiled.legalize.amx_plan import operand_shapes
 from hardboiled.targets.amx import AMX_INTRINSIC, AMX_TILE, AMXOp, amx_intrinsic
 
 Shape = tuple[int, int]
@@ -166,13 +167,7 @@ class CGenerator(CFamilyEmitter):
         """Each operand shape gets a register (two where one matmul loads
         both operands in it); the free registers left go round the shapes,
         so that more loaded tiles stay held."""
-        needed: dict[Shape, int] = {}
-        for call in ir.calls(self.stmt):
-            if _amx_op(call) is AMXOp.MATMUL:
-                loaded = [_load_shape(op) for op in (_MATMUL.argument(call, "a"), _MATMUL.argument(call, "b"))
-                          if isinstance(op, ir.Call)]
-                for shape in loaded:
-                    needed[shape] = max(needed.get(shape, 1), loaded.count(shape))
+        needed = operand_shapes(self.stmt)  # as legalization counted them
         first_free = len(self.tiles.by_tile)
         count = first_free + sum(needed.values())
         if count > AMX_TILE.registers:

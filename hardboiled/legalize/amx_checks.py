@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hardboiled import ir
 from hardboiled.ir.printer import print_ir
-from hardboiled.legalize.amx_registers import buffer_tiles, operand_registers
+from hardboiled.legalize.amx_plan import buffer_tiles, operand_registers, tile_constant
 from hardboiled.legalize.common import legal_error
 from hardboiled.select.extract import ACCELERATOR_MEMORY, accelerator_allocations
 from hardboiled.targets.amx import AMX_TILE, AMXTile, amx_intrinsic
@@ -28,8 +28,8 @@ def check_amx(stmt: ir.Stmt, amx_buffers: dict[str, ir.Allocate], tile: AMXTile 
     for node in ir.calls(stmt):
         intrinsic = amx_intrinsic(node)
         if intrinsic is not None and intrinsic.writes_tile:
-            rows = _constant(intrinsic.argument(node, "rows"))
-            colbytes = _constant(intrinsic.argument(node, "colbytes"))
+            rows = tile_constant(intrinsic.argument(node, "rows"))
+            colbytes = tile_constant(intrinsic.argument(node, "colbytes"))
             if rows is None or colbytes is None:
                 raise legal_error(f"{print_ir(node)[:200]}: a tile's rows and bytes per row must be constants "
                                   "(the tile configuration is fixed before the tile is used)")
@@ -52,14 +52,6 @@ def check_amx(stmt: ir.Stmt, amx_buffers: dict[str, ir.Allocate], tile: AMXTile 
             f"the AMX buffers need {accumulator_tiles} tile registers, plus {operands} for matmul operands; "
             f"AMX has {tile.registers}"
         )
-
-
-def _constant(e: ir.Expr) -> int | None:
-    """An integer constant, also as Halide's own AMX stage writes one: a
-    cast of a literal, such as ``int16(16)``."""
-    while isinstance(e, ir.Cast) and (e.type.is_int or e.type.is_uint):
-        e = e.value
-    return e.value if isinstance(e, (ir.IntImm, ir.UIntImm)) else None
 
 
 def _check_tile_indexing(stmt: ir.Stmt, name: str, alloc: ir.Allocate, tile: AMXTile) -> None:

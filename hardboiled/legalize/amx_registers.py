@@ -31,7 +31,9 @@ import dataclasses
 
 from hardboiled import ir
 from hardboiled.ir.visitor import rewrite
+from hardboiled.legalize.amx_plan import buffer_tiles, operand_registers, tile_constant
 from hardboiled.select.extract import ACCELERATOR_MEMORY, accelerator_allocations
+from hardboiled.select.reinsert import in_bytes
 from hardboiled.targets.amx import AMX_INTRINSIC, AMX_TILE, AMXOp, AMXTile, amx_intrinsic
 
 MEMORY = "Stack"
@@ -39,33 +41,7 @@ MEMORY = "Stack"
 TILE = ".tile"
 """Suffix of the register a memory-resident accumulator works in."""
 
-_LOAD, _STORE, _MATMUL = AMX_INTRINSIC[AMXOp.LOAD], AMX_INTRINSIC[AMXOp.STORE], AMX_INTRINSIC[AMXOp.MATMUL]
-
-
-def buffer_tiles(stmt: ir.Stmt, alloc: ir.Allocate, tile: AMXTile = AMX_TILE) -> int:
-    """The tile registers an AMX buffer takes: one per whole tile its
-    statements write (tiles of fewer than 16 rows pack closer than a
-    register's 1 KiB), at least as many as its bytes fill."""
-    elements = alloc.constant_elements or 0
-    written = {node.index.base for node in ir.walk(stmt) if isinstance(node, ir.Store) and node.name == alloc.name
-               and isinstance(node.index, ir.Ramp)}
-    return max(1, len(written), -(-(elements * alloc.type.bytes) // tile.tile_bytes))
-
-
-def operand_registers(stmt: ir.Stmt) -> int:
-    """The registers the matmuls' loaded A and B tiles take: one per
-    shape, two where one matmul loads both operands in that shape (as the
-    C generator pools them)."""
-    needed: dict[tuple[ir.Expr, ir.Expr], int] = {}
-    for call in ir.calls(stmt):
-        intrinsic = amx_intrinsic(call)
-        if intrinsic is None or intrinsic.op is not AMXOp.MATMUL:
-            continue
-        loaded = [(op.args[0], op.args[1]) for op in (_MATMUL.argument(call, "a"), _MATMUL.argument(call, "b"))
-                  if isinstance(op, ir.Call) and amx_intrinsic(op) is _LOAD]
-        for shape in loaded:
-            needed[shape] = max(needed.get(shape, 1), loaded.count(shape))
-    return sum(needed.values()) or 2
+_LOAD, _STORE = AMX_INTRINSIC[AMXOp.LOAD], AMX_INTRINSIC[AMXOp.STORE]
 
 
 def fit_tile_registers(stmt: ir.Stmt, tile: AMXTile = AMX_TILE) -> ir.Stmt:
@@ -75,7 +51,7 @@ def fit_tile_registers(stmt: ir.Stmt, tile: AMXTile = AMX_TILE) -> ir.Stmt:
                if ACCELERATOR_MEMORY[alloc.memory_type] == "AMX" and alloc.constant_elements is not None}
     kept = {name: buffer_tiles(alloc.body, alloc, tile) for name, alloc in buffers.items()}
     operands = operand_registers(stmt)
-    moved: dict[str, tuple[ir.Expr, ir.Expr]] = {}
+    moved: dict[str, tuple[int, int]] = {}
     for name in sorted(kept, key=lambda n: (-kept[n], n)):
         if sum(kept.values()) + len(moved) + operands <= tile.registers:
             break
@@ -94,25 +70,28 @@ def fit_tile_registers(stmt: ir.Stmt, tile: AMXTile = AMX_TILE) -> ir.Stmt:
     return rewrite(stmt, replace)
 
 
-def _one_tile_shape(stmt: ir.Stmt, name: str) -> tuple[ir.Expr, ir.Expr] | None:
-    """The (rows, colbytes) every tile operation on ``name`` has, if one."""
+def _one_tile_shape(stmt: ir.Stmt, name: str) -> tuple[int, int] | None:
+    """The constant (rows, colbytes) every tile operation on ``name`` has,
+    if one (a symbolic shape is check-amx's to refuse)."""
     shapes = set()
     for node in ir.walk(stmt):
         if isinstance(node, ir.Store) and node.name == name:
-            intrinsic = amx_intrinsic(node.value)
-            if intrinsic is None or not isinstance(node.value, ir.Call):
+            if not isinstance(node.value, ir.Call) or amx_intrinsic(node.value) is None:
                 return None
-            shapes.add((node.value.args[0], node.value.args[1]))
+            rows, colbytes = tile_constant(node.value.args[0]), tile_constant(node.value.args[1])
+            if rows is None or colbytes is None:
+                return None
+            shapes.add((rows, colbytes))
     return next(iter(shapes)) if len(shapes) == 1 else None
 
 
-def _in_memory(alloc: ir.Allocate, shape: tuple[ir.Expr, ir.Expr]) -> ir.Stmt:
+def _in_memory(alloc: ir.Allocate, shape: tuple[int, int]) -> ir.Stmt:
     """The allocation of an accumulator moved to memory, each of its tile
     operations done in the register ``NAME.tile``."""
     name, element = alloc.name, alloc.type
-    rows, colbytes = shape
+    lanes = shape[0] * shape[1] // element.bytes
+    rows, colbytes = ir.IntImm(shape[0]), ir.IntImm(shape[1])
     register = f"{name}{TILE}"
-    lanes = _constant(rows) * _constant(colbytes) // element.bytes
     whole = ir.Ramp(ir.IntImm(0), ir.IntImm(1), lanes)
     held = ir.Load(register, whole, element.with_lanes(lanes))
     handle = ir.Variable(name, ir.handle_type())
@@ -152,14 +131,4 @@ def _in_memory(alloc: ir.Allocate, shape: tuple[ir.Expr, ir.Expr]) -> ir.Stmt:
 
 def _byte_offset(index: ir.Expr, element: ir.Type) -> ir.Expr:
     """The byte offset of the tile at ``index`` (a whole tile's ramp)."""
-    base = index.base if isinstance(index, ir.Ramp) else index
-    if isinstance(base, ir.IntImm):
-        return ir.IntImm(base.value * element.bytes)
-    return ir.Binary(ir.BinOp.MUL, base, ir.IntImm(element.bytes)) if element.bytes != 1 else base
-
-
-def _constant(e: ir.Expr) -> int:
-    while isinstance(e, ir.Cast):
-        e = e.value
-    assert isinstance(e, ir.IntImm), e
-    return e.value
+    return in_bytes(index.base if isinstance(index, ir.Ramp) else index, element.bytes)

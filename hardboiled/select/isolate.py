@@ -97,26 +97,34 @@ def _isolated(store: ir.Store, product: ir.VectorReduce, name: str, scratch: str
     return dataclasses.replace(allocation, body=ir.make_block([ir.Store(name, product, whole), body]))
 
 
+def _the_sum(store: ir.Store) -> ir.VectorReduce | None:
+    """The one vector sum in ``store``'s value, if there is exactly one."""
+    reduces = [n for n in ir.walk(store.value) if isinstance(n, ir.VectorReduce)]
+    return reduces[0] if len(reduces) == 1 and reduces[0].op is ir.ReduceOp.ADD else None
+
+
+def _with_sum(store: ir.Store, reduce: ir.VectorReduce, replacement: ir.Expr) -> ir.Store:
+    """``store`` with its sum ``reduce`` replaced."""
+    value = map_expr(store.value, lambda e: replacement if e == reduce else None)
+    return ir.Store(store.name, value, store.index, store.predicate, store.alignment)
+
+
 def negation_outside(store: ir.Store) -> ir.Store:
     """``store`` with a negated integer operand of its product negating
     the product instead: sum((0 - a) * b) = 0 - sum(a * b), exactly
     (integers wrap as a ring). A negated int8 operand (Halide writes
     i32(0 - i16(A))) does not fit the instruction's 8 bits; the product of
     A itself does."""
-    reduces = [n for n in ir.walk(store.value) if isinstance(n, ir.VectorReduce)]
-    if len(reduces) != 1 or reduces[0].op is not ir.ReduceOp.ADD:
-        return store
-    (reduce,) = reduces
-    product = reduce.value
-    if not (isinstance(product, ir.Binary) and product.op is ir.BinOp.MUL):
+    reduce = _the_sum(store)
+    product = reduce.value if reduce is not None else None
+    if reduce is None or not (isinstance(product, ir.Binary) and product.op is ir.BinOp.MUL):
         return store
     a, b = _negated(product.a), _negated(product.b)
     if (a is None) == (b is None):
         return store  # neither negated (or both, which cancel: left alone)
     plain = ir.VectorReduce(reduce.op, ir.Binary(ir.BinOp.MUL, a or product.a, b or product.b), reduce.type)
-    negated = ir.Binary(ir.BinOp.SUB, _zeros(reduce.type), plain)
-    value = map_expr(store.value, lambda e: negated if e == reduce else None)
-    return ir.Store(store.name, value, store.index, store.predicate, store.alignment)
+    return _with_sum(store, reduce, ir.Binary(ir.BinOp.SUB, _splat(ir.zero_of(reduce.type.element()), reduce.type),
+                                              plain))
 
 
 def factors_outside(store: ir.Store) -> ir.Store:
@@ -126,10 +134,9 @@ def factors_outside(store: ir.Store) -> ir.Store:
     re-vectorized); a tile multiplies two operands and nothing else. Exact
     for integers (a ring); for floats the sum is rounded once more, which
     verification bounds like any other reassociation."""
-    reduces = [n for n in ir.walk(store.value) if isinstance(n, ir.VectorReduce)]
-    if len(reduces) != 1 or reduces[0].op is not ir.ReduceOp.ADD:
+    reduce = _the_sum(store)
+    if reduce is None:
         return store
-    (reduce,) = reduces
     factors = _factors(reduce.value)
     scalars = [f.value for f in factors if isinstance(f, ir.Broadcast) and f.value.type.lanes == 1]
     operands = [f for f in factors if not (isinstance(f, ir.Broadcast) and f.value.type.lanes == 1)]
@@ -140,9 +147,7 @@ def factors_outside(store: ir.Store) -> ir.Store:
     for scalar in scalars[1:]:
         scale = ir.Binary(ir.BinOp.MUL, scale, scalar)
     product = ir.VectorReduce(reduce.op, ir.Binary(ir.BinOp.MUL, *operands), t)
-    scaled = ir.Binary(ir.BinOp.MUL, product, _splat(scale, t))
-    value = map_expr(store.value, lambda e: scaled if e == reduce else None)
-    return ir.Store(store.name, value, store.index, store.predicate, store.alignment)
+    return _with_sum(store, reduce, ir.Binary(ir.BinOp.MUL, product, _splat(scale, t)))
 
 
 def _factors(e: ir.Expr) -> list[ir.Expr]:
@@ -156,13 +161,11 @@ def zero_points_outside(store: ir.Store) -> ir.Store:
     """``store`` with integer operands offset by a value the same in every
     lane (a zero point) multiplied without their offsets, and the offsets'
     terms added outside the product (the module's docstring)."""
-    reduces = [n for n in ir.walk(store.value) if isinstance(n, ir.VectorReduce)]
-    if len(reduces) != 1 or reduces[0].op is not ir.ReduceOp.ADD:
-        return store
-    (reduce,) = reduces
-    product = reduce.value
-    if product.type.is_float or not (isinstance(product, ir.Binary) and product.op is ir.BinOp.MUL):
-        return store  # float sums do not distribute exactly
+    reduce = _the_sum(store)
+    product = reduce.value if reduce is not None else None
+    if reduce is None or not (isinstance(product, ir.Binary) and product.op is ir.BinOp.MUL) \
+            or product.type.is_float:
+        return store  # (float sums do not distribute exactly)
     (a, p), (b, q) = _offset(product.a), _offset(product.b)
     if p is None and q is None:
         return store
@@ -173,7 +176,7 @@ def zero_points_outside(store: ir.Store) -> ir.Store:
         return ir.VectorReduce(ir.ReduceOp.ADD, e, t)
 
     def times(e: ir.Expr, scalar: ir.Expr) -> ir.Expr:
-        return ir.Binary(ir.BinOp.MUL, e, ir.Broadcast(scalar, t.lanes) if t.lanes > 1 else scalar)
+        return ir.Binary(ir.BinOp.MUL, e, _splat(scalar, t))
 
     terms = [summed(ir.Binary(ir.BinOp.MUL, a, b))]
     if q is not None:
@@ -185,8 +188,7 @@ def zero_points_outside(store: ir.Store) -> ir.Store:
     expanded = terms[0]
     for term in terms[1:]:
         expanded = ir.Binary(ir.BinOp.ADD, expanded, term)
-    value = map_expr(store.value, lambda e: expanded if e == reduce else None)
-    return ir.Store(store.name, value, store.index, store.predicate, store.alignment)
+    return _with_sum(store, reduce, expanded)
 
 
 def _offset(e: ir.Expr) -> tuple[ir.Expr, ir.Expr | None]:
@@ -208,11 +210,6 @@ def _offset(e: ir.Expr) -> tuple[ir.Expr, ir.Expr | None]:
 
 def _splat(scalar: ir.Expr, t: ir.Type) -> ir.Expr:
     return scalar if t.lanes == 1 else ir.Broadcast(scalar, t.lanes)
-
-
-def _zeros(t: ir.Type) -> ir.Expr:
-    zero = ir.zero_of(t.element())
-    return zero if t.lanes == 1 else ir.Broadcast(zero, t.lanes)
 
 
 def _is_zero(e: ir.Expr) -> bool:

@@ -142,7 +142,7 @@ class Decoder:
         return ir.Call(
             AMX_INTRINSIC[AMXOp.LOAD].name,
             (_i32(t.rows), _i32(t.colbytes), self.buffer(t.buffer),
-             _bytes(self.expr(t.offset), element_bytes), _bytes(self.expr(t.stride), element_bytes)),
+             in_bytes(self.expr(t.offset), element_bytes), in_bytes(self.expr(t.stride), element_bytes)),
             tile_type,
         )
 
@@ -159,7 +159,7 @@ class Decoder:
         return ir.Call(
             AMX_INTRINSIC[AMXOp.STORE].name,
             (_i32(t.rows), _i32(t.colbytes), ir.Variable(t.buffer, ir.handle_type()),
-             _bytes(self.expr(t.offset), element_bytes), _bytes(self.expr(t.stride), element_bytes), tile),
+             in_bytes(self.expr(t.offset), element_bytes), in_bytes(self.expr(t.stride), element_bytes), tile),
             ir.INT32,
         )
 
@@ -257,7 +257,7 @@ def _i32(value: int) -> ir.Expr:
     return ir.IntImm(value)
 
 
-def _bytes(elements: ir.Expr, element_bytes: int) -> ir.Expr:
+def in_bytes(elements: ir.Expr, element_bytes: int) -> ir.Expr:
     """An element offset or stride in bytes (AMX addresses bytes)."""
     if isinstance(elements, ir.IntImm):
         return ir.IntImm(elements.value * element_bytes, elements.type)

@@ -119,11 +119,11 @@ def fit_address_limit() -> None:
     for each thread's own arena, and the compile runs on a thread of its
     own, support/deep.py). Only the command calls this: it owns its process,
     a program embedding the API does not hand us its allocator."""
+    if address_space_note() is None:
+        return  # the common case, on every start: nothing more is loaded
     import ctypes
     import ctypes.util
 
-    if address_space_note() is None:
-        return
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         libc.mallopt(M_ARENA_MAX, 1)
