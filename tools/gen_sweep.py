@@ -88,7 +88,14 @@ AMX_AXES = {
                    dict(acc_layout="xy", epilogue="relu", types="u8*i8"),
                    # tiles side by side, filled and copied out column by column (lane_order.py)
                    dict(acc_layout="xy", tiles=(1, 2), loops="swap_tiles", rem=8),
-                   dict(acc_layout="xy", tiles=(1, 4), M=8, types="i8*i8")],
+                   dict(acc_layout="xy", tiles=(1, 4), M=8, types="i8*i8"),
+                   # B in VNNI order read as the A side of the transposed product:
+                   # its K runs in pairs or quads, gathered into rows (amx_layouts.egg)
+                   dict(acc_layout="xy", b="vnni"), dict(acc_layout="xy", b="vnni", types="u8*i8", order="ba"),
+                   # a transposed block wider than a tile, stored tile after tile
+                   # and then cut into tiles (revectorize.py, partition.py)
+                   dict(acc_layout="xy", tiles=(1, 4), M=32, N=8, b="nk", init="const"),
+                   dict(acc_layout="xy", tiles=(1, 4), M=8, chunk="2x", loops="k_outer")],
     "remainder": [dict(rem=8), dict(rem=4, tail="guard"), dict(rem=8, tail="shift"), dict(K=48),
                   dict(K=40, types="u8*i8"), dict(K=24)],
 }

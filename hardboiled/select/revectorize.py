@@ -31,6 +31,7 @@ is, and selection explains the miss.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -377,15 +378,25 @@ def relayout_blocked_tiles(stmt: ir.Stmt, buffers: set[str]) -> ir.Stmt:
     if not buffers:
         return stmt
     layouts: dict[str, dict[ir.Expr, ir.Expr]] = {}
+    block_widths: dict[str, int] = {}
     for node in ir.walk(stmt):
         if isinstance(node, ir.Allocate) and node.name in buffers:
-            remap = _block_remap(node)
-            if remap:
-                layouts[node.name] = remap
+            remapped = _block_remap(node)
+            if remapped:
+                layouts[node.name], block_widths[node.name] = remapped
     if not layouts:
         return stmt
 
     def replace(node: ir.Node) -> ir.Node | None:
+        if isinstance(node, ir.Allocate) and node.name in layouts:
+            # Blocks one after the other are a buffer one block wide: the
+            # extents say so, so that cutting a block into tiles
+            # (partition.py) sees its rows.
+            width = block_widths[node.name]
+            size = node.constant_elements
+            assert size is not None
+            body = rewrite(node.body, replace)
+            return dataclasses.replace(node, extents=(ir.IntImm(width), ir.IntImm(size // width)), body=body)
         if isinstance(node, ir.Store) and node.name in layouts:
             return ir.Store(node.name, rewrite(node.value, replace, (ir.Expr,)), layouts[node.name][node.index],
                             node.predicate, None)
@@ -396,9 +407,10 @@ def relayout_blocked_tiles(stmt: ir.Stmt, buffers: set[str]) -> ir.Stmt:
     return rewrite(stmt, replace)
 
 
-def _block_remap(allocation: ir.Allocate) -> dict[ir.Expr, ir.Expr] | None:
+def _block_remap(allocation: ir.Allocate) -> tuple[dict[ir.Expr, ir.Expr], int] | None:
     """Each block index of the allocation's accesses and its contiguous
-    replacement; None unless every access is an aligned block of one shape."""
+    replacement, and the blocks' width; None unless every access is an
+    aligned block of one shape."""
     if not all(isinstance(e, ir.IntImm) for e in allocation.extents):
         return None
     size = _product(e.value for e in allocation.extents)  # type: ignore[attr-defined]
@@ -411,7 +423,8 @@ def _block_remap(allocation: ir.Allocate) -> dict[ir.Expr, ir.Expr] | None:
         return None
     (shape,) = shapes
     assert shape is not None
-    return _renumbered(indices, shape, size)
+    remap = _renumbered(indices, shape, size)
+    return None if remap is None else (remap, shape[1])
 
 
 def _renumbered(indices: set[ir.Expr], shape: tuple[int, int, int], size: int) -> dict[ir.Expr, ir.Expr] | None:

@@ -74,6 +74,9 @@ def test_tiles_side_by_side_are_renumbered_only_when_every_access_is_a_block() -
     out = print_ir(relayout_blocked_tiles(_stmt(text), {"mm"}))
     assert "mm[ramp(0, 1, 256)] = x256(0.000000f)" in out and "mm[ramp(256, 1, 256)] = x256(1.000000f)" in out
     assert "out[ramp(0, 1, 256)] = mm[ramp(256, 1, 256)]" in out
+    # blocks one after the other: the buffer is one block (16 columns) wide
+    # now, which is what cutting a wider block into tiles reads
+    assert "allocate mm[float32 * 16 * 32] in AMXTile" in out
     mixed = _stmt(text.replace("out[ramp(0, 1, 256)] = mm[ramp(ramp(16, 1, 16), x16(32), 16)]",
                                "out[ramp(0, 1, 512)] = mm[ramp(0, 1, 512)]"))
     assert relayout_blocked_tiles(mixed, {"mm"}) == mixed

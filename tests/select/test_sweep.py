@@ -142,6 +142,12 @@ REGRESSIONS = {
     "AMX u8 x u8 4 x 4 tile, K = 9": "amx_types-u8u8_M-4_N-4_K-9",
     # more accumulator tiles than the registers hold beside the operands: the
     # largest accumulators live in memory (legalize/amx_registers.py)
+    # a transposed accumulator: B in VNNI order is the A side, its K pairs
+    # gathered into rows; a block wider than a tile is cut into tiles
+    "AMX transposed accumulator, B in VNNI order": "amx_b-vnni_acc_layout-xy",
+    "AMX transposed accumulator, u8 x i8, B in VNNI order": "amx_types-u8i8_b-vnni_order-ba_acc_layout-xy",
+    "AMX transposed 8 x 32 blocks": "amx_b-nk_M-32_N-8_tiles-1x4_init-const_acc_layout-xy",
+    "AMX transposed 32 x 16 blocks, K outermost": "amx_M-8_chunk-2x_tiles-1x4_loops-k_outer_acc_layout-xy",
     "AMX eight 16 x 16 tiles": "amx_M-32_tiles-1x4",
     "AMX two accumulators of four tiles": "amx_tiles-1x4_form-two_acc",
     "AMX two accumulators of four 4-row int8 tiles": "amx_types-u8i8_M-4_tiles-1x4_form-two_acc",
