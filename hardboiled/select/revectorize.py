@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from hardboiled import ir
 from hardboiled.ir import operations
+from hardboiled.ir.traversal import children
 from hardboiled.ir.visitor import rewrite
 from hardboiled.select.unflatten import Linear, linear_expression, linear_form
 
@@ -96,8 +97,10 @@ def _vectorized_nest(loop: ir.For, buffers: set[str]) -> ir.Stmt | None:
     plan = _plan(loop, buffers)
     if plan is None:
         return None
+    plan = _coalesced(plan)
     store, stored, reduced = plan.store, plan.stored, plan.reduced
-    update = _split_update(plan.value, store)
+    # the element read back is the one stored, once lets are inlined in both
+    update = _split_update(plan.value, dataclasses.replace(store, index=plan.index))
     if update is None:
         return None
     self_load, rest = update
@@ -139,6 +142,52 @@ def _plan(loop: ir.For, buffers: set[str]) -> _Plan | None:
     if not _distinct(stored, coefficient) or lanes > MAX_LANES or lanes < 2:
         return None
     return _Plan(store, index, value, stored, reduced)
+
+
+def _coalesced(plan: _Plan) -> _Plan:
+    """``plan`` with each two neighbouring loops of its lane order that every
+    access walks as one loop (a tile's columns split in two, ``cx * 4 + xi``,
+    or a reduction split into chunks) fused into one. The rules read one
+    lane level per matrix dimension; a dimension in two levels would match
+    no layout. Fusing outer (extent e_o) into inner (e_i) is exact when the
+    outer's coefficient in every index is e_i times the inner's: the index
+    is then the inner's coefficient times one variable running over
+    e_o * e_i values from the inner's min, with the outer at its min."""
+    index, value = plan.index, plan.value
+    groups = []
+    for group in (list(plan.stored), list(plan.reduced)):
+        i = 0
+        while i + 1 < len(group):
+            outer, inner = group[i], group[i + 1]
+            if not _walked_as_one(outer, inner, index, value):
+                i += 1
+                continue
+            at_min = _substituting(outer.name, outer.min)
+            index, value = rewrite(index, at_min, (ir.Expr,)), rewrite(value, at_min, (ir.Expr,))
+            group[i:i + 2] = [_Loop(inner.name, inner.min, outer.extent * inner.extent)]
+        groups.append(group)
+    stored, reduced = groups
+    return _Plan(plan.store, index, value, stored, reduced)
+
+
+def _walked_as_one(outer: _Loop, inner: _Loop, index: ir.Expr, value: ir.Expr) -> bool:
+    """Whether the two loops' variables appear only in linear indices (the
+    store's, loads') where the outer's coefficient is ``inner.extent``
+    times the inner's."""
+    names = {outer.name, inner.name}
+
+    def alike(e: ir.Expr) -> bool:
+        linear = _linear_in(e, names)
+        return linear is not None and linear[0].get(outer.name, 0) == linear[0].get(inner.name, 0) * inner.extent
+
+    def only_in_indices(node: ir.Node) -> bool:
+        if isinstance(node, ir.Variable):
+            return node.name not in names
+        if isinstance(node, ir.Load):
+            return alike(node.index) and (node.predicate is None or only_in_indices(node.predicate))
+        return all(only_in_indices(child) for child in children(node))
+
+    return alike(index) and only_in_indices(value)
 
 
 def _scalar_store_into(store: ir.Store, buffers: set[str]) -> bool:

@@ -80,3 +80,40 @@ def test_tiles_side_by_side_are_renumbered_only_when_every_access_is_a_block() -
     mixed = _stmt(text.replace("out[ramp(0, 1, 256)] = mm[ramp(ramp(16, 1, 16), x16(32), 16)]",
                                "out[ramp(0, 1, 512)] = mm[ramp(0, 1, 512)]"))
     assert relayout_blocked_tiles(mixed, {"mm"}) == mixed
+
+
+SPLIT = """for (cx, 0, 4) {
+ for (ro, 0, 2) {
+  for (xi, 0, 4) {
+   for (y, 0, 16) {
+    for (ri, 0, 32) {
+     let t8 = (y*16) + ((cx*4) + xi)
+     let t9 = float32(A[(((cx*4) + xi)*64) + ((ro*32) + ri)])*float32(B[(((ro*32) + ri)*32) + y])
+     mm[t8] = mm[t8] + t9
+    }
+   }
+  }
+ }
+}
+"""
+
+
+def test_a_dimension_split_in_two_loops_is_one_lane_level() -> None:
+    # Columns as cx * 4 + xi and the reduction as ro * 32 + ri (Halide's
+    # names for a tile split and a K chunk): every access walks each pair
+    # as one loop, so each matrix dimension becomes one level of lanes,
+    # which is what the rules read; the store's index is a let.
+    out = print_ir(revectorize_scalar_updates(_stmt(SPLIT), {"mm"}))
+    assert "for (" not in out
+    assert out.startswith("mm[ramp(0, 1, 256)] = (float32x256)vector_reduce_add(")
+    assert "A[x16(ramp(ramp(0, 1, 64), x64(64), 16))]" in out  # 16 columns x 64 products, 64 apart
+    assert "B[ramp(x16(ramp(0, 32, 64)), x1024(1), 16)]" in out
+
+
+def test_loops_that_some_access_walks_apart_stay_two_levels() -> None:
+    # B reads the reduction as ro * 16 + ri (ri 32 long): ro and ri overlap
+    # there, so they are not one loop of 64
+    text = SPLIT.replace("B[(((ro*32) + ri)*32) + y]", "B[(((ro*16) + ri)*32) + y]")
+    out = print_ir(revectorize_scalar_updates(_stmt(text), {"mm"}))
+    assert out.startswith("mm[ramp(0, 1, 256)] = (float32x256)vector_reduce_add(")
+    assert "x32(32), 2)" in out  # the reduction keeps its two levels (32 products, 2 chunks)
