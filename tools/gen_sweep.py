@@ -81,7 +81,12 @@ AMX_AXES = {
     "operand": [dict(operand="neg"), dict(operand="scale"), dict(operand="boundary"),
                 dict(operand="zero_point", types="u8*i8", b="vnni"), dict(operand="neg", types="i8*i8"),
                 dict(operand="zero_point_param", types="i8*i8", tiles=(1, 2)),
-                dict(operand="zero_point_a", types="u8*i8", b="vnni", epilogue="relu")],
+                dict(operand="zero_point_a", types="u8*i8", b="vnni", epilogue="relu"),
+                # a negated operand that every row shares (a transposed
+                # accumulator makes A the B side): the broadcast moves into the
+                # negation, whose K is then cut; an int8 one moves out of the sum
+                dict(operand="neg", acc_layout="xy", form="single", a="col", chunk="2x"),
+                dict(operand="neg", acc_layout="xy", form="single", types="u8*u8", M=32, N=32, K=40)],
     "acc_layout": [dict(acc_layout="xy"), dict(acc_layout="xy", types="i8*i8"),
                    # an epilogue reading the transposed accumulator: spilled whole, read at its index
                    dict(acc_layout="xy", epilogue="cast", form="single", M=4, order="ba"),

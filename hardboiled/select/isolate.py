@@ -227,6 +227,9 @@ def _negated(e: ir.Expr) -> ir.Expr | None:
         return None
     if isinstance(e, ir.Binary) and e.op is ir.BinOp.SUB and _is_zero(e.a):
         return e.b
+    if isinstance(e, ir.Broadcast):  # the same operand for every row: -x repeated is x repeated, negated
+        inner = _negated(e.value)
+        return None if inner is None else ir.Broadcast(inner, e.lanes)
     if isinstance(e, ir.Cast) and e.type.bits >= e.value.type.bits and e.type.code == e.value.type.code:
         inner = _negated(e.value)
         if isinstance(inner, ir.Cast) and inner.value.type.bits < inner.type.bits:

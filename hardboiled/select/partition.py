@@ -284,16 +284,40 @@ def _plan(stmt: ir.Stmt, name: str, alloc: ir.Allocate, accelerator: str) -> dic
     stores = [s for s in iter_stores(stmt) if _touches(s, name)]
     if not _read_only_in_stores(stmt, name, stores):
         return None  # read outside a store (a let, a condition): its layout must stay Halide's
-    row_counts = _row_counts(stores, name, width)
-    if row_counts is None:
+    counted = _counted_rows(stores, name, width)
+    if counted is None:
         return None
-    reduces = [r for s in stores if s.name == name and (r := _reduction(s.value)) is not None]
+    cut, row_counts, uncut = counted
+    reduces = [r for s in cut if s.name == name and (r := _reduction(s.value)) is not None]
     piece = _piece(accelerator, math.gcd(*row_counts), width, reduces, alloc)
-    if piece is None:
+    if piece is None or (uncut and (piece.cols != width or piece.rows * width != alloc.constant_elements)):
         return None
     if _one_instruction_each(piece, width, row_counts, reduces):
         return None
-    return _cut_stores(stores, row_counts, name, width, piece)
+    return _cut_stores(cut, row_counts, name, width, piece)
+
+
+def _counted_rows(stores: list[ir.Store], name: str,
+                  width: int) -> tuple[list[ir.Store], list[int], list[ir.Store]] | None:
+    """(the stores to cut, the accumulator rows each covers, the stores left
+    as they are); None as soon as one that writes the accumulator does not
+    access it in whole dense rows. A store that only reads it in another
+    order (a transposed copy-out) is left as it is, which is right while
+    the accumulator stays one piece (only its reductions are cut): its
+    layout is then unchanged."""
+    cut: list[ir.Store] = []
+    row_counts: list[int] = []
+    uncut: list[ir.Store] = []
+    for store in stores:
+        rows = _rows_of(store, name, width)
+        if rows is not None:
+            cut.append(store)
+            row_counts.append(rows)
+        elif store.name != name:
+            uncut.append(store)
+        else:
+            return None
+    return (cut, row_counts, uncut) if cut else None
 
 
 def _row_width(alloc: ir.Allocate) -> int | None:
@@ -311,18 +335,6 @@ def _read_only_in_stores(stmt: ir.Stmt, name: str, stores: list[ir.Store]) -> bo
     """Whether every load of ``name`` in ``stmt`` lies in one of ``stores``
     (the statements that would be cut, and so see the new layout)."""
     return sum(_loads_of(s, name) for s in stores) == _loads_of(stmt, name)
-
-
-def _row_counts(stores: list[ir.Store], name: str, width: int) -> list[int] | None:
-    """Rows of the accumulator each store covers; None as soon as one does
-    not access it in whole dense rows."""
-    row_counts = []
-    for store in stores:
-        rows = _rows_of(store, name, width)
-        if rows is None:
-            return None
-        row_counts.append(rows)
-    return row_counts
 
 
 def _rows_of(store: ir.Store, name: str, width: int) -> int | None:

@@ -101,6 +101,22 @@ def test_a_negated_int8_operand_negates_the_product_instead() -> None:
     assert np.array_equal(before, expected.reshape(-1)) and np.array_equal(after, before)
 
 
+def test_a_negated_operand_every_row_shares_negates_the_product_too() -> None:
+    # B negated once and broadcast to the four rows, x4(i32(0 - i16(B))), as
+    # a transposed accumulator makes of a negated operand: the same sums
+    shared = NEGATED.replace("int32x256(x256((int16)0) - int16x256(A[ramp(x4(ramp(0, 1, 16)), x64(16), 4)]))",
+                             "int32x256(A[ramp(x4(ramp(0, 1, 16)), x64(16), 4)])").replace(
+        "int32x256(B[x4(ramp(ramp(0, 4, 16), x16(1), 4))])",
+        "x4(int32x64(x64((int16)0) - int16x64(B[ramp(ramp(0, 4, 16), x16(1), 4)])))")
+    stmt, isolated = _isolated_update(shared, {"A": ir.Int(8), "B": ir.Int(8), "out": ir.Int(32)})
+    text = print_ir(isolated)
+    assert "x4(int32x64((int8x64)B[" in text and "int16x" not in text
+    rng = np.random.default_rng(10)
+    a, b = (rng.integers(-128, 128, 64).astype(np.int8) for _ in range(2))
+    b[:4] = -128
+    assert np.array_equal(_run(isolated, a, b, np.int32), _run(stmt, a, b, np.int32))
+
+
 ZERO_POINTS = """allocate mm[int32 * 4 * 4] in AMXTile
 mm[ramp(0, 1, 16)] = x16(0)
 mm[ramp(0, 1, 16)] = (int32x16)vector_reduce_add((int32x256(A[ramp(x4(ramp(0, 1, 16)), x64(16), 4)]) - x256(za))*x4(int32x64(B[ramp(ramp(0, 4, 16), x16(1), 4)]) + x64(-5))) + mm[ramp(0, 1, 16)]

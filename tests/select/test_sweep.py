@@ -148,6 +148,12 @@ REGRESSIONS = {
     "AMX transposed accumulator, u8 x i8, B in VNNI order": "amx_types-u8i8_b-vnni_order-ba_acc_layout-xy",
     "AMX transposed 8 x 32 blocks": "amx_b-nk_M-32_N-8_tiles-1x4_init-const_acc_layout-xy",
     "AMX transposed 32 x 16 blocks, K outermost": "amx_M-8_chunk-2x_tiles-1x4_loops-k_outer_acc_layout-xy",
+    # a negated operand every row shares (x16(f32(0 - A))): the broadcast
+    # moves into the negation (axioms.egg); an unsigned one moves out of
+    # the sum; a transposed copy-out does not stop K being cut
+    "AMX negated bf16 operand, transposed accumulator": "amx_a-col_chunk-2x_form-single_operand-neg_acc_layout-xy",
+    "AMX negated u8 operand, 32 x 32 transposed, K = 40":
+        "amx_types-u8u8_M-32_N-32_K-40_form-single_operand-neg_acc_layout-xy",
     "AMX eight 16 x 16 tiles": "amx_M-32_tiles-1x4",
     "AMX two accumulators of four tiles": "amx_tiles-1x4_form-two_acc",
     "AMX two accumulators of four 4-row int8 tiles": "amx_types-u8i8_M-4_tiles-1x4_form-two_acc",
