@@ -85,6 +85,11 @@ AMX_AXES = {
                 # a negated operand that every row shares (a transposed
                 # accumulator makes A the B side): the broadcast moves into the
                 # negation, whose K is then cut; an int8 one moves out of the sum
+                # a boundary condition on a batched operand of symbolic size:
+                # the clamped operand is staged (partition.py), and
+                # verification sizes A to the region read before the clamp
+                dict(operand="boundary", batch=True, sizes="symbolic"),
+                dict(operand="boundary", batch=True, sizes="symbolic", a="col", K=128, epilogue="silu"),
                 dict(operand="neg", acc_layout="xy", form="single", a="col", chunk="2x"),
                 dict(operand="neg", acc_layout="xy", form="single", types="u8*u8", M=32, N=32, K=40)],
     "acc_layout": [dict(acc_layout="xy"), dict(acc_layout="xy", types="i8*i8"),

@@ -193,12 +193,24 @@ class _Piece:
     its VNNI group, 4 int8 or 2 bf16 values)."""
     accelerator: str = "WMMA"
 
-    @property
-    def stages(self) -> bool:
-        """Whether an operand computed or gathered in a fragment type is
-        copied into scratch memory (Tensor Cores; AMX computes such an
-        operand into a temporary through the rules)."""
-        return self.accelerator == "WMMA"
+    def stages(self, side: ir.Expr) -> bool:
+        """Whether this side of a product is copied into scratch memory:
+        on Tensor Cores an operand computed or gathered in a fragment type;
+        on AMX one gathered in a tile type (a clamped index of a boundary
+        condition: AMX computes an operand of affine loads into a temporary
+        through the rules, but a gather has no layout they read)."""
+        if self.accelerator == "WMMA":
+            return _computed_side(side)
+        value = _operand_value(side)
+        return any(e.type == value.type.element() for e in AMX_TILE.elements) and any(
+            isinstance(n, ir.Load) and _clamped(n) for n in ir.walk(value))
+
+    def stages_any(self, reduce: ir.VectorReduce) -> bool:
+        """Whether a side of this product is staged."""
+        product = reduce.value
+        if not (isinstance(product, ir.Binary) and product.op is ir.BinOp.MUL):
+            return False
+        return any(self.stages(side) for side in (product.a, product.b))
 
     def padded(self, products: int) -> int:
         """The products per instruction once ``products`` are padded."""
@@ -354,22 +366,12 @@ def _one_instruction_each(piece: _Piece, width: int, row_counts: list[int], redu
     """Whether every statement is one instruction already (nothing to cut),
     and reads its operands as they are (nothing to stage)."""
     factors = [r.value.type.lanes // r.type.lanes for r in reduces]
-    if piece.stages and any(_computed_operand(r) for r in reduces):
+    if any(piece.stages_any(r) for r in reduces):
         return False
     return all(rows == piece.rows for rows in row_counts) and width == piece.cols and all(f == piece.k for f in factors)
 
 
 _INDEX_ARITHMETIC = (ir.Ramp, ir.Broadcast, ir.IntImm, ir.Variable, ir.Binary)
-
-
-def _computed_operand(reduce: ir.VectorReduce) -> bool:
-    """Whether a side of the product is computed (a select of a boundary
-    condition, a negation) or gathered (a clamped index) rather than a load
-    at affine vector forms: on Tensor Cores it is staged in a temporary."""
-    product = reduce.value
-    if not (isinstance(product, ir.Binary) and product.op is ir.BinOp.MUL):
-        return False
-    return any(_computed_side(side) for side in (product.a, product.b))
 
 
 def _computed_side(side: ir.Expr) -> bool:
@@ -379,13 +381,25 @@ def _computed_side(side: ir.Expr) -> bool:
     value = _operand_value(side)
     if WMMA_TENSOR_CORE.element(value.type.element()) is None:
         return False
-    if not isinstance(value, ir.Load):
-        return True
+    return not isinstance(value, ir.Load) or _gathered(value)
+
+
+def _gathered(load: ir.Load) -> bool:
+    """Whether ``load`` reads at an index that is no affine vector form (a
+    clamp, a select, a division)."""
     return any(not isinstance(n, _INDEX_ARITHMETIC) or (isinstance(n, ir.Binary) and n.op not in _AFFINE)
-               for n in ir.walk(value.index))
+               for n in ir.walk(load.index))
 
 
 _AFFINE = (ir.BinOp.ADD, ir.BinOp.SUB, ir.BinOp.MUL)
+
+
+def _clamped(load: ir.Load) -> bool:
+    """Whether ``load`` reads at a clamped or selected index (a boundary
+    condition), or one read from memory. (A division or a remainder in it
+    is how Halide indexes a VNNI layout, which the AMX rules read.)"""
+    return any((isinstance(n, ir.Binary) and n.op in (ir.BinOp.MIN, ir.BinOp.MAX))
+               or isinstance(n, (ir.Select, ir.Load, ir.Call)) for n in ir.walk(load.index))
 
 
 def _cut_stores(stores: list[ir.Store], row_counts: list[int], name: str, width: int,
@@ -465,7 +479,7 @@ def _cut_reduction(store: ir.Store, name: str, piece: _Piece) -> list[ir.Stmt]:
         return [store] if padded is None else [padded]
     if factor < piece.k or (factor % piece.k and not piece.pads):
         return [store]
-    if factor == piece.k and not (piece.stages and _computed_operand(reduce)):
+    if factor == piece.k and not piece.stages_any(reduce):
         return [store]
     updates = _chunks(store, name, reduce, rest, piece)
     return [store] if updates is None else updates
@@ -499,7 +513,7 @@ def _chunks(store: ir.Store, name: str, reduce: ir.VectorReduce, rest: ir.Expr |
         # a bare product's first chunk starts it; the others add to it
         so_far = rest if rest is not None or start == 0 else ir.Load(name, store.index, store.value.type)
         update = ir.Store(name, _plus_rest(part, so_far), store.index)
-        if count < piece.k or (piece.stages and _computed_operand(part)):
+        if count < piece.k or piece.stages_any(part):
             padded = _padded_reduction(update, part, so_far, piece, count)
             if padded is None:
                 return None
@@ -563,7 +577,7 @@ def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr | 
     allocations: list[tuple[str, ir.Type, int]] = []
     operands = []
     for side, staging in zip((a_side, b_side), _stagings(m, n, k, factor)):
-        if factor == k and not _computed_side(side):
+        if factor == k and not piece.stages(side):
             operands.append(side)  # nothing to pad, read as it is
             continue
         staged = _stage(side, staging, extents, k, len(allocations), piece.accelerator)

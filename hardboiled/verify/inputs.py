@@ -215,7 +215,7 @@ class _Sizing:
                 # condition clamps to them): any size will do.
                 if spec.output or not self._depends_on_itself(spec, d):
                     raise
-                lo, ext = self._own_size(spec, d, lo, ext)
+                lo, ext = self._unclamped_region(spec, d, lo, ext) or self._own_size(spec, d, lo, ext)
         if lo is None or ext is None:
             raise HardboiledError(Diagnostic(
                 "error", f"the dump does not bound dimension {d} of buffer '{spec.name}'",
@@ -238,6 +238,33 @@ class _Sizing:
             elif name.startswith(spec.name + "."):
                 return True
         return False
+
+    def _unclamped_region(self, spec: BufferSpec, d: int, lo: int | None,
+                          ext: int | None) -> tuple[int, int] | None:
+        """For an input read within its own bounds (a boundary condition
+        clamps to them), the region the program reads before the clamp:
+        its required region were the buffer unbounded, less one element at
+        each end (of one three or more long). Data there is what the program multiplies (a buffer placed
+        beside that region gives an output of the exterior value alone,
+        which proves nothing), and the ends it lacks exercise the clamp.
+        None if that region is no reasonable size or ``lo`` or ``ext`` is
+        given."""
+        if lo is not None or ext is not None:
+            return None
+        unbounded = {f"{spec.name}.min.{d}": -_UNBOUNDED, f"{spec.name}.extent.{d}": 2 * _UNBOUNDED}
+        added = {name: value for name, value in unbounded.items() if name not in self.known}
+        self.known.update(added)
+        try:
+            first = _evaluate(spec.required[d][0], self.known, spec.name, self.lets)
+            last = _evaluate(spec.required[d][1], self.known, spec.name, self.lets)
+        except HardboiledError:
+            return None
+        finally:
+            for name in added:
+                del self.known[name]
+        if not (-_UNBOUNDED // 2 < first <= last < _UNBOUNDED // 2):
+            return None
+        return (first + 1, last - first - 1) if last - first >= 2 else (first, last - first + 1)
 
     def _own_size(self, spec: BufferSpec, d: int, lo: int | None, ext: int | None) -> tuple[int, int]:
         """A dimension that nothing but its own size bounds starts at the
@@ -283,6 +310,10 @@ class _Sizing:
             step = max(step, stride * extents[d])
         return tuple(strides[d] for d in range(len(extents)))
 
+
+_UNBOUNDED = 1 << 20
+"""The half-width of the bounds a clamped input is given to find the
+region its program reads before clamping."""
 
 PARAM_FIELDS = ("min", "extent", "stride")
 MAX_BUFFER_ELEMENTS = 1 << 26

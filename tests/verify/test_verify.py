@@ -201,6 +201,23 @@ def test_buffers_are_sized_from_the_dumps_checks() -> None:
     assert b.extents == (64, 128)
 
 
+def test_an_input_behind_a_boundary_condition_holds_the_region_read_before_the_clamp() -> None:
+    # A is read through constant_exterior, so any size of A is valid; an A
+    # beside the region the program reads (its batch dimension at the
+    # layout's shifted min) gave an output of zeros alone, which proved
+    # nothing. A covers that region now, less one element at each end of a
+    # long dimension, so that the exterior is read too.
+    from hardboiled.verify.inputs import SHAPES, make_buffers
+
+    stmt = parse_input((FIXTURES.parent / "sweep" / "amx_sizes-symbolic_batch_operand-boundary.stmt").read_text()).ir
+    for shape in SHAPES:
+        buffers, _ = make_buffers(stmt, {}, 0, shape=shape)
+        a = buffers["A"]
+        assert isinstance(a, BufferT)
+        assert a.mins[2] == 0 and a.extents[2] == 2  # both batches (n = 0, 1) are read
+        assert a.mins[0] == 1 and a.extents[0] == 64 - 2  # K = 64, less its first and last
+
+
 @pytest.mark.parametrize("expected,actual,mismatch", [
     # A NaN or an infinity in the original must not widen the tolerance to
     # NaN or infinity (which accepted any difference at all).
