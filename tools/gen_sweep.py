@@ -136,7 +136,10 @@ WMMA_AXES = {
     "epilogue": [dict(epilogue=e) for e in ("relu", "scale", "bias", "cast", "sigmoid", "silu")],
     "sizes": [dict(sizes="symbolic"), dict(sizes="output")],
     "batch": [dict(batch=True)],
-    "widen": [dict(types="i8>i32", widen="i16")],
+    "widen": [dict(types="i8>i32", widen="i16"),
+              # u8 widened to i16, then to i32 (axioms.egg: widening twice is once)
+              dict(types="u8>i32", widen="i16", b="col", chunk=8),
+              dict(types="u8>i32", widen="i16", a="col", b="col", operand="scale", tiles=(1, 2))],
     "operand": [dict(operand="neg"), dict(operand="scale"), dict(operand="boundary"),
                 dict(operand="zero_point", types="i8>i32"), dict(operand="scale", types="i8>i32"),
                 dict(operand="zero_point_param", types="u8>i32", tiles=(2, 1)),

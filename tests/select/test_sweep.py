@@ -159,6 +159,10 @@ REGRESSIONS = {
     "AMX boundary condition, batched, symbolic sizes": "amx_sizes-symbolic_batch_operand-boundary",
     "AMX boundary condition, column-major A, K = 128, SiLU":
         "amx_a-col_K-128_epilogue-silu_sizes-symbolic_batch_operand-boundary",
+    # u8 operands widened to i16 and then to i32: one widening of u8
+    "WMMA u8 widened in two steps, column-major B, chunks of 8": "wmma_types-u8toi32_b-col_chunk-8_widen-i16",
+    "WMMA u8 widened in two steps, scaled, two fragments":
+        "wmma_types-u8toi32_a-col_b-col_tiles-1x2_widen-i16_operand-scale",
     "AMX eight 16 x 16 tiles": "amx_M-32_tiles-1x4",
     "AMX two accumulators of four tiles": "amx_tiles-1x4_form-two_acc",
     "AMX two accumulators of four 4-row int8 tiles": "amx_types-u8i8_M-4_tiles-1x4_form-two_acc",
