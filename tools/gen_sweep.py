@@ -105,7 +105,10 @@ AMX_AXES = {
                    # a transposed block wider than a tile, stored tile after tile
                    # and then cut into tiles (revectorize.py, partition.py)
                    dict(acc_layout="xy", tiles=(1, 4), M=32, N=8, b="nk", init="const"),
-                   dict(acc_layout="xy", tiles=(1, 4), M=8, chunk="2x", loops="k_outer")],
+                   dict(acc_layout="xy", tiles=(1, 4), M=8, chunk="2x", loops="k_outer"),
+                   # a sigmoid of a transposed int32 accumulator, copied out in
+                   # the accumulator's order: verified alike, to the bit
+                   dict(acc_layout="xy", types="i8*u8", epilogue="sigmoid", init="const", loops="k_outer", rem=8)],
     "remainder": [dict(rem=8), dict(rem=4, tail="guard"), dict(rem=8, tail="shift"), dict(K=48),
                   dict(K=40, types="u8*i8"), dict(K=24)],
 }

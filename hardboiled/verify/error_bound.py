@@ -499,11 +499,28 @@ def divergence(original: ir.Stmt, rewritten: ir.Stmt) -> Divergence:
             if isinstance(e, ir.Load) and e.name.split(SPILL)[0] in differing:
                 return ir.Variable("hb.read." + e.name.split(SPILL)[0], e.type)
             return None
-        return store.name, store.index, store.predicate, map_expr(store.value, read)
+        return store.name, _elements(store.index), store.predicate, map_expr(store.value, read)
 
     computed = {form(n) for n in rewritten_stores}
     alike = frozenset(n for n in original_stores if form(n) in computed)
     return Divergence(frozenset(differing), alike)
+
+
+def _elements(index: ir.Expr) -> object:
+    """What identifies the elements a store writes, whatever the order of
+    its lanes: a nest of ramps with constant strides by its base and its
+    (stride, lanes) levels in stride order (a copy-out the rewrite stores in
+    the accumulator's order, ``lane_order.py``, writes the same elements).
+    Taking a store for alike only tightens its bound, so a match that were
+    wrong could only fail verification, never pass it."""
+    levels = []
+    while isinstance(index, ir.Ramp):
+        stride = index.stride.value if isinstance(index.stride, ir.Broadcast) else index.stride
+        if not isinstance(stride, ir.IntImm):
+            return index
+        levels.append((stride.value, index.lanes))
+        index = index.base
+    return index if len(levels) < 2 else (index, tuple(sorted(levels)))
 
 
 def _downstream(stmt: ir.Stmt, sources: set[str]) -> set[str]:

@@ -163,6 +163,8 @@ REGRESSIONS = {
     "WMMA u8 widened in two steps, column-major B, chunks of 8": "wmma_types-u8toi32_b-col_chunk-8_widen-i16",
     "WMMA u8 widened in two steps, scaled, two fragments":
         "wmma_types-u8toi32_a-col_b-col_tiles-1x2_widen-i16_operand-scale",
+    "AMX sigmoid of a transposed int32 accumulator":
+        "amx_types-i8u8_init-const_epilogue-sigmoid_loops-k_outer_acc_layout-xy_rem-8",
     "AMX eight 16 x 16 tiles": "amx_M-32_tiles-1x4",
     "AMX two accumulators of four tiles": "amx_tiles-1x4_form-two_acc",
     "AMX two accumulators of four 4-row int8 tiles": "amx_types-u8i8_M-4_tiles-1x4_form-two_acc",

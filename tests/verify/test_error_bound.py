@@ -283,6 +283,23 @@ def test_an_epilogue_both_programs_compute_alike_on_integers_rounds_alike() -> N
     assert verify(halves, halves_rewritten).outputs[0].tolerance > 0
 
 
+def test_an_epilogue_copied_out_in_the_accumulators_order_is_alike_too() -> None:
+    """The same sigmoid of a transposed int32 accumulator: the rewrite
+    stores the copy-out with its lanes in the accumulator's order
+    (lane_order.py), the same elements in another order, so it is alike and
+    verified to the bit (was: every element unproven through exp)."""
+    from hardboiled.verify.error_bound import divergence
+
+    sweep = ROOT / "tests" / "fixtures" / "sweep"
+    original = _load(sweep / "amx_types-i8u8_init-const_epilogue-sigmoid_loops-k_outer_acc_layout-xy_rem-8.stmt")
+    rewritten = tensorize(original, SelectionOptions()).stmt
+    epilogues = [n for n in ir.walk(original) if isinstance(n, ir.Store) and n.name == "out"]
+    assert epilogues and all(n in divergence(original, rewritten).alike for n in epilogues)
+    result = verify(original, rewritten)
+    assert result.ok and not result.unproven
+    assert all(c.max_abs_error == 0 and c.tolerance == 0 for c in result.outputs)
+
+
 def test_a_value_that_may_overflow_its_type_has_an_infinite_bound() -> None:
     """A float16 exp near 65,504 (a SiLU's exp(-x)): moved by its
     argument's rounding, one program may round it to infinity (the SiLU is
