@@ -244,11 +244,11 @@ class _Sizing:
         """For an input read within its own bounds (a boundary condition
         clamps to them), the region the program reads before the clamp:
         its required region were the buffer unbounded, less one element at
-        each end (of one three or more long). Data there is what the program multiplies (a buffer placed
-        beside that region gives an output of the exterior value alone,
-        which proves nothing), and the ends it lacks exercise the clamp.
-        None if that region is no reasonable size or ``lo`` or ``ext`` is
-        given."""
+        each end of a dimension three or more long. Data there is what the
+        program multiplies (a buffer placed beside that region gives an
+        output of the exterior value alone, which proves nothing), and the
+        ends it lacks exercise the clamp. None if that region is no
+        reasonable size or ``lo`` or ``ext`` is given."""
         if lo is not None or ext is not None:
             return None
         unbounded = {f"{spec.name}.min.{d}": -_UNBOUNDED, f"{spec.name}.extent.{d}": 2 * _UNBOUNDED}
