@@ -38,7 +38,7 @@ import numpy as np
 from hardboiled import ir
 from hardboiled.targets.amx import VNNILayout
 from hardboiled.verify.interp import Interpreter, InterpreterError, ResourceLimitError, fragment_alignment_unchecked
-from hardboiled.verify.values import Pointer, dtype_of
+from hardboiled.verify.values import Pointer, dtype_of, new_array
 
 MARGIN = 4096
 """Elements past the original statement's footprint that a rewrite may read."""
@@ -205,8 +205,11 @@ def _footprint(original: ir.Stmt, params: dict[str, np.ndarray], types: dict[str
 
 
 def _zero_buffer(t: ir.Type, region: tuple[int, int]) -> Pointer:
+    """Zeros over the region, within the interpreter's limit per buffer
+    (a statement that reads elements 2^31 apart cannot be run here: the
+    whole program's --verify remains)."""
     low, high = region
-    return Pointer(np.zeros(high - low + 1, dtype=dtype_of(t)), -low, "")
+    return Pointer(new_array(high - low + 1, dtype_of(t), "an operand"), -low, "")
 
 
 def _random_buffer(t: ir.Type, region: tuple[int, int], rng: np.random.Generator) -> Pointer:

@@ -95,3 +95,17 @@ def test_a_rewrite_that_reads_or_writes_elsewhere_is_refused(operator: str) -> N
                 survivors.append(f"{case}: {mutant.where}")
     assert count >= 150
     assert survivors == []
+
+
+def test_a_statement_reading_elements_two_to_the_31_apart_is_not_run_here() -> None:
+    """A fuzzed dump's K stride of 2147483647: the statement's footprint
+    is 2^37 elements, which the per-store check does not allocate (it took
+    24 GB before the machine killed it); it says it could not run, and the
+    whole program's --verify reports the out-of-bounds read."""
+    from hardboiled.frontend.parse import parse_input
+    from hardboiled.verify.rewrite_check import checked
+
+    store = parse_input("out[ramp(0, 1, 4)] = (int32x4)vector_reduce_add("
+                        "int32x256(A[ramp(0, 2147483647, 256)]))\n", "huge.stmt",
+                        buffer_types={"A": ir.Int(8), "out": ir.Int(32)}).ir
+    assert checked(store, store, {}) == (False, None)
