@@ -251,17 +251,13 @@ class _Sizing:
         reasonable size or ``lo`` or ``ext`` is given."""
         if lo is not None or ext is not None:
             return None
-        unbounded = {f"{spec.name}.min.{d}": -_UNBOUNDED, f"{spec.name}.extent.{d}": 2 * _UNBOUNDED}
-        added = {name: value for name, value in unbounded.items() if name not in self.known}
-        self.known.update(added)
+        # the buffer's own bounds huge where nothing else fixes them
+        known = {f"{spec.name}.min.{d}": -_UNBOUNDED, f"{spec.name}.extent.{d}": 2 * _UNBOUNDED, **self.known}
         try:
-            first = _evaluate(spec.required[d][0], self.known, spec.name, self.lets)
-            last = _evaluate(spec.required[d][1], self.known, spec.name, self.lets)
+            first = _evaluate(spec.required[d][0], known, spec.name, self.lets)
+            last = _evaluate(spec.required[d][1], known, spec.name, self.lets)
         except HardboiledError:
             return None
-        finally:
-            for name in added:
-                del self.known[name]
         if not (-_UNBOUNDED // 2 < first <= last < _UNBOUNDED // 2):
             return None
         return (first + 1, last - first - 1) if last - first >= 2 else (first, last - first + 1)

@@ -194,7 +194,7 @@ def _footprint(original: ir.Stmt, params: dict[str, np.ndarray], types: dict[str
     buffer each time it reaches past what is there."""
     regions = {name: (0, 0) for name in types}
     for _ in range(_FOOTPRINT_ROUNDS):
-        buffers = {name: _zero_buffer(types[name], region) for name, region in regions.items()}
+        buffers = {name: _zero_buffer(name, types[name], region) for name, region in regions.items()}
         try:
             _FootprintInterpreter(params=_bound(params, buffers)).run(original)
             return regions
@@ -204,12 +204,12 @@ def _footprint(original: ir.Stmt, params: dict[str, np.ndarray], types: dict[str
     raise _Outside("", 0, 0)
 
 
-def _zero_buffer(t: ir.Type, region: tuple[int, int]) -> Pointer:
+def _zero_buffer(name: str, t: ir.Type, region: tuple[int, int]) -> Pointer:
     """Zeros over the region, within the interpreter's limit per buffer
     (a statement that reads elements 2^31 apart cannot be run here: the
     whole program's --verify remains)."""
     low, high = region
-    return Pointer(new_array(high - low + 1, dtype_of(t), "an operand"), -low, "")
+    return Pointer(new_array(high - low + 1, dtype_of(t), name), -low, "")
 
 
 def _random_buffer(t: ir.Type, region: tuple[int, int], rng: np.random.Generator) -> Pointer:
