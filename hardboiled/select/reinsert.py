@@ -258,12 +258,20 @@ def _i32(value: int) -> ir.Expr:
 
 
 def in_bytes(elements: ir.Expr, element_bytes: int) -> ir.Expr:
-    """An element offset or stride in bytes (AMX addresses bytes)."""
-    if isinstance(elements, ir.IntImm):
-        return ir.IntImm(elements.value * element_bytes, elements.type)
+    """An element offset or stride in bytes (AMX addresses bytes).
+
+    Halide's bounds checks keep an element offset within int32, not its
+    byte count: a float offset of 2^29 is 2^31 bytes. The multiplication
+    by the element size is therefore done in int64, on the int32 element
+    offset (whose wrapping arithmetic is exact once the result fits), so
+    an address never wraps below the buffer."""
     if element_bytes == 1:
         return elements
-    return ir.Binary(ir.BinOp.MUL, elements, ir.IntImm(element_bytes, elements.type))
+    if isinstance(elements, ir.IntImm):
+        value = elements.value * element_bytes
+        return ir.IntImm(value, ir.Int(32) if -2**31 <= value < 2**31 else ir.Int(64))
+    wide = elements if elements.type == ir.Int(64) else ir.Cast(ir.Int(64), elements)
+    return ir.Binary(ir.BinOp.MUL, wide, ir.IntImm(element_bytes, ir.Int(64)))
 
 
 def reinsert(stmt: ir.Stmt, replacements: dict[int, ir.Stmt]) -> ir.Stmt:

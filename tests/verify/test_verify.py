@@ -84,8 +84,9 @@ def test_a_broken_index_is_caught() -> None:
     from hardboiled.ir.printer import print_ir
 
     text = print_ir(rewritten)
-    assert "A.stride.1*2)" in text
-    broken = parse_text(text.replace("A.stride.1*2)", "A.stride.1*4)"))
+    stride = "int64(A.stride.1)*(int64)2"
+    assert stride in text
+    broken = parse_text(text.replace(stride, "int64(A.stride.1)*(int64)4"))
     assert isinstance(broken, ir.Stmt)
     assert not verify(original, broken).ok
 

@@ -362,15 +362,15 @@ int vectorizing_raw(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32
               {
                 int32_t mm_s1_r_x_rro_lo = ((int32_t)0), mm_s1_r_x_rro_end = mm_s1_r_x_rro_lo + ((int32_t)4);
                 for (int32_t mm_s1_r_x_rro = mm_s1_r_x_rro_lo; mm_s1_r_x_rro < mm_s1_r_x_rro_end; mm_s1_r_x_rro++) {
-                  /* mm[ramp(0, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(0, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, (((A.stride... */
-                  hb_amx_barrier(); _tile_loadd(1, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)mm_global_wrapper_0_s0_x_xo)) * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
+                  /* mm[ramp(0, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(0, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, int64(((A.s... */
+                  hb_amx_barrier(); _tile_loadd(1, (const char *)A + (((int64_t)((uint64_t)((int64_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)mm_global_wrapper_0_s0_x_xo)) * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))))))) * (uint64_t)INT64_C(2)))), ((int64_t)((uint64_t)((int64_t)(A_stride_1)) * (uint64_t)INT64_C(2))));
                   hb_amx_barrier(); _tile_loadd(2, (const char *)B_amx_vnni_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)512))) * (uint32_t)((int32_t)2))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)2048))) * (uint32_t)((int32_t)2)))))), ((int32_t)64));
                   _tile_dpbf16ps(0, 1, 2);
                 }
               }
               /* consume mm */
-              /* tile_store(16, 64, (void *)mm_global_wrapper$0, (((mm_global_wrapper$0.s0.x.xo*mm_global_wrapper$0.stride.1) + mm_global_wrapper$0.s0.y.yo)*16)*4, ... */
-              _tile_stored(0, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_x_xo * (uint32_t)mm_global_wrapper_0_stride_1)) + (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)((uint32_t)mm_global_wrapper_0_stride_1 * (uint32_t)((int32_t)4))));
+              /* tile_store(16, 64, (void *)mm_global_wrapper$0, int64(((mm_global_wrapper$0.s0.x.xo*mm_global_wrapper$0.stride.1) + mm_global_wrapper$0.s0.y.yo)*16... */
+              _tile_stored(0, (char *)mm_global_wrapper_0 + (((int64_t)((uint64_t)((int64_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_x_xo * (uint32_t)mm_global_wrapper_0_stride_1)) + (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))))) * (uint64_t)INT64_C(4)))), ((int64_t)((uint64_t)((int64_t)(mm_global_wrapper_0_stride_1)) * (uint64_t)INT64_C(4))));
             }
           }
         }

@@ -366,19 +366,19 @@ int vectorizing_raw(uint16_t *A_host_pointer, int32_t A_host_pointer_min0, int32
               /* B_im_global_wrapper$0[ramp(0, 1, 512)] = (bfloat16x512)tile_load(16, 64, (void *)B.amx_vnni.0, ((mm.s1.r$x.rro*512)*2) + ((mm_global_wrapper$0.s0.y... */
               hb_amx_barrier(); _tile_loadd(2, (const char *)B_amx_vnni_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)512))) * (uint32_t)((int32_t)2))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)1024))) * (uint32_t)((int32_t)2)))))), ((int32_t)64));
               /* consume B_im_global_wrapper$0 */
-              /* mm[ramp(0, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(0, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, ((mm.s1.r$x... */
-              hb_amx_barrier(); _tile_loadd(3, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
+              /* mm[ramp(0, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(0, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, int64((mm.s... */
+              hb_amx_barrier(); _tile_loadd(3, (const char *)A + (((int64_t)((uint64_t)((int64_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))))) * (uint64_t)INT64_C(2)))), ((int64_t)((uint64_t)((int64_t)(A_stride_1)) * (uint64_t)INT64_C(2))));
               _tile_dpbf16ps(0, 3, 2);
-              /* mm[ramp(256, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(256, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, ((A.str... */
-              hb_amx_barrier(); _tile_loadd(4, (const char *)A + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))))) * (uint32_t)((int32_t)2)))), ((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)2))));
+              /* mm[ramp(256, 1, 256)] = (float32x256)tile_matmul(16, 64, 32, (float32x256)mm[ramp(256, 1, 256)], (bfloat16x512)tile_load(16, 64, (void *)A, int64((... */
+              hb_amx_barrier(); _tile_loadd(4, (const char *)A + (((int64_t)((uint64_t)((int64_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_s1_r_x_rro * (uint32_t)((int32_t)32))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_min_1 * (uint32_t)A_stride_1)) + (uint32_t)A_min_0)))))))) * (uint64_t)INT64_C(2)))), ((int64_t)((uint64_t)((int64_t)(A_stride_1)) * (uint64_t)INT64_C(2))));
               _tile_dpbf16ps(1, 4, 2);
             }
           }
           /* consume mm */
-          /* tile_store(16, 64, (void *)mm_global_wrapper$0, (mm_global_wrapper$0.s0.y.yo*16)*4, mm_global_wrapper$0.stride.1*4, (float32x256)mm[ramp(0, 1, 256)]) */
-          _tile_stored(0, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)((uint32_t)mm_global_wrapper_0_stride_1 * (uint32_t)((int32_t)4))));
-          /* tile_store(16, 64, (void *)mm_global_wrapper$0, ((mm_global_wrapper$0.s0.y.yo + mm_global_wrapper$0.stride.1)*16)*4, mm_global_wrapper$0.stride.1*4... */
-          _tile_stored(1, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo + (uint32_t)mm_global_wrapper_0_stride_1)) * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)((uint32_t)mm_global_wrapper_0_stride_1 * (uint32_t)((int32_t)4))));
+          /* tile_store(16, 64, (void *)mm_global_wrapper$0, int64(mm_global_wrapper$0.s0.y.yo*16)*(int64)4, int64(mm_global_wrapper$0.stride.1)*(int64)4, (floa... */
+          _tile_stored(0, (char *)mm_global_wrapper_0 + (((int64_t)((uint64_t)((int64_t)(((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo * (uint32_t)((int32_t)16))))) * (uint64_t)INT64_C(4)))), ((int64_t)((uint64_t)((int64_t)(mm_global_wrapper_0_stride_1)) * (uint64_t)INT64_C(4))));
+          /* tile_store(16, 64, (void *)mm_global_wrapper$0, int64((mm_global_wrapper$0.s0.y.yo + mm_global_wrapper$0.stride.1)*16)*(int64)4, int64(mm_global_wr... */
+          _tile_stored(1, (char *)mm_global_wrapper_0 + (((int64_t)((uint64_t)((int64_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_y_yo + (uint32_t)mm_global_wrapper_0_stride_1)) * (uint32_t)((int32_t)16))))) * (uint64_t)INT64_C(4)))), ((int64_t)((uint64_t)((int64_t)(mm_global_wrapper_0_stride_1)) * (uint64_t)INT64_C(4))));
         }
       }
       free(B_amx_vnni_0);

@@ -369,8 +369,8 @@ int vectorizing_raw(int8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t
                 }
               }
               /* consume mm */
-              /* tile_store(16, 64, (void *)mm_global_wrapper$0, (((mm_global_wrapper$0.s0.x.xo*mm_global_wrapper$0.stride.1) + mm_global_wrapper$0.s0.y.yo)*16)*4, ... */
-              _tile_stored(0, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_x_xo * (uint32_t)mm_global_wrapper_0_stride_1)) + (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)((uint32_t)mm_global_wrapper_0_stride_1 * (uint32_t)((int32_t)4))));
+              /* tile_store(16, 64, (void *)mm_global_wrapper$0, int64(((mm_global_wrapper$0.s0.x.xo*mm_global_wrapper$0.stride.1) + mm_global_wrapper$0.s0.y.yo)*16... */
+              _tile_stored(0, (char *)mm_global_wrapper_0 + (((int64_t)((uint64_t)((int64_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_x_xo * (uint32_t)mm_global_wrapper_0_stride_1)) + (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))))) * (uint64_t)INT64_C(4)))), ((int64_t)((uint64_t)((int64_t)(mm_global_wrapper_0_stride_1)) * (uint64_t)INT64_C(4))));
             }
           }
         }

@@ -335,8 +335,8 @@ int vectorizing_raw(int8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t
               }
             }
             /* consume mm */
-            /* tile_store(16, 64, (void *)mm_global_wrapper$0, (((mm_global_wrapper$0.s0.x.xo*64) + mm_global_wrapper$0.s0.y.yo)*16)*4, 256, (int32x256)mm[ramp(0,... */
-            _tile_stored(0, (char *)mm_global_wrapper_0 + (((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_x_xo * (uint32_t)((int32_t)64))) + (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))) * (uint32_t)((int32_t)4)))), ((int32_t)256));
+            /* tile_store(16, 64, (void *)mm_global_wrapper$0, int64(((mm_global_wrapper$0.s0.x.xo*64) + mm_global_wrapper$0.s0.y.yo)*16)*(int64)4, 256, (int32x25... */
+            _tile_stored(0, (char *)mm_global_wrapper_0 + (((int64_t)((uint64_t)((int64_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)mm_global_wrapper_0_s0_x_xo * (uint32_t)((int32_t)64))) + (uint32_t)mm_global_wrapper_0_s0_y_yo)) * (uint32_t)((int32_t)16))))) * (uint64_t)INT64_C(4)))), ((int32_t)256));
           }
         }
       }
