@@ -57,6 +57,11 @@ class BuilderBase:
         self.line_offset = line_offset
         self.buffer_types = buffer_types
         self.scope: dict[str, ir.Type] = {}
+        self.defined_names: set[str] = set()
+        """Names some loop or let of the program defines."""
+        self.free_reads: dict[str, Tree | Token] = {}
+        """The first read of each name out of every scope: a scalar Param,
+        unless ``defined_names`` holds it."""
         self.func_types: dict[str, ir.Type] = {}
         self.store_lines: list[int] = []
 
@@ -69,6 +74,8 @@ class BuilderBase:
     def bind(self, name: str, t: ir.Type) -> tuple[str, object]:
         previous = self.scope.get(name, _UNBOUND)
         self.scope[name] = t
+        if t is not ALLOCATION_MARKER:
+            self.defined_names.add(name)
         return name, previous
 
     def unbind(self, saved: tuple[str, object]) -> None:
@@ -91,6 +98,17 @@ class BuilderBase:
         if t is None:
             raise self.error(f"unknown type '{text if len(text) <= 60 else text[:40] + '...'}'", node)
         return t
+
+    def check_free_reads(self) -> None:
+        """A name read out of every scope is a scalar Param of the pipeline
+        (Halide prints Params as bare names), unless a loop or let defines
+        it elsewhere: then the read is outside that loop or let, which
+        Halide never prints, and the C would not compile."""
+        for name, site in self.free_reads.items():
+            if name in self.defined_names:
+                raise self.error(f"'{name}' is read outside the loop or let that defines it", site,
+                                 notes=("a name no loop or let defines is read as a scalar Param of the "
+                                        "pipeline; this one is defined elsewhere in the program",))
 
     def checked(self, node: N, tree: Tree | Token) -> N:
         """``node``, if its types and lanes agree (ir/invariants.py); a

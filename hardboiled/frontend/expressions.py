@@ -58,7 +58,7 @@ class ExpressionBuilder(CallForms):
             "int_lit": lambda t: self._int_literal(t.children[0], ir.INT32),
             "float_lit": self._float_lit,
             "string_lit": self._string_lit,
-            "var": lambda t: self._variable(str(t.children[0]), None),
+            "var": lambda t: self._variable(str(t.children[0]), None, t),
             "typed": self._typed,
             "reinterpret": self._reinterpret,
             "call": lambda t: self._call(t, None),
@@ -190,10 +190,12 @@ class ExpressionBuilder(CallForms):
                              if not t.is_uint and t.bits == 32 else ())
         return ir.UIntImm(int(text), t) if t.is_uint else ir.IntImm(int(text), t)
 
-    def _variable(self, name: str, declared: ir.Type | None) -> ir.Expr:
+    def _variable(self, name: str, declared: ir.Type | None, site: Tree | None = None) -> ir.Expr:
         if declared is not None:
             return ir.Variable(name, declared)
         bound = self.scope.get(name)
+        if bound is None and site is not None:
+            self.free_reads.setdefault(name, site)
         if bound is None or bound is ALLOCATION_MARKER:
             return ir.Variable(name, ir.INT32 if bound is None else ir.handle_type())
         return ir.Variable(name, bound)

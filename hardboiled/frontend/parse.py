@@ -122,7 +122,9 @@ def _parse(
     known = _buffer_types_from_asserts(text)
     known.update(buffer_types or {})
     builder = TreeBuilder(filename, text, line_offset, known)
-    return builder.build(tree), tuple(builder.store_lines)
+    result = builder.build(tree)
+    builder.check_free_reads()
+    return result, tuple(builder.store_lines)
 
 
 def _mark_truncation(error: InputError, text: str, ends_mid_line: bool, line_offset: int) -> InputError:

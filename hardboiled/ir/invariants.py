@@ -12,7 +12,9 @@ checked here:
   its lanes, a shuffle picks lanes that exist, a reduction divides lanes;
 * every load and store names a buffer in scope: allocated (or realized)
   around it, a pipeline buffer (``X.buffer``), a name bound by a ``let``,
-  or an argument of the lowered function.
+  or an argument of the lowered function;
+* a name that a loop or let defines is read only inside it (a name no
+  loop or let defines is a scalar Param).
 
 A violation is a bug in the pass that ran last, so it is an internal
 error that names the pass.
@@ -136,6 +138,9 @@ def violations(stmt: ir.Stmt, arguments: tuple[str, ...] = ()) -> list[Violation
     pipeline_buffers = {n.name[: -len(".buffer")] for n in ir.walk(stmt)
                         if isinstance(n, ir.Variable) and n.name.endswith(".buffer")}
     global_names = pipeline_buffers | set(arguments)
+    # A name no loop or let defines is a scalar Param; one that some loop
+    # or let defines must be read inside it.
+    defined = {n.name for n in ir.walk(stmt) if isinstance(n, (ir.LetStmt, ir.Let, ir.For))}
     # An explicit stack of (node, names in scope) keeps deep inputs safe.
     stack: list[tuple[ir.Node, frozenset[str]]] = [(stmt, frozenset())]
     while stack:
@@ -146,6 +151,8 @@ def violations(stmt: ir.Stmt, arguments: tuple[str, ...] = ()) -> list[Violation
             found.append(Violation(problem, node))
         if isinstance(node, (ir.Load, ir.Store)) and node.name not in scope and node.name not in global_names:
             found.append(Violation(f"'{node.name}' is not a buffer in scope", node))
+        if isinstance(node, ir.Variable) and node.name in defined and node.name not in scope:
+            found.append(Violation(f"'{node.name}' is read outside the loop or let that defines it", node))
         inner = scope | {node.name} if isinstance(node, _SCOPES) else scope
         stack.extend((child, inner) for child in reversed(list(ir.children(node))))
     return found

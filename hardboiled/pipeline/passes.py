@@ -302,7 +302,14 @@ def _kernel_interface(c: Compilation, program: ir.Stmt, codegen: Any) -> KernelI
     order = codegen.args
     if order is None and isinstance(c.program, ir.Module) and len(c.program.functions) == 1:
         order = c.program.functions[0].args
-    return KernelInterface(codegen.name or entry_point_name(c.name), kernel_signature(program, order), order)
+    arguments = kernel_signature(program, order)
+    params = [f"{a.buffer} ({a.type})" for a in arguments if a.scalar]
+    if params and not any(f"scalar params {', '.join(params)}" in m for m in c.messages):
+        # A Param is a name no loop or let defines: say which names were
+        # taken as Params, so that a misspelt one is seen.
+        c.messages.append(f"scalar params {', '.join(params)}: names the IR reads but never defines, "
+                          "arguments of the generated functions")
+    return KernelInterface(codegen.name or entry_point_name(c.name), arguments, order)
 
 
 def _emit_cuda(c: Compilation, o: Any) -> None:

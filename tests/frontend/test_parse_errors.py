@@ -207,3 +207,36 @@ def test_version() -> None:
     result = run_cli("--version")
     assert result.returncode == 0
     assert re.fullmatch(rb"hardboiled \S+ \(egglog \S+, lark \S+\)\n", result.stdout)
+
+
+
+_NULL_CHECK = ("assert(reinterpret<uint64>((struct halide_buffer_t *)f.buffer) != (uint64)0, "
+               "halide_error_buffer_argument_is_null(\"f\"))\n")
+
+
+def test_a_loop_variable_read_after_its_loop_is_located(tmp_path: Path) -> None:
+    """Issue 33, item 3: a name no loop or let defines is a scalar Param
+    (Halide prints Params bare); one that a loop or let defines, read
+    outside it, is an input error at the read, not C that fails to
+    compile."""
+    bad = tmp_path / "bad.stmt"
+    bad.write_text(_NULL_CHECK + "for (f.s0.x, 0, 4) {\n let t = 3\n f[f.s0.x] = t\n}\nf[1] = f.s0.x\n")
+    result = run_cli("compile", str(bad), "--emit", "c", "-o", str(tmp_path / "k.c"))
+    assert result.returncode == 2
+    lines = _check_diagnostic(result.stderr, r".*bad\.stmt:6:8", "'f.s0.x' is read outside the loop or let "
+                              "that defines it")
+    assert _caret_column(lines) == 8
+    assert not (tmp_path / "k.c").exists()
+    bad.write_text(_NULL_CHECK + "for (f.s0.x, 0, 4) {\n let t = 3\n f[f.s0.x] = t\n}\nf[1] = t\n")
+    _check_diagnostic(run_cli("parse", str(bad)).stderr, r".*bad\.stmt:6:8", "'t' is read outside")
+
+
+def test_names_read_as_params_are_named(tmp_path: Path) -> None:
+    """A misspelt name would be read as a Param too: the run says which
+    names it took as Params."""
+    source = FIXTURES / "wmma_scaled_matmul_params" / "vectorizing.stmt"
+    result = run_cli("compile", str(source), "--emit", "cuda", "-o", str(tmp_path / "k.cu"))
+    assert result.returncode == 0, result.stderr
+    assert ("scalar params gain (float32), offset (int32), rows (int32): names the IR reads but never defines"
+            in result.stderr.decode())
+    assert "float gain" in (tmp_path / "k.cu").read_text()
