@@ -72,18 +72,25 @@ class Result:
     def write(self, directory: str | os.PathLike[str]) -> dict[str, Path]:
         """Write ``NAME.stmt``, and ``NAME.c`` or ``NAME.cu`` with
         ``NAME.h``, into ``directory`` (made if missing); each file is
-        replaced whole or not at all. Returns the paths by kind."""
-        from hardboiled.support.fileio import write_bytes_atomically
+        replaced at once, or none (a CompileError, exit code 2, when one
+        cannot be written). The names are hardboiled's, so a symbolic link
+        found under one is replaced, never written through. Returns the
+        paths by kind."""
+        from hardboiled.support.fileio import OutputTransaction, make_output_directory
 
         out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
         texts = {"ir": (".stmt", self.ir), "c": (".c", self.c), "cuda": (".cu", self.cuda),
                  "h": (".h", self.header)}
         written = {}
-        for kind, (suffix, text) in texts.items():
-            if text is not None:
-                written[kind] = out / f"{self.name}{suffix}"
-                write_bytes_atomically(written[kind], text.encode())
+        try:
+            make_output_directory(out)
+            with OutputTransaction() as outputs:
+                for kind, (suffix, text) in texts.items():
+                    if text is not None:
+                        written[kind] = out / f"{self.name}{suffix}"
+                        outputs.add(str(written[kind]), text, follow_links=False)
+        except HardboiledError as error:
+            raise CompileError((error.diagnostic,), int(error.exit_code)) from None
         return written
 
 

@@ -345,12 +345,8 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     source_inputs = [_read_input(path) for path in input_paths]
     results = _run_batch(source_inputs, options, jobs or (os.cpu_count() or 1), quiet)
     written = write_results(results, [name for name, _, _ in source_inputs], kinds, output_path,
-                            diagnostics_format)
-    if report_file is not None:
-        report_text = reports_json(results)
-        write_output(report_file, report_text)
-        if report_file != STDIO:
-            written.append((report_file, report_text, "follow"))
+                            diagnostics_format,
+                            None if report_file is None else (report_file, reports_json(results)))
     if not quiet:
         summarize(results, report_format)
     if selection.cache_dir and STDIO not in input_paths and all(r.cached for r in results):

@@ -116,7 +116,7 @@ def replay(argv: list[str]) -> int | None:
     entry = records.get(key, _RECORD_SHAPE)
     if entry is None:
         return None
-    from hardboiled.support.fileio import write_output
+    from hardboiled.support.fileio import OutputTransaction
 
     try:
         for path, digest in entry["reads"]:
@@ -125,8 +125,9 @@ def replay(argv: list[str]) -> int | None:
         writes = [(str(path), str(text), how == "follow") for path, text, how in entry["writes"]]
         if not all(Path(path).parent.is_dir() and _named_on_command_line(path, argv) for path, _, _ in writes):
             return None
-        for path, text, follow_links in writes:
-            write_output(path, text, follow_links=follow_links)
+        with OutputTransaction() as outputs:
+            for path, text, follow_links in writes:
+                outputs.add(path, text, follow_links=follow_links)
         stdout, stderr, code = str(entry["stdout"]), str(entry["stderr"]), int(entry["exit_code"])
     except Exception:  # a stale or damaged record, an output that cannot be written: the
         return None     # ordinary command line answers (and reports what is wrong)

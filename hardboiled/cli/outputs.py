@@ -1,5 +1,6 @@
-"""Where a compile's results go: every output written atomically (into a
-directory under hardboiled's names, never through a link planted there),
+"""Where a compile's results go: every output of a run written as one
+transaction (into a directory under hardboiled's names, never through a
+link planted there),
 instrumentation and diagnostics to standard error in input order, and,
 for a run the cache answered in full, what it read and wrote told to the
 direct mode (cli/direct.py)."""
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hardboiled.cli.errors import report
-from hardboiled.support.fileio import STDIO, make_output_directory, write_output
+from hardboiled.support.fileio import STDIO, OutputTransaction, make_output_directory
 
 if TYPE_CHECKING:
     from hardboiled.pipeline.driver import FileResult
@@ -24,19 +25,22 @@ cache directory, the files it read with their bytes and the files it wrote, with
 
 
 def write_results(results: list[FileResult], names: list[str], kinds: tuple[str, ...], output_path: str | None,
-                   diagnostics_format: str) -> list[tuple[str, str, str]]:
+                  diagnostics_format: str, report_file: tuple[str, str] | None = None) -> list[tuple[str, str, str]]:
     """Instrumentation and diagnostics to standard error, outputs to their
-    files (atomically), in input order. Returns the files written, with
-    their text and whether a link there was followed or replaced. In a
-    directory the names are hardboiled's: a symbolic link found there is
-    replaced, not written through."""
+    files, in input order; ``report_file`` (its path and text) with them.
+    The files are one transaction (support/fileio.py): all are replaced or
+    none. Returns the files written, with their text and whether a link
+    there was followed or replaced. Names hardboiled chooses (inside a
+    directory, a header beside ``-o FILE``) never write through a link
+    planted there: the link is replaced."""
     from hardboiled.pipeline.driver import output_names
     from hardboiled.pipeline.options import EMIT_SUFFIXES, HEADER, HEADER_SUFFIX
 
     written: list[tuple[str, str, str]] = []
+    outputs = OutputTransaction()
 
     def write(path: str, text: str, follow_links: bool = True) -> None:
-        write_output(path, text, follow_links=follow_links)
+        outputs.add(path, text, follow_links=follow_links)
         if path != STDIO:
             written.append((path, text, "follow" if follow_links else "replace"))
 
@@ -44,25 +48,32 @@ def write_results(results: list[FileResult], names: list[str], kinds: tuple[str,
     if output_path not in (None, STDIO) and (len(names) > 1 or len(kinds) > 1 or Path(output_path).is_dir()):
         directory = Path(output_path)
         make_output_directory(directory)
-    for result, stem in zip(results, output_names(names)):
-        for block in result.instrumentation:
-            sys.stderr.write(block)
-        for diagnostic in result.diagnostics:
-            report(diagnostic, diagnostics_format)
-        for kind, text in result.outputs.items():
-            if kind == HEADER:
-                # Beside the source it declares; not on standard output.
+    try:
+        for result, stem in zip(results, output_names(names)):
+            for block in result.instrumentation:
+                sys.stderr.write(block)
+            for diagnostic in result.diagnostics:
+                report(diagnostic, diagnostics_format)
+            for kind, text in result.outputs.items():
+                if kind == HEADER:
+                    # Beside the source it declares; not on standard output.
+                    if directory is not None:
+                        write(str(directory / (stem + HEADER_SUFFIX)), text, follow_links=False)
+                    elif output_path not in (None, STDIO) and Path(output_path).suffix != HEADER_SUFFIX:
+                        write(str(Path(output_path).with_suffix(HEADER_SUFFIX)), text, follow_links=False)
+                    continue
+                if kind not in kinds:
+                    continue
                 if directory is not None:
-                    write(str(directory / (stem + HEADER_SUFFIX)), text, follow_links=False)
-                elif output_path not in (None, STDIO) and Path(output_path).suffix != HEADER_SUFFIX:
-                    write(str(Path(output_path).with_suffix(HEADER_SUFFIX)), text)
-                continue
-            if kind not in kinds:
-                continue
-            if directory is not None:
-                write(str(directory / (stem + EMIT_SUFFIXES[kind])), text, follow_links=False)
-            else:
-                write(output_path or STDIO, text)
+                    write(str(directory / (stem + EMIT_SUFFIXES[kind])), text, follow_links=False)
+                else:
+                    write(output_path or STDIO, text)
+        if report_file is not None:
+            write(*report_file)
+    except BaseException:
+        outputs.discard()
+        raise
+    outputs.commit()
     return written
 
 

@@ -74,6 +74,9 @@ temporary files) before the process exits anyway."""
 def _stop(worker: threading.Thread, exception: type[BaseException]) -> None:
     """Raise ``exception`` in the compile's thread as well, kill the
     children it may be waiting for, and let it unwind."""
+    from hardboiled.support.fileio import hold_commits
+
+    hold_commits()  # outputs being renamed into place finish; none start
     ident = worker.ident
     if ident is not None and worker.is_alive():
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(exception))

@@ -1,16 +1,21 @@
 """Reading inputs and writing outputs safely.
 
-Outputs are written atomically (a temporary file in the same directory, then
-``os.replace``), so a failed or interrupted run never leaves a half-written
-file behind.
+Outputs are written as one transaction (``OutputTransaction``: temporary
+files in the same directories, then renames), so a failed or interrupted
+run never leaves a half-written file, nor some of its outputs new and
+others old.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import signal
 import stat
 import sys
-import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,12 +46,9 @@ def read_input_bytes(path: str) -> bytes:
 
 def write_output(path: str, text: str, *, follow_links: bool = True) -> None:
     """Write ``text`` to ``path`` atomically, or to standard output for ``-``
-    (``follow_links``: see ``write_bytes_atomically``)."""
-    if path == STDIO:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    write_bytes_atomically(Path(path), text.encode("utf-8"), follow_links=follow_links)
+    (``follow_links``: see ``OutputTransaction.add``)."""
+    with OutputTransaction() as outputs:
+        outputs.add(path, text, follow_links=follow_links)
 
 
 def _read_umask() -> int:
@@ -58,52 +60,188 @@ def _read_umask() -> int:
 
 _UMASK = _read_umask()
 
+_COMMITS = threading.Lock()
+_commits_held = False
 
-def write_bytes_atomically(target: Path, data: bytes, mode: int = 0o666, *, follow_links: bool = True) -> None:
-    """A temporary file beside ``target``, then a rename: readers see the old
-    file or the whole new one (a rename from another directory could cross
-    file systems, where it is neither atomic nor allowed).
+
+def hold_commits() -> None:
+    """From now on no transaction commits: one renaming its files finishes
+    first, and any later one removes its temporaries and raises
+    ``CommitsHeld``. Called when the process is interrupted, before the
+    compile's thread is stopped, so that a signal never lands between two
+    renames of one transaction."""
+    global _commits_held
+    with _COMMITS:
+        _commits_held = True
+
+
+class CommitsHeld(BaseException):
+    """A transaction reached its commit after ``hold_commits``: the process
+    is being stopped, and writes nothing more."""
+
+
+class OutputTransaction:
+    """Output files that appear together or not at all.
+
+    Each file is staged in a temporary file beside its target (a rename
+    from another directory could cross file systems, where it is neither
+    atomic nor allowed); only when every file is staged are they renamed
+    into place, one after the other, with no signal between them
+    (``hold_commits``). A failure while staging (a full disk, a directory
+    in the way, an interrupt) removes every temporary and replaces
+    nothing. Only ``kill -9`` during the renames themselves (microseconds)
+    can leave some files new and some old, each whole.
 
     * A file that exists keeps its permissions (overwriting a 0600 file
       must not make it readable by others); a new one gets ``mode`` masked
-      by the umask, as ``open`` would do (mkstemp alone would leave 0600).
+      by the umask, as ``open`` would do.
     * A symbolic link is written through (the link stays) when
-      ``follow_links``, as for a file the user named; otherwise (a file
-      hardboiled names inside ``-o DIR``) the link itself is replaced, so
-      that a link planted there cannot redirect the output.
-    * A target that exists but is not a regular file (/dev/null, a FIFO,
-      /dev/stdout) is written in place, since renaming over it would
-      replace the device.
+      ``follow_links``, as for a file the user named; otherwise (a name
+      hardboiled chose: in ``-o DIR``, a header beside ``-o FILE``) the
+      link itself is replaced, so that a link planted there cannot
+      redirect the output.
+    * A target the user named that exists but is not a regular file
+      (/dev/null, a FIFO, /dev/stdout) is written in place at the commit,
+      since renaming over it would replace the device; a FIFO with no
+      reader is an error, not a hang. Under a name hardboiled chose, such
+      a file is an error.
+    * Standard output (``-``) is written at the commit, after the files.
     """
-    try:
-        status = _status(target, follow_links)
-        if status is not None and not stat.S_ISREG(status.st_mode) and not stat.S_ISLNK(status.st_mode):
-            flags = os.O_WRONLY | os.O_TRUNC | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
-            with os.fdopen(os.open(target, flags), "wb") as handle:
-                handle.write(data)
-            return
-        if follow_links:
-            target = Path(os.path.realpath(target))
-        if status is not None and stat.S_ISREG(status.st_mode):
-            permissions = stat.S_IMODE(status.st_mode)
+
+    def __init__(self) -> None:
+        self._staged: list[tuple[str, Path]] = []
+        self._in_place: list[tuple[Path, bytes, bool]] = []
+        self._stdout: list[str] = []
+        self._temporaries: list[str] = []
+
+    def __enter__(self) -> OutputTransaction:
+        return self
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if kind is None:
+            self.commit()
         else:
-            permissions = mode & ~_UMASK
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            self.discard()
+
+    def add(self, path: str, data: str | bytes, *, follow_links: bool = True, mode: int = 0o666) -> None:
+        if path == STDIO:
+            self._stdout.append(data if isinstance(data, str) else data.decode("utf-8"))
+            return
+        target = Path(path)
+        payload = data.encode("utf-8") if isinstance(data, str) else data
+        try:
+            status = _status(target, follow_links)
+            if status is not None and stat.S_ISDIR(status.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "a directory is in the way")
+            if status is not None and not stat.S_ISREG(status.st_mode) and not stat.S_ISLNK(status.st_mode):
+                if not follow_links:
+                    raise OSError(errno.EEXIST, "something other than a file or a link is in the way "
+                                  f"({_kind_of(status.st_mode)}); remove it")
+                self._in_place.append((target, payload, follow_links))
+                return
+            if follow_links:
+                target = Path(os.path.realpath(target))
+            permissions = stat.S_IMODE(status.st_mode) if status is not None and stat.S_ISREG(status.st_mode) \
+                else mode & ~_UMASK
+            self._staged.append((self._stage(target, payload, permissions), target))
+        except OSError as exc:
+            self.discard()
+            raise _cannot_write(target, exc) from None
+        except BaseException:
+            self.discard()
+            raise
+
+    def _stage(self, target: Path, payload: bytes, permissions: int) -> str:
+        # The name is recorded before the file exists, so that an interrupt
+        # at any point leaves nothing that discard() does not remove.
+        temporary = str(target.parent / f".{target.name}.{os.urandom(4).hex()}.tmp")
+        self._temporaries.append(temporary)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            os.fchmod(handle.fileno(), permissions)
+        return temporary
+
+    def commit(self) -> None:
+        target = Path()
+        try:
+            with _COMMITS, _signals_deferred():
+                if _commits_held:
+                    raise CommitsHeld()
+                for temporary, target in self._staged:
+                    os.replace(temporary, target)
+                    self._temporaries.remove(temporary)
+        except OSError as exc:
+            self.discard()
+            raise _cannot_write(target, exc) from None
+        except BaseException:
+            self.discard()
+            raise
+        self._staged = []
+        for target, payload, follow_links in self._in_place:
+            _write_in_place(target, payload, follow_links)
+        for text in self._stdout:
+            sys.stdout.write(text)
+        if self._stdout:
+            sys.stdout.flush()
+
+    def discard(self) -> None:
+        """Remove every temporary file; replace nothing."""
+        for temporary in self._temporaries:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass  # never made (a read-only disk says so with EROFS, not ENOENT)
+        self._temporaries = []
+        self._staged = []
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """On the main thread, where Python runs signal handlers, SIGINT and
+    SIGTERM wait until the block is done (the compile's thread is stopped
+    through ``hold_commits`` instead)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _kind_of(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
+                       (stat.S_ISBLK, "a device")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def _write_in_place(target: Path, payload: bytes, follow_links: bool) -> None:
+    """Write a special file the user named (/dev/null, a FIFO): opened
+    without blocking, so that a FIFO with no reader is an error."""
+    flags = os.O_WRONLY | os.O_TRUNC | getattr(os, "O_NONBLOCK", 0) \
+        | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fd = os.open(target, flags)
     except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            exc = OSError(errno.ENXIO, "a FIFO with no reader")
         raise _cannot_write(target, exc) from None
     try:
+        os.set_blocking(fd, True)
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            os.fchmod(handle.fileno(), permissions)
-        os.replace(tmp_name, target)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        if isinstance(exc, OSError):
-            raise _cannot_write(target, exc) from None
-        raise
+            handle.write(payload)
+    except OSError as exc:
+        raise _cannot_write(target, exc) from None
+
+
+def write_bytes_atomically(target: Path, data: bytes, mode: int = 0o666, *, follow_links: bool = True) -> None:
+    """One file, replaced whole or not at all (``OutputTransaction``)."""
+    with OutputTransaction() as outputs:
+        outputs.add(str(target), data, follow_links=follow_links, mode=mode)
 
 
 def make_output_directory(directory: Path) -> None:
