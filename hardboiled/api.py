@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hardboiled.ir.nodes import Module, Stmt
+from hardboiled.pipeline.options import AMX_MODES
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 
 TARGETS = ("auto", "amx", "wmma")
@@ -125,6 +126,10 @@ def compile(source: str | bytes | os.PathLike[str], *, store_in: Mapping[str, st
 
     if target not in TARGETS:
         raise ValueError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
+    if amx not in AMX_MODES:
+        raise ValueError(f"amx must be one of {', '.join(AMX_MODES)}, not {amx!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be an int of 0 or more, not {seed!r}")
     if name is not None and not is_entry_point_name(name):
         raise ValueError(f"{name!r} cannot name the generated function (a C identifier that is not a keyword, "
                          "main or hb_*)")
@@ -139,18 +144,29 @@ def compile(source: str | bytes | os.PathLike[str], *, store_in: Mapping[str, st
         build_path=None if build is None else str(build), name=function,
         args=None if args is None else tuple(args),
     )
+    from hardboiled.ir.printer import print_ir
     from hardboiled.support.deep import call_deep
+    from hardboiled.support.environment import environment_fault
 
     compilation = Compilation(filename, data)
+
+    def compile_and_print() -> str:
+        # Printing recurses as deep as the IR nests: on the deep stack too.
+        run_pipeline(compilation, options)
+        assert compilation.program is not None
+        return print_ir(compilation.program)
+
     try:
-        call_deep(run_pipeline, compilation, options)
+        printed = call_deep(compile_and_print)
     except HardboiledError as error:
         raise CompileError([*compilation.diagnostics, *getattr(error, "diagnostics", [error.diagnostic])],
                            int(error.exit_code)) from None
+    except (RecursionError, MemoryError) as error:  # the machine's limits, as the command line reports them
+        fault = environment_fault(error)
+        assert fault is not None
+        raise CompileError([*compilation.diagnostics, fault.diagnostic], int(fault.exit_code)) from None
     assert compilation.program is not None
-    from hardboiled.ir.printer import print_ir
-
-    return Result(function, print_ir(compilation.program), compilation.program, compilation.c_source,
+    return Result(function, printed, compilation.program, compilation.c_source,
                   compilation.cuda_source, compilation.header, compilation.report,
                   tuple(d for d in compilation.diagnostics if d.severity != "error"), tuple(compilation.messages))
 

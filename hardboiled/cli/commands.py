@@ -19,6 +19,7 @@ import click
 from hardboiled.cli.errors import DiagnosingGroup, handles_errors
 from hardboiled.cli.outputs import tell_cached_compile, write_results
 from hardboiled.cli.summary import reports_json, summarize
+from hardboiled.pipeline.options import AMX_MODES
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.support.fileio import STDIO, display_name, read_input_bytes, write_output
 from hardboiled.support.version import VERSION
@@ -259,7 +260,7 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
               "installed, else gcc). $NVCC names nvcc the same way.")
 @click.option("-I", "--include-dir", "include_dirs", metavar="DIR", multiple=True,
               help="A header directory for the C compiler and nvcc (--build, --run); repeatable.")
-@click.option("--amx", "amx_mode", type=click.Choice(["native", "emulate", "auto"]), default="auto",
+@click.option("--amx", "amx_mode", type=click.Choice(AMX_MODES), default="auto",
               show_default=True,
               help="Compile AMX intrinsics for the hardware, or against hardboiled's portable emulation; "
               "auto emulates unless the CPU has AMX.")

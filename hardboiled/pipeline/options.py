@@ -108,6 +108,11 @@ class CodegenOptions:
         return self.wanted or bool(self.required)
 
 
+AMX_MODES = ("native", "emulate", "auto")
+"""--amx: run AMX code on the CPU's tiles, through the emulation, or on the
+tiles where the CPU has them."""
+
+
 @dataclass(frozen=True)
 class BuildOptions:
     path: str | None = None

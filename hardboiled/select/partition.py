@@ -334,7 +334,8 @@ def _counted_rows(stores: list[ir.Store], name: str,
 
 def _row_width(alloc: ir.Allocate) -> int | None:
     """Columns of a scalar accumulator of constant width; None for any other."""
-    if not alloc.extents or not isinstance(alloc.extents[0], ir.IntImm) or alloc.type.lanes != 1:
+    if not alloc.extents or not isinstance(alloc.extents[0], ir.IntImm) or alloc.type.lanes != 1 \
+            or alloc.extents[0].value <= 0:
         return None
     return alloc.extents[0].value
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from hardboiled.support import children
+from hardboiled.support.environment import STACK_FRAME_BYTES, too_deep
 
 T = TypeVar("T")
 
@@ -26,7 +27,7 @@ STACK_BYTES = 1 << 30
 FALLBACK_STACK_BYTES = 64 << 20
 """Tried when the process may not map the first (``ulimit -v``)."""
 THREAD_NAME = "hardboiled-compile"
-FRAME_BYTES = 1024
+FRAME_BYTES = STACK_FRAME_BYTES
 """C stack a Python frame may take at most (the recursion limit is the
 stack over this)."""
 
@@ -34,19 +35,23 @@ stack over this)."""
 def call_deep(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``function(*args, **kwargs)`` on a thread with a deep stack; its
     result or its exception (SystemExit included), as if called here. An
-    interrupt reaches the calling thread, which is the main one."""
+    interrupt reaches the calling thread, which is the main one. An input
+    that nests deeper than even that stack holds is ``TooDeep`` (exit 4),
+    a limit of the machine, not a bug."""
     if threading.current_thread().name == THREAD_NAME:
         return function(*args, **kwargs)  # already on a deep stack (a command calling a compile)
     outcome: dict[str, Any] = {}
-    previous_limit = sys.getrecursionlimit()
-    limit = {"frames": previous_limit}
+    limit = {"frames": 0}
 
     def run() -> None:
-        sys.setrecursionlimit(max(sys.getrecursionlimit(), limit["frames"]))
+        key = object()
+        _raise_limit(key, limit["frames"])
         try:
             outcome["value"] = function(*args, **kwargs)
         except BaseException as exc:  # re-raised in the caller's thread
             outcome["error"] = exc
+        finally:
+            _lower_limit(key)
 
     worker = _start(run, limit)
     if worker is None:  # no thread could be made (a tight `ulimit -v`): run here, with the usual limit
@@ -57,13 +62,42 @@ def call_deep(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         except BaseException as exc:  # SIGINT or SIGTERM, which reach this (the main) thread
             _stop(worker, type(exc))
             raise
-        finally:
-            # The limit is the process's: back to what this thread's stack holds.
-            sys.setrecursionlimit(previous_limit)
     if "error" in outcome:
-        raise outcome["error"]
+        error = outcome["error"]
+        if isinstance(error, RecursionError):
+            raise too_deep(limit["frames"]) from None
+        raise error
     result: T = outcome["value"]
     return result
+
+
+_LIMIT_LOCK = threading.Lock()
+_deep_calls: dict[object, int] = {}
+"""The recursion limit each running deep call's stack holds."""
+_usual_limit = 0
+"""The process's limit before the first of the running deep calls."""
+
+
+def _raise_limit(key: object, frames: int) -> None:
+    """The recursion limit is the process's, not a thread's: while deep
+    calls run (from several threads, through the API), it is the smallest
+    their stacks hold, and when the last one ends it is what it was."""
+    global _usual_limit
+    with _LIMIT_LOCK:
+        if not _deep_calls:
+            _usual_limit = sys.getrecursionlimit()
+        _deep_calls[key] = frames
+        sys.setrecursionlimit(max(_usual_limit, min(_deep_calls.values())))
+
+
+def _lower_limit(key: object) -> None:
+    with _LIMIT_LOCK:
+        _deep_calls.pop(key, None)
+        target = max(_usual_limit, min(_deep_calls.values())) if _deep_calls else _usual_limit
+        try:
+            sys.setrecursionlimit(target)
+        except RecursionError:  # this thread is deeper than that now: the next call lowers it
+            pass
 
 
 STOP_WAIT_S = 10.0

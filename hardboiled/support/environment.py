@@ -20,6 +20,7 @@ message (select/eqsat.py), so ``classify_fault`` works from those.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
@@ -46,9 +47,29 @@ CPython's thread start, OpenBLAS's and Rust's allocation failures."""
 
 def environment_fault(exc: BaseException, who: str = "hardboiled") -> HardboiledError | None:
     """The diagnosis of ``exc`` if the machine caused it, else None (a bug)."""
+    if isinstance(exc, RecursionError):
+        return too_deep(sys.getrecursionlimit())
     if not isinstance(exc, (MemoryError, ImportError, RuntimeError, OSError, SystemError)):
         return None
     return classify_fault(type(exc).__name__, str(exc), who)
+
+
+STACK_FRAME_BYTES = 1024
+"""C stack a Python frame may take at most (support/deep.py sets the
+recursion limit to its stack over this)."""
+
+
+def too_deep(frames: int) -> HardboiledError:
+    """An input that nests deeper than the compile's stack holds (support/
+    deep.py: 1 GB, or 64 MB when an address-space limit leaves no room for
+    that): a limit of the machine, exit 4, not a bug."""
+    notes = [f"the compile's stack holds {frames} Python frames ({frames * STACK_FRAME_BYTES >> 20} MB)"]
+    limited = address_space_note()
+    if limited is not None:
+        notes += [limited, "under it the stack is smaller than the usual 1 GB; raise the limit"]
+    notes.append("a schedule that unrolls less makes the IR less deep")
+    return OutOfMemory(Diagnostic("error", "hardboiled ran out of stack: the input nests too deeply",
+                                  notes=tuple(notes)))
 
 
 def classify_fault(kind: str, message: str, who: str) -> HardboiledError | None:

@@ -802,3 +802,25 @@ def test_a_read_only_disk_is_a_diagnosis(tmp_path: Path) -> None:
     assert f"error: cannot write '{read_only}/out.stmt': Read-only file system" in result.stderr
     assert "error: cannot write 'out': Read-only file system" in result.stderr
     assert "internal error" not in result.stderr
+
+
+# ------------------------------------------------------------------ round 2 (issue 33), item 7
+@pytest.mark.parametrize("case, extent", [("amx_bf16_matmul_std_tiled", "0"), ("amx_bf16_std_ref", "0"),
+                                          ("wmma_f16_matmul", "0"), ("amx_bf16_matmul_std_8x16", "-16")])
+@pytest.mark.parametrize("memory", ["WMMAAccumulator", "AMXTile"])
+def test_an_accumulator_of_no_columns_is_not_an_internal_error(tmp_path: Path, case: str, extent: str,
+                                                                 memory: str) -> None:
+    """The review: a WMMA accumulator allocated with extent 0 and
+    --store-in divided by zero while cutting it into tiles (exit 70)."""
+    import re
+
+    text = (FIXTURES / case / "vectorizing.stmt").read_text()
+    allocation = re.search(r"allocate ([\w.$]+)\[(\w+) \* \d+", text)
+    assert allocation is not None
+    source = tmp_path / "zero.stmt"
+    source.write_text(text[:allocation.start()] + f"allocate {allocation.group(1)}[{allocation.group(2)} * {extent}"
+                      + text[allocation.end():])
+    result = run_cli("compile", str(source), "--no-cache", "-q", "-o", str(tmp_path / "out.stmt"),
+                     "--store-in", f"{allocation.group(1)}={memory}")
+    assert result.returncode in (0, 1, 2), result.stderr
+    assert b"internal error" not in result.stderr
