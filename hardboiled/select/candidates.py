@@ -77,6 +77,16 @@ class NothingMarked(HardboiledError):
         self.diagnostics = diagnostics
 
 
+_HALIDE_MEMORY_TYPES = {
+    "AMXTile": "Halide 21's own AMXTile memory type (C++ MemoryType::AMXTile; Python hl.MemoryType(8), the "
+               "enum lacks the name) makes Halide lower the tiles itself, which it does for a plain matrix "
+               "product only",
+    "WMMAAccumulator": "Halide 21 has no memory type for Tensor Core accumulators: the flag is the way to mark one",
+}
+"""What Halide 21 itself offers for each accelerator memory (its Python
+bindings name neither), for the hint."""
+
+
 def candidate_diagnostics(candidates: list[Candidate], filename: str, source: str,
                           severity: str) -> list[Diagnostic]:
     """One diagnostic per candidate, at its store, in schedule terms: the
@@ -87,8 +97,9 @@ def candidate_diagnostics(candidates: list[Candidate], filename: str, source: st
             f"'{c.func}' stores a vector_reduce_add of products, but is not in accelerator memory: "
             "nothing is tensorized",
             statement_location(filename, source, c.line),
-            (f"mark it here with {c.flag}, or in the schedule with "
-             f"{c.func}.store_in(MemoryType::{c.memory}) (Python: hl.MemoryType.{c.memory})",),
+            (f"mark it here with {c.flag}; in the schedule, keep it in registers "
+             f"({c.func}.store_in(MemoryType::Register), Python hl.MemoryType.Register) and pass that flag",
+             _HALIDE_MEMORY_TYPES[c.memory]),
         )
         for c in candidates
     ]

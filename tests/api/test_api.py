@@ -160,3 +160,33 @@ def test_the_bridge_explains_what_it_cannot_carry_or_lower() -> None:
     g.vectorize(x, 8)
     with pytest.raises(hardboiled.CompileError, match="Halide could not lower the pipeline: .*not-a-target"):
         tensorize(g, "not-a-target", arguments=[other])
+
+
+@pytest.mark.slow
+def test_the_bridge_takes_halide_s_own_argument_order_by_default() -> None:
+    """Issue 33, item 10: tensorize without arguments= raised
+    AttributeError ('Argument' object has no attribute 'is_buffer') with
+    Halide 21; it infers the inputs, ImageParams and Params alike."""
+    outputs, arguments = AMX_CONV1D.pipeline(**AMX_CONV1D.sizes["test"])
+    log, inputs, _ = lowering_log(outputs[0], AMX_TARGET)
+    assert sorted(inputs) == sorted(a.name() for a in arguments)
+    accumulator = re.search(r"allocate (\w+(\$\d+)?)\[\w+ \* [^\]]*\] in (Register|AMXTile)", log)
+    assert accumulator is not None
+    result = tensorize(outputs[0], AMX_TARGET, store_in={accumulator.group(1): "AMXTile"})
+    assert "tile_matmul" in result.ir
+
+
+def test_the_hint_names_only_what_halide_s_python_bindings_have() -> None:
+    """Issue 33, item 11: the --require hint told users to write
+    hl.MemoryType.AMXTile, which Halide 21's bindings lack."""
+    import halide as hl
+
+    from hardboiled.select.candidates import Candidate, candidate_diagnostics
+
+    for memory in ("AMXTile", "WMMAAccumulator"):
+        [diagnostic] = candidate_diagnostics([Candidate("mm", 1, memory)],
+                                             "f.stmt", "x\n", "warning")
+        notes = " ".join(diagnostic.notes)
+        for name in re.findall(r"hl\.MemoryType\.(\w+)", notes):
+            assert hasattr(hl.MemoryType, name), name
+        assert "hl.MemoryType.Register" in notes and f"--store-in mm={memory}" in notes
