@@ -101,11 +101,15 @@ points return; tests check them against the halide package's header."""
 
 
 RAW_FAILURES = {-200000: "out_of_memory", -200001: "buffer_extents_too_large",
-                -200002: "buffer_allocation_too_large"}
+                -200002: "buffer_allocation_too_large", -200003: "amx_unavailable",
+                -200004: "buffer_extents_negative"}
 """NAME_raw's own failures, beside -N for the dump's N-th check: an
 allocation that failed; a buffer argument whose elements lie further apart
 than int32 index arithmetic reaches; an allocation of more than 2^31 - 1
-bytes. NAME returns the halide_error_code_t named here for each."""
+bytes; a buffer argument with a negative extent; AMX code built natively on a CPU (or a kernel) that grants no AMX
+tiles. NAME returns ``halide_error_code`` of each name: the
+halide_error_code_t of that name, or generic_error for amx_unavailable,
+which Halide has no code for."""
 RAW_STATUS = {name: status for status, name in RAW_FAILURES.items()}
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from hardboiled import ir
-from hardboiled.codegen.abi import DEFAULT_ENTRY_POINT, KernelArgument
+from hardboiled.codegen.abi import DEFAULT_ENTRY_POINT, RAW_STATUS, KernelArgument
 from hardboiled.codegen.c_family import CFamilyEmitter
 from hardboiled.codegen.c_text import (
     C_HEADERS,
@@ -198,7 +198,7 @@ class CGenerator(CFamilyEmitter):
         for reg, (rows, colbytes) in sorted(self.tiles.shapes.items()):
             self.emit(f"hb_tile_config[{16 + 2 * reg}] = {colbytes & 0xFF}; "
                       f"hb_tile_config[{17 + 2 * reg}] = {colbytes >> 8}; hb_tile_config[{48 + reg}] = {rows};")
-        self.emit("if (hb_amx_enable() != 0) return -100000;")
+        self.emit(f"if (hb_amx_enable() != 0) return {RAW_STATUS['amx_unavailable']}; /* no AMX tiles granted */")
         self.emit("_tile_loadconfig(hb_tile_config);")
 
     # ------------------------------------------------------------ AMX statements

@@ -133,12 +133,13 @@ $qualifiers uint16_t hb_f32_to_f16(float f) {
   return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
 }
 $qualifiers float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
-/* Index arithmetic is int32, as in Halide: whether a buffer argument's
+/* Index arithmetic is int32, as in Halide: 1 when a buffer argument's
    elements (min, extent, stride per dimension) lie further apart than
-   2^31 - 1, its last coordinate passes it, or an extent is negative. */
+   2^31 - 1 or its last coordinate passes it, 2 when an extent is
+   negative, else 0. */
 $qualifiers int hb_buffer_too_large(int dimensions, const int32_t *dims) {
   int64_t span = 0, elements = 1;
-  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 1;
+  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 2;
   for (int d = 0; d < dimensions; d++) {
     int64_t min = dims[3 * d], extent = dims[3 * d + 1], stride = dims[3 * d + 2];
     if (extent == 0) return 0; /* empty: nothing is addressed */

@@ -25,6 +25,7 @@ from hardboiled.codegen.abi import (
     RAW_FAILURES,
     RAW_STATUS,
     KernelArgument,
+    halide_error_code,
     raw_entry_point,
 )
 from hardboiled.codegen.c_text import GENERATED_BANNER, c_type, storage_type
@@ -107,8 +108,9 @@ class EntryPoints:
             if not arg.dimensions:
                 continue
             fields = ", ".join(f"{name}_{f}{d}" for d in range(arg.dimensions) for f in ("min", "extent", "stride"))
-            self.emit(f"{{ const int32_t dims[] = {{{fields}}}; if (hb_buffer_too_large({arg.dimensions}, dims)) "
-                      f"return {RAW_STATUS['buffer_extents_too_large']}; }}")
+            self.emit(f"{{ const int32_t dims[] = {{{fields}}}; int too_large = hb_buffer_too_large("
+                      f"{arg.dimensions}, dims); if (too_large) return too_large == 2 ? "
+                      f"{RAW_STATUS['buffer_extents_negative']} : {RAW_STATUS['buffer_extents_too_large']}; }}")
 
     def raw_parameters(self) -> list[str]:
         """NAME_raw's parameters: each buffer's pointer, then the min,
@@ -186,7 +188,7 @@ class EntryPoints:
             lines.append(f"  if (status < 0 && status >= -{len(self.assertion_codes)}) "
                          "return hb_check_errors[-status - 1];")
         for status, error in RAW_FAILURES.items():
-            lines.append(f"  if (status == {status}) return {HALIDE_ERROR_CODES[error]}; /* {error} */")
+            lines.append(f"  if (status == {status}) return {halide_error_code(error)}; /* {error} */")
         lines.append("  if (status != 0) return status;")
         written, stale = ("device_dirty", "host_dirty") if self.buffers_on_device else ("host_dirty", "device_dirty")
         for arg in self.arguments:

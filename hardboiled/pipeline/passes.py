@@ -79,6 +79,12 @@ def _parse(c: Compilation, o: Any) -> None:
     c.program = c.original = parsed.ir
     c.stage = parsed.stage
     c.store_lines = parsed.store_lines
+    if o.codegen.args is not None and isinstance(parsed.ir, ir.Stmt):
+        from hardboiled.codegen.abi import kernel_signature
+
+        # Before selection and verification spend their time: selection
+        # keeps the pipeline's buffers and params, so --args is checked now.
+        kernel_signature(parsed.ir, o.codegen.args)
 
 
 def _emit_egg(c: Compilation, o: Any) -> None:
@@ -385,7 +391,7 @@ def _emit_html(c: Compilation, _options: Any) -> None:
 
 
 PIPELINE: tuple[Pass, ...] = (
-    Pass("parse", "Halide IR text to IR (one stage of a debug log)", _parse, ("input",)),
+    Pass("parse", "Halide IR text to IR (one stage of a debug log)", _parse, ("input", "codegen")),
     Pass("emit-egg", "the egglog program selection runs (--emit egg)", _emit_egg, ("selection", "output"),
          lambda o, c: "egg" in o.output.emit),
     Pass("select", "tile extraction, equality saturation, decoding and reinsertion", _select, ("selection",)),

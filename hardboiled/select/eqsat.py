@@ -25,6 +25,7 @@ the same in egglog 13.2 and 14.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -39,7 +40,7 @@ from typing import Any
 
 from hardboiled.select.options import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from hardboiled.support import children
-from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Location
+from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, InputError, Location
 from hardboiled.support.environment import OutOfMemory, classify_fault
 
 
@@ -61,6 +62,9 @@ class ProgramChunk:
 
     filename: str
     text: str
+    users: bool = False
+    """The user wrote it (rules from HARDBOILED_RULES_DIR): an error egglog
+    finds in it is an input error (exit 2), not a bug in hardboiled."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +232,12 @@ def run_egglog(
         raise classify_fault(fault["kind"], fault["message"], "the egglog child process") or \
             EgglogError(Diagnostic("error", f"egglog child process failed: {fault['kind']}: {fault['message']}"))
     if "error" in answer:
-        raise EgglogError(_egglog_diagnostic(answer["error"]))
+        diagnostic = _egglog_diagnostic(answer["error"])
+        if any(c.users and c.filename == answer["error"].get("filename") for c in chunks):
+            raise InputError(dataclasses.replace(diagnostic, notes=(
+                *diagnostic.notes, "this rule file comes from HARDBOILED_RULES_DIR; unset it to use the "
+                "installed rules")))
+        raise EgglogError(diagnostic)
     size = answer.get("size")
     return EqsatResult(
         terms=tuple(answer["terms"]),

@@ -43,6 +43,9 @@ def rule_text(name: str) -> str:
 def rule_file_chunks() -> list[ProgramChunk]:
     """Every rule file, in order: the program's first part, the same for
     every input."""
+    override = os.environ.get("HARDBOILED_RULES_DIR")
+    if override:
+        return [ProgramChunk(str(Path(override) / name), rule_text(name), users=True) for name in RULE_FILES]
     return [ProgramChunk(f"rules/{name}", rule_text(name)) for name in RULE_FILES]
 
 

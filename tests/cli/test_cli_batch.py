@@ -92,17 +92,22 @@ def test_exit_codes(args: list[str], code: int) -> None:
     assert b"Traceback" not in result.stderr
 
 
-def test_exit_code_for_a_broken_rule_file_is_internal(tmp_path: Path) -> None:
-    # HARDBOILED_RULES_DIR points at a working copy of the rules; a broken
-    # rule is hardboiled's bug (70), located in the rule file.
+@pytest.mark.parametrize("name, addition", [("axioms.egg", "(rewrite (NoSuchConstructor x) x :ruleset axioms)"),
+                                            ("amx_lowering.egg", "this is not egglog (((")])
+def test_a_broken_rule_file_of_hardboiled_rules_dir_is_an_input_error_located_there(
+        tmp_path: Path, name: str, addition: str) -> None:
+    """HARDBOILED_RULES_DIR points at the user's working copy of the rules:
+    a rule egglog rejects there is the user's error (2), located in that
+    file (issue 33: it was exit 70, located in the installed file's name)."""
     rules = tmp_path / "rules"
     shutil.copytree(Path(__file__).resolve().parent.parent.parent / "rules", rules)
-    axioms = rules / "axioms.egg"
-    axioms.write_text(axioms.read_text() + "\n(rewrite (NoSuchConstructor x) x :ruleset axioms)\n")
+    broken = rules / name
+    broken.write_text(broken.read_text() + f"\n{addition}\n")
     result = run_cli("compile", str(SINGLE / "vectorizing.stmt"), "--no-cache",
                      env={"HARDBOILED_RULES_DIR": str(rules)})
-    assert result.returncode == ExitCode.INTERNAL_ERROR == 70
-    assert b"rules/axioms.egg:" in result.stderr and b"NoSuchConstructor" in result.stderr
+    assert result.returncode == ExitCode.INPUT_ERROR == 2, result.stderr
+    assert result.stderr.decode().startswith(f"{broken}:")
+    assert b"comes from HARDBOILED_RULES_DIR" in result.stderr
 
 
 def test_a_broken_schedule_file_is_an_input_error(tmp_path: Path) -> None:

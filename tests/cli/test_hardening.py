@@ -601,6 +601,17 @@ def test_the_entry_points_refuse_a_buffer_past_int32_indexing(tmp_path: Path, en
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("entry, status", [("raw", -200004), ("halide_buffer_t", -28)])
+def test_a_negative_extent_is_refused_with_halide_s_code(tmp_path: Path, entry: str, status: int) -> None:
+    """Issue 33, item 13: a negative extent returned -6 (extents too
+    large), where Halide returns buffer_extents_negative (-28)."""
+    from hardboiled.verify.run import run_isolated
+
+    library, arguments = _closure_kernel(tmp_path)
+    assert run_isolated(entry, library, "k", arguments, _tiny_buffers(-4, 1)) == status
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("entry, status", [("raw", -200002), ("halide_buffer_t", -5)])
 def test_an_allocation_past_2_gib_is_refused_not_wrapped(tmp_path: Path, entry: str, status: int) -> None:
     """2^29 elements fit int32 indexing, but g = 4 bytes x 2^29 does not fit
@@ -657,8 +668,8 @@ def test_wide_vectors_live_on_the_heap_not_the_stack(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ 7. the environment
 def test_a_rules_directory_without_the_rule_files_is_an_input_error(tmp_path: Path) -> None:
-    """The review: a bad HARDBOILED_RULES_DIR was exit 70. (A rule file that
-    egglog rejects stays exit 70, located in it: tests/cli/test_cli_batch.py.)"""
+    """The review: a bad HARDBOILED_RULES_DIR was exit 70. (A rule file there
+    that egglog rejects is exit 2 too, located in it: tests/cli/test_cli_batch.py.)"""
     empty = tmp_path / "rules"
     empty.mkdir()
     result = run_cli("compile", str(LOG), "--no-cache", "-q", "-o", str(tmp_path / "o.stmt"),

@@ -120,3 +120,29 @@ def test_byte_offsets_are_int64_and_constants_stay_small() -> None:
     assert in_bytes(x, 1) is x  # one byte an element: the element offset fits int32
     assert in_bytes(ir.IntImm(16, ir.Int(32)), 4) == ir.IntImm(64, ir.Int(32))
     assert in_bytes(ir.IntImm(1 << 29, ir.Int(32)), 4).type == ir.Int(64)
+
+
+@pytest.mark.slow
+def test_native_amx_code_where_no_tiles_are_granted_returns_a_documented_code(tmp_path: Path) -> None:
+    """Issue 33, item 13: on a CPU without AMX a native build returned
+    -100000 from both entry points, neither a Halide error code nor in the
+    header. NAME_raw now returns -200003 and NAME generic_error (-1), both
+    in the header (docs/cli.md's table is checked by test_hardening)."""
+    from pathlib import Path as _Path
+
+    if "amx_tile" in _Path("/proc/cpuinfo").read_text():
+        pytest.skip("this CPU has AMX: the tiles are granted")
+    from hardboiled.verify.run import calls_on_verification_inputs
+
+    source = FIXTURES / "amx_bf16_matmul_std_tiled" / "vectorizing.stmt"
+    library = tmp_path / "k.so"
+    result = run_cli("compile", str(source), "--no-cache", "--build", str(library), "--name", "k", "-q",
+                     "--amx", "native", "--emit", "c", "-o", str(tmp_path / "k.c"))
+    if result.returncode == 3:
+        pytest.skip("the C compiler cannot build native AMX code here")
+    assert result.returncode == 0, result.stderr
+    assert "-200003 (amx unavailable)" in (tmp_path / "k.h").read_text()
+    original = parse_input(source.read_text()).ir
+    assert isinstance(original, ir.Stmt)
+    statuses = set(calls_on_verification_inputs(original, original, function="k")(library))
+    assert statuses == {-1}

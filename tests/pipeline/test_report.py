@@ -98,7 +98,7 @@ def test_require_on_an_unmarked_dump_exits_1_and_names_the_candidates(tmp_path: 
     assert result.returncode == 1, stderr
     assert "error: --require: no store is in accelerator memory" in stderr
     assert f"note: '{func}' stores a vector_reduce_add of products" in stderr
-    assert f"--store-in {func}={memory}" in stderr and f"{func}.store_in(MemoryType::{memory})" in stderr
+    assert f"--store-in {func}={memory}" in stderr and f"{func}.store_in(MemoryType::Register)" in stderr
     assert not out.exists()
     [report] = _valid(json.loads((tmp_path / "r.json").read_text()))  # type: ignore[misc]
     assert report["outcome"] == "selection-miss"

@@ -60,12 +60,13 @@ static inline uint16_t hb_f32_to_f16(float f) {
   return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
 }
 static inline float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
-/* Index arithmetic is int32, as in Halide: whether a buffer argument's
+/* Index arithmetic is int32, as in Halide: 1 when a buffer argument's
    elements (min, extent, stride per dimension) lie further apart than
-   2^31 - 1, its last coordinate passes it, or an extent is negative. */
+   2^31 - 1 or its last coordinate passes it, 2 when an extent is
+   negative, else 0. */
 static inline int hb_buffer_too_large(int dimensions, const int32_t *dims) {
   int64_t span = 0, elements = 1;
-  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 1;
+  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 2;
   for (int d = 0; d < dimensions; d++) {
     int64_t min = dims[3 * d], extent = dims[3 * d + 1], stride = dims[3 * d + 2];
     if (extent == 0) return 0; /* empty: nothing is addressed */
@@ -90,9 +91,9 @@ static inline int64_t hb_allocation_elements(int64_t element_bytes, int count, c
 }
 
 int vectorizing_raw(uint8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, int32_t A_host_pointer_min1, int32_t A_host_pointer_extent1, int32_t A_host_pointer_stride1, uint8_t *B_host_pointer, int32_t B_host_pointer_min0, int32_t B_host_pointer_extent0, int32_t B_host_pointer_stride0, int32_t B_host_pointer_min1, int32_t B_host_pointer_extent1, int32_t B_host_pointer_stride1, int32_t B_host_pointer_min2, int32_t B_host_pointer_extent2, int32_t B_host_pointer_stride2, int32_t *mm_global_wrapper_0_host_pointer, int32_t mm_global_wrapper_0_host_pointer_min0, int32_t mm_global_wrapper_0_host_pointer_extent0, int32_t mm_global_wrapper_0_host_pointer_stride0, int32_t mm_global_wrapper_0_host_pointer_min1, int32_t mm_global_wrapper_0_host_pointer_extent1, int32_t mm_global_wrapper_0_host_pointer_stride1) {
-  { const int32_t dims[] = {A_host_pointer_min0, A_host_pointer_extent0, A_host_pointer_stride0, A_host_pointer_min1, A_host_pointer_extent1, A_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
-  { const int32_t dims[] = {B_host_pointer_min0, B_host_pointer_extent0, B_host_pointer_stride0, B_host_pointer_min1, B_host_pointer_extent1, B_host_pointer_stride1, B_host_pointer_min2, B_host_pointer_extent2, B_host_pointer_stride2}; if (hb_buffer_too_large(3, dims)) return -200001; }
-  { const int32_t dims[] = {mm_global_wrapper_0_host_pointer_min0, mm_global_wrapper_0_host_pointer_extent0, mm_global_wrapper_0_host_pointer_stride0, mm_global_wrapper_0_host_pointer_min1, mm_global_wrapper_0_host_pointer_extent1, mm_global_wrapper_0_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
+  { const int32_t dims[] = {A_host_pointer_min0, A_host_pointer_extent0, A_host_pointer_stride0, A_host_pointer_min1, A_host_pointer_extent1, A_host_pointer_stride1}; int too_large = hb_buffer_too_large(2, dims); if (too_large) return too_large == 2 ? -200004 : -200001; }
+  { const int32_t dims[] = {B_host_pointer_min0, B_host_pointer_extent0, B_host_pointer_stride0, B_host_pointer_min1, B_host_pointer_extent1, B_host_pointer_stride1, B_host_pointer_min2, B_host_pointer_extent2, B_host_pointer_stride2}; int too_large = hb_buffer_too_large(3, dims); if (too_large) return too_large == 2 ? -200004 : -200001; }
+  { const int32_t dims[] = {mm_global_wrapper_0_host_pointer_min0, mm_global_wrapper_0_host_pointer_extent0, mm_global_wrapper_0_host_pointer_stride0, mm_global_wrapper_0_host_pointer_min1, mm_global_wrapper_0_host_pointer_extent1, mm_global_wrapper_0_host_pointer_stride1}; int too_large = hb_buffer_too_large(2, dims); if (too_large) return too_large == 2 ? -200004 : -200001; }
   /* AMX palette 1: rows and bytes per row of each tile register. */
   unsigned char hb_tile_config[64] = {0};
   hb_tile_config[0] = 1;
@@ -104,7 +105,7 @@ int vectorizing_raw(uint8_t *A_host_pointer, int32_t A_host_pointer_min0, int32_
   hb_tile_config[26] = 64; hb_tile_config[27] = 0; hb_tile_config[53] = 16;
   hb_tile_config[28] = 64; hb_tile_config[29] = 0; hb_tile_config[54] = 16;
   hb_tile_config[30] = 64; hb_tile_config[31] = 0; hb_tile_config[55] = 16;
-  if (hb_amx_enable() != 0) return -100000;
+  if (hb_amx_enable() != 0) return -200003; /* no AMX tiles granted */
   _tile_loadconfig(hb_tile_config);
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)mm_global_wrapper$0.buffer) != (uint64)0, halide_error_buffer_argument_is_null("mm_global_wrap... */
   if (!((((uint64_t)(uintptr_t)(((void *)mm_global_wrapper_0_host_pointer))) != UINT64_C(0)))) { _tile_release(); return -1; }
@@ -436,6 +437,8 @@ int vectorizing(struct halide_buffer_t *b_A, struct halide_buffer_t *b_B, struct
   if (status == -200000) return -11; /* out_of_memory */
   if (status == -200001) return -6; /* buffer_extents_too_large */
   if (status == -200002) return -5; /* buffer_allocation_too_large */
+  if (status == -200003) return -1; /* amx_unavailable */
+  if (status == -200004) return -28; /* buffer_extents_negative */
   if (status != 0) return status;
   b_mm_global_wrapper_0->flags = (b_mm_global_wrapper_0->flags | 1u) & ~(uint64_t)2u; /* host dirty */
   return 0;

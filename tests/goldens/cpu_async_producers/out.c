@@ -59,12 +59,13 @@ static inline uint16_t hb_f32_to_f16(float f) {
   return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
 }
 static inline float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
-/* Index arithmetic is int32, as in Halide: whether a buffer argument's
+/* Index arithmetic is int32, as in Halide: 1 when a buffer argument's
    elements (min, extent, stride per dimension) lie further apart than
-   2^31 - 1, its last coordinate passes it, or an extent is negative. */
+   2^31 - 1 or its last coordinate passes it, 2 when an extent is
+   negative, else 0. */
 static inline int hb_buffer_too_large(int dimensions, const int32_t *dims) {
   int64_t span = 0, elements = 1;
-  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 1;
+  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 2;
   for (int d = 0; d < dimensions; d++) {
     int64_t min = dims[3 * d], extent = dims[3 * d + 1], stride = dims[3 * d + 2];
     if (extent == 0) return 0; /* empty: nothing is addressed */
@@ -89,8 +90,8 @@ static inline int64_t hb_allocation_elements(int64_t element_bytes, int count, c
 }
 
 int vectorizing_raw(float *A_host_pointer, int32_t A_host_pointer_min0, int32_t A_host_pointer_extent0, int32_t A_host_pointer_stride0, float *c_host_pointer, int32_t c_host_pointer_min0, int32_t c_host_pointer_extent0, int32_t c_host_pointer_stride0) {
-  { const int32_t dims[] = {A_host_pointer_min0, A_host_pointer_extent0, A_host_pointer_stride0}; if (hb_buffer_too_large(1, dims)) return -200001; }
-  { const int32_t dims[] = {c_host_pointer_min0, c_host_pointer_extent0, c_host_pointer_stride0}; if (hb_buffer_too_large(1, dims)) return -200001; }
+  { const int32_t dims[] = {A_host_pointer_min0, A_host_pointer_extent0, A_host_pointer_stride0}; int too_large = hb_buffer_too_large(1, dims); if (too_large) return too_large == 2 ? -200004 : -200001; }
+  { const int32_t dims[] = {c_host_pointer_min0, c_host_pointer_extent0, c_host_pointer_stride0}; int too_large = hb_buffer_too_large(1, dims); if (too_large) return too_large == 2 ? -200004 : -200001; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)c.buffer) != (uint64)0, halide_error_buffer_argument_is_null("c")) */
   if (!((((uint64_t)(uintptr_t)(((void *)c_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)A.buffer) != (uint64)0, halide_error_buffer_argument_is_null("A")) */
@@ -291,6 +292,8 @@ int vectorizing(struct halide_buffer_t *b_A, struct halide_buffer_t *b_c) {
   if (status == -200000) return -11; /* out_of_memory */
   if (status == -200001) return -6; /* buffer_extents_too_large */
   if (status == -200002) return -5; /* buffer_allocation_too_large */
+  if (status == -200003) return -1; /* amx_unavailable */
+  if (status == -200004) return -28; /* buffer_extents_negative */
   if (status != 0) return status;
   b_c->flags = (b_c->flags | 1u) & ~(uint64_t)2u; /* host dirty */
   return 0;

@@ -64,12 +64,13 @@ static inline __host__ __device__ uint16_t hb_f32_to_f16(float f) {
   return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
 }
 static inline __host__ __device__ float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
-/* Index arithmetic is int32, as in Halide: whether a buffer argument's
+/* Index arithmetic is int32, as in Halide: 1 when a buffer argument's
    elements (min, extent, stride per dimension) lie further apart than
-   2^31 - 1, its last coordinate passes it, or an extent is negative. */
+   2^31 - 1 or its last coordinate passes it, 2 when an extent is
+   negative, else 0. */
 static inline __host__ __device__ int hb_buffer_too_large(int dimensions, const int32_t *dims) {
   int64_t span = 0, elements = 1;
-  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 1;
+  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 2;
   for (int d = 0; d < dimensions; d++) {
     int64_t min = dims[3 * d], extent = dims[3 * d + 1], stride = dims[3 * d + 2];
     if (extent == 0) return 0; /* empty: nothing is addressed */
@@ -131,9 +132,9 @@ static __global__ void vectorizing_k0(uint16_t *__restrict__ D, uint16_t *__rest
 
 
 extern "C" int vectorizing_raw(uint16_t *D_host_pointer, int32_t D_host_pointer_min0, int32_t D_host_pointer_extent0, int32_t D_host_pointer_stride0, int32_t D_host_pointer_min1, int32_t D_host_pointer_extent1, int32_t D_host_pointer_stride1, uint16_t *I_host_pointer, int32_t I_host_pointer_min0, int32_t I_host_pointer_extent0, int32_t I_host_pointer_stride0, int32_t I_host_pointer_min1, int32_t I_host_pointer_extent1, int32_t I_host_pointer_stride1, float *dct_global_wrapper_0_host_pointer, int32_t dct_global_wrapper_0_host_pointer_min0, int32_t dct_global_wrapper_0_host_pointer_extent0, int32_t dct_global_wrapper_0_host_pointer_stride0, int32_t dct_global_wrapper_0_host_pointer_min1, int32_t dct_global_wrapper_0_host_pointer_extent1, int32_t dct_global_wrapper_0_host_pointer_stride1, int32_t dct_global_wrapper_0_host_pointer_min2, int32_t dct_global_wrapper_0_host_pointer_extent2, int32_t dct_global_wrapper_0_host_pointer_stride2, int32_t dct_global_wrapper_0_host_pointer_min3, int32_t dct_global_wrapper_0_host_pointer_extent3, int32_t dct_global_wrapper_0_host_pointer_stride3, cudaStream_t hb_stream) {
-  { const int32_t dims[] = {D_host_pointer_min0, D_host_pointer_extent0, D_host_pointer_stride0, D_host_pointer_min1, D_host_pointer_extent1, D_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
-  { const int32_t dims[] = {I_host_pointer_min0, I_host_pointer_extent0, I_host_pointer_stride0, I_host_pointer_min1, I_host_pointer_extent1, I_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
-  { const int32_t dims[] = {dct_global_wrapper_0_host_pointer_min0, dct_global_wrapper_0_host_pointer_extent0, dct_global_wrapper_0_host_pointer_stride0, dct_global_wrapper_0_host_pointer_min1, dct_global_wrapper_0_host_pointer_extent1, dct_global_wrapper_0_host_pointer_stride1, dct_global_wrapper_0_host_pointer_min2, dct_global_wrapper_0_host_pointer_extent2, dct_global_wrapper_0_host_pointer_stride2, dct_global_wrapper_0_host_pointer_min3, dct_global_wrapper_0_host_pointer_extent3, dct_global_wrapper_0_host_pointer_stride3}; if (hb_buffer_too_large(4, dims)) return -200001; }
+  { const int32_t dims[] = {D_host_pointer_min0, D_host_pointer_extent0, D_host_pointer_stride0, D_host_pointer_min1, D_host_pointer_extent1, D_host_pointer_stride1}; int too_large = hb_buffer_too_large(2, dims); if (too_large) return too_large == 2 ? -200004 : -200001; }
+  { const int32_t dims[] = {I_host_pointer_min0, I_host_pointer_extent0, I_host_pointer_stride0, I_host_pointer_min1, I_host_pointer_extent1, I_host_pointer_stride1}; int too_large = hb_buffer_too_large(2, dims); if (too_large) return too_large == 2 ? -200004 : -200001; }
+  { const int32_t dims[] = {dct_global_wrapper_0_host_pointer_min0, dct_global_wrapper_0_host_pointer_extent0, dct_global_wrapper_0_host_pointer_stride0, dct_global_wrapper_0_host_pointer_min1, dct_global_wrapper_0_host_pointer_extent1, dct_global_wrapper_0_host_pointer_stride1, dct_global_wrapper_0_host_pointer_min2, dct_global_wrapper_0_host_pointer_extent2, dct_global_wrapper_0_host_pointer_stride2, dct_global_wrapper_0_host_pointer_min3, dct_global_wrapper_0_host_pointer_extent3, dct_global_wrapper_0_host_pointer_stride3}; int too_large = hb_buffer_too_large(4, dims); if (too_large) return too_large == 2 ? -200004 : -200001; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)dct_global_wrapper$0.buffer) != (uint64)0, halide_error_buffer_argument_is_null("dct_global_wr... */
   if (!((((uint64_t)(uintptr_t)(((void *)dct_global_wrapper_0_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)I.buffer) != (uint64)0, halide_error_buffer_argument_is_null("I")) */
@@ -421,6 +422,8 @@ extern "C" int vectorizing(struct halide_buffer_t *b_D, struct halide_buffer_t *
   if (status == -200000) return -11; /* out_of_memory */
   if (status == -200001) return -6; /* buffer_extents_too_large */
   if (status == -200002) return -5; /* buffer_allocation_too_large */
+  if (status == -200003) return -1; /* amx_unavailable */
+  if (status == -200004) return -28; /* buffer_extents_negative */
   if (status != 0) return status;
   b_dct_global_wrapper_0->flags = (b_dct_global_wrapper_0->flags | 2u) & ~(uint64_t)1u; /* device dirty */
   return 0;

@@ -64,12 +64,13 @@ static inline __host__ __device__ uint16_t hb_f32_to_f16(float f) {
   return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
 }
 static inline __host__ __device__ float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
-/* Index arithmetic is int32, as in Halide: whether a buffer argument's
+/* Index arithmetic is int32, as in Halide: 1 when a buffer argument's
    elements (min, extent, stride per dimension) lie further apart than
-   2^31 - 1, its last coordinate passes it, or an extent is negative. */
+   2^31 - 1 or its last coordinate passes it, 2 when an extent is
+   negative, else 0. */
 static inline __host__ __device__ int hb_buffer_too_large(int dimensions, const int32_t *dims) {
   int64_t span = 0, elements = 1;
-  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 1;
+  for (int d = 0; d < dimensions; d++) if (dims[3 * d + 1] < 0) return 2;
   for (int d = 0; d < dimensions; d++) {
     int64_t min = dims[3 * d], extent = dims[3 * d + 1], stride = dims[3 * d + 2];
     if (extent == 0) return 0; /* empty: nothing is addressed */
@@ -253,9 +254,9 @@ static __global__ void vectorizing_k0(uint16_t *__restrict__ I, uint16_t *__rest
 
 
 extern "C" int vectorizing_raw(uint16_t *I_host_pointer, int32_t I_host_pointer_min0, int32_t I_host_pointer_extent0, int32_t I_host_pointer_stride0, int32_t I_host_pointer_min1, int32_t I_host_pointer_extent1, int32_t I_host_pointer_stride1, uint16_t *K_host_pointer, int32_t K_host_pointer_min0, int32_t K_host_pointer_extent0, int32_t K_host_pointer_stride0, int32_t K_host_pointer_min1, int32_t K_host_pointer_extent1, int32_t K_host_pointer_stride1, float *output_host_pointer, int32_t output_host_pointer_min0, int32_t output_host_pointer_extent0, int32_t output_host_pointer_stride0, int32_t output_host_pointer_min1, int32_t output_host_pointer_extent1, int32_t output_host_pointer_stride1, cudaStream_t hb_stream) {
-  { const int32_t dims[] = {I_host_pointer_min0, I_host_pointer_extent0, I_host_pointer_stride0, I_host_pointer_min1, I_host_pointer_extent1, I_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
-  { const int32_t dims[] = {K_host_pointer_min0, K_host_pointer_extent0, K_host_pointer_stride0, K_host_pointer_min1, K_host_pointer_extent1, K_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
-  { const int32_t dims[] = {output_host_pointer_min0, output_host_pointer_extent0, output_host_pointer_stride0, output_host_pointer_min1, output_host_pointer_extent1, output_host_pointer_stride1}; if (hb_buffer_too_large(2, dims)) return -200001; }
+  { const int32_t dims[] = {I_host_pointer_min0, I_host_pointer_extent0, I_host_pointer_stride0, I_host_pointer_min1, I_host_pointer_extent1, I_host_pointer_stride1}; int too_large = hb_buffer_too_large(2, dims); if (too_large) return too_large == 2 ? -200004 : -200001; }
+  { const int32_t dims[] = {K_host_pointer_min0, K_host_pointer_extent0, K_host_pointer_stride0, K_host_pointer_min1, K_host_pointer_extent1, K_host_pointer_stride1}; int too_large = hb_buffer_too_large(2, dims); if (too_large) return too_large == 2 ? -200004 : -200001; }
+  { const int32_t dims[] = {output_host_pointer_min0, output_host_pointer_extent0, output_host_pointer_stride0, output_host_pointer_min1, output_host_pointer_extent1, output_host_pointer_stride1}; int too_large = hb_buffer_too_large(2, dims); if (too_large) return too_large == 2 ? -200004 : -200001; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)output.buffer) != (uint64)0, halide_error_buffer_argument_is_null("output")) */
   if (!((((uint64_t)(uintptr_t)(((void *)output_host_pointer))) != UINT64_C(0)))) { return -1; }
   /* assert(reinterpret<uint64>((struct halide_buffer_t *)K.buffer) != (uint64)0, halide_error_buffer_argument_is_null("K")) */
@@ -503,6 +504,8 @@ extern "C" int vectorizing(struct halide_buffer_t *b_I, struct halide_buffer_t *
   if (status == -200000) return -11; /* out_of_memory */
   if (status == -200001) return -6; /* buffer_extents_too_large */
   if (status == -200002) return -5; /* buffer_allocation_too_large */
+  if (status == -200003) return -1; /* amx_unavailable */
+  if (status == -200004) return -28; /* buffer_extents_negative */
   if (status != 0) return status;
   b_output->flags = (b_output->flags | 2u) & ~(uint64_t)1u; /* device dirty */
   return 0;
