@@ -2,9 +2,12 @@
 """Fuzzing (issue 18): 10,000 inputs through parse, compile and compile
 --verify, outcomes by exit status.
 
-Inputs are drawn three ways (tests/fuzzing.py): strings of the IR grammar
-(hypothesis), byte mutations of real Halide dumps, and semantic mutations
-(numbers, types, lane counts). The goal: no exit 70, no signal, no timeout.
+Inputs are drawn four ways (tests/fuzzing.py): strings of the IR grammar
+(hypothesis), byte mutations of real Halide dumps, semantic mutations
+(numbers, types, lane counts), and (a quarter of them) structural
+mutations: truncations, statement swaps and moves, renames, types changed
+everywhere, zero and huge extents (strategy "structural-KIND"). The goal:
+no exit 70, no signal, no timeout.
 Every input that ends in one is written to bench/results/fuzz/ with what
 hardboiled said, to be turned into a regression test.
 

@@ -1,4 +1,4 @@
-"""Fuzzing hardboiled (issue 18): inputs drawn three ways, run through
+"""Fuzzing hardboiled (issue 18): inputs drawn four ways, run through
 ``parse``, ``compile`` and ``compile --verify`` in a worker process, and
 their outcomes counted by exit status.
 
@@ -9,7 +9,12 @@ The inputs, all reproducible from a seed:
 * **bytes**: real Halide dumps (tests/fixtures) with bytes flipped, ranges
   deleted or repeated, and Halide tokens spliced in;
 * **semantic**: real dumps with well-formed changes: numbers replaced by
-  extreme ones, element types swapped, lane counts changed.
+  extreme ones, element types swapped, lane counts changed;
+* **structural** (a quarter of the inputs): real dumps cut short at a line
+  (or mid-line), with two statements swapped or one moved into another
+  block, a name renamed everywhere or at one place, a scalar type replaced
+  everywhere (lanes kept), or an allocation's, a loop's or an assert's
+  number made 0, 1, -1 or huge; named "structural-KIND".
 
 The goal is that no input ends in exit 70 (an internal error), a signal or
 a timeout: every bad input is a diagnostic with a documented exit status.
@@ -141,24 +146,214 @@ def _draw_grammar_strings(seed: int, count: int) -> list[bytes]:
     return drawn[:count]
 
 
+# Structural mutations: real dumps cut short, with statements swapped or
+# moved, names renamed, scalar types changed everywhere, and extents made
+# zero or huge. They work on lines and names, not on bytes, so the text
+# stays close to what Halide prints and reaches past the parser.
+STRUCTURAL_KINDS = ("truncate", "swap", "rename", "type", "extent")
+_IDENTIFIER = re.compile(r"(?<![\w.$])[A-Za-z_][\w.$]*")
+_DEFINED = re.compile(r"\b(?:let|allocate|produce|consume)\s+([A-Za-z_][\w.$]*)|\bfor \(([A-Za-z_][\w.$]*),"
+                      r"|(?<![\w.$])([A-Za-z_][\w.$]*)\[")
+_SCALAR_TYPE = re.compile(r"(?<![\w.$])(u?int|b?float)(1|8|16|32|64)(?=x\d+(?![\w.$])|(?![\w.$]))")
+_SCALAR_TYPES = ("int8", "int16", "int32", "int64", "uint1", "uint8", "uint16", "uint32", "uint64", "float16",
+                 "bfloat16", "float32", "float64")
+_ALLOCATE = re.compile(r"\ballocate [^\[\n]*\[[^\]\n]*\]")
+_FOR = re.compile(r"\bfor \(")
+_LITERAL = re.compile(r"(?<![\w.$])-?\d+(?![\w.])")
+_EXTENT_VALUES = ("0", "1", "-1", "2147483647", "-2147483648", "65536")
+_NEW_NAMES = ("t", "x", "f.s0.x.xo", "a$1.b.c", "let", "for", "float32", "ramp", "in", "n" * 300)
+
+
+def structural_mutations(rng: random.Random, sources: list[bytes], count: int) -> Iterator[tuple[str, bytes]]:
+    """(kinds, data): a dump with one mutation of STRUCTURAL_KINDS applied
+    (a quarter of the time two), the kinds joined by "+"."""
+    for _ in range(count):
+        text = rng.choice(sources).decode("utf-8", "surrogateescape")
+        kinds: list[str] = []
+        for _ in range(2 if rng.random() < 0.25 else 1):
+            for kind in rng.sample(STRUCTURAL_KINDS, len(STRUCTURAL_KINDS)):
+                mutated = _STRUCTURAL[kind](rng, text)
+                if mutated is not None and mutated != text:
+                    text = mutated
+                    kinds.append(kind)
+                    break
+        yield "+".join(kinds), text.encode("utf-8", "surrogateescape")
+
+
+def _truncate(rng: random.Random, text: str) -> str | None:
+    lines = text.splitlines(keepends=True)
+    if not lines:
+        return None
+    cut = rng.randrange(len(lines))
+    kept = "".join(lines[:cut])
+    if rng.random() < 0.3:  # mid-line
+        kept += lines[cut][:rng.randrange(len(lines[cut]))]
+    return kept
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _swap(rng: random.Random, text: str) -> str | None:
+    """Two lines of the same indentation swapped (statements mostly, block
+    headers sometimes), or a statement moved into another block."""
+    lines = text.splitlines()
+    statements = [i for i, line in enumerate(lines) if line.strip() and not line.strip().startswith("}")
+                  and (not line.rstrip().endswith("{") or rng.random() < 0.2)]
+    if len(statements) < 2:
+        return None
+    i = rng.choice(statements)
+    if rng.random() < 0.6:
+        same = [j for j in statements if j != i and _indent(lines[j]) == _indent(lines[i])]
+        if not same:
+            return None
+        j = rng.choice(same)
+        lines[i], lines[j] = lines[j], lines[i]
+    else:
+        line = lines.pop(i).strip()
+        j = rng.randrange(len(lines) + 1)
+        before = lines[j - 1] if j > 0 else ""
+        depth = _indent(before) + (1 if before.rstrip().endswith("{") else 0)
+        lines.insert(j, " " * depth + line)
+    return "\n".join(lines) + "\n"
+
+
+def _rename(rng: random.Random, text: str) -> str | None:
+    """One name (a buffer, a loop variable, a let) renamed everywhere, with
+    the names it prefixes (``A`` and ``A.min.0``) or alone, or at one
+    occurrence only."""
+    defined = sorted({next(g for g in m.groups() if g) for m in _DEFINED.finditer(text)})
+    if rng.random() < 0.2:
+        defined = sorted({m.group(0) for m in _IDENTIFIER.finditer(text)})
+    if not defined:
+        return None
+    name = rng.choice(defined)
+    choice = rng.randrange(3)
+    if choice == 0:
+        new = f"{name}_renamed"
+    elif choice == 1:
+        new = rng.choice(defined)  # a clash with another name
+    else:
+        new = rng.choice(_NEW_NAMES)
+    family = rng.random() < 0.4
+    pattern = re.compile(r"(?<![\w.$])" + re.escape(name) + (r"(?=\.[\w$]|(?![\w.$]))" if family else r"(?![\w.$])"))
+    if rng.random() < 0.7:
+        return pattern.sub(lambda _: new, text)
+    occurrences = list(pattern.finditer(text))
+    if not occurrences:
+        return None
+    m = rng.choice(occurrences)
+    return text[:m.start()] + new + text[m.end():]
+
+
+def _retype(rng: random.Random, text: str) -> str | None:
+    """One scalar type replaced everywhere, lane counts kept
+    (``float32x256`` to ``float16x256``)."""
+    present = sorted({m.group(1) + m.group(2) for m in _SCALAR_TYPE.finditer(text)})
+    if not present:
+        return None
+    old = rng.choice(present)
+    new = rng.choice([t for t in _SCALAR_TYPES if t != old])
+    return _SCALAR_TYPE.sub(lambda m: new if m.group(1) + m.group(2) == old else m.group(0), text)
+
+
+def _extent_value(rng: random.Random) -> str:
+    if rng.random() < 0.7:
+        return rng.choice(_EXTENT_VALUES)
+    return str(rng.choice([1, -1]) * rng.randint(2 ** 16, 2 ** rng.choice([31, 32, 40, 63, 64, 100])))
+
+
+def _extent(rng: random.Random, text: str) -> str | None:
+    """A number in an allocation's extents, a loop's min or extent, or an
+    integer literal in an assert made 0, 1, -1, huge or negative."""
+    spans: list[tuple[int, int]] = []
+    place = rng.randrange(3)
+    if place == 0:
+        for m in _ALLOCATE.finditer(text):
+            inside = m.group(0)
+            star = inside.find("*")
+            if star >= 0:
+                spans += [(m.start() + n.start(), m.start() + n.end()) for n in _LITERAL.finditer(inside, star)]
+    elif place == 1:
+        for m in _FOR.finditer(text):
+            arguments = _top_level_arguments(text, m.end())
+            if len(arguments) == 3:
+                spans.append(arguments[2] if rng.random() < 0.75 else arguments[1])
+    else:
+        for line in re.finditer(r"(?m)^\s*assert\(.*$", text):
+            spans += [(line.start() + n.start(), line.start() + n.end()) for n in _LITERAL.finditer(line.group(0))]
+    if not spans:
+        return None
+    start, end = rng.choice(spans)
+    return text[:start] + _extent_value(rng) + text[end:]
+
+
+def _top_level_arguments(text: str, start: int) -> list[tuple[int, int]]:
+    """The spans of the comma-separated arguments from ``start`` to the
+    parenthesis that closes them (on the same line), spaces left out."""
+    spans: list[tuple[int, int]] = []
+    depth, begin = 0, start
+    for i in range(start, len(text)):
+        c = text[i]
+        if c == "\n":
+            return []
+        if c in "([":
+            depth += 1
+        elif c in ")]" and depth:
+            depth -= 1
+        elif c in ",)" and not depth:
+            piece = text[begin:i]
+            spans.append((begin + len(piece) - len(piece.lstrip()), i))
+            if c == ")":
+                return spans
+            begin = i + 1
+    return []
+
+
+_STRUCTURAL = {"truncate": _truncate, "swap": _swap, "rename": _rename, "type": _retype, "extent": _extent}
+
+
 @dataclass(frozen=True)
 class FuzzInput:
     strategy: str
+    """"grammar", "bytes", "semantic", or "structural-KIND" (KIND one of
+    STRUCTURAL_KINDS, or two joined by "+")."""
     target: str
     data: bytes
 
 
+STRUCTURAL_SHARE = 4
+"""One input in 4 is a structural mutation; the rest are shared by the
+other three strategies."""
+
+
 def inputs(seed: int, count: int) -> list[FuzzInput]:
-    """``count`` inputs: a third from each strategy, each run through one
-    target in turn (parse, compile, verify)."""
+    """``count`` inputs: a quarter structural mutations, the rest a third
+    from each of the other strategies, each run through one target in turn
+    (parse, compile, verify).
+
+    The other strategies' inputs are those that the seed drew before the
+    structural ones came in (a third each of ``count``): each keeps the
+    first of its draws, with the same targets, and the structural ones come
+    from a random.Random of their own."""
     rng = random.Random(seed)
     sources = corpus()
     third = count // 3
     drawn = [("grammar", d) for d in grammar_strings(seed, third)]
     drawn += [("bytes", d) for d in byte_mutations(rng, sources, third)]
     drawn += [("semantic", d) for d in semantic_mutations(rng, sources, count - len(drawn))]
-    drawn = drawn[:count]
-    return [FuzzInput(strategy, TARGETS[i % len(TARGETS)], data) for i, (strategy, data) in enumerate(drawn)]
+    earlier = [FuzzInput(strategy, TARGETS[i % len(TARGETS)], data) for i, (strategy, data) in enumerate(drawn)]
+    structural = count // STRUCTURAL_SHARE
+    rest = count - structural
+    shares = {"grammar": rest // 3, "bytes": rest // 3, "semantic": rest - 2 * (rest // 3)}
+    kept: list[FuzzInput] = []
+    for strategy, share in shares.items():
+        kept += [item for item in earlier if item.strategy == strategy][:share]
+    structural_rng = random.Random(f"structural-{seed}")
+    kept += [FuzzInput(f"structural-{kinds}", TARGETS[i % len(TARGETS)], data)
+             for i, (kinds, data) in enumerate(structural_mutations(structural_rng, sources, structural))]
+    return kept[:count]
 
 
 # ------------------------------------------------------------------ running

@@ -10,6 +10,7 @@ import random
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -239,13 +240,17 @@ def test_a_huge_type_code_in_a_buffer_assert_is_not_an_internal_error(tmp_path: 
 @pytest.mark.slow
 def test_a_seeded_fuzz_sample_ends_in_no_internal_error_signal_or_timeout() -> None:
     """500 inputs (tests/fuzzing.py, seed 18): grammar strings (committed
-    in tests/fixtures/fuzz), byte mutations and semantic mutations of real
-    dumps, through parse, compile and compile --verify. bench/fuzz.py runs
-    10,000."""
-    from ..fuzzing import inputs, run
+    in tests/fixtures/fuzz), byte mutations, semantic mutations and (a
+    quarter) structural mutations of real dumps, through parse, compile and
+    compile --verify. bench/fuzz.py runs 10,000."""
+    from ..fuzzing import STRUCTURAL_KINDS, inputs, run
 
     items = inputs(18, 500)
-    assert len(items) == 500 and {i.strategy for i in items} == {"grammar", "bytes", "semantic"}
+    strategies = Counter(i.strategy.split("-")[0] for i in items)
+    assert len(items) == 500 and strategies == {"grammar": 125, "bytes": 125, "semantic": 125, "structural": 125}
+    # Every kind of structural mutation is drawn.
+    assert {kind for i in items if i.strategy.startswith("structural-")
+            for kind in i.strategy.removeprefix("structural-").split("+")} == set(STRUCTURAL_KINDS)
     outcomes = run(items)
     assert sum(outcomes.counts.values()) == 500
     assert outcomes.bad() == 0, [(i.strategy, i.target, outcome, said) for i, outcome, said in outcomes.failures]
@@ -564,16 +569,16 @@ def _closure_kernel(tmp_path: Path) -> tuple[Path, list]:
     return library, kernel_signature(parse_input(source.read_text()).ir)
 
 
-def _tiny_buffers(extent1: int, stride1: int) -> dict:
+def _tiny_buffers(extent1: int, stride1: int, min1: int = 0) -> dict:
     """Buffers A and f that claim (1 x extent1) elements with row stride
-    stride1, over 16 bytes of memory: only a kernel that checks before it
-    reads or allocates survives them."""
+    stride1 from row min1, over 16 bytes of memory: only a kernel that
+    checks before it reads or allocates survives them."""
     import numpy as np
 
     from hardboiled import ir
     from hardboiled.verify.interp import BufferT
 
-    return {name: BufferT(name, ir.Float(32), np.zeros(4, np.float32), (0, 0), (1, extent1), (1, stride1))
+    return {name: BufferT(name, ir.Float(32), np.zeros(4, np.float32), (0, min1), (1, extent1), (1, stride1))
             for name in ("A", "f")}
 
 
@@ -598,6 +603,19 @@ def test_the_entry_points_refuse_a_buffer_past_int32_indexing(tmp_path: Path, en
 
     library, arguments = _closure_kernel(tmp_path)
     assert run_isolated(entry, library, "k", arguments, _tiny_buffers(1 << 29, 8)) == status
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry, status", [("raw", -200001), ("halide_buffer_t", -6)])
+def test_rows_that_end_at_int32_s_last_coordinate_are_refused(tmp_path: Path, entry: str, status: int) -> None:
+    """The ABI fuzz (bench/abi_fuzz.py): min.1 = 2^31 - 19 with 19 rows
+    ends exactly at int32's largest coordinate; Halide's own checks compute
+    min + extent, which overflowed (UBSan) and let a read 2 GiB away through
+    (ASan: SEGV). One past the last coordinate must fit int32 too."""
+    from hardboiled.verify.run import run_isolated
+
+    library, arguments = _closure_kernel(tmp_path)
+    assert run_isolated(entry, library, "k", arguments, _tiny_buffers(19, 1, (1 << 31) - 19)) == status
 
 
 @pytest.mark.slow

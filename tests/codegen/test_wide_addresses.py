@@ -146,3 +146,22 @@ def test_native_amx_code_where_no_tiles_are_granted_returns_a_documented_code(tm
     assert isinstance(original, ir.Stmt)
     statuses = set(calls_on_verification_inputs(original, original, function="k")(library))
     assert statuses == {-1}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="libasan is preloaded the Linux way")
+def test_a_seeded_abi_fuzz_sample_stays_inside_its_buffers() -> None:
+    """bench/abi_fuzz.py on two kernels, 60 random halide_buffer_t calls
+    each under ASan and UBSan: every status documented, nothing outside
+    the buffers. The same run with every buffer 4 bytes short of what it
+    claims must be stopped by the sanitizer, or the harness proves nothing."""
+    from ..conftest import ROOT
+
+    command = [sys.executable, str(ROOT / "bench" / "abi_fuzz.py"), "--calls", "120", "--seed", "5",
+               "--cases", "amx_int8_matmul_vnni_tiled,cpu_strided_interleave"]
+    clean = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert clean.returncode == 0, clean.stdout[-3000:]
+    assert "120 calls over 2 kernels (seed 5)" in clean.stdout and ": 0 failures" in clean.stdout
+    assert " 0: " in clean.stdout.split("statuses:")[1]  # some calls computed
+    short = subprocess.run([*command, "--short-by", "4"], capture_output=True, text=True, timeout=600)
+    assert short.returncode == 1 and "heap-buffer-overflow" in short.stdout

@@ -66,7 +66,7 @@ static inline __host__ __device__ uint16_t hb_f32_to_f16(float f) {
 static inline __host__ __device__ float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
 /* Index arithmetic is int32, as in Halide: 1 when a buffer argument's
    elements (min, extent, stride per dimension) lie further apart than
-   2^31 - 1 or its last coordinate passes it, 2 when an extent is
+   2^31 - 1 or the coordinate one past its last passes it, 2 when an extent is
    negative, else 0. */
 static inline __host__ __device__ int hb_buffer_too_large(int dimensions, const int32_t *dims) {
   int64_t span = 0, elements = 1;
@@ -76,7 +76,8 @@ static inline __host__ __device__ int hb_buffer_too_large(int dimensions, const 
     if (extent == 0) return 0; /* empty: nothing is addressed */
     span += (extent - 1) * (stride < 0 ? -stride : stride);
     elements *= extent;
-    if (span > INT32_MAX || elements > INT32_MAX || min + extent - 1 > INT32_MAX) return 1;
+    /* min + extent, one past the end, is what Halide's own checks compute */
+    if (span > INT32_MAX || elements > INT32_MAX || min + extent > INT32_MAX) return 1;
   }
   return 0;
 }
