@@ -50,7 +50,8 @@ def summary_row(result: FileResult) -> tuple[str, str, str, str]:
     statements = report.get("statements", [])
     # A later step (verification, the C compiler) may have failed after
     # selection succeeded: the line must not read like a success.
-    failed = f"failed (exit {result.exit_code}), nothing written" if result.exit_code else ""
+    written = "only the HTML report written" if "html" in result.outputs else "nothing written"
+    failed = f"failed (exit {result.exit_code}), {written}" if result.exit_code else ""
     if not statements:
         if report.get("already_lowered"):
             return (result.input, f"already tensorized: the input calls {report['already_lowered']} tile or "

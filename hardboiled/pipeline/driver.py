@@ -88,6 +88,7 @@ def _compile(name: str, data: bytes | None, options: CompileOptions, read_error:
         _take_state(compilation, result)
         result.diagnostics.extend(getattr(exc, "diagnostics", [exc.diagnostic]))
         result.exit_code = int(exc.exit_code)
+        _failure_report(compilation, options.output.emit, result)
         return result
     except Exception as exc:  # an internal error (or the machine's fault), reported without a traceback
         from hardboiled.support.environment import environment_fault
@@ -119,6 +120,17 @@ def _take_state(c: Compilation, result: FileResult) -> None:
     result.report = c.report
     result.messages = c.messages
     result.instrumentation = c.instrumentation
+
+
+def _failure_report(c: Compilation, emit: tuple[str, ...], result: FileResult) -> None:
+    """A failed input writes nothing but its HTML report, when asked for:
+    the page that explains a miss is most wanted when there is one."""
+    if "html" not in emit or c.program is None or not c.report:
+        return
+    from hardboiled.pipeline.html_report import render_html
+
+    stores = [store for selection in c.selections for store in selection.reports]
+    result.outputs["html"] = render_html(c.report, c.text, stores, c.original or c.program)
 
 
 def _collect_outputs(c: Compilation, emit: tuple[str, ...], result: FileResult) -> None:

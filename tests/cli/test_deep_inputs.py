@@ -67,7 +67,7 @@ def test_the_api_compiles_deep_ir_from_several_threads_and_restores_the_recursio
                 except BaseException as exc:
                     errors.append(repr(exc))
 
-        threads = [threading.Thread(target=work) for _ in range(6)]
+        threads = [threading.Thread(target=work) for _ in range(8)]
         for t in threads:
             t.start()
         for t in threads:

@@ -283,6 +283,21 @@ def test_the_html_report_explains_a_statement_left_as_it_was(tmp_path: Path) -> 
     assert "<h3>Why not lowered</h3>" in html and "float16" in html and "left as it was" in html
 
 
+def test_a_failed_input_still_writes_its_html_report(tmp_path: Path) -> None:
+    """Issue 33, item 13: the page that explains a miss was written only
+    under --allow-fallback, when the input did not fail; a failed input
+    now writes it, and nothing else."""
+    missed = tmp_path / "missed.stmt"
+    missed.write_text(WMMA.read_text().replace("allocate prod[float32 * 16 * 16] in Register",
+                                               "allocate prod[float32 * 16 * 16] in AMXTile"))
+    out = tmp_path / "out"
+    result = run_cli("compile", str(missed), "--emit", "ir,html", "-o", str(out), "--no-cache")
+    assert result.returncode == 1, result.stderr.decode()
+    assert sorted(p.name for p in out.iterdir()) == ["missed.html"]
+    assert "<h3>Why not lowered</h3>" in (out / "missed.html").read_text()
+    assert "failed (exit 1), only the HTML report written" in result.stderr.decode()
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")),
                     reason="no Chromium on this machine (apt-get install chromium): the page is not rendered")
