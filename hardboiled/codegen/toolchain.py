@@ -21,6 +21,7 @@ import os
 import shlex
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -184,11 +185,23 @@ def find_nvcc() -> list[str]:
     return [path, *words[1:]]
 
 
+CICC_FALLBACK = ("-Xcicc", "-O1")
+"""nvcc's device front end (cicc, CUDA 13.0) crashes with a segmentation
+fault at its default -O3 on some large generated kernels (a Tensor Core
+kernel of 300 loops, seed 8128's wmma-s8128-0010) and compiles them at
+-O1; ptxas still optimizes the PTX."""
+
+
+def _crashed(proc: subprocess.CompletedProcess[str]) -> bool:
+    return proc.returncode < 0 or proc.returncode in (134, 139) or "Segmentation fault" in proc.stderr
+
+
 def compile_cuda(source: str, output: Path, *, kind: str = "ptx", sm: int = DEFAULT_SM,
-                 extra: tuple[str, ...] = ()) -> Path:
+                 extra: tuple[str, ...] = (), warn: Callable[[str], None] | None = None) -> Path:
     """Compile CUDA ``source`` with nvcc to PTX, a cubin, an object file or
     a shared library at ``output`` (``kind``), written only once nvcc
-    succeeded."""
+    succeeded. When nvcc itself crashes, it is run once more with its
+    device front end at -O1 (``CICC_FALLBACK``), and ``warn`` is told."""
     if kind not in CUDA_OUTPUT_KINDS:
         raise HardboiledError(Diagnostic("error", f"unknown CUDA output kind {kind!r}",
                                          notes=(f"choose one of: {', '.join(CUDA_OUTPUT_KINDS)}",)))
@@ -197,8 +210,14 @@ def compile_cuda(source: str, output: Path, *, kind: str = "ptx", sm: int = DEFA
         src = tmp / "kernel.cu"
         src.write_text(source)
         temporary_output = tmp / f"kernel.{kind}"
-        proc = _run_compiler("nvcc", [*nvcc, f"-arch=sm_{sm}", *CUDA_OUTPUT_KINDS[kind], "-std=c++17", *extra,
-                                      str(src), "-o", str(temporary_output)])
+        command = [*nvcc, f"-arch=sm_{sm}", *CUDA_OUTPUT_KINDS[kind], "-std=c++17", *extra]
+        proc = _run_compiler("nvcc", [*command, str(src), "-o", str(temporary_output)])
+        if proc.returncode != 0 and _crashed(proc):
+            retried = _run_compiler("nvcc", [*command, *CICC_FALLBACK, str(src), "-o", str(temporary_output)])
+            if retried.returncode == 0 and warn is not None:
+                warn(f"nvcc crashed on the generated CUDA ({proc.stderr.strip()[-80:] or proc.returncode}); "
+                     f"it compiled with {' '.join(CICC_FALLBACK)} (its device front end at -O1)")
+            proc = retried if retried.returncode == 0 else proc
         if proc.returncode != 0:
             raise _compiler_failure("nvcc", "CUDA", proc)
         _require_output("nvcc", temporary_output)

@@ -351,7 +351,8 @@ def _build_cuda(c: Compilation, o: Any) -> None:
     suffix = Path(build.path).suffix
     kind = CUDA_BUILD_SUFFIXES.get(suffix) or ("so" if suffix == ".so" else "o")
     compile_cuda(c.cuda_source, Path(build.path), kind=kind, sm=build.cuda_arch,
-                 extra=GENERATED_CUDA_FLAGS + build.include_flags)
+                 extra=GENERATED_CUDA_FLAGS + build.include_flags,
+                 warn=lambda message: c.diagnostics.append(Diagnostic("warning", message)))
     c.messages.append(f"built {build.path} with nvcc (sm_{build.cuda_arch}, {kind})")
 
 

@@ -121,6 +121,30 @@ def test_a_syntax_error_carries_nvccs_message_and_writes_nothing(tmp_path: Path)
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
+@needs_nvcc
+def test_an_nvcc_that_crashes_is_retried_with_its_front_end_at_o1(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """nvcc 13.0's cicc segfaulted at -O3 on a generated kernel of 300 loops
+    (random sweep seed 8128, wmma-s8128-0010) and compiles it at -O1: the
+    build retries once so, and says so in a warning. Here an nvcc that
+    crashes unless given -Xcicc stands in for it."""
+    fake = tmp_path / "nvcc"
+    fake.write_text(f"#!/bin/sh\ncase \"$*\" in *-Xcicc*) exec {shutil.which('nvcc')} \"$@\";; esac\n"
+                    "echo 'Segmentation fault' >&2\nexit 139\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("NVCC", str(fake))
+    said: list[str] = []
+    out = compile_cuda("__global__ void kernel(float *x) { x[0] = 1.0f; }\n", tmp_path / "k.ptx", warn=said.append)
+    assert ".entry" in out.read_text()
+    assert said == ["nvcc crashed on the generated CUDA (Segmentation fault); it compiled with -Xcicc -O1 "
+                    "(its device front end at -O1)"]
+    fake.write_text("#!/bin/sh\necho 'Segmentation fault' >&2\nexit 139\n")
+    with pytest.raises(ToolchainError) as caught:
+        compile_cuda("", tmp_path / "k2.ptx", warn=said.append)
+    assert "exit status 139" in caught.value.diagnostic.message and len(said) == 1
+
+
 def test_missing_nvcc_is_a_toolchain_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NVCC", str(tmp_path / "no-such-nvcc"))
     with pytest.raises(ToolchainError) as caught:
