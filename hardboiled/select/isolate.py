@@ -69,7 +69,7 @@ def isolate_products(stmt: ir.Stmt, positions: set[int], memory: dict[str, str],
         store = zero_points_outside(negation_outside(factors_outside(store)))
         product = _isolable_product(store)
         alloc = allocations[store.name]
-        extents = _product_extents(alloc, product.type.lanes) if product is not None else None
+        extents = _product_extents(store.index, alloc, product.type.lanes) if product is not None else None
         if product is None or extents is None:
             continue
         accelerator = accelerators[store.name]
@@ -260,14 +260,28 @@ def _isolable_product(store: ir.Store) -> ir.VectorReduce | None:
     return product
 
 
-def _product_extents(alloc: ir.Allocate, lanes: int) -> tuple[ir.Expr, ...] | None:
-    """The product buffer's extents: rows as wide as the accumulator's."""
-    if not alloc.extents or not isinstance(alloc.extents[0], ir.IntImm):
-        return None
-    width = alloc.extents[0].value
-    if lanes % width:
+def _product_extents(index: ir.Expr, alloc: ir.Allocate, lanes: int) -> tuple[ir.Expr, ...] | None:
+    """The product buffer's extents: rows as wide as the rows the update
+    writes, ``ramp(ramp(base, 1, W), xW(stride), R)`` (a partial tile of a
+    wider accumulator, where a guard left the update scalar: 32 of 48
+    columns), else as wide as the accumulator. The product's lanes are in
+    the update's order, so either way its element i is the update's."""
+    width = _row_run(index)
+    if width is None:
+        if not alloc.extents or not isinstance(alloc.extents[0], ir.IntImm):
+            return None
+        width = alloc.extents[0].value
+    if width <= 0 or lanes % width:
         return None
     return (ir.IntImm(width), ir.IntImm(lanes // width))
+
+
+def _row_run(index: ir.Expr) -> int | None:
+    """W for an index of rows of W adjacent elements, ramp(ramp(b, 1, W), s, R)."""
+    if isinstance(index, ir.Ramp) and isinstance(index.base, ir.Ramp) \
+            and isinstance(index.base.stride, ir.IntImm) and index.base.stride.value == 1:
+        return index.base.lanes
+    return None
 
 
 def demote(stmt: ir.Stmt, demoted: dict[str, str]) -> ir.Stmt:

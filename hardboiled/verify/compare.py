@@ -348,7 +348,12 @@ def _run_with_sizes(original: ir.Stmt, params: dict[str, float], seed: int,
             return OriginalRun(buffers, outputs, expected, scalars, bounds, bounded=True)
         except ProgramAssertFailed as exc:
             if not defaulted:
-                raise
+                raise ProgramAssertFailed(dataclasses.replace(
+                    exc.diagnostic, message="the original program fails its own checks on the sizes the dump "
+                    f"fixes: {exc.diagnostic.message.removeprefix('assertion failed in the program: ')}",
+                    notes=(*exc.diagnostic.notes, "its checks may contradict each other: a buffer constrained "
+                           "smaller than the region the schedule reads (a GuardWithIf or RoundUp tail past a "
+                           "bound() input?) fails the same way in Halide"))) from None
             failure = exc
     sizes = ", ".join(f"{name}={DEFAULT_OUTPUT_EXTENTS[-1]}" for name in defaulted)
     raise _SizesRefused(Diagnostic(

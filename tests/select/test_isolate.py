@@ -164,3 +164,23 @@ def test_a_factor_inside_the_sum_moves_out_of_the_product() -> None:
     expected = 3 * (a.reshape(4, 16).astype(np.int32) @ b.reshape(16, 4).astype(np.int32))
     before, after = _run(stmt, a, b, np.int32), _run(isolated, a, b, np.int32)
     assert np.array_equal(before, expected.reshape(-1)) and np.array_equal(after, before)
+
+
+# A partial tile: the update writes 4 x 4 of a 6-wide accumulator (a guard
+# left it scalar, and re-vectorizing wrote rows 6 apart).
+PARTIAL = """allocate mm[float32 * 6 * 4] in AMXTile
+mm[ramp(0, 1, 24)] = x24(0.000000f)
+mm[ramp(ramp(2, 1, 4), x4(6), 4)] = mm[ramp(ramp(2, 1, 4), x4(6), 4)] + ((float32x16)vector_reduce_add(float32x128(A[ramp(x4(ramp(0, 1, 8)), x32(8), 4)])*float32x128(B[x4(ramp(ramp(0, 4, 8), x8(1), 4))]))*x16(3.000000f))
+out[ramp(0, 1, 16)] = mm[ramp(ramp(2, 1, 4), x4(6), 4)]
+"""
+
+
+def test_the_product_of_a_partial_tile_has_the_rows_the_update_writes() -> None:
+    """The product buffer is as wide as the rows the update writes (4), not
+    as the accumulator (6, which 16 lanes do not fill): seed 8128's guarded
+    Tensor Core updates with a scaled operand missed so."""
+    stmt, isolated = _isolated(PARTIAL)
+    assert "allocate mm.product.0[float32 * 4 * 4] in AMXTile" in print_ir(isolated)
+    rng = np.random.default_rng(3)
+    a, b = (rng.integers(-3, 4, 32).astype(ml_dtypes.bfloat16) for _ in range(2))
+    assert np.array_equal(_run(isolated, a, b, np.float32), _run(stmt, a, b, np.float32))
