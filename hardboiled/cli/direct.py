@@ -64,6 +64,9 @@ def main(args: list[str] | None = None) -> None:
         _main(list(sys.argv[1:] if args is None else args))
     except Terminated:
         from hardboiled.support.diagnostics import ExitCode
+        from hardboiled.support.fileio import discard_unfinished
+
+        discard_unfinished()
 
         sys.stderr.write("hardboiled: error: terminated\n")
         sys.exit(int(ExitCode.TERMINATED))

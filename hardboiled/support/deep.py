@@ -43,6 +43,8 @@ def call_deep(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     outcome: dict[str, Any] = {}
     limit = {"frames": 0}
 
+    done = threading.Event()
+
     def run() -> None:
         key = object()
         _raise_limit(key, limit["frames"])
@@ -52,16 +54,22 @@ def call_deep(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
             outcome["error"] = exc
         finally:
             _lower_limit(key)
+            done.set()
 
     worker = _start(run, limit)
     if worker is None:  # no thread could be made (a tight `ulimit -v`): run here, with the usual limit
         run()
     else:
         try:
-            worker.join()
+            # Not worker.join(): a join that a signal handler's exception
+            # interrupts marks the thread stopped while it still runs
+            # (CPython 3.11, threading._wait_for_tstate_lock), and the
+            # compile would go on writing after the process decided to stop.
+            done.wait()
         except BaseException as exc:  # SIGINT or SIGTERM, which reach this (the main) thread
-            _stop(worker, type(exc))
+            _stop(worker, done, type(exc))
             raise
+        worker.join()
     if "error" in outcome:
         error = outcome["error"]
         if isinstance(error, RecursionError):
@@ -105,18 +113,20 @@ STOP_WAIT_S = 10.0
 temporary files) before the process exits anyway."""
 
 
-def _stop(worker: threading.Thread, exception: type[BaseException]) -> None:
+def _stop(worker: threading.Thread, done: threading.Event, exception: type[BaseException]) -> None:
     """Raise ``exception`` in the compile's thread as well, kill the
-    children it may be waiting for, and let it unwind."""
-    from hardboiled.support.fileio import hold_commits
+    children it may be waiting for, and let it unwind (``done`` is set when
+    it has)."""
+    from hardboiled.support.fileio import discard_unfinished, hold_commits
 
     hold_commits()  # outputs being renamed into place finish; none start
     ident = worker.ident
-    if ident is not None and worker.is_alive():
+    if ident is not None and not done.is_set():
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(exception))
     children.kill_all()
-    worker.join(STOP_WAIT_S)
+    done.wait(STOP_WAIT_S)
     children.remove_temporary_directories()
+    discard_unfinished()
 
 
 def _start(run: Callable[[], None], limit: dict[str, int]) -> threading.Thread | None:

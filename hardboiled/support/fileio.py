@@ -15,7 +15,8 @@ import signal
 import stat
 import sys
 import threading
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -109,6 +110,7 @@ class OutputTransaction:
     """
 
     def __init__(self) -> None:
+        _unfinished.add(self)
         self._staged: list[tuple[str, Path]] = []
         self._in_place: list[tuple[Path, bytes, bool]] = []
         self._stdout: list[str] = []
@@ -129,7 +131,7 @@ class OutputTransaction:
             return
         target = Path(path)
         payload = data.encode("utf-8") if isinstance(data, str) else data
-        try:
+        with self._nothing_if_failing(lambda: target):
             status = _status(target, follow_links)
             if status is not None and stat.S_ISDIR(status.st_mode):
                 raise IsADirectoryError(errno.EISDIR, "a directory is in the way")
@@ -144,9 +146,16 @@ class OutputTransaction:
             permissions = stat.S_IMODE(status.st_mode) if status is not None and stat.S_ISREG(status.st_mode) \
                 else mode & ~_UMASK
             self._staged.append((self._stage(target, payload, permissions), target))
+
+    @contextlib.contextmanager
+    def _nothing_if_failing(self, target: Callable[[], Path]) -> Iterator[None]:
+        """A failure in the block discards every temporary; an OSError
+        becomes the diagnostic for the file ``target()`` names then."""
+        try:
+            yield
         except OSError as exc:
             self.discard()
-            raise _cannot_write(target, exc) from None
+            raise _cannot_write(target(), exc) from None
         except BaseException:
             self.discard()
             raise
@@ -163,21 +172,16 @@ class OutputTransaction:
         return temporary
 
     def commit(self) -> None:
-        target = Path()
-        try:
-            with _COMMITS, _signals_deferred():
-                if _commits_held:
-                    raise CommitsHeld()
-                for temporary, target in self._staged:
-                    os.replace(temporary, target)
-                    self._temporaries.remove(temporary)
-        except OSError as exc:
-            self.discard()
-            raise _cannot_write(target, exc) from None
-        except BaseException:
-            self.discard()
-            raise
+        current = [Path()]
+        with self._nothing_if_failing(lambda: current[0]), _COMMITS, _signals_deferred():
+            if _commits_held:
+                raise CommitsHeld()
+            for temporary, target in self._staged:
+                current[0] = target
+                os.replace(temporary, target)
+                self._temporaries.remove(temporary)
         self._staged = []
+        _unfinished.discard(self)
         for target, payload, follow_links in self._in_place:
             _write_in_place(target, payload, follow_links)
         for text in self._stdout:
@@ -187,6 +191,7 @@ class OutputTransaction:
 
     def discard(self) -> None:
         """Remove every temporary file; replace nothing."""
+        _unfinished.discard(self)
         for temporary in self._temporaries:
             try:
                 os.unlink(temporary)
@@ -209,6 +214,19 @@ def _signals_deferred() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+_unfinished: weakref.WeakSet[OutputTransaction] = weakref.WeakSet()
+"""Transactions neither committed nor discarded."""
+
+
+def discard_unfinished() -> None:
+    """Remove the temporaries of every transaction not committed: called
+    when the process is stopped, in case the signal landed where a
+    transaction could not clean up after itself (between two of its own
+    steps, in another thread)."""
+    for transaction in list(_unfinished):
+        transaction.discard()
 
 
 def _kind_of(mode: int) -> str:

@@ -141,7 +141,7 @@ def test_sigterm_while_many_outputs_are_written_leaves_all_old_or_all_new(tmp_pa
         _, stderr = proc.communicate(timeout=60)
         old = sum(f.read_text() == "old\n" for f in out.iterdir())
         assert old in (0, 150), (trial, proc.returncode, old, stderr.decode()[-500:])
-        assert proc.returncode in (0, 143), stderr
-        assert _leftovers(out) == []
+        assert proc.returncode in (0, 143, -15), stderr  # -15: before the handler was installed
+        assert _leftovers(out) == [], (trial, proc.returncode, old, stderr.decode()[-800:])
         outcomes.add(old)
     assert 150 in outcomes  # at least one signal arrived before the commit
