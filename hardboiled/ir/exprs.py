@@ -23,14 +23,31 @@ class Expr:
 
 @dataclass(frozen=True, slots=True)
 class IntImm(Expr):
+    """A signed integer constant. A value past its type's range (a pass
+    folding constants of a fuzzed input: an extent near 2^31 times 16)
+    wraps, as the same arithmetic does when the program runs; the parser
+    refuses such a literal in the input itself."""
+
     value: int
     type: Type = INT32
+
+    def __post_init__(self) -> None:
+        half = 1 << (self.type.bits - 1)
+        if not -half <= self.value < half:
+            object.__setattr__(self, "value", (self.value + half) % (2 * half) - half)
 
 
 @dataclass(frozen=True, slots=True)
 class UIntImm(Expr):
+    """An unsigned integer constant, wrapped into its type's range (as
+    ``IntImm``)."""
+
     value: int
     type: Type
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.value < 1 << self.type.bits:
+            object.__setattr__(self, "value", self.value % (1 << self.type.bits))
 
 
 @dataclass(frozen=True, slots=True)

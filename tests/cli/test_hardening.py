@@ -467,7 +467,10 @@ def test_what_the_10000_input_fuzz_run_found_is_a_diagnostic(path: Path) -> None
     """Six semantic mutations of real dumps (bench/fuzz.py, seed 1) ended in
     exit 70 in verification: a dimension the buffer lacks, an empty loop's
     variable, a call on vectors of different lengths, a negative
-    allocation. Each is now the program's error, exit 2."""
+    allocation. Each is now the program's error, exit 2. Four structural
+    mutations (seed 2027: extents near 2^31 and past it) made passes fold
+    int32 constants past int32 (OverflowError, exit 70); constants now
+    wrap as the program's arithmetic does (ir/exprs.py, IntImm)."""
     from hardboiled.pipeline.driver import compile_text
     from hardboiled.pipeline.options import CompileOptions
 

@@ -134,3 +134,18 @@ def test_let_expression_and_predicated_load() -> None:
     load = next(n for n in ir.walk(stmt) if isinstance(n, ir.Load) and n.predicate is not None)
     assert load.predicate is not None and load.predicate.type == ir.Bool(8)
     assert print_ir(stmt) == text
+
+
+def test_integer_constants_wrap_into_their_type() -> None:
+    """A pass that folds constants of a huge extent (16 x 2^31) makes a
+    constant its type cannot hold: it wraps, as the program's own
+    arithmetic does, instead of failing later (the fuzzer: exit 70)."""
+    from hardboiled import ir
+
+    assert ir.IntImm(34359738352).value == -16
+    assert ir.IntImm((1 << 31) - 1).value == (1 << 31) - 1 and ir.IntImm(-(1 << 31)).value == -(1 << 31)
+    assert ir.IntImm(1 << 31).value == -(1 << 31)
+    assert ir.IntImm(1 << 63, ir.Int(64)).value == -(1 << 63)
+    assert ir.IntImm(200, ir.Int(8)).value == -56
+    assert ir.UIntImm(256, ir.UInt(8)).value == 0 and ir.UIntImm(-1, ir.UInt(16)).value == 65535
+    assert ir.IntImm(34359738352) == ir.IntImm(-16)
