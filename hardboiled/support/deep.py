@@ -117,16 +117,18 @@ def _stop(worker: threading.Thread, done: threading.Event, exception: type[BaseE
     """Raise ``exception`` in the compile's thread as well, kill the
     children it may be waiting for, and let it unwind (``done`` is set when
     it has)."""
-    from hardboiled.support.fileio import discard_unfinished, hold_commits
+    from hardboiled.support.fileio import discard_unfinished, hold_commits, release_commits
 
     hold_commits()  # outputs being renamed into place finish; none start
     ident = worker.ident
     if ident is not None and not done.is_set():
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(exception))
     children.kill_all()
-    done.wait(STOP_WAIT_S)
+    unwound = done.wait(STOP_WAIT_S)
     children.remove_temporary_directories()
     discard_unfinished()
+    if unwound:
+        release_commits()  # (a compile still running must never commit)
 
 
 def _start(run: Callable[[], None], limit: dict[str, int]) -> threading.Thread | None:

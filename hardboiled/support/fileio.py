@@ -76,6 +76,15 @@ def hold_commits() -> None:
         _commits_held = True
 
 
+def release_commits() -> None:
+    """Undo ``hold_commits`` once the stopped compile has unwound: a
+    process that goes on (a Python session whose compile was interrupted
+    through the API) writes again."""
+    global _commits_held
+    with _COMMITS:
+        _commits_held = False
+
+
 class CommitsHeld(BaseException):
     """A transaction reached its commit after ``hold_commits``: the process
     is being stopped, and writes nothing more."""

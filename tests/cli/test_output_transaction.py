@@ -113,6 +113,9 @@ def test_a_transaction_after_hold_commits_writes_nothing(tmp_path: Path, monkeyp
         outputs.commit()
     assert (tmp_path / "a").read_text() == "old a\n" and not (tmp_path / "b").exists()
     assert _leftovers(tmp_path) == []
+    fileio.release_commits()  # the stopped compile has unwound: a process that goes on writes again
+    fileio.write_output(str(tmp_path / "a"), "new a\n")
+    assert (tmp_path / "a").read_text() == "new a\n"
 
 
 @pytest.mark.slow
