@@ -178,6 +178,9 @@ def as_int(value: Value) -> int:
     """A one-lane value as a Python int (an index, a size, a dimension);
     NonUniform if it is batched and its iterations' values differ."""
     array = np.asarray(value)
+    if array.dtype == object:  # a buffer or a pointer where a number belongs (a mangled input)
+        what = {"BufferT": "a buffer", "Pointer": "a pointer"}.get(type(value).__name__, type(value).__name__)
+        raise fail(f"expected an integer, got {what}")
     if array.ndim == 2 and array.shape[-1] == 1:
         if array.shape[0] > 1 and not bool((array == array[0]).all()):
             raise NonUniform()

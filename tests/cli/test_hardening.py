@@ -470,7 +470,9 @@ def test_what_the_10000_input_fuzz_run_found_is_a_diagnostic(path: Path) -> None
     allocation. Each is now the program's error, exit 2. Four structural
     mutations (seed 2027: extents near 2^31 and past it) made passes fold
     int32 constants past int32 (OverflowError, exit 70); constants now
-    wrap as the program's arithmetic does (ir/exprs.py, IntImm)."""
+    wrap as the program's arithmetic does (ir/exprs.py, IntImm). A byte
+    mutation (seed 4711) passed a buffer as a dimension number
+    (TypeError, exit 70)."""
     from hardboiled.pipeline.driver import compile_text
     from hardboiled.pipeline.options import CompileOptions
 
