@@ -36,8 +36,8 @@ def call_deep(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``function(*args, **kwargs)`` on a thread with a deep stack; its
     result or its exception (SystemExit included), as if called here. An
     interrupt reaches the calling thread, which is the main one. An input
-    that nests deeper than even that stack holds is ``TooDeep`` (exit 4),
-    a limit of the machine, not a bug."""
+    that nests deeper than even that stack holds is ``OutOfMemory``
+    (exit 4, ``environment.too_deep``), a limit of the machine, not a bug."""
     if threading.current_thread().name == THREAD_NAME:
         return function(*args, **kwargs)  # already on a deep stack (a command calling a compile)
     outcome: dict[str, Any] = {}
@@ -126,9 +126,10 @@ def _stop(worker: threading.Thread, done: threading.Event, exception: type[BaseE
     children.kill_all()
     unwound = done.wait(STOP_WAIT_S)
     children.remove_temporary_directories()
-    discard_unfinished()
     if unwound:
-        release_commits()  # (a compile still running must never commit)
+        release_commits()  # its transactions discarded themselves as it unwound
+    else:
+        discard_unfinished()  # it is still running, and must never commit
 
 
 def _start(run: Callable[[], None], limit: dict[str, int]) -> threading.Thread | None:
