@@ -161,7 +161,7 @@ def compile(source: str | bytes | os.PathLike[str], *, store_in: Mapping[str, st
     except HardboiledError as error:
         raise CompileError([*compilation.diagnostics, *getattr(error, "diagnostics", [error.diagnostic])],
                            int(error.exit_code)) from None
-    except (RecursionError, MemoryError) as error:  # the machine's limits, as the command line reports them
+    except MemoryError as error:  # the machine's limit, as the command line reports it (call_deep: the stack's)
         fault = environment_fault(error)
         assert fault is not None
         raise CompileError([*compilation.diagnostics, fault.diagnostic], int(fault.exit_code)) from None

@@ -127,10 +127,9 @@ def _failure_report(c: Compilation, emit: tuple[str, ...], result: FileResult) -
     the page that explains a miss is most wanted when there is one."""
     if "html" not in emit or c.program is None or not c.report:
         return
-    from hardboiled.pipeline.html_report import render_html
+    from hardboiled.pipeline.passes import report_html
 
-    stores = [store for selection in c.selections for store in selection.reports]
-    result.outputs["html"] = render_html(c.report, c.text, stores, c.original or c.program)
+    result.outputs["html"] = report_html(c)
 
 
 def _collect_outputs(c: Compilation, emit: tuple[str, ...], result: FileResult) -> None:

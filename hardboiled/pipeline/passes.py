@@ -383,12 +383,17 @@ def _build_c(c: Compilation, o: Any) -> None:
     c.messages.append(f"built {build.path} with {compiler.name}")
 
 
-def _emit_html(c: Compilation, _options: Any) -> None:
+def report_html(c: Compilation) -> str:
+    """The visual report of the compile so far (a failed one's too)."""
     from hardboiled.pipeline.html_report import render_html
 
     assert c.program is not None
     stores = [store for selection in c.selections for store in selection.reports]
-    c.outputs["html"] = render_html(c.report, c.text, stores, c.program)
+    return render_html(c.report, c.text, stores, c.program)
+
+
+def _emit_html(c: Compilation, _options: Any) -> None:
+    c.outputs["html"] = report_html(c)
 
 
 PIPELINE: tuple[Pass, ...] = (
