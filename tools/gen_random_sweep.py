@@ -185,19 +185,28 @@ def variants(seed: int, count: int) -> dict[str, dict]:
 
 
 def child(name: str, out_path: str) -> None:
+    """Lower variant NAME, or NAME@A=48x32,B=... with its inputs padded."""
+    name = gs.take_padding(name)
     _acc, seed, index = name.split("-")
     gs.lower_spec(draw(int(seed[1:]), int(index)), out_path)
+
 
 
 def generate(name: str, spec: dict, out_dir: Path) -> dict:
     """The manifest entry of one variant, writing its dump into out_dir."""
     cuda = spec["acc"] == "wmma"
     entry: dict = dict(spec={k: list(v) if isinstance(v, tuple) else v for k, v in spec.items()})
+    path = out_dir / f"{name}.stmt"
     try:
-        error = gf.dump_vectorizing_stage(name, cuda, __file__, out_dir / f"{name}.stmt")
+        error = gf.dump_vectorizing_stage(name, cuda, __file__, path)
+        padding = gs.input_padding(path.read_bytes()) if error is None else ""
+        if padding:  # the inputs as drawn are smaller than the schedule reads
+            entry["padded"] = padding
+            error = gf.dump_vectorizing_stage(f"{name}@{padding}", cuda, __file__, path)
     except RuntimeError as e:  # the child timed out
         error = str(e)
     if error is not None:
+        path.unlink(missing_ok=True)
         entry["halide_error"] = error
     return entry
 

@@ -24,6 +24,7 @@ tools/gen_fixtures.py.
 """
 
 import json
+import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -153,7 +154,8 @@ WMMA_AXES = {
                    dict(acc_layout="yx", epilogue="relu"), dict(acc_layout="yx", epilogue="bias", M=32, N=8),
                    dict(acc_layout="yx", tiles=(2, 2), epilogue="relu", K=16),
                    dict(acc_layout="yx", tiles=(1, 2), types="bf16>f32")],
-    "remainder": [dict(n=40), dict(n=48, tail="guard"), dict(n=80, tail="shift"), dict(K=48),
+    "remainder": [dict(n=40), dict(n=48, tail="guard"), dict(n=40, tail="guard", operand="scale"),
+                  dict(n=80, tail="shift"), dict(K=48),
                   dict(K=40), dict(K=24, types="i8>i32"),
                   # a reduction longer than a fragment's K but no multiple of it: chunks of 16
                   # and a padded remainder (partition.py)
@@ -342,6 +344,54 @@ def _product(hl, s, cast, a, b, integer, params):
     return cb * ca if s["order"] == "ba" else ca * cb
 
 
+INPUT_PADDING: dict = {}
+"""Input name -> the least extent of each dimension. A schedule may read an
+input past the output's edge (a producer computed whole tiles under a
+GuardWithIf consumer); Halide then asserts a region larger than the drawn
+shape, and a user pads the input to it. tools/gen_random_sweep.py reads that
+region from a first dump's assertions and sets this in the child."""
+
+
+def _padded(param, extents):
+    least = tuple(INPUT_PADDING.get(param.name(), ())) + (0,) * len(extents)
+    return tuple(max(e, p) for e, p in zip(extents, least))
+
+
+def _dense_input(param, *extents):
+    gf.dense(param, *_padded(param, extents))
+
+
+_REQUIRED = re.compile(rb'halide_error_access_out_of_bounds\("Input buffer (\w+)", (\d+), (-?\d+), (-?\d+),')
+_FIXED_EXTENT = re.compile(rb"assert\((\w+)\.extent\.(\d+) == (\d+),")
+
+
+def input_padding(dump: bytes) -> str:
+    """The padding a dump's inputs need ("A=48x32,..."; "" for none): where
+    Halide's own assertions require more of an input than its constraints
+    give it (the program could never run), the least extents that run."""
+    fixed = {(b, int(d)): int(e) for b, d, e in _FIXED_EXTENT.findall(dump)}
+    needed: dict[bytes, dict[int, int]] = {}
+    for buffer, dim, _low, high in _REQUIRED.findall(dump):
+        key = (buffer, int(dim))
+        if key in fixed and int(high) + 1 > fixed[key]:
+            needed.setdefault(buffer, {})[int(dim)] = int(high) + 1
+    items = []
+    for buffer, dims in sorted(needed.items()):
+        count = 1 + max(d for b, d in fixed if b == buffer)
+        extents = [max(dims.get(d, 0), fixed.get((buffer, d), 0)) for d in range(count)]
+        items.append(f"{buffer.decode()}=" + "x".join(map(str, extents)))
+    return ",".join(items)
+
+
+def take_padding(name):
+    """NAME of NAME@A=48x32,B=...: the child's argument, with the padding set."""
+    name, _, padding = name.partition("@")
+    for item in filter(None, padding.split(",")):
+        buffer, extents = item.split("=")
+        INPUT_PADDING[buffer] = tuple(int(e) for e in extents.split("x"))
+    return name
+
+
 def _tail(hl, s):
     return {"auto": hl.TailStrategy.Auto, "guard": hl.TailStrategy.GuardWithIf,
             "shift": hl.TailStrategy.ShiftInwards}[s["tail"]]
@@ -395,14 +445,14 @@ def build_amx(s):
         a_shape = (rows, K) if s["a"] == "col" else (K, rows)
         b_shape = {"std": (cols, K), "nk": (K, cols), "vnni": (kp, cols, K // kp)}[s["b"]]
         batch = (2,) if s["batch"] else ()
-        gf.dense(A, *a_shape, *batch)
-        gf.dense(B, *b_shape, *batch)
+        _dense_input(A, *a_shape, *batch)
+        _dense_input(B, *b_shape, *batch)
         gf.dense(out.output_buffer(), cols, rows, *batch)
         for p in _buffer_params(hl, params[2:]):
             if p.dimensions() == 1:  # bias[x] runs down the rows, the others along y
-                gf.dense(p, rows if s["init"] == "bias_row" and p.name() == "bias" else cols)
+                _dense_input(p, rows if s["init"] == "bias_row" and p.name() == "bias" else cols)
             else:
-                gf.dense(p, cols, rows, *batch)
+                _dense_input(p, cols, rows, *batch)
     accs = [mm] + ([mm2] if s["form"] == "two_acc" else [])
     for f in accs:
         f.store_in(gf.amx_tile())
@@ -489,20 +539,22 @@ def build_wmma(s):
         shape = (K, n) if (p is A and s["a"] == "row") or (p is B and s["b"] == "col") \
             else (n, K)
         if s["sizes"] == "symbolic":
+            shape = _padded(p, shape)
             p.dim(0).set_bounds(0, shape[0]).set_stride(1)
             p.dim(1).set_bounds(0, shape[1])
         elif s["sizes"] == "output":
             p.dim(0).set_stride(1)
         else:
-            gf.dense(p, *shape, *batch)
+            _dense_input(p, *shape, *batch)
     for p in _buffer_params(hl, params[2:]):
         if p.dimensions() == 1:
-            gf.dense(p, n)
+            _dense_input(p, n)
         elif s["sizes"] == "symbolic":
-            p.dim(0).set_bounds(0, n).set_stride(1)
-            p.dim(1).set_bounds(0, n)
+            rows_cols = _padded(p, (n, n))
+            p.dim(0).set_bounds(0, rows_cols[0]).set_stride(1)
+            p.dim(1).set_bounds(0, rows_cols[1])
         else:
-            gf.dense(p, n, n, *batch)
+            _dense_input(p, n, n, *batch)
     if s["sizes"] != "output":
         gf.dense(out.output_buffer(), n, n, *batch)
     xo, yo, xi, yi = (hl.Var(v) for v in ("xo", "yo", "xi", "yi"))
@@ -521,7 +573,7 @@ def build_wmma(s):
 # ---------------------------------------------------------------- child / parent
 
 def child(name, out_path):
-    _dimension, spec = variants()[name]
+    _dimension, spec = variants()[take_padding(name)]
     lower_spec(spec, out_path)
 
 
@@ -548,10 +600,19 @@ def generate(name):
     cuda = spec["acc"] == "wmma"
     entry = dict(dimension=dimension, spec={k: list(v) if isinstance(v, tuple) else v
                                             for k, v in spec.items()})
-    with tempfile.TemporaryDirectory(prefix="gen_sweep_") as tmp:
-        lines, rc, stopped = gf.run_child(name, tmp, cuda, gf.CUDA_TIMEOUT_S if cuda
-                                          else gf.CPU_TIMEOUT_S, script=__file__)
-    stages = gf.split_stages(lines)
+    padding = ""
+    for _attempt in range(2):  # again with padded inputs where the schedule reads more
+        with tempfile.TemporaryDirectory(prefix="gen_sweep_") as tmp:
+            lines, rc, stopped = gf.run_child(f"{name}@{padding}" if padding else name, tmp, cuda,
+                                              gf.CUDA_TIMEOUT_S if cuda else gf.CPU_TIMEOUT_S,
+                                              script=__file__)
+        stages = gf.split_stages(lines)
+        if padding or "vectorizing" not in stages:
+            break
+        padding = input_padding(stages["vectorizing"])
+        if not padding:
+            break
+        entry["padded"] = padding
     if "vectorizing" not in stages:
         entry["halide_error"] = gf.error_text(lines)
         return entry

@@ -110,12 +110,19 @@ def _vectorized_nest(loop: ir.For, buffers: set[str]) -> ir.Stmt | None:
         return None  # a store without the accumulator in a reduction: the last write wins
     vector = _Vectorizer(stored + reduced, {lp.name for lp in stored + reduced})
     new_index = merged_ramps(vector.index(plan.index, stored))
-    computed = vector.value(rest)
+    summed, factors = _factored(rest, {lp.name for lp in reduced}) if reduced else (rest, [])
+    computed = vector.value(summed)
     if new_index is None or computed is None:
         return None
     out_type = store.value.type.with_lanes(_product(lp.extent for lp in stored))
     if reduced:
         computed = ir.VectorReduce(ir.ReduceOp.ADD, computed, out_type)
+        per_output = _Vectorizer(stored, {lp.name for lp in stored})
+        for factor in factors:
+            scale = per_output.value(factor)
+            if scale is None:
+                return None
+            computed = ir.Binary(ir.BinOp.MUL, computed, scale)
     if self_load is not None:
         computed = ir.Binary(ir.BinOp.ADD, computed, ir.Load(store.name, new_index, out_type))
     return ir.Store(store.name, computed, new_index)
@@ -340,6 +347,23 @@ def _split_update(value: ir.Expr, store: ir.Store) -> tuple[ir.Load | None, ir.E
             if isinstance(mine, ir.Load) and mine.name == store.name and mine.index == store.index:
                 return mine, rest
     return None, value
+
+
+def _factored(value: ir.Expr, reduced: set[str]) -> tuple[ir.Expr, list[ir.Expr]]:
+    """``value`` as (the part that varies with the reduction, [factors that
+    do not]): sum_k(x_k * c) is c * sum_k(x_k), the form Halide's own
+    vectorizer gives a scaled update (``vector_reduce_add(A * B) * x256(3)``),
+    so that the product under the sum is a plain A * B again."""
+    factors: list[ir.Expr] = []
+    while isinstance(value, ir.Binary) and value.op is ir.BinOp.MUL:
+        for kept, factor in ((value.a, value.b), (value.b, value.a)):
+            if not any(isinstance(n, ir.Variable) and n.name in reduced for n in ir.walk(factor)):
+                factors.append(factor)
+                value = kept
+                break
+        else:
+            break
+    return value, factors
 
 
 class _Vectorizer:

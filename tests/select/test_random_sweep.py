@@ -55,3 +55,25 @@ def test_every_variant_lowers_or_misses_with_a_diagnostic_and_none_is_wrong(name
     elif row["outcome"] != "lowered":
         assert row["message"], row["name"]  # anything else (a register limit at emission) says what
     assert row["outcome"] == "lowered" or name not in LOWERED, (name, row["message"], row["notes"][:1])
+
+
+def test_inputs_the_schedule_reads_past_their_drawn_shape_are_padded() -> None:
+    # A GuardWithIf consumer with a producer computed in whole tiles reads
+    # A up to row 47 of 40: Halide asserts both, and the program could never
+    # run. The generator pads the input to the region Halide requires.
+    sys.path.insert(0, str(ROOT / "tools"))
+    import gen_sweep
+
+    dump = (b'assert((A.min.0 <= 0) && (48 <= (A.extent.0 + A.min.0)), '
+            b'halide_error_access_out_of_bounds("Input buffer A", 0, 0, 47, A.min.0, A.extent.0))\n'
+            b'assert((B.min.1 <= 0) && (40 <= (B.extent.1 + B.min.1)), '
+            b'halide_error_access_out_of_bounds("Input buffer B", 1, 0, 39, B.min.1, B.extent.1))\n'
+            b'assert(A.extent.0 == 40, halide_error_constraint_violated("A.extent.0", A.extent.0, "40", 40))\n'
+            b'assert(A.extent.1 == 32, halide_error_constraint_violated("A.extent.1", A.extent.1, "32", 32))\n'
+            b'assert(B.extent.1 == 40, halide_error_constraint_violated("B.extent.1", B.extent.1, "40", 40))\n')
+    assert gen_sweep.input_padding(dump) == "A=48x32"  # B is read within its shape
+    assert gen_sweep.input_padding(dump.replace(b"0, 47,", b"0, 39,")) == ""
+    padded = [name for name, entry in MANIFEST["variants"].items() if "padded" in entry]
+    for name in padded:  # the committed dump is the padded one: its asserts agree
+        assert gen_sweep.input_padding((SAMPLE / f"{name}.stmt").read_bytes()) == ""
+    assert padded == ["amx-s1-0010"]

@@ -38,6 +38,21 @@ def test_a_guarded_reduction_nest_becomes_one_vector_statement() -> None:
     assert out.rstrip().endswith("mm[ramp(0, 1, 256)]")
 
 
+def test_a_factor_the_reduction_does_not_vary_is_taken_out_of_the_sum() -> None:
+    # Halide's simplifier writes a scaled operand's update as (A * B) * 3;
+    # the sum of it is sum(A * B) * 3, so the product under the sum is plain
+    scaled = UPDATE.replace("+ t\n", "+ (t*3.000000f)\n")
+    out = print_ir(revectorize_scalar_updates(_stmt(scaled), {"mm"}))
+    assert out.startswith("mm[ramp(0, 1, 256)] = ((float32x256)vector_reduce_add(float32x4096((bfloat16x4096)A[")
+    assert "*x256(3.000000f)) + (float32x256)mm[ramp(0, 1, 256)]" in out
+    # a factor that varies with the stored element is one lane per output
+    by_row = print_ir(revectorize_scalar_updates(_stmt(UPDATE.replace("+ t\n", "+ (t*bias[x])\n")), {"mm"}))
+    assert "))*(float32x256)bias[ramp(x16(0), x16(1), 16)]) + " in by_row  # bias[x] for lane x*16 + y
+    # one that varies with the reduction stays under the sum
+    by_k = print_ir(revectorize_scalar_updates(_stmt(UPDATE.replace("+ t\n", "+ (t*bias[r])\n")), {"mm"}))
+    assert "*(float32x4096)bias[x16(x16(ramp(0, 1, 16)))]) + " in by_k  # 4096 lanes: under the sum
+
+
 def test_nests_that_have_no_exact_vector_form_are_left_alone() -> None:
     for text in (
         UPDATE.replace("r <= 15", "r <= n"),  # a guard that is no constant bound
