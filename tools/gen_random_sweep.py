@@ -21,7 +21,11 @@ Usage (from the repository root, with the venv that has halide==21.0.0):
 Variant i of seed s is drawn from its own generator (seeded with "s-i"), so
 a variant does not change when the count does. The output directory gets
 NAME.stmt (Halide's "Lowering after vectorizing:" body, byte-exact) and
-MANIFEST.json (the seed, each variant's spec, or Halide's refusal).
+MANIFEST.json (the seed, each variant's spec, or Halide's refusal). Where
+Halide's own assertions require more of an input than the drawn shape gives
+it (a GuardWithIf consumer whose producer computes whole tiles), the
+variant is dumped again with its inputs padded to that region, as a user
+pads them; the manifest records it as ``padded``.
 tests/fixtures/random_sweep/ is the seed the test suite runs;
 bench/random_sweep.py compiles, verifies, emits and builds any seed.
 """
@@ -189,7 +193,6 @@ def child(name: str, out_path: str) -> None:
     name = gs.take_padding(name)
     _acc, seed, index = name.split("-")
     gs.lower_spec(draw(int(seed[1:]), int(index)), out_path)
-
 
 
 def generate(name: str, spec: dict, out_dir: Path) -> dict:
