@@ -267,7 +267,7 @@ def _linear_in(e: ir.Expr, names: set[str]) -> tuple[dict[str, int], Linear] | N
     for term, c in linear.items():
         if isinstance(term, ir.Variable) and term.name in names:
             coefficient[term.name] = c
-        elif term is not None and any(isinstance(n, ir.Variable) and n.name in names for n in ir.walk(term)):
+        elif term is not None and _reads_any(term, names):
             return None
         else:
             base[term] = c
@@ -349,6 +349,11 @@ def _split_update(value: ir.Expr, store: ir.Store) -> tuple[ir.Load | None, ir.E
     return None, value
 
 
+def _reads_any(e: ir.Expr, names: set[str]) -> bool:
+    """Whether ``e`` reads one of these variables."""
+    return any(isinstance(n, ir.Variable) and n.name in names for n in ir.walk(e))
+
+
 def _factored(value: ir.Expr, reduced: set[str]) -> tuple[ir.Expr, list[ir.Expr]]:
     """``value`` as (the part that varies with the reduction, [factors that
     do not]): sum_k(x_k * c) is c * sum_k(x_k), the form Halide's own
@@ -357,7 +362,7 @@ def _factored(value: ir.Expr, reduced: set[str]) -> tuple[ir.Expr, list[ir.Expr]
     factors: list[ir.Expr] = []
     while isinstance(value, ir.Binary) and value.op is ir.BinOp.MUL:
         for kept, factor in ((value.a, value.b), (value.b, value.a)):
-            if not any(isinstance(n, ir.Variable) and n.name in reduced for n in ir.walk(factor)):
+            if not _reads_any(factor, reduced):
                 factors.append(factor)
                 value = kept
                 break
@@ -408,8 +413,7 @@ class _Vectorizer:
             return None
 
     def _vector(self, e: ir.Expr, loops: list[_Loop], lanes: int) -> ir.Expr:
-        uses = any(isinstance(n, ir.Variable) and n.name in self.names for n in ir.walk(e))
-        if not uses:
+        if not _reads_any(e, self.names):
             return ir.Broadcast(e, lanes)
         if isinstance(e, ir.Variable) or (isinstance(e, ir.Binary) and e.type == ir.INT32 and e.op in (
                 ir.BinOp.ADD, ir.BinOp.SUB, ir.BinOp.MUL)):
