@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from hardboiled import ir
+from hardboiled.ir import operations
 from hardboiled.targets import wmma
 from hardboiled.verify.values import Pointer, Value, as_int, dtype_of, fail, lanes, row_ints
 
@@ -158,3 +159,35 @@ def _wmma_addresses(name: str, pointer: Value, t: ir.Type, layout: wmma.Layout |
         raise fail(f"{name} on '{pointer.name}' out of bounds: elements "
                    f"{int(relative.min())}..{int(relative.max())}")
     return addresses
+
+
+def is_warp_collective(loop: ir.For, nodes: list[Any]) -> bool:
+    """A lane loop as legalization builds it: WMMA operations, the copies
+    that stage their operands, the barriers between them and the operand
+    fragments loaded into lets, never reading the lane index. Every lane
+    does the same thing, as one warp-wide step, so the body runs once. Any
+    other lane loop runs as the loop it is. ``nodes``: the body's."""
+    if any(isinstance(n, ir.Variable) and n.name == loop.name for n in nodes):
+        return False
+    if not any(ir.is_wmma_call(n) for n in nodes):
+        return False
+    for node in nodes:
+        if isinstance(node, ir.Store):
+            staging = ir.WMMA_STAGE in node.name or (
+                isinstance(node.value, ir.Load) and ir.WMMA_STAGE in node.value.name)
+            if not (staging or ir.is_wmma_call(node.value)):
+                return False
+        elif isinstance(node, ir.Evaluate) and not (ir.is_wmma_call(node.value) or _is_barrier(node.value)):
+            return False
+        elif isinstance(node, ir.LetStmt) and not ir.is_wmma_call(node.value):
+            return False
+        elif isinstance(node, (ir.For, ir.IfThenElse, ir.Allocate)):
+            return False
+    return True
+
+
+_BARRIERS = frozenset(operation.name for operation in operations.of_kind(operations.Kind.BARRIER))
+
+
+def _is_barrier(e: ir.Expr) -> bool:
+    return isinstance(e, ir.Call) and e.name in _BARRIERS

@@ -39,12 +39,11 @@ from typing import Any
 import numpy as np
 
 from hardboiled import ir
-from hardboiled.ir import operations
 from hardboiled.ir.visitor import Visitor
 from hardboiled.support.diagnostics import Diagnostic
 from hardboiled.verify.calls import EXPRESSION_HANDLERS, PER_ITERATION_CALLS, VALUE_HANDLERS, ValueHandler
-from hardboiled.verify.fragments import fragment_alignment_unchecked, wmma_call
-from hardboiled.verify.independence import has_independent_iterations
+from hardboiled.verify.fragments import fragment_alignment_unchecked, is_warp_collective, wmma_call
+from hardboiled.verify.independence import UpdateNest, iteration_points, iterations_disjoint, update_nest
 from hardboiled.verify.tiles import AMX_CALLS
 from hardboiled.verify.values import (
     DTYPES,
@@ -127,6 +126,11 @@ what another writes (Halide refuses a schedule that would race, unless the
 update is atomic), so running them together in lockstep computes what
 running them one after the other does."""
 
+MAX_INDEX_CHECK = 1 << 21
+"""The most indices one check that a serial loop's iterations touch
+disjoint elements evaluates (every iteration of it and of the loops inside,
+every row and lane): a longer nest runs one iteration at a time.'"""
+
 MAX_BATCH_ELEMENTS = 1 << 22
 """The most lanes a batched loop's widest value may hold, all rows together
 (4M: 32 MiB for an int64 value): a longer loop runs in chunks of iterations."""
@@ -137,14 +141,14 @@ class _LoopFacts:
     """What the interpreter asks of a loop body before running it."""
 
     warp_collective: bool
-    """A lane loop that runs once (``_is_warp_collective``)."""
+    """A lane loop that runs once (``fragments.is_warp_collective``)."""
     widest: int
     """The most lanes of any expression in the body."""
     atomic: bool
     """The body has an atomic update: its iterations read what others wrote."""
-    independent: bool
-    """A serial loop whose iterations provably touch disjoint elements
-    (independence.py): it runs batched like a parallel one."""
+    nest: UpdateNest | None
+    """A serial loop around an update (independence.py): it runs batched
+    like a parallel one whenever its iterations touch disjoint elements."""
 
 
 class Interpreter(Visitor[Any]):
@@ -170,6 +174,9 @@ class Interpreter(Visitor[Any]):
         """How many iterations run together (the rows of batched values), or
         None outside a batched loop."""
         self._loop_facts: dict[int, tuple[ir.For, _LoopFacts]] = {}
+        self._dependent: set[int] = set()
+        """Serial loops (by id) whose iterations were once found to touch a
+        common element: not checked again (a reduction loop stays one)."""
         self._running = False
 
     batches_loops = True
@@ -285,7 +292,7 @@ class Interpreter(Visitor[Any]):
                 self._run_rows(s, rows)
             return
         lo, count = as_int(low), as_int(extent)
-        chunk = self._batchable(s, facts, count)
+        chunk = self._batchable(s, facts, lo, count)
         if chunk > 1:
             self._run_batched(s, lo, count, chunk)
             return
@@ -305,20 +312,55 @@ class Interpreter(Visitor[Any]):
             return known[1]
         nodes = list(ir.walk(s.body))
         facts = _LoopFacts(
-            warp_collective=s.kind is ir.ForKind.GPU_LANE and _is_warp_collective(s, nodes),
+            warp_collective=s.kind is ir.ForKind.GPU_LANE and is_warp_collective(s, nodes),
             widest=max((n.type.lanes for n in nodes if isinstance(n, ir.Expr)), default=1),
             atomic=any(isinstance(n, ir.Atomic) for n in nodes),
-            independent=s.kind in (ir.ForKind.SERIAL, ir.ForKind.UNROLLED) and has_independent_iterations(s, nodes))
+            nest=update_nest(s, nodes))
         self._loop_facts[id(s)] = (s, facts)
         return facts
 
-    def _batchable(self, s: ir.For, facts: _LoopFacts, count: int) -> int:
+    def _batchable(self, s: ir.For, facts: _LoopFacts, lo: int, count: int) -> int:
         """How many iterations of ``s`` to run together (1: one at a time)."""
-        independent = s.kind in INDEPENDENT_ITERATIONS or facts.independent
-        if not self.batches_loops or not independent or facts.atomic or count < 2:
+        if not self.batches_loops or facts.atomic or count < 2:
+            return 1
+        if s.kind not in INDEPENDENT_ITERATIONS and not (
+                facts.nest is not None and self._iterations_disjoint(s, facts.nest, lo, count)):
             return 1
         rows = self.batch or 1
         return max(1, min(count, MAX_BATCH_ELEMENTS // (rows * max(facts.widest, 1))))
+
+    def _iterations_disjoint(self, s: ir.For, nest: UpdateNest, lo: int, count: int) -> bool:
+        """Whether iterations lo .. lo+count-1 of the update nest ``s`` touch
+        disjoint elements (independence.py): its indices evaluated at once
+        over every iteration of ``s`` and of the loops inside it."""
+        if id(s) in self._dependent:
+            return False
+        ranges = [np.arange(lo, lo + count, dtype=np.int32)]
+        for loop in nest.inner:
+            low, extent = self.eval(loop.min), self.eval(loop.extent)
+            if not (uniform(low) and uniform(extent)):
+                return False
+            ranges.append(np.arange(as_int(low), as_int(low) + max(as_int(extent), 0), dtype=np.int32))
+        points = int(np.prod([len(r) for r in ranges]))
+        rows = self.batch or 1
+        widest = max(e.type.lanes for e in nest.indices)
+        if points == 0 or points * rows * widest > MAX_INDEX_CHECK:
+            return points == 0
+        grid = iteration_points(ranges, rows)
+        outer, batch = self.env.values, self.batch
+        try:
+            values = {name: repeated(value, points) for name, value in outer.items()} if batch else dict(outer)
+            values.update(zip([s.name] + [loop.name for loop in nest.inner], grid))
+            self.env.values, self.batch = values, rows * points
+            indices = [np.asarray(self.eval(index)) for index in nest.indices]
+        except (InterpreterError, NonUniform):
+            return False
+        finally:
+            self.env.values, self.batch = outer, batch
+        disjoint = iterations_disjoint(indices, grid, rows)
+        if not disjoint:
+            self._dependent.add(id(s))
+        return disjoint
 
     def _run_batched(self, s: ir.For, lo: int, count: int, chunk: int) -> None:
         """Iterations lo .. lo+count-1 of ``s``, ``chunk`` at a time, each
@@ -631,42 +673,6 @@ def _where(condition: np.ndarray, when_true: np.ndarray, when_false: np.ndarray)
     """Lane-wise select (``np.where`` with three arguments)."""
     chosen: np.ndarray = np.where(condition, when_true, when_false)
     return chosen
-
-
-# --------------------------------------------------------------------------
-# WMMA fragments
-# --------------------------------------------------------------------------
-
-def _is_warp_collective(loop: ir.For, nodes: list[Any]) -> bool:
-    """A lane loop as legalization builds it: WMMA operations, the copies
-    that stage their operands, the barriers between them and the operand
-    fragments loaded into lets, never reading the lane index. Every lane
-    does the same thing, as one warp-wide step, so the body runs once. Any
-    other lane loop runs as the loop it is. ``nodes``: the body's."""
-    if any(isinstance(n, ir.Variable) and n.name == loop.name for n in nodes):
-        return False
-    if not any(ir.is_wmma_call(n) for n in nodes):
-        return False
-    for node in nodes:
-        if isinstance(node, ir.Store):
-            staging = ir.WMMA_STAGE in node.name or (
-                isinstance(node.value, ir.Load) and ir.WMMA_STAGE in node.value.name)
-            if not (staging or ir.is_wmma_call(node.value)):
-                return False
-        elif isinstance(node, ir.Evaluate) and not (ir.is_wmma_call(node.value) or _is_barrier(node.value)):
-            return False
-        elif isinstance(node, ir.LetStmt) and not ir.is_wmma_call(node.value):
-            return False
-        elif isinstance(node, (ir.For, ir.IfThenElse, ir.Allocate)):
-            return False
-    return True
-
-
-_BARRIERS = frozenset(operation.name for operation in operations.of_kind(operations.Kind.BARRIER))
-
-
-def _is_barrier(e: ir.Expr) -> bool:
-    return isinstance(e, ir.Call) and e.name in _BARRIERS
 
 
 __all__ = ["BufferT", "Interpreter", "InterpreterError", "Pointer", "ResourceLimitError", "cast_array", "dtype_of",

@@ -38,10 +38,11 @@ class _Serial(_Counting):
     batches_loops = False
 
 
-def _both(stmt: ir.Stmt, buffers: dict[str, BufferT], seed: int = 3) -> tuple[_Counting, _Serial, dict, dict]:
+def _both(stmt: ir.Stmt, buffers: dict[str, BufferT], seed: int = 3, params: dict | None = None,
+          batched_class: type[_Counting] = _Counting) -> tuple[_Counting, _Serial, dict, dict]:
     batched_state, serial_state = copy.deepcopy(buffers), copy.deepcopy(buffers)
-    batched = _Counting(buffers=batched_state, poison_seed=poison_seed(seed, 1))
-    serial = _Serial(buffers=serial_state, poison_seed=poison_seed(seed, 1))
+    batched = batched_class(params=params, buffers=batched_state, poison_seed=poison_seed(seed, 1))
+    serial = _Serial(params=params, buffers=serial_state, poison_seed=poison_seed(seed, 1))
     batched.run(stmt)
     serial.run(stmt)
     return batched, serial, batched_state, serial_state
@@ -94,7 +95,8 @@ def test_gpu_fixtures_compute_the_same_batched_and_serial(case: str) -> None:
         _assert_same(batched_state, serial_state)
 
 
-def _run_text(text: str, arrays: dict[str, np.ndarray]) -> tuple[_Counting, _Serial, dict, dict]:
+def _run_text(text: str, arrays: dict[str, np.ndarray], params: dict | None = None,
+              batched_class: type[_Counting] = _Counting) -> tuple[_Counting, _Serial, dict, dict]:
     stmt = parse_input(text, "batched.stmt",
                        buffer_types={name: ir.Int(32) for name in arrays}).ir
     assert isinstance(stmt, ir.Stmt)
@@ -104,7 +106,7 @@ def _run_text(text: str, arrays: dict[str, np.ndarray]) -> tuple[_Counting, _Ser
     for name in arrays:
         hosts = ir.LetStmt(name, ir.Call("_halide_buffer_get_host", (ir.Variable(f"{name}.buffer", ir.handle_type()),),
                                          ir.handle_type()), hosts)
-    return _both(hosts, buffers)
+    return _both(hosts, buffers, params=params, batched_class=batched_class)
 
 
 def test_tails_branches_and_allocations_of_each_iteration() -> None:
@@ -231,42 +233,58 @@ def test_scalar_update_nests_of_the_sweep_run_batched_with_the_same_bits(name: s
 _NEST = """for (x, 0, 4) {
  for (y, 0, 4) {
   for (r, 0, 8) {
-   acc[{index}] = acc[{index}] + (a[(x*8) + r]*b[(r*4) + y])
+   let i = {index}
+   acc[i] = acc[i] + (a[(x*8) + r]*b[(r*4) + y])
   }
  }
 }
 """
 
 
+class _Recording(_Counting):
+    """Records the serial loops it runs batched."""
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.batched_loops: set[str] = set()
+
+    def _run_batched(self, s: ir.For, lo: int, count: int, chunk: int) -> None:
+        self.batched_loops.add(s.name)
+        super()._run_batched(s, lo, count, chunk)
+
+
 @pytest.mark.parametrize(("index", "batched_loops"), [
     ("(x*4) + y", {"x", "y"}),   # rows 4 apart, 4 wide: every iteration of x or y its own elements
     ("(x*2) + y", {"y"}),        # rows overlap: x stays serial, y (for each x) is independent
     ("x + y", {"y"}),            # iterations of x meet each other's elements; of y, for one x, do not
-    # transposed: x's iterations are disjoint too, but x's stride (1) does not
-    # exceed the inner y's span, the sufficient test the analysis makes
-    ("(y*4) + x", {"y"}),
+    ("(y*4) + x", {"x", "y"}),   # transposed: x's elements are columns, disjoint all the same
+    ("(y*w) + x", {"x", "y"}),   # a row width known only at run time (w = 4)
+    ("(y*w) + (x*2)", {"y"}),    # the same width, x's columns spread past it (x = 2 meets y + 1's x = 0)
     ("0", set()),                # every iteration updates the same element
 ])
 def test_a_serial_loop_runs_batched_only_when_its_iterations_touch_disjoint_elements(
         index: str, batched_loops: set[str]) -> None:
-    from hardboiled.verify.independence import has_independent_iterations
-
-    text = _NEST.replace("{index}", index)
-    stmt = parse_input(text, "nest.stmt", buffer_types={n: ir.Int(32) for n in ("acc", "a", "b")}).ir
-    loops = {n.name: n for n in ir.walk(stmt) if isinstance(n, ir.For)}
-    assert {name for name, loop in loops.items()
-            if has_independent_iterations(loop, list(ir.walk(loop.body)))} == batched_loops
     rng = np.random.default_rng(0)
-    arrays = {"acc": rng.integers(-100, 100, 16), "a": rng.integers(-100, 100, 32), "b": rng.integers(-100, 100, 32)}
-    batched, serial, batched_state, serial_state = _run_text(text, {k: v.astype(np.int32) for k, v in arrays.items()})
+    arrays = {"acc": rng.integers(-100, 100, 32), "a": rng.integers(-100, 100, 32), "b": rng.integers(-100, 100, 32)}
+    batched, serial, batched_state, serial_state = _run_text(
+        _NEST.replace("{index}", index), {k: v.astype(np.int32) for k, v in arrays.items()}, {"w": 4}, _Recording)
     _assert_same(batched_state, serial_state)
+    assert isinstance(batched, _Recording) and batched.batched_loops == batched_loops
     assert (batched.stores < serial.stores) == bool(batched_loops)
 
 
-def test_a_loop_that_reads_another_iterations_element_is_not_independent() -> None:
-    from hardboiled.verify.independence import has_independent_iterations
+def test_a_loop_that_reads_another_iterations_element_is_not_an_update_nest() -> None:
+    from hardboiled.verify.independence import update_nest
 
     text = _NEST.replace("{index}", "(x*4) + y").replace("(a[(x*8) + r]", "(acc[0]")
     stmt = parse_input(text, "nest.stmt", buffer_types={"acc": ir.Int(32), "b": ir.Int(32)}).ir
-    assert not any(has_independent_iterations(n, list(ir.walk(n.body))) for n in ir.walk(stmt)
-                   if isinstance(n, ir.For))
+    loops = [n for n in ir.walk(stmt) if isinstance(n, ir.For)]
+    assert loops and not any(update_nest(n, list(ir.walk(n.body))) for n in loops)
+
+
+def test_an_index_that_reads_memory_is_not_an_update_nest() -> None:
+    from hardboiled.verify.independence import update_nest
+
+    text = _NEST.replace("{index}", "a[x] + y")
+    stmt = parse_input(text, "nest.stmt", buffer_types={n: ir.Int(32) for n in ("acc", "a", "b")}).ir
+    assert not any(update_nest(n, list(ir.walk(n.body))) for n in ir.walk(stmt) if isinstance(n, ir.For))
