@@ -75,6 +75,9 @@ def report(rows: list[dict[str, Any]], seed: int, refused: int, seconds: float) 
            f"{seconds:.0f} s",
            f"lowered, verified, emitted and built: {_rate(rows)} (AMX {_rate(amx)}, WMMA {_rate(wmma)})",
            ", ".join(f"{o} {counts[o]}" for o in OUTCOMES[1:]),
+           f"of the lowered, {sum(r['outcome'] == 'lowered' and r.get('edge_copies_in_memory', 0) > 0 for r in rows)}"
+           " keep partial tiles at the output's edge in ordinary memory (GuardWithIf tails; the whole tiles are"
+           " tensorized)",
            "", "not lowered, by first diagnostic:"]
     out += [f"  {n:4d}  {text}" for text, n in classes.most_common()]
     out += by_dimension(rows)

@@ -74,6 +74,9 @@ def compile_variant(name: str, build: bool) -> dict[str, Any]:
                 upstream=entry.get("upstream_amx"))
 
 
+EDGE_NOTE = "a partial tile at the output's edge"
+
+
 def compile_dump(path: Path, spec: dict[str, Any], build: bool) -> dict[str, Any]:
     """Compile one sweep dump (its accumulator in the spec's memory) with
     --verify and --emit, and build what it emits; return its outcome row."""
@@ -104,8 +107,12 @@ def compile_dump(path: Path, spec: dict[str, Any], build: bool) -> dict[str, Any
             message.startswith(HARDWARE_LIMIT) else "miss"
     else:
         outcome = {5: "wrong", 70: "error"}.get(code, "other")
+    # edge copies of an accumulator left in ordinary memory (select/specialize.py): a
+    # lowered variant whose partial tiles at the output's edge are not tensorized
+    edges = sum(d.severity == "warning" and any(EDGE_NOTE in n for n in d.notes) for d in result.diagnostics)
     return dict(name=path.stem, accelerator="wmma" if wmma else "amx",
-                exit=code, outcome=outcome, message=message, notes=notes, seconds=round(seconds, 3))
+                exit=code, outcome=outcome, message=message, notes=notes, seconds=round(seconds, 3),
+                edge_copies_in_memory=edges)
 
 
 def _rate(rows: list[dict[str, Any]]) -> str:
@@ -153,6 +160,9 @@ def coverage_markdown(rows: list[dict[str, Any]], built: bool) -> str:
         f"- All: {_rate(rows)} lowered; AMX {_rate(amx)}, WMMA {_rate(wmma)}.",
         f"- Wrong results: {sum(r['outcome'] == 'wrong' for r in rows)}; internal errors: "
         f"{sum(r['outcome'] == 'error' for r in rows)}.",
+        f"- Lowered with the partial tiles at an output's edge left in ordinary memory (GuardWithIf "
+        f"tails; the whole tiles are tensorized): "
+        f"{sum(r['outcome'] == 'lowered' and r.get('edge_copies_in_memory', 0) > 0 for r in rows)}.",
         f"- Upstream Halide's own AMX pass (target `x86-64-linux-avx512_sapphirerapids`) "
         f"on the {len(amx)} AMX variants: {upstream['accepted']} accepted, "
         f"{upstream['refused']} refused, {upstream['ignored']} left the accumulator alone. "

@@ -242,7 +242,7 @@ _BUFFER_FLAG = "((uint8_t)0)"
 
 OPERATIONS: tuple[Operation, ...] = (
     LIKELY := _hint("likely", 1),
-    _hint("likely_if_innermost", 1),
+    LIKELY_IF_INNERMOST := _hint("likely_if_innermost", 1),
     _hint("promise_clamped", 3),
     _hint("unsafe_promise_clamped", 3),
     # A marker that forbids float rewrites: the interpreter makes none, and C

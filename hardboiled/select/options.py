@@ -41,6 +41,11 @@ class SelectionOptions:
     with long expressions shortened."""
     require: bool = False
     """--require: no store in accelerator memory is a miss (exit 1)."""
+    edge_copies: frozenset[str] = frozenset()
+    """Set by selection itself: the copies of an accumulator that hold the
+    partial tiles at an output's edge (select/specialize.py). A store of
+    one that cannot be lowered is a warning, and the copy stays in
+    ordinary memory, computed as Halide computes it."""
     rewrite_check: RewriteCheck | None = None
     """Run on every store selection lowers, before it is put in the
     program: a rewrite that fails it is a miss, never emitted."""

@@ -40,6 +40,7 @@ from hardboiled.select.partition import partition_accumulators
 from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, reinsert
 from hardboiled.select.revectorize import relayout_blocked_tiles, revectorize_scalar_updates
 from hardboiled.select.rules import STATEMENTS_PER_SCOPE, Schedule, load_schedule, saturate
+from hardboiled.select.specialize import specialize_edge_tiles
 from hardboiled.select.spill import gathers_accelerator, reads_accelerator_in_arithmetic, spill_accelerator_reads
 from hardboiled.select.terms import parse_term
 from hardboiled.select.unflatten import unflatten_stores
@@ -186,6 +187,13 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
     allocations = accelerator_allocations(stmt, options.store_in)
     if not allocations:
         return SelectionResult(stmt, (), None, None, 0.0)
+    stmt, edge_copies, store_lines = specialize_edge_tiles(stmt, set(allocations), store_lines)  # GuardWithIf
+    if edge_copies:
+        store_in = {**options.store_in, **{new: options.store_in[old] for new, old in edge_copies.items()
+                                           if old in options.store_in}}
+        options = dataclasses.replace(options, store_in=store_in,
+                                      edge_copies=options.edge_copies | frozenset(edge_copies))
+        allocations = accelerator_allocations(stmt, options.store_in)
     stmt = unflatten_stores(stmt, allocations)  # the final stmt's concat_vectors and shuffles
     stmt = unroll_tile_loops(stmt, set(allocations))  # a loop variable cannot name a tile register
     stmt = revectorize_scalar_updates(stmt, set(allocations))  # updates Halide left scalar
@@ -204,7 +212,9 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
         if second is not None:
             return dataclasses.replace(second, seconds=second.seconds + seconds)
     misses = _root_causes_first(selected, decoded.replacements, decoded.misses, options.verbose)
-    if misses and not options.allow_fallback:
+    if options.edge_copies and not options.verbose:
+        misses = _one_warning_per_edge_copy(misses, options.edge_copies)
+    if any(m.severity == "error" for m in misses):
         raise SelectionMiss(misses, SelectionResult(stmt, tuple(decoded.reports), schedule, decoded.egraph,
                                                     seconds, cached=decoded.cached))
     return _selection_result(stmt, selected, decoded, misses, schedule, seconds, options)
@@ -302,7 +312,8 @@ def _decode_selected(selected: list[SelectedStore], terms: dict[int, str], decod
                                        rewritten=replacements[sel.position]))
             continue
         reports.append(StoreReport(sel.store.name, line, sel.accelerator, False, (), explanation))
-        misses.append(_miss_diagnostic(sel, explanation, filename, source, line, options.allow_fallback))
+        misses.append(_miss_diagnostic(sel, explanation, filename, source, line, options.allow_fallback,
+                                       _at_an_edge(sel, options.edge_copies)))
     return replacements, reports, misses
 
 
@@ -437,13 +448,49 @@ def _check_store_in(stmt: ir.Stmt, store_in: dict[str, str], filename: str) -> N
             ))
 
 
+def _edge_copy_of(buffer: str, edge_copies: frozenset[str]) -> str | None:
+    """The edge copy that ``buffer`` is, or was made from (its spill)."""
+    return next((copy for copy in edge_copies if buffer == copy or buffer.startswith(f"{copy}.")), None)
+
+
+def _at_an_edge(sel: SelectedStore, edge_copies: frozenset[str]) -> bool:
+    return bool(sel.buffers) and all(_edge_copy_of(b, edge_copies) for b in sel.buffers)
+
+
+def _one_warning_per_edge_copy(misses: list[Diagnostic], edge_copies: frozenset[str]) -> list[Diagnostic]:
+    """The first warning of each edge copy, counting the others (the stores
+    of its spills and copies say the same)."""
+    firsts: dict[str, int] = {}
+    others: dict[str, int] = {}
+    kept: list[Diagnostic] = []
+    for miss in misses:
+        copy = _edge_copy_of(miss.message.split("'")[1], edge_copies) if miss.severity == "warning" else None
+        if copy is None:
+            kept.append(miss)
+        elif copy in firsts:
+            others[copy] = others.get(copy, 0) + 1
+        else:
+            firsts[copy] = len(kept)
+            kept.append(miss)
+    for copy, count in others.items():
+        first = kept[firsts[copy]]
+        note = f"{count} other stores of '{copy}' stay as they were too (--verbose lists them)"
+        kept[firsts[copy]] = dataclasses.replace(first, notes=(*first.notes, note))
+    return kept
+
+
 def _miss_diagnostic(sel: SelectedStore, explanation: str, filename: str, source: str,
-                     line: int | None, fallback: bool) -> Diagnostic:
-    severity = "warning" if fallback else "error"
+                     line: int | None, fallback: bool, at_an_edge: bool = False) -> Diagnostic:
+    severity = "warning" if fallback or at_an_edge else "error"
     location = statement_location(filename, source, line)
     accelerator = sel.accelerator
     notes = [explanation]
-    if fallback:
+    if at_an_edge:
+        notes.append("a partial tile at the output's edge (the schedule's GuardWithIf tail): it stays in "
+                     "ordinary memory, computed as Halide computes it, while the whole tiles use "
+                     f"{accelerator}; a tail strategy of ShiftInwards or RoundUp, or an output size that "
+                     "is a multiple of the tile, puts every tile on it")
+    elif fallback:
         notes.append("--allow-fallback: the store is left as it was")
     return Diagnostic(
         severity,
