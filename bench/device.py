@@ -1,0 +1,703 @@
+#!/usr/bin/env python3
+"""Run, check and time hardboiled's CUDA on a lent GPU: one command
+prepares everything here, one runs everything there.
+
+    .venv/bin/python bench/device.py prepare --out build/device        # here: no GPU needed
+    python3 bench/device.py run --in build/device --out OUT            # there: numpy and the GPU
+    .venv/bin/python bench/device.py run --in build/device --out OUT --dry-run   # here: all but launches
+
+``prepare`` compiles every Tensor Core application of apps/ at its test
+size and at the paper's size (``--sizes``), and the WMMA variants of the
+listed sweep (``--sweep N`` of them, test size only), with hardboiled to
+CUDA, and links them all, with a small runtime of its own (RUNNER_CUDA:
+allocation, copies, CUDA events), into one shared library for sm_80 and
+sm_90 (nvcc links the CUDA runtime statically, so the library needs only
+the driver). At the test size it also writes the inputs it ran the
+original program on in the reference interpreter, the outputs it
+computed and, per element, how far a correct kernel may be from them
+(twice the error model's bound, or compare.tolerance where the model has
+none). At the paper's size the interpreter would take too long: the run
+there draws inputs from a seed and only times the kernel. Everything goes
+into one folder with a manifest.json, well under the 60 MiB a device call
+may carry.
+
+``run`` needs nothing of hardboiled (the device has numpy, not lark or
+egglog): it loads the library, and for each kernel
+
+* at the test size: runs it once and compares every output with the
+  reference, element by element; then, unless ``--no-sanitizer``, runs it
+  again under ``compute-sanitizer`` (memcheck, racecheck, synccheck) in a
+  child process (``bench/device.py check``), counting the errors;
+* times it with CUDA events around each launch: ``--warmup`` launches,
+  then the median of ``--repeat`` (at least 50);
+* writes OUT/device-results.json and OUT/device-results.md.
+
+``--quick`` keeps the applications at the paper's size and the test-size
+checks of five of them, no sweep variants and one sanitizer tool
+(memcheck). ``--dry-run`` does everything but talk to the GPU: it loads
+the library and resolves every entry point, builds every argument list,
+draws the paper-size inputs and compares each reference with itself, so
+that the first real run does not fail on a path nobody executed.
+
+What it does not do yet: the CUDA-only Halide baselines (``baseline_time_us``
+is null, with the reason) and the cuBLAS / cuDNN comparisons.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+LIBRARY = "kernels.so"
+MANIFEST = "manifest.json"
+MAX_CARRY_BYTES = 60 << 20
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
+QUICK_CHECKS = ("conv1d", "conv2d", "downsample", "gemm", "conv_layer")
+PAPER_SEED = 2026
+RUNNER = "hb_runner"
+NVCC_ARCHES = ("-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=[sm_90,compute_90]")
+"""Machine code for A100 and Hopper, and Hopper's PTX for anything newer."""
+
+RUNNER_CUDA = r"""
+// The runner's half of the library: what bench/device.py run calls
+// through ctypes, from the same (static) CUDA runtime as the kernels.
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <string.h>
+extern "C" {
+int hbr_device_count(int *count) { return (int)cudaGetDeviceCount(count); }
+int hbr_describe(char *out, int size) {
+    cudaDeviceProp p;
+    int driver = 0, runtime = 0;
+    int err = (int)cudaGetDeviceProperties(&p, 0);
+    if (err) return err;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    snprintf(out, size, "%s|sm_%d%d|%d|%d", p.name, p.major, p.minor, driver, runtime);
+    return 0;
+}
+int hbr_malloc(void **pointer, size_t bytes) { return (int)cudaMalloc(pointer, bytes); }
+int hbr_free(void *pointer) { return (int)cudaFree(pointer); }
+int hbr_to_device(void *device, const void *host, size_t bytes) {
+    return (int)cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice);
+}
+int hbr_to_host(void *host, const void *device, size_t bytes) {
+    return (int)cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost);
+}
+int hbr_synchronize(void) { return (int)cudaDeviceSynchronize(); }
+int hbr_last_error(void) { return (int)cudaGetLastError(); }
+const char *hbr_error_string(int code) { return cudaGetErrorString((cudaError_t)code); }
+int hbr_event_create(void **event) { return (int)cudaEventCreate((cudaEvent_t *)event); }
+int hbr_event_destroy(void *event) { return (int)cudaEventDestroy((cudaEvent_t)event); }
+int hbr_event_record(void *event) { return (int)cudaEventRecord((cudaEvent_t)event, 0); }
+int hbr_elapsed_ms(float *ms, void *start, void *stop) {
+    int err = (int)cudaEventSynchronize((cudaEvent_t)stop);
+    if (err) return err;
+    return (int)cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)stop);
+}
+}
+"""
+
+NUMPY_TYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64, "uint8": np.uint8,
+               "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64, "float16": np.float16,
+               "float32": np.float32, "float64": np.float64, "bfloat16": np.uint16}
+"""A manifest type's numpy storage (bfloat16 as its bits: the device side
+needs no ml_dtypes; its values are drawn and compared as float32)."""
+
+
+# --------------------------------------------------------------------------
+# There: run (numpy, ctypes and the GPU only)
+# --------------------------------------------------------------------------
+
+
+class DeviceError(Exception):
+    def __init__(self, message: str, code: int = 0):
+        super().__init__(message)
+        self.code = code
+
+
+NO_DEVICE = 100
+"""cudaErrorNoDevice: no rebuilt library helps."""
+
+
+class Runtime:
+    """The library's runner functions, and the kernels' raw entry points."""
+
+    def __init__(self, library: Path, dry_run: bool):
+        self.library = ctypes.CDLL(str(library))
+        self.dry_run = dry_run
+        self.library.hbr_error_string.restype = ctypes.c_char_p
+
+    def call(self, function: str, *args: Any) -> None:
+        code = getattr(self.library, function)(*args)
+        if code != 0:
+            text = self.library.hbr_error_string(code).decode()
+            raise DeviceError(f"{function}: {text} ({code})", code)
+
+    def describe(self) -> dict[str, str]:
+        if self.dry_run:
+            return {"gpu": "none (dry run)", "arch": "", "driver": "", "runtime": ""}
+        text = ctypes.create_string_buffer(256)
+        self.call("hbr_describe", text, 256)
+        name, arch, driver, runtime = text.value.decode().split("|")
+        return {"gpu": name, "arch": arch, "driver": _version(int(driver)), "runtime": _version(int(runtime))}
+
+    def require_device(self) -> None:
+        if self.dry_run:
+            return
+        count = ctypes.c_int(0)
+        self.call("hbr_device_count", ctypes.byref(count))
+        if count.value == 0:
+            raise DeviceError("no CUDA device", NO_DEVICE)
+
+    def entry(self, name: str) -> Any:
+        function = getattr(self.library, name)  # AttributeError: the library lacks it
+        function.restype = ctypes.c_int
+        return function
+
+
+def _version(number: int) -> str:
+    return f"{number // 1000}.{number % 1000 // 10}"
+
+
+class Launch:
+    """One kernel's device buffers and argument list."""
+
+    def __init__(self, runtime: Runtime, kernel: dict[str, Any], arrays: dict[str, np.ndarray]):
+        self.runtime, self.kernel, self.arrays = runtime, kernel, arrays
+        self.device: dict[str, ctypes.c_void_p] = {}
+        self.entry = runtime.entry(kernel["entry"])
+        for argument in kernel["arguments"]:
+            pointer = ctypes.c_void_p(None)
+            if not runtime.dry_run:
+                size = ctypes.c_size_t(max(arrays[argument["name"]].nbytes, 1))
+                runtime.call("hbr_malloc", ctypes.byref(pointer), size)
+            self.device[argument["name"]] = pointer
+        self.args: list[object] = []
+        for argument in kernel["arguments"]:
+            self.args.append(self.device[argument["name"]])
+            for low, extent, stride in argument["dims"]:
+                self.args.extend(ctypes.c_int32(v) for v in (low, extent, stride))
+        self.args.append(ctypes.c_void_p(None))  # the default stream
+
+    def upload(self) -> None:
+        if self.runtime.dry_run:
+            return
+        for name, pointer in self.device.items():
+            host = np.ascontiguousarray(self.arrays[name])
+            self.runtime.call("hbr_to_device", pointer, host.ctypes.data_as(ctypes.c_void_p),
+                              ctypes.c_size_t(host.nbytes))
+
+    def launch(self) -> None:
+        if self.runtime.dry_run:
+            return
+        code = self.entry(*self.args)
+        if code != 0:
+            raise DeviceError(f"{self.kernel['entry']} returned {code} (one of the pipeline's checks failed)")
+
+    def download(self, name: str) -> np.ndarray:
+        host = np.empty_like(self.arrays[name])
+        if self.runtime.dry_run:
+            return self.arrays[name].copy()
+        self.runtime.call("hbr_synchronize")
+        self.runtime.call("hbr_to_host", host.ctypes.data_as(ctypes.c_void_p), self.device[name],
+                          ctypes.c_size_t(host.nbytes))
+        return host
+
+    def time_us(self, warmup: int, repeat: int) -> float | None:
+        """The median of ``repeat`` launches, each between two CUDA events."""
+        if self.runtime.dry_run:
+            return None
+        for _ in range(warmup):
+            self.launch()
+        self.runtime.call("hbr_synchronize")
+        events = [ctypes.c_void_p(None) for _ in range(2)]
+        for event in events:
+            self.runtime.call("hbr_event_create", ctypes.byref(event))
+        times = []
+        try:
+            for _ in range(repeat):
+                self.runtime.call("hbr_event_record", events[0])
+                self.launch()
+                self.runtime.call("hbr_event_record", events[1])
+                elapsed = ctypes.c_float(0.0)
+                self.runtime.call("hbr_elapsed_ms", ctypes.byref(elapsed), events[0], events[1])
+                times.append(elapsed.value * 1000.0)
+        finally:
+            for event in events:
+                self.runtime.call("hbr_event_destroy", event)
+        return statistics.median(times)
+
+    def free(self) -> None:
+        if not self.runtime.dry_run:
+            for pointer in self.device.values():
+                self.runtime.call("hbr_free", pointer)
+
+
+def load_arrays(folder: Path, kernel: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The kernel's buffers: the prepared inputs (test size) or inputs drawn
+    from the seed (paper size); outputs start zeroed."""
+    rng = np.random.default_rng(kernel.get("seed", PAPER_SEED))
+    arrays = {}
+    for argument in kernel["arguments"]:
+        name, dtype = argument["name"], NUMPY_TYPES[argument["type"]]
+        stored = kernel.get("inputs", {}).get(name)
+        if stored is not None:
+            arrays[name] = np.load(folder / stored)
+        elif argument["output"]:
+            arrays[name] = np.zeros(argument["elements"], dtype=dtype)
+        elif argument["type"] == "bfloat16":
+            values = rng.uniform(-1, 1, argument["elements"]).astype(np.float32)
+            arrays[name] = (values.view(np.uint32) >> 16).astype(np.uint16)
+        elif np.issubdtype(dtype, np.integer):
+            info = np.iinfo(dtype)
+            arrays[name] = rng.integers(max(info.min, -8), min(info.max, 8), argument["elements"]).astype(dtype)
+        else:
+            arrays[name] = rng.uniform(-1, 1, argument["elements"]).astype(dtype)
+    return arrays
+
+
+def as_float64(array: np.ndarray, type_name: str) -> np.ndarray:
+    if type_name == "bfloat16":
+        return (array.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return array.astype(np.float64)
+
+
+def compare_output(expected: np.ndarray, actual: np.ndarray, tolerance: np.ndarray, type_name: str) -> dict[str, Any]:
+    """Element by element within the prepared tolerance (NaN matches NaN,
+    an infinity itself); the worst error as a fraction of its tolerance."""
+    e, a = as_float64(expected, type_name), as_float64(actual, type_name)
+    same = (e == a) | (np.isnan(e) & np.isnan(a))
+    with np.errstate(invalid="ignore"):
+        error = np.where(same, 0.0, np.abs(e - a))
+    error = np.where(np.isnan(error), np.inf, error)
+    bad = np.flatnonzero(error > tolerance)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(error == 0, 0.0, error / tolerance)
+    first = int(bad[0]) if bad.size else None
+    return {"matches": not bad.size, "mismatches": int(bad.size), "max_error": float(error.max(initial=0.0)),
+            "max_error_vs_bound": float(ratio.max(initial=0.0)),
+            "first_mismatch": None if first is None else {"element": first, "expected": float(e[first]),
+                                                          "actual": float(a[first])}}
+
+
+def open_runtime(folder: Path, manifest: dict[str, Any], out: Path, dry_run: bool,
+                 rebuild: bool) -> tuple[Runtime, Path, str]:
+    """The prepared library; or, where it does not load or its CUDA runtime
+    does not start on this machine (another image's system libraries or
+    driver), one built here from the prepared sources with this machine's
+    nvcc. Returns the runtime, the library's path and which it is."""
+    library = folder / manifest["library"]
+    reason = "--rebuild"
+    if not rebuild:
+        try:
+            runtime = Runtime(library, dry_run)
+            runtime.require_device()
+            return runtime, library, "prepared"
+        except DeviceError as error:
+            if error.code == NO_DEVICE:
+                raise
+            reason = str(error)
+        except OSError as error:
+            reason = str(error)
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise DeviceError(f"the prepared library cannot be used ({reason}) and there is no nvcc to rebuild it")
+    sources = [Path(k["source"]) for k in manifest["kernels"]] + [Path("src") / f"{RUNNER}.cu"]
+    out.mkdir(parents=True, exist_ok=True)
+    library = out / LIBRARY
+    failed = build_library(folder, sources, manifest["nvcc_flags"], [nvcc], os.cpu_count() or 1, library)
+    if failed:
+        print(f"rebuilt without {', '.join(sorted(failed))}: nvcc here refused them", flush=True)
+    runtime = Runtime(library, dry_run)
+    runtime.require_device()
+    return runtime, library, f"rebuilt on this machine ({reason})"
+
+
+def check_kernel(folder: Path, runtime: Runtime, kernel: dict[str, Any]) -> dict[str, Any]:
+    """Run a test-size kernel once and compare its outputs with the reference."""
+    arrays = load_arrays(folder, kernel)
+    launch = Launch(runtime, kernel, arrays)
+    try:
+        launch.upload()
+        launch.launch()
+        comparisons = {}
+        for name, reference in kernel["reference"].items():
+            expected = np.load(folder / reference)
+            tolerance = np.load(folder / kernel["tolerance"][name])
+            actual = launch.download(name) if not runtime.dry_run else expected
+            argument = next(a for a in kernel["arguments"] if a["name"] == name)
+            comparisons[name] = compare_output(expected, actual, tolerance, argument["type"])
+    finally:
+        launch.free()
+    return {"matches_reference": all(c["matches"] for c in comparisons.values()),
+            "max_error_vs_bound": max((c["max_error_vs_bound"] for c in comparisons.values()), default=0.0),
+            "outputs": comparisons}
+
+
+def sanitize(folder: Path, library: Path, kernel: dict[str, Any], tools: tuple[str, ...],
+             dry_run: bool) -> dict[str, Any]:
+    """Each compute-sanitizer tool on a child that runs the kernel once.
+    Where the sanitizer cannot watch this GPU (gVisor: "Device not
+    supported"), the count is None, with its words."""
+    sanitizer = shutil.which("compute-sanitizer")
+    command = [sys.executable, str(Path(__file__).resolve()), "check", "--in", str(folder), "--library", str(library),
+               "--kernel", kernel["name"]]
+    if dry_run or sanitizer is None:
+        return {"sanitizer_errors": None, "sanitizer": "not run" if dry_run else "compute-sanitizer not found",
+                "command": command}
+    errors, notes = 0, {}
+    for tool in tools:
+        proc = subprocess.run([sanitizer, "--tool", tool, "--error-exitcode", "99", *command],
+                              capture_output=True, text=True, timeout=300)
+        said = proc.stdout + proc.stderr
+        if "Device not supported" in said:
+            return {"sanitizer_errors": None, "sanitizer": f"{tool} cannot watch this GPU: {said.strip()[-300:]}"}
+        found = re.search(r"ERROR SUMMARY: (\d+) error", said)
+        count = int(found.group(1)) if found else (0 if proc.returncode == 0 else 1)
+        errors += count
+        if count or proc.returncode not in (0, 99):
+            notes[tool] = said[-2000:]
+    return {"sanitizer_errors": errors, "sanitizer": ",".join(tools), "sanitizer_output": notes}
+
+
+def run(folder: Path, out: Path, *, dry_run: bool, quick: bool, sanitizer: bool, warmup: int,
+        repeat: int, rebuild: bool = False) -> dict[str, Any]:
+    manifest = json.loads((folder / MANIFEST).read_text())
+    runtime, library, built = open_runtime(folder, manifest, out, dry_run, rebuild)
+    results: dict[str, Any] = {"date": datetime.date.today().isoformat(), **runtime.describe(), "library": built,
+                               "host_cpu": _cpu_name(), "host_amx": _has_amx(), "dry_run": dry_run,
+                               "quick": quick, "repeat": repeat, "kernels": []}
+    started = time.perf_counter()
+    for kernel in manifest["kernels"]:
+        if quick and (kernel.get("sweep") or kernel["size"] == "test" and kernel["app"] not in QUICK_CHECKS):
+            continue
+        row: dict[str, Any] = {key: kernel.get(key) for key in ("name", "app", "size", "paper_speedup")}
+        row.update(baseline_time_us=None, speedup_vs_cuda_only=None,
+                   baseline="no CUDA-only Halide baseline is prepared yet")
+        try:
+            if kernel.get("reference"):
+                row.update(check_kernel(folder, runtime, kernel))
+                if sanitizer:
+                    row.update(sanitize(folder, library, kernel, ("memcheck",) if quick else SANITIZER_TOOLS, dry_run))
+            launch = Launch(runtime, kernel, load_arrays(folder, kernel))
+            try:
+                launch.upload()
+                row["time_us"] = launch.time_us(warmup, repeat)
+            finally:
+                launch.free()
+        except (DeviceError, AttributeError, OSError, ValueError) as error:
+            row["error"] = str(error)
+        results["kernels"].append(row)
+        print(json.dumps(row)[:300], flush=True)
+    results["seconds"] = round(time.perf_counter() - started, 1)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "device-results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / "device-results.md").write_text(markdown_table(results))
+    return results
+
+
+def markdown_table(results: dict[str, Any]) -> str:
+    lines = [f"# Device results ({results['date']}, {results['gpu']}, driver {results['driver']}, "
+             f"CUDA {results['runtime']}{', dry run' if results['dry_run'] else ''})", "",
+             "| kernel | size | matches | max error / bound | sanitizer errors | time (µs) | baseline (µs) | "
+             "speedup | paper |", "|---|---|---|---|---|---|---|---|---|"]
+    for row in results["kernels"]:
+        def cell(key: str, digits: int = 2, row: dict[str, Any] = row) -> str:
+            value = row.get(key)
+            if value is None:
+                return "-"
+            return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+        lines.append(f"| {row['name']} | {row['size']} | {cell('matches_reference')} | {cell('max_error_vs_bound')} "
+                     f"| {cell('sanitizer_errors')} | {cell('time_us', 1)} | {cell('baseline_time_us', 1)} | "
+                     f"{cell('speedup_vs_cuda_only')} | {cell('paper_speedup')} |"
+                     + (f" {row['error']}" if row.get("error") else ""))
+    return "\n".join(lines) + "\n"
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _has_amx() -> bool:
+    try:
+        return "amx_tile" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
+def check_one(folder: Path, library: Path, name: str) -> int:
+    """The sanitizer's child: one kernel, once (exit 1 when it does not match)."""
+    manifest = json.loads((folder / MANIFEST).read_text())
+    kernel = next(k for k in manifest["kernels"] if k["name"] == name)
+    result = check_kernel(folder, Runtime(library, False), kernel)
+    return 0 if result["matches_reference"] else 1
+
+
+# --------------------------------------------------------------------------
+# Here: prepare (hardboiled, Halide's dumps, nvcc)
+# --------------------------------------------------------------------------
+
+
+def _paper_speedup(text: str) -> float | None:
+    found = re.search(r"(\d+(?:\.\d+)?)x over Halide CUDA", text)
+    return float(found.group(1)) if found else None
+
+
+def _wmma_apps(names: list[str] | None) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT))
+    from apps.run import applications
+
+    apps = {name: app for name, app in applications().items() if app.accelerator == "wmma"}
+    unknown = sorted(set(names or ()) - set(apps))
+    if unknown:
+        raise SystemExit(f"not a Tensor Core application: {', '.join(unknown)} (choose from {', '.join(apps)})")
+    return {name: apps[name] for name in names} if names else apps
+
+
+def _app_dump(app: Any, size: str, cache: Path) -> Path:
+    """The application's vectorizing stage: the committed fixture at the
+    test size, else Halide's dump (cached under build/apps/)."""
+    if size == "test":
+        fixture = ROOT / "tests" / "fixtures" / "apps" / f"{app.name}.stmt"
+        if fixture.exists():
+            return fixture
+    path = cache / f"{app.name}-{size}" / "vectorizing.stmt"
+    if not path.exists():
+        from apps.run import dump
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(dump(app, size))
+    return path
+
+
+def _argument_record(argument: Any, buffer: Any) -> dict[str, Any]:
+    return {"name": argument.buffer, "type": str(argument.type.element()), "output": argument.output,
+            "dims": [list(map(int, d)) for d in zip(buffer.mins, buffer.extents, buffer.strides)],
+            "elements": int(buffer.data.size)}
+
+
+def prepare_kernel(folder: Path, name: str, stmt_path: Path, store_in: dict[str, str], reference: bool,
+                   inputs: dict[str, np.ndarray] | None = None) -> tuple[dict[str, Any], str]:
+    """Compile one dump to CUDA; with ``reference``, run the original in the
+    interpreter and write its inputs, outputs and per-element tolerances.
+    Returns the manifest entry and the CUDA source."""
+    import hardboiled
+    from hardboiled.codegen.abi import kernel_signature
+    from hardboiled.frontend.parse import parse_input
+    from hardboiled.verify.compare import run_original_program, tolerance
+    from hardboiled.verify.error_bound import divergence
+    from hardboiled.verify.inputs import make_buffers
+
+    symbol = _symbol(name)
+    result = hardboiled.compile(stmt_path, store_in=store_in, target="wmma", name=symbol)
+    assert result.cuda is not None
+    original = parse_input(stmt_path.read_text(), str(stmt_path)).ir
+    rewritten = result.program
+    arguments = kernel_signature(rewritten)
+    if any(argument.scalar for argument in arguments):
+        raise ValueError("a pipeline with scalar params: the runner passes buffers only")
+    entry: dict[str, Any] = {"name": name, "entry": f"{symbol}_raw"}
+    if reference:
+        run = run_original_program(original, {}, 0, inputs, differing=divergence(original, rewritten))
+        buffers = run.buffers
+        kernel_dir = folder / name
+        kernel_dir.mkdir(parents=True, exist_ok=True)
+        entry["inputs"], entry["reference"], entry["tolerance"] = {}, {}, {}
+        for argument in arguments:
+            data = buffers[argument.buffer].data
+            if argument.output:
+                expected = run.expected[argument.buffer].data
+                bound = None if run.bounds is None else run.bounds.get(argument.buffer)
+                allowed = (np.where(np.isnan(bound), np.inf, 2.0 * bound) if bound is not None
+                           else np.full(expected.shape, tolerance(argument.type, expected)))
+                for kind, array in (("reference", _storable(expected)), ("tolerance", allowed)):
+                    np.save(kernel_dir / f"{argument.buffer}.{kind}.npy", array)
+                    entry[kind][argument.buffer] = f"{name}/{argument.buffer}.{kind}.npy"
+            else:
+                np.save(kernel_dir / f"{argument.buffer}.npy", _storable(data))
+                entry["inputs"][argument.buffer] = f"{name}/{argument.buffer}.npy"
+    else:
+        buffers, _ = make_buffers(original, {}, PAPER_SEED)
+    entry["arguments"] = [_argument_record(a, buffers[a.buffer]) for a in arguments]
+    return entry, result.cuda
+
+
+def _symbol(name: str) -> str:
+    """A kernel's name as a C identifier (its entry points, its files)."""
+    return re.sub(r"\W", "_", name)
+
+
+def _storable(array: np.ndarray) -> np.ndarray:
+    """An array numpy alone can load: bfloat16 as its bits."""
+    return array.view(np.uint16) if array.dtype.name == "bfloat16" else array
+
+
+def build_library(folder: Path, sources: list[Path], flags: list[str], nvcc: list[str], jobs: int,
+                  output: Path) -> dict[str, str]:
+    """Compile each CUDA source (the kernels', the runner's) in ``folder`` to
+    an object and link those that compiled into ``output``; returns the
+    sources that did not, with nvcc's complaint. Runs here (prepare) and,
+    when the prepared library does not load there, on the device."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    failed: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="hb_device_") as tmp_name:
+        tmp = Path(tmp_name)
+
+        def compile_unit(source: Path) -> tuple[str, str | None]:
+            proc = subprocess.run([*nvcc, *NVCC_ARCHES, *flags, "-c", "-Xcompiler", "-fPIC", str(folder / source),
+                                   "-o", str(tmp / source.with_suffix(".o").name)], capture_output=True, text=True)
+            return source.stem, None if proc.returncode == 0 else proc.stderr.strip()[-600:]
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for name, error in pool.map(compile_unit, sources):
+                if error is not None:
+                    failed[name] = error
+        if RUNNER in failed:
+            raise SystemExit(f"the runner does not compile: {failed[RUNNER]}")
+        objects = [str(tmp / source.with_suffix(".o").name) for source in sources if source.stem not in failed]
+        proc = subprocess.run([*nvcc, *NVCC_ARCHES, "-shared", *objects, "-o", str(output)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"linking {output.name} failed: {proc.stderr.strip()[-1000:]}")
+    return failed
+
+
+def _sweep_variants(count: int) -> list[tuple[str, Path, dict[str, str]]]:
+    """The first ``count`` WMMA variants of the listed sweep that lowered
+    (bench/results/sweep.json), spread over its dimensions."""
+    results = json.loads((ROOT / "bench" / "results" / "sweep.json").read_text())
+    rows = [r for r in results if r["accelerator"] == "wmma" and r["outcome"] == "lowered"]
+    step = max(1, len(rows) // max(count, 1))
+    chosen = rows[::step][:count]
+    fixtures = ROOT / "tests" / "fixtures" / "sweep"
+    return [(f"sweep-{r['name']}", fixtures / f"{r['name']}.stmt", {"prod": "WMMAAccumulator"}) for r in chosen]
+
+
+def prepare(out: Path, app_names: list[str] | None, sizes: list[str], sweep: int, jobs: int) -> dict[str, Any]:
+    apps = _wmma_apps(app_names)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    kernels: list[dict[str, Any]] = []
+    sources: dict[str, str] = {}
+    skipped: dict[str, str] = {}
+    jobs_list: list[tuple[str, Path, dict[str, str], bool, Any, dict[str, Any]]] = []
+    for name, app in apps.items():
+        for size in sizes:
+            inputs = app.verification_inputs(**app.sizes[size]) if app.verification_inputs and size == "test" else None
+            jobs_list.append((f"{name}-{size}", _app_dump(app, size, ROOT / "build" / "apps"),
+                              {acc: app.memory for acc in app.accumulators}, size == "test", inputs,
+                              {"app": name, "size": size, "paper_speedup": _paper_speedup(app.paper)}))
+    for name, path, store_in in _sweep_variants(sweep):
+        jobs_list.append((name, path, store_in, True, None, {"app": name, "size": "test", "sweep": True}))
+    for name, path, store_in, reference, inputs, extra in jobs_list:
+        started = time.perf_counter()
+        try:
+            entry, source = prepare_kernel(out, name, path, store_in, reference, inputs)
+        except Exception as error:  # noqa: BLE001 - every kernel that cannot be prepared is listed, with why
+            skipped[name] = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+            print(f"{name}: skipped: {skipped[name]}", flush=True)
+            continue
+        entry.update(extra)
+        if not reference:
+            entry["seed"] = PAPER_SEED
+        kernels.append(entry)
+        sources[name] = source
+        print(f"{name}: prepared in {time.perf_counter() - started:.1f} s", flush=True)
+    from hardboiled.codegen.cuda import GENERATED_CUDA_FLAGS
+    from hardboiled.codegen.toolchain import find_nvcc
+
+    (out / "src").mkdir()
+    files = []
+    for name, source in [*sources.items(), (RUNNER, RUNNER_CUDA)]:
+        path = Path("src") / f"{_symbol(name)}.cu"
+        (out / path).write_text(source)
+        files.append(path)
+    flags = ["-std=c++17", "-O3", *GENERATED_CUDA_FLAGS]
+    failed = build_library(out, files, flags, find_nvcc(), jobs, out / LIBRARY)
+    for kernel in kernels:
+        kernel["source"] = f"src/{_symbol(kernel['name'])}.cu"
+    failed = {next(k["name"] for k in kernels if _symbol(k["name"]) == stem): error for stem, error in failed.items()}
+    for name, error in failed.items():
+        skipped[name] = f"nvcc: {error}"
+    kernels = [k for k in kernels if k["name"] not in failed]
+    manifest = {"library": LIBRARY, "kernels": kernels, "skipped": skipped, "nvcc_flags": flags,
+                "prepared": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+    print(f"{len(kernels)} kernels, {len(skipped)} skipped, {size / 2**20:.1f} MiB in {out}")
+    if size > MAX_CARRY_BYTES:
+        raise SystemExit(f"{out} holds {size / 2**20:.1f} MiB, over the {MAX_CARRY_BYTES >> 20} MiB "
+                         "a device call carries")
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    p = commands.add_parser("prepare", help="compile, link and write inputs and references (here)")
+    p.add_argument("--out", type=Path, default=ROOT / "build" / "device")
+    p.add_argument("--apps", nargs="*", help="the applications (default: every Tensor Core one)")
+    p.add_argument("--sizes", nargs="*", default=["test", "paper"], choices=["test", "paper"])
+    p.add_argument("--sweep", type=int, default=12, help="how many listed-sweep WMMA variants (test size)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    r = commands.add_parser("run", help="run, check and time every prepared kernel (there)")
+    r.add_argument("--in", dest="folder", type=Path, required=True)
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--dry-run", action="store_true", help="everything but the GPU")
+    r.add_argument("--quick", action="store_true", help="the paper sizes and five test-size checks")
+    r.add_argument("--no-sanitizer", action="store_true")
+    r.add_argument("--rebuild", action="store_true", help="build the library here from the prepared sources")
+    r.add_argument("--warmup", type=int, default=10)
+    r.add_argument("--repeat", type=int, default=50)
+    c = commands.add_parser("check", help="run one kernel once (the sanitizer's child)")
+    c.add_argument("--in", dest="folder", type=Path, required=True)
+    c.add_argument("--library", type=Path, required=True)
+    c.add_argument("--kernel", required=True)
+    args = parser.parse_args(argv)
+    if args.command == "prepare":
+        prepare(args.out, args.apps, args.sizes, args.sweep, args.jobs)
+        return 0
+    if args.command == "check":
+        return check_one(args.folder, args.library, args.kernel)
+    if args.repeat < 50 and not args.dry_run:
+        parser.error("--repeat must be at least 50: the median of fewer launches is noise")
+    try:
+        results = run(args.folder, args.out, dry_run=args.dry_run, quick=args.quick, sanitizer=not args.no_sanitizer,
+                      warmup=args.warmup, repeat=args.repeat, rebuild=args.rebuild)
+    except DeviceError as error:
+        print(f"bench/device.py: error: {error}", file=sys.stderr)
+        return 3
+    bad = [k["name"] for k in results["kernels"] if k.get("error") or k.get("matches_reference") is False
+           or k.get("sanitizer_errors")]
+    print(f"{len(results['kernels'])} kernels in {results['seconds']} s; "
+          f"{len(bad)} failed{': ' + ', '.join(bad) if bad else ''}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
