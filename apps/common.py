@@ -43,6 +43,10 @@ class App:
     unproven: str = ""
     """Why verification proves nothing about some output elements, for an
     application whose run accepts that (--accept-unproven); empty: none may be."""
+    cuda_baseline: bool = False
+    """Whether ``pipeline(schedule="cuda", **size)`` builds the same algorithm
+    with a CUDA-only schedule (no Tensor Cores), the paper's baseline kind
+    (bench/device.py times it beside hardboiled's kernel)."""
 
     @property
     def memory(self) -> str:
@@ -82,3 +86,33 @@ def accumulator(func):
 
 def amx_tile(func):
     return func.store_in(hl().MemoryType(8))  # AMXTile; the Python enum lacks the name
+
+
+def cuda_only(output, tiled, reductions, unrolled=(), tile=(32, 8)):
+    """The baselines' schedule, CUDA without Tensor Cores: the output's two
+    ``tiled`` dimensions in blocks of ``tile`` threads (any other dimension
+    of the output fused into the grid's third axis), each thread computing
+    its element with the ``reductions``' accumulators in registers, and
+    each of ``unrolled`` (a reduction's (Func, RVar)) unrolled by 4.
+
+    It is the schedule a Halide user writes first for a GPU, not one an
+    autoscheduler tuned: docs/performance.md says what that means for the
+    speedups measured against it."""
+    h = hl()
+    x, y = tiled
+    rest = [v for v in output.args() if v.name() not in (x.name(), y.name())]
+    bx, by, bz, tx, ty, tz = vars_("bx by bz tx ty tz")
+    if rest:
+        z = rest[0]
+        for v in rest[1:]:
+            fused = h.Var(f"{z.name()}_{v.name()}")
+            output.fuse(z, v, fused)
+            z = fused
+        output.gpu_tile(x, y, z, bx, by, bz, tx, ty, tz, tile[0], tile[1], 1)
+    else:
+        output.gpu_tile(x, y, bx, by, tx, ty, tile[0], tile[1])
+    for func in reductions:
+        func.compute_at(output, tx)
+    for func, rvar in unrolled:
+        func.update().unroll(rvar, 4, h.TailStrategy.GuardWithIf)
+    return output

@@ -7,10 +7,11 @@ unrolled per block, as in the artifact. Tiling "8x32": 8 outputs from each of
 32 rows.
 """
 
-from apps.common import App, accumulator, dense, f32, hl, rvars, vars_
+from apps.common import App, accumulator, cuda_only, dense, f32, hl, rvars, vars_
 
 
-def pipeline(width: int, rows: int, taps: int, tiling: str = "256x1", unroll_taps: bool = False):
+def pipeline(width: int, rows: int, taps: int, tiling: str = "256x1", unroll_taps: bool = False,
+             schedule: str = "tensor"):
     """``unroll_taps``: the 8-tap chunk loop unrolled (one tensor statement
     per chunk; bench/compile_time.py scales it)."""
     h = hl()
@@ -26,6 +27,9 @@ def pipeline(width: int, rows: int, taps: int, tiling: str = "256x1", unroll_tap
     dense(kernel, taps)
     dense(image, width + taps, rows)
     dense(output.output_buffer(), width, rows)
+    if schedule == "cuda":
+        cuda_only(output, (x, y), [conv], [(conv, rk.x)])
+        return [output], [kernel, image]
     if tiling == "256x1":
         output.split(y, by, mmy, 2).split(x, bx, mmx, 256).gpu_blocks(bx, by) \
             .split(mmy, mmy, mmyi, 2).split(mmx, mmx, mmxi, 256) \
@@ -54,6 +58,7 @@ APP = App(
     pipeline,
     sizes={"test": dict(width=512, rows=4, taps=16), "paper": dict(width=4096, rows=64, taps=128)},
     paper="RTX 4070: 2.3x over Halide CUDA",
+    cuda_baseline=True,
 )
 
 APP_8X32 = App(
@@ -61,4 +66,5 @@ APP_8X32 = App(
     "1-D convolution, 8x32 output tiles: 8 outputs from each of 32 rows per step",
     lambda **size: pipeline(tiling="8x32", **size),
     sizes={"test": dict(width=64, rows=64, taps=16), "paper": dict(width=1024, rows=256, taps=32)},
+    cuda_baseline=True,
 )

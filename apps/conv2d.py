@@ -6,10 +6,11 @@ chunks of 8 taps, every chunk and kernel row unrolled (the artifact's
 schedule). Tiling "8x32": 8 outputs from each of 32 rows.
 """
 
-from apps.common import App, accumulator, dense, f32, hl, rvars, vars_
+from apps.common import App, accumulator, cuda_only, dense, f32, hl, rvars, vars_
 
 
-def pipeline(width: int, rows: int, taps: int, tiling: str = "256x1", stride: int = 1):
+def pipeline(width: int, rows: int, taps: int, tiling: str = "256x1", stride: int = 1,
+             schedule: str = "tensor"):
     h = hl()
     kernel = h.ImageParam(h.Float(16), 2, "kernel")
     image = h.ImageParam(h.Float(16), 2, "image")
@@ -23,6 +24,9 @@ def pipeline(width: int, rows: int, taps: int, tiling: str = "256x1", stride: in
     dense(kernel, taps, taps)
     dense(image, stride * width + taps, stride * rows + taps)
     dense(output.output_buffer(), width, rows)
+    if schedule == "cuda":
+        cuda_only(output, (x, y), [conv], [(conv, rk.x)])
+        return [output], [kernel, image]
     if tiling == "256x1":
         output.split(y, by, mmy, 1).split(x, bx, mmx, 256).gpu_blocks(bx, by) \
             .split(mmx, mmx, mmxi, 256).reorder(mmxi, mmy, mmx, bx, by).vectorize(mmxi)
@@ -47,16 +51,19 @@ APP = App(
     pipeline,
     sizes={"test": dict(width=512, rows=2, taps=16), "paper": dict(width=2048, rows=64, taps=16)},
     paper="RTX 4070: 3.1x over Halide CUDA",
+    cuda_baseline=True,
 )
 APP_K32 = App(
     "conv2d_k32", "wmma", ("conv",),
     "2-D convolution with a 32x32 kernel (32-tap windows), 256x1 output tiles",
     lambda **size: pipeline(**size),
     sizes={"test": dict(width=256, rows=2, taps=32), "paper": dict(width=2048, rows=64, taps=32)},
+    cuda_baseline=True,
 )
 APP_8X32 = App(
     "conv2d_8x32", "wmma", ("conv",),
     "2-D convolution, 16x16 kernel, 8x32 output tiles (8 outputs from each of 32 rows)",
     lambda **size: pipeline(tiling="8x32", **size),
     sizes={"test": dict(width=16, rows=64, taps=16), "paper": dict(width=1024, rows=256, taps=16)},
+    cuda_baseline=True,
 )

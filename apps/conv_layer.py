@@ -6,10 +6,11 @@ The artifact's schedule: 16 (output channels) x 16 (x) accumulator tiles,
 (kx, ky) of the filter is a serial step. C16 and C32 input channels.
 """
 
-from apps.common import App, accumulator, dense, f32, hl, rvars, vars_
+from apps.common import App, accumulator, cuda_only, dense, f32, hl, rvars, vars_
 
 
-def pipeline(channels: int, width: int, height: int, batch: int, tile_w: int = 64, tile_h: int = 4):
+def pipeline(channels: int, width: int, height: int, batch: int, tile_w: int = 64, tile_h: int = 4,
+             schedule: str = "tensor"):
     h = hl()
     inp = h.ImageParam(h.Float(16), 4, "input")
     flt = h.ImageParam(h.Float(16), 4, "filter")
@@ -25,6 +26,9 @@ def pipeline(channels: int, width: int, height: int, batch: int, tile_w: int = 6
     dense(flt, channels, 3, 3, channels)
     dense(bias, channels)
     dense(output.output_buffer(), channels, width, height, batch)
+    if schedule == "cuda":
+        cuda_only(output, (c, x), [conv], [(conv, rk.x)], tile=(16, 16))  # 16 channels at the least
+        return [output], [inp, flt, bias]
     groups_x, groups_y = tile_w // 16, tile_h
     output.split(y, y, yi, tile_h).split(x, x, xi, tile_w).split(xi, xi, xii, 16).split(c, co, ci, 16) \
         .reorder(ci, xii, xi, yi, co, x, y, n).gpu_blocks(x, y, n) \
@@ -43,6 +47,7 @@ APP = App(
     pipeline,
     sizes={"test": dict(channels=16, width=64, height=4, batch=1),
            "paper": dict(channels=16, width=64, height=64, batch=16)},
+    cuda_baseline=True,
 )
 APP_C32 = App(
     "conv_layer_c32", "wmma", ("conv",),
@@ -50,4 +55,5 @@ APP_C32 = App(
     pipeline,
     sizes={"test": dict(channels=32, width=64, height=4, batch=1),
            "paper": dict(channels=32, width=64, height=64, batch=16)},
+    cuda_baseline=True,
 )

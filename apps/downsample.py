@@ -5,10 +5,10 @@ accumulator, the whole kernel row vectorized, kernel rows unrolled (the
 artifact's schedule, with 16 or 32 taps).
 """
 
-from apps.common import App, accumulator, dense, f32, hl, rvars, vars_
+from apps.common import App, accumulator, cuda_only, dense, f32, hl, rvars, vars_
 
 
-def pipeline(width: int, rows: int, taps: int):
+def pipeline(width: int, rows: int, taps: int, schedule: str = "tensor"):
     h = hl()
     kernel = h.ImageParam(h.Float(16), 2, "kernel")
     image = h.ImageParam(h.Float(16), 2, "image")
@@ -22,6 +22,9 @@ def pipeline(width: int, rows: int, taps: int):
     dense(kernel, taps, taps)
     dense(image, 2 * width + taps, 2 * rows + taps)
     dense(output.output_buffer(), width, rows)
+    if schedule == "cuda":
+        cuda_only(output, (x, y), [conv], [(conv, rk.x)])
+        return [output], [kernel, image]
     output.split(y, by, mmy, 1).split(x, bx, mmx, 256).gpu_blocks(bx, by) \
         .split(mmx, mmx, mmxi, 256).reorder(mmxi, mmy, mmx, bx, by).vectorize(mmxi)
     accumulator(conv).compute_at(output, mmx).split(x, mmx, mmxi, 256).vectorize(mmxi)
@@ -37,10 +40,12 @@ APP = App(
     pipeline,
     sizes={"test": dict(width=256, rows=2, taps=16), "paper": dict(width=2048, rows=64, taps=16)},
     paper="RTX 4070: 6.1x over Halide CUDA",
+    cuda_baseline=True,
 )
 APP_K32 = App(
     "downsample_k32", "wmma", ("conv",),
     "2x downsample with a 32x32 kernel (32-tap windows)",
     pipeline,
     sizes={"test": dict(width=256, rows=2, taps=32), "paper": dict(width=2048, rows=64, taps=32)},
+    cuda_baseline=True,
 )

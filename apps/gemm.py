@@ -4,10 +4,12 @@ The artifact's schedule: 64x64 output blocks, each 4x4 accumulator tiles of
 16x16, the reduction in chunks of 16 with four chunks unrolled.
 """
 
-from apps.common import App, accumulator, dense, f32, hl, rvars, vars_
+from apps.common import App, accumulator, cuda_only, dense, f32, hl, rvars, vars_
 
 
-def pipeline(n: int, block: int = 64):
+def pipeline(n: int, block: int = 64, schedule: str = "tensor"):
+    if schedule == "cuda":
+        return pipeline_wide(n, schedule)  # the same product, as a plain 2-D accumulator
     h = hl()
     mat_a = h.ImageParam(h.Float(16), 2, "matA")
     mat_b = h.ImageParam(h.Float(16), 2, "matB")
@@ -43,10 +45,11 @@ APP = App(
     pipeline,
     sizes={"test": dict(n=128), "paper": dict(n=1024)},
     paper="A100: 66 us at 1024^2, 1.5x off cuBLASLt",
+    cuda_baseline=True,
 )
 
 
-def pipeline_wide(n: int):
+def pipeline_wide(n: int, schedule: str = "tensor"):
     """The artifact's accumulator, prod(x, y) over a 64 x 64 block, with each
     update statement 64 columns wide and 16 rows high: four 16 x 16 fragments
     side by side in one statement, which selection cuts into four."""
@@ -63,6 +66,9 @@ def pipeline_wide(n: int):
     dense(mat_a, n, n)
     dense(mat_b, n, n)
     dense(output.output_buffer(), n, n)
+    if schedule == "cuda":
+        cuda_only(output, (x, y), [prod], [(prod, k.x)])
+        return [output], [mat_a, mat_b]
     output.tile(x, y, xi, yi, 64, 64).split(yi, yi, yii, 16).reorder(xi, yii, yi, x, y).gpu_blocks(x, y) \
         .vectorize(xi).vectorize(yii).unroll(yi)
     accumulator(prod).compute_at(output, x).split(y, y, yii, 16).vectorize(x, 64).vectorize(yii).unroll(y)
@@ -76,4 +82,5 @@ APP_WIDE = App(
     "f16 GEMM, 64x64 blocks as the artifact stores them: each statement four 16x16 fragments side by side",
     pipeline_wide,
     sizes={"test": dict(n=128), "paper": dict(n=1024)},
+    cuda_baseline=True,
 )

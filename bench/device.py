@@ -29,8 +29,19 @@ egglog): it loads the library, and for each kernel
   again under ``compute-sanitizer`` (memcheck, racecheck, synccheck) in a
   child process (``bench/device.py check``), counting the errors;
 * times it with CUDA events around each launch: ``--warmup`` launches,
-  then the median of ``--repeat`` (at least 50);
+  then the median of ``--repeat`` (at least 50), and, where the
+  application has one (``App.cuda_baseline``), its CUDA-only Halide
+  baseline the same way, launch for launch in turn, on the same device
+  buffers; the two outputs are compared too (the baseline's is the
+  reference at the paper's size, within BASELINE_TOLERANCE);
 * writes OUT/device-results.json and OUT/device-results.md.
+
+The baselines are the applications' own algorithms with the schedule of
+``apps.common.cuda_only`` (output tiles over blocks and threads, the
+accumulator in registers, the reduction unrolled by 4), compiled ahead of
+time by the halide package here for ``BASELINE_TARGET`` without Halide's
+runtime; one standalone runtime is linked beside them, and the runner makes
+it use the primary CUDA context and the default stream.
 
 ``--quick`` keeps the applications at the paper's size and the test-size
 checks of five of them, no sweep variants and one sanitizer tool
@@ -39,8 +50,10 @@ the library and resolves every entry point, builds every argument list,
 draws the paper-size inputs and compares each reference with itself, so
 that the first real run does not fail on a path nobody executed.
 
-What it does not do yet: the CUDA-only Halide baselines (``baseline_time_us``
-is null, with the reason) and the cuBLAS / cuDNN comparisons.
+What it does not do yet: baselines for the multi-stage applications
+(upsample, resize, rec_filter, the DCTs, attention: ``baseline_time_us`` is
+null there, with the reason), schedules an autotuner improved, and the
+cuBLAS / cuDNN comparisons.
 """
 
 from __future__ import annotations
@@ -78,6 +91,8 @@ RUNNER_CUDA = r"""
 // The runner's half of the library: what bench/device.py run calls
 // through ctypes, from the same (static) CUDA runtime as the kernels.
 #include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 extern "C" {
@@ -111,6 +126,40 @@ int hbr_elapsed_ms(float *ms, void *start, void *stop) {
     if (err) return err;
     return (int)cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)stop);
 }
+
+// The CUDA-only Halide baselines (AOT objects and Halide's runtime, when
+// prepared). Halide's runtime makes a CUDA context of its own unless told
+// otherwise; these strong definitions replace its weak ones so that it
+// runs on the runtime API's primary context, where the runner's buffers
+// live, and on the default stream, where the runner records its events.
+struct halide_buffer_t;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *CUstream;
+int halide_cuda_wrap_device_ptr(void *, struct halide_buffer_t *, uint64_t) __attribute__((weak));
+int halide_cuda_detach_device_ptr(void *, struct halide_buffer_t *) __attribute__((weak));
+int halide_cuda_acquire_context(void *user_context, CUcontext *ctx, bool create) {
+    static CUcontext primary = 0;
+    if (!primary) {
+        cudaFree(0);  // makes the primary context current
+        void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+        typedef int (*current_t)(CUcontext *);
+        current_t current = driver ? (current_t)dlsym(driver, "cuCtxGetCurrent") : 0;
+        if (!current || current(&primary) != 0 || !primary) return -1;
+    }
+    *ctx = primary;
+    return 0;
+}
+int halide_cuda_release_context(void *user_context) { return 0; }
+int halide_cuda_get_stream(void *user_context, CUcontext ctx, CUstream *stream) {
+    *stream = 0;
+    return 0;
+}
+int hbr_wrap(struct halide_buffer_t *buffer, void *device) {
+    return halide_cuda_wrap_device_ptr ? halide_cuda_wrap_device_ptr(0, buffer, (uint64_t)device) : -2;
+}
+int hbr_detach(struct halide_buffer_t *buffer) {
+    return halide_cuda_detach_device_ptr ? halide_cuda_detach_device_ptr(0, buffer) : -2;
+}
 }
 """
 
@@ -124,6 +173,37 @@ needs no ml_dtypes; its values are drawn and compared as float32)."""
 # --------------------------------------------------------------------------
 # There: run (numpy, ctypes and the GPU only)
 # --------------------------------------------------------------------------
+
+
+class HalideDimension(ctypes.Structure):
+    _fields_ = [("min", ctypes.c_int32), ("extent", ctypes.c_int32), ("stride", ctypes.c_int32),
+                ("flags", ctypes.c_uint32)]
+
+
+class HalideType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class HalideBuffer(ctypes.Structure):
+    """``halide_buffer_t``, for the baselines' AOT entry points."""
+
+    _fields_ = [("device", ctypes.c_uint64), ("device_interface", ctypes.c_void_p), ("host", ctypes.c_void_p),
+                ("flags", ctypes.c_uint64), ("type", HalideType), ("dimensions", ctypes.c_int32),
+                ("dim", ctypes.POINTER(HalideDimension)), ("padding", ctypes.c_void_p)]
+
+
+HALIDE_TYPE_CODES = {"int": 0, "uint": 1, "float": 2, "bfloat": 4}
+
+
+def halide_buffer(argument: dict[str, Any]) -> tuple[HalideBuffer, Any]:
+    """A buffer description for ``argument`` (no memory yet); and its
+    dimensions, which must live as long as it."""
+    code, bits = re.fullmatch(r"([a-z]+?)(\d+)", argument["type"]).groups()  # type: ignore[union-attr]
+    dims = (HalideDimension * len(argument["dims"]))(*(HalideDimension(lo, extent, stride, 0)
+                                                       for lo, extent, stride in argument["dims"]))
+    buffer = HalideBuffer(0, None, None, 0, HalideType(HALIDE_TYPE_CODES[code], int(bits), 1), len(argument["dims"]),
+                          ctypes.cast(dims, ctypes.POINTER(HalideDimension)), None)
+    return buffer, dims
 
 
 class DeviceError(Exception):
@@ -195,6 +275,16 @@ class Launch:
             for low, extent, stride in argument["dims"]:
                 self.args.extend(ctypes.c_int32(v) for v in (low, extent, stride))
         self.args.append(ctypes.c_void_p(None))  # the default stream
+        self.baseline = None
+        self.halide_buffers: list[tuple[HalideBuffer, Any]] = []
+        if kernel.get("baseline"):
+            self.baseline = runtime.entry(kernel["baseline"]["entry"])
+            by_name = {a["name"]: a for a in kernel["arguments"]}
+            for name in kernel["baseline"]["order"]:
+                buffer, dims = halide_buffer(by_name[name])
+                if not runtime.dry_run:
+                    runtime.call("hbr_wrap", ctypes.byref(buffer), self.device[name])
+                self.halide_buffers.append((buffer, dims))
 
     def upload(self) -> None:
         if self.runtime.dry_run:
@@ -211,6 +301,13 @@ class Launch:
         if code != 0:
             raise DeviceError(f"{self.kernel['entry']} returned {code} (one of the pipeline's checks failed)")
 
+    def launch_baseline(self) -> None:
+        if self.runtime.dry_run or self.baseline is None:
+            return
+        code = self.baseline(*(ctypes.byref(buffer) for buffer, _ in self.halide_buffers))
+        if code != 0:
+            raise DeviceError(f"the CUDA-only Halide baseline returned Halide error {code}")
+
     def download(self, name: str) -> np.ndarray:
         host = np.empty_like(self.arrays[name])
         if self.runtime.dry_run:
@@ -220,32 +317,40 @@ class Launch:
                           ctypes.c_size_t(host.nbytes))
         return host
 
-    def time_us(self, warmup: int, repeat: int) -> float | None:
-        """The median of ``repeat`` launches, each between two CUDA events."""
+    def time_us(self, warmup: int, repeat: int) -> tuple[float | None, float | None]:
+        """The median of ``repeat`` launches of the kernel, each between two
+        CUDA events, and of its baseline (None without one), launched in
+        turn with it so that both see the same clocks."""
         if self.runtime.dry_run:
-            return None
+            return None, None
+        runs = [self.launch] + ([self.launch_baseline] if self.baseline is not None else [])
         for _ in range(warmup):
-            self.launch()
+            for launch in runs:
+                launch()
         self.runtime.call("hbr_synchronize")
         events = [ctypes.c_void_p(None) for _ in range(2)]
         for event in events:
             self.runtime.call("hbr_event_create", ctypes.byref(event))
-        times = []
+        times: list[list[float]] = [[] for _ in runs]
         try:
             for _ in range(repeat):
-                self.runtime.call("hbr_event_record", events[0])
-                self.launch()
-                self.runtime.call("hbr_event_record", events[1])
-                elapsed = ctypes.c_float(0.0)
-                self.runtime.call("hbr_elapsed_ms", ctypes.byref(elapsed), events[0], events[1])
-                times.append(elapsed.value * 1000.0)
+                for launch, samples in zip(runs, times):
+                    self.runtime.call("hbr_event_record", events[0])
+                    launch()
+                    self.runtime.call("hbr_event_record", events[1])
+                    elapsed = ctypes.c_float(0.0)
+                    self.runtime.call("hbr_elapsed_ms", ctypes.byref(elapsed), events[0], events[1])
+                    samples.append(elapsed.value * 1000.0)
         finally:
             for event in events:
                 self.runtime.call("hbr_event_destroy", event)
-        return statistics.median(times)
+        medians = [statistics.median(samples) for samples in times]
+        return medians[0], medians[1] if len(medians) > 1 else None
 
     def free(self) -> None:
         if not self.runtime.dry_run:
+            for buffer, _ in self.halide_buffers:
+                self.runtime.call("hbr_detach", ctypes.byref(buffer))
             for pointer in self.device.values():
                 self.runtime.call("hbr_free", pointer)
 
@@ -322,7 +427,8 @@ def open_runtime(folder: Path, manifest: dict[str, Any], out: Path, dry_run: boo
     sources = [Path(k["source"]) for k in manifest["kernels"]] + [Path("src") / f"{RUNNER}.cu"]
     out.mkdir(parents=True, exist_ok=True)
     library = out / LIBRARY
-    failed = build_library(folder, sources, manifest["nvcc_flags"], [nvcc], os.cpu_count() or 1, library)
+    failed = build_library(folder, sources, [Path(o) for o in manifest["objects"]], manifest["nvcc_flags"], [nvcc],
+                           os.cpu_count() or 1, library)
     if failed:
         print(f"rebuilt without {', '.join(sorted(failed))}: nvcc here refused them", flush=True)
     runtime = Runtime(library, dry_run)
@@ -349,6 +455,34 @@ def check_kernel(folder: Path, runtime: Runtime, kernel: dict[str, Any]) -> dict
     return {"matches_reference": all(c["matches"] for c in comparisons.values()),
             "max_error_vs_bound": max((c["max_error_vs_bound"] for c in comparisons.values()), default=0.0),
             "outputs": comparisons}
+
+
+BASELINE_TOLERANCE = 1e-3
+"""How far hardboiled's output may be from the baseline's at the paper's
+size, as a fraction of the largest magnitude there: the interpreter cannot
+bound it per element at that size, and both sum in float32 in orders of
+their own."""
+
+
+def against_baseline(launch: Launch) -> dict[str, Any]:
+    """Run the kernel and its baseline on the same inputs and compare their
+    outputs (the baseline's is the reference at the paper's size)."""
+    outputs = [a for a in launch.kernel["arguments"] if a["output"]]
+    ours: dict[str, np.ndarray] = {}
+    launch.launch()
+    for argument in outputs:
+        ours[argument["name"]] = launch.download(argument["name"])
+    launch.launch_baseline()
+    worst = 0.0
+    matches = True
+    for argument in outputs:
+        theirs = launch.download(argument["name"])
+        scale = max(float(np.nanmax(np.abs(as_float64(theirs, argument["type"])), initial=0.0)), 1.0)
+        tolerance = np.full(theirs.shape, BASELINE_TOLERANCE * scale)
+        comparison = compare_output(theirs, ours[argument["name"]], tolerance, argument["type"])
+        matches = matches and comparison["matches"]
+        worst = max(worst, comparison["max_error_vs_bound"])
+    return {"matches_baseline": matches, "max_error_vs_baseline_tolerance": worst}
 
 
 def sanitize(folder: Path, library: Path, kernel: dict[str, Any], tools: tuple[str, ...],
@@ -390,7 +524,7 @@ def run(folder: Path, out: Path, *, dry_run: bool, quick: bool, sanitizer: bool,
             continue
         row: dict[str, Any] = {key: kernel.get(key) for key in ("name", "app", "size", "paper_speedup")}
         row.update(baseline_time_us=None, speedup_vs_cuda_only=None,
-                   baseline="no CUDA-only Halide baseline is prepared yet")
+                   baseline="CUDA-only Halide" if kernel.get("baseline") else "no CUDA-only Halide baseline for it yet")
         try:
             if kernel.get("reference"):
                 row.update(check_kernel(folder, runtime, kernel))
@@ -399,7 +533,11 @@ def run(folder: Path, out: Path, *, dry_run: bool, quick: bool, sanitizer: bool,
             launch = Launch(runtime, kernel, load_arrays(folder, kernel))
             try:
                 launch.upload()
-                row["time_us"] = launch.time_us(warmup, repeat)
+                if launch.baseline is not None:
+                    row.update(against_baseline(launch))
+                row["time_us"], row["baseline_time_us"] = launch.time_us(warmup, repeat)
+                if row["time_us"] and row["baseline_time_us"]:
+                    row["speedup_vs_cuda_only"] = round(row["baseline_time_us"] / row["time_us"], 3)
             finally:
                 launch.free()
         except (DeviceError, AttributeError, OSError, ValueError) as error:
@@ -545,6 +683,28 @@ def prepare_kernel(folder: Path, name: str, stmt_path: Path, store_in: dict[str,
     return entry, result.cuda
 
 
+BASELINE_TARGET = "x86-64-linux-cuda-cuda_capability_80"
+"""Halide's target for the baselines: its PTX for sm_80, which the driver
+compiles for the GPU at the first launch (a warm-up launch)."""
+
+
+def prepare_baseline(folder: Path, app: Any, size: str, entry: dict[str, Any]) -> None:
+    """The application's CUDA-only schedule (``cuda_only``) compiled ahead
+    of time by Halide into src/, without its runtime; ``entry`` learns its
+    entry point and argument order (its inputs, then the kernel's output)."""
+    import halide as h
+
+    outputs, params = app.pipeline(schedule="cuda", **app.sizes[size])
+    ours = [a["name"] for a in entry["arguments"] if a["output"]]
+    order = [p.name() for p in params] + ours
+    if len(outputs) != 1 or len(ours) != 1 or sorted(order) != sorted(a["name"] for a in entry["arguments"]):
+        raise ValueError(f"the baseline's arguments {order} are not the kernel's")
+    symbol = f"{_symbol(entry['name'])}_baseline"
+    path = folder / "src" / f"{symbol}.o"
+    h.Pipeline(outputs).compile_to_object(str(path), params, symbol, h.Target(BASELINE_TARGET + "-no_runtime"))
+    entry["baseline"] = {"entry": symbol, "order": order, "object": f"src/{symbol}.o"}
+
+
 def _symbol(name: str) -> str:
     """A kernel's name as a C identifier (its entry points, its files)."""
     return re.sub(r"\W", "_", name)
@@ -555,12 +715,13 @@ def _storable(array: np.ndarray) -> np.ndarray:
     return array.view(np.uint16) if array.dtype.name == "bfloat16" else array
 
 
-def build_library(folder: Path, sources: list[Path], flags: list[str], nvcc: list[str], jobs: int,
-                  output: Path) -> dict[str, str]:
+def build_library(folder: Path, sources: list[Path], objects: list[Path], flags: list[str], nvcc: list[str],
+                  jobs: int, output: Path) -> dict[str, str]:
     """Compile each CUDA source (the kernels', the runner's) in ``folder`` to
-    an object and link those that compiled into ``output``; returns the
-    sources that did not, with nvcc's complaint. Runs here (prepare) and,
-    when the prepared library does not load there, on the device."""
+    an object and link those that compiled, with ``objects`` (the baselines'
+    and Halide's runtime), into ``output``; returns the sources that did
+    not compile, with nvcc's complaint. Runs here (prepare) and, when the
+    prepared library does not load there, on the device."""
     from concurrent.futures import ThreadPoolExecutor
 
     failed: dict[str, str] = {}
@@ -578,8 +739,9 @@ def build_library(folder: Path, sources: list[Path], flags: list[str], nvcc: lis
                     failed[name] = error
         if RUNNER in failed:
             raise SystemExit(f"the runner does not compile: {failed[RUNNER]}")
-        objects = [str(tmp / source.with_suffix(".o").name) for source in sources if source.stem not in failed]
-        proc = subprocess.run([*nvcc, *NVCC_ARCHES, "-shared", *objects, "-o", str(output)],
+        linked = [str(tmp / source.with_suffix(".o").name) for source in sources if source.stem not in failed]
+        linked += [str(folder / o) for o in objects]
+        proc = subprocess.run([*nvcc, *NVCC_ARCHES, "-shared", *linked, "-ldl", "-lpthread", "-o", str(output)],
                               capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"linking {output.name} failed: {proc.stderr.strip()[-1000:]}")
@@ -601,7 +763,7 @@ def prepare(out: Path, app_names: list[str] | None, sizes: list[str], sweep: int
     apps = _wmma_apps(app_names)
     if out.exists():
         shutil.rmtree(out)
-    out.mkdir(parents=True)
+    (out / "src").mkdir(parents=True)
     kernels: list[dict[str, Any]] = []
     sources: dict[str, str] = {}
     skipped: dict[str, str] = {}
@@ -611,7 +773,8 @@ def prepare(out: Path, app_names: list[str] | None, sizes: list[str], sweep: int
             inputs = app.verification_inputs(**app.sizes[size]) if app.verification_inputs and size == "test" else None
             jobs_list.append((f"{name}-{size}", _app_dump(app, size, ROOT / "build" / "apps"),
                               {acc: app.memory for acc in app.accumulators}, size == "test", inputs,
-                              {"app": name, "size": size, "paper_speedup": _paper_speedup(app.paper)}))
+                              {"app": name, "size": size, "paper_speedup": _paper_speedup(app.paper),
+                               "application": app}))
     for name, path, store_in in _sweep_variants(sweep):
         jobs_list.append((name, path, store_in, True, None, {"app": name, "size": "test", "sweep": True}))
     for name, path, store_in, reference, inputs, extra in jobs_list:
@@ -622,7 +785,13 @@ def prepare(out: Path, app_names: list[str] | None, sizes: list[str], sweep: int
             skipped[name] = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
             print(f"{name}: skipped: {skipped[name]}", flush=True)
             continue
+        application = extra.pop("application", None)
         entry.update(extra)
+        if application is not None and application.cuda_baseline:
+            try:
+                prepare_baseline(out, application, entry["size"], entry)
+            except Exception as error:  # noqa: BLE001 - the kernel runs without it; the reason is kept
+                entry["baseline_missing"] = f"{type(error).__name__}: {error}"
         if not reference:
             entry["seed"] = PAPER_SEED
         kernels.append(entry)
@@ -631,14 +800,19 @@ def prepare(out: Path, app_names: list[str] | None, sizes: list[str], sweep: int
     from hardboiled.codegen.cuda import GENERATED_CUDA_FLAGS
     from hardboiled.codegen.toolchain import find_nvcc
 
-    (out / "src").mkdir()
+    objects = [Path(k["baseline"]["object"]) for k in kernels if k.get("baseline")]
+    if objects:
+        import halide as h
+
+        h.compile_standalone_runtime(str(out / "src" / "halide_runtime.o"), h.Target(BASELINE_TARGET))
+        objects.append(Path("src") / "halide_runtime.o")
     files = []
     for name, source in [*sources.items(), (RUNNER, RUNNER_CUDA)]:
         path = Path("src") / f"{_symbol(name)}.cu"
         (out / path).write_text(source)
         files.append(path)
     flags = ["-std=c++17", "-O3", *GENERATED_CUDA_FLAGS]
-    failed = build_library(out, files, flags, find_nvcc(), jobs, out / LIBRARY)
+    failed = build_library(out, files, objects, flags, find_nvcc(), jobs, out / LIBRARY)
     for kernel in kernels:
         kernel["source"] = f"src/{_symbol(kernel['name'])}.cu"
     failed = {next(k["name"] for k in kernels if _symbol(k["name"]) == stem): error for stem, error in failed.items()}
@@ -646,6 +820,7 @@ def prepare(out: Path, app_names: list[str] | None, sizes: list[str], sweep: int
         skipped[name] = f"nvcc: {error}"
     kernels = [k for k in kernels if k["name"] not in failed]
     manifest = {"library": LIBRARY, "kernels": kernels, "skipped": skipped, "nvcc_flags": flags,
+                "objects": [str(o) for o in objects],
                 "prepared": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())

@@ -62,8 +62,9 @@ def test_paper_size_inputs_are_drawn_from_the_seed_and_outputs_start_zeroed() ->
 @needs_nvcc
 def test_prepare_and_a_dry_run_work_on_real_kernels(tmp_path: Path) -> None:
     """An application and a sweep variant, at the test size: compiled,
-    linked into one library with the runner, references written; the dry
-    run resolves every entry point and compares every reference."""
+    linked into one library with the runner and the application's CUDA-only
+    Halide baseline, references written; the dry run resolves every entry
+    point and compares every reference."""
     folder, out = tmp_path / "prepared", tmp_path / "out"
     manifest = device.prepare(folder, ["conv1d"], ["test"], 1, 2)
     assert [k["name"] for k in manifest["kernels"]][:1] == ["conv1d-test"] and len(manifest["kernels"]) == 2
@@ -73,7 +74,11 @@ def test_prepare_and_a_dry_run_work_on_real_kernels(tmp_path: Path) -> None:
     for kernel in manifest["kernels"]:
         assert hasattr(library, kernel["entry"]) and kernel["reference"] and kernel["tolerance"]
         assert (folder / kernel["source"]).exists()
-    assert all(hasattr(library, f) for f in ("hbr_malloc", "hbr_event_record", "hbr_elapsed_ms", "hbr_describe"))
+    assert all(hasattr(library, f) for f in ("hbr_malloc", "hbr_event_record", "hbr_elapsed_ms", "hbr_describe",
+                                             "hbr_wrap", "halide_cuda_wrap_device_ptr"))
+    baseline = manifest["kernels"][0]["baseline"]
+    assert baseline["order"] == ["kernel", "image", "output"] and hasattr(library, baseline["entry"])
+    assert "baseline" not in manifest["kernels"][1]  # a sweep variant has none
     # The device side needs numpy only: run it as the device would, and
     # check that it imported nothing of hardboiled, lark or egglog.
     script = (
@@ -93,4 +98,5 @@ def test_prepare_and_a_dry_run_work_on_real_kernels(tmp_path: Path) -> None:
     for row in results["kernels"]:
         assert row["matches_reference"] is True and "error" not in row
         assert row["time_us"] is None and row["baseline_time_us"] is None
+    assert [row["baseline"] for row in results["kernels"]] == ["CUDA-only Halide", "no CUDA-only Halide baseline for it yet"]
     assert "| conv1d-test | test | True |" in (out / "device-results.md").read_text()
