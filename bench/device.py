@@ -52,8 +52,10 @@ that the first real run does not fail on a path nobody executed.
 
 What it does not do yet: baselines for the multi-stage applications
 (upsample, resize, rec_filter, the DCTs, attention: ``baseline_time_us`` is
-null there, with the reason), schedules an autotuner improved, and the
-cuBLAS / cuDNN comparisons.
+null there, with the reason) and schedules an autotuner improved. The
+vendor libraries (cuBLAS, cuDNN, PyTorch's attention: ``vendor_time_us``)
+are called through the device's PyTorch with its defaults (cudnn.benchmark
+on), f16 in and out.
 """
 
 from __future__ import annotations
@@ -485,6 +487,56 @@ def against_baseline(launch: Launch) -> dict[str, Any]:
     return {"matches_baseline": matches, "max_error_vs_baseline_tolerance": worst}
 
 
+VENDOR_APPS = {"gemm": "cuBLAS", "gemm_wide": "cuBLAS", "conv_layer": "cuDNN", "conv_layer_c32": "cuDNN",
+               "attention": "PyTorch SDPA"}
+"""The applications a vendor library also computes, through the device's
+PyTorch, from the application's sizes (``vendor_time_us``)."""
+
+
+def vendor_time_us(app: str, sizes: dict[str, int], warmup: int, repeat: int) -> tuple[float | None, str]:
+    """The median time of the vendor library's version of ``app`` (f16 in;
+    f32 accumulation), timed with CUDA events like the kernels; None, with
+    the reason, where PyTorch or a GPU is missing."""
+    try:
+        import torch  # the device image has it; here it is optional
+        import torch.nn.functional as functional
+    except ImportError:
+        return None, "no PyTorch"
+    if not torch.cuda.is_available():
+        return None, "PyTorch sees no GPU"
+    half = dict(device="cuda", dtype=torch.float16)
+    if app.startswith("gemm"):
+        a, b = torch.randn(sizes["n"], sizes["n"], **half), torch.randn(sizes["n"], sizes["n"], **half)
+
+        def work() -> Any:
+            return torch.matmul(a, b)
+    elif app.startswith("conv_layer"):
+        c = sizes["channels"]
+        x = torch.randn(sizes["batch"], c, sizes["height"] + 2, sizes["width"] + 2, **half)
+        w, bias = torch.randn(c, c, 3, 3, **half), torch.randn(c, **half)
+        torch.backends.cudnn.benchmark = True
+
+        def work() -> Any:
+            return torch.relu(functional.conv2d(x, w, bias))
+    else:
+        q, k, v = (torch.randn(1, sizes["heads"], sizes["length"], sizes["d"], **half) for _ in range(3))
+
+        def work() -> Any:
+            return functional.scaled_dot_product_attention(q, k, v)
+    for _ in range(warmup):
+        work()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        work()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) * 1000.0)
+    return statistics.median(times), VENDOR_APPS[app]
+
+
 def sanitize(folder: Path, library: Path, kernel: dict[str, Any], tools: tuple[str, ...],
              dry_run: bool) -> dict[str, Any]:
     """Each compute-sanitizer tool on a child that runs the kernel once.
@@ -540,6 +592,8 @@ def run(folder: Path, out: Path, *, dry_run: bool, quick: bool, sanitizer: bool,
                     row["speedup_vs_cuda_only"] = round(row["baseline_time_us"] / row["time_us"], 3)
             finally:
                 launch.free()
+            if kernel["size"] == "paper" and kernel["app"] in VENDOR_APPS and not dry_run:
+                row["vendor_time_us"], row["vendor"] = vendor_time_us(kernel["app"], kernel["sizes"], warmup, repeat)
         except (DeviceError, AttributeError, OSError, ValueError) as error:
             row["error"] = str(error)
         results["kernels"].append(row)
@@ -555,7 +609,7 @@ def markdown_table(results: dict[str, Any]) -> str:
     lines = [f"# Device results ({results['date']}, {results['gpu']}, driver {results['driver']}, "
              f"CUDA {results['runtime']}{', dry run' if results['dry_run'] else ''})", "",
              "| kernel | size | matches | max error / bound | sanitizer errors | time (µs) | baseline (µs) | "
-             "speedup | paper |", "|---|---|---|---|---|---|---|---|---|"]
+             "speedup | paper | vendor (µs) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for row in results["kernels"]:
         def cell(key: str, digits: int = 2, row: dict[str, Any] = row) -> str:
             value = row.get(key)
@@ -564,7 +618,7 @@ def markdown_table(results: dict[str, Any]) -> str:
             return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
         lines.append(f"| {row['name']} | {row['size']} | {cell('matches_reference')} | {cell('max_error_vs_bound')} "
                      f"| {cell('sanitizer_errors')} | {cell('time_us', 1)} | {cell('baseline_time_us', 1)} | "
-                     f"{cell('speedup_vs_cuda_only')} | {cell('paper_speedup')} |"
+                     f"{cell('speedup_vs_cuda_only')} | {cell('paper_speedup')} | {cell('vendor_time_us', 1)} |"
                      + (f" {row['error']}" if row.get("error") else ""))
     return "\n".join(lines) + "\n"
 
@@ -774,7 +828,7 @@ def prepare(out: Path, app_names: list[str] | None, sizes: list[str], sweep: int
             jobs_list.append((f"{name}-{size}", _app_dump(app, size, ROOT / "build" / "apps"),
                               {acc: app.memory for acc in app.accumulators}, size == "test", inputs,
                               {"app": name, "size": size, "paper_speedup": _paper_speedup(app.paper),
-                               "application": app}))
+                               "sizes": app.sizes[size], "application": app}))
     for name, path, store_in in _sweep_variants(sweep):
         jobs_list.append((name, path, store_in, True, None, {"app": name, "size": "test", "sweep": True}))
     for name, path, store_in, reference, inputs, extra in jobs_list:

@@ -100,3 +100,15 @@ def test_prepare_and_a_dry_run_work_on_real_kernels(tmp_path: Path) -> None:
         assert row["time_us"] is None and row["baseline_time_us"] is None
     assert [row["baseline"] for row in results["kernels"]] == ["CUDA-only Halide", "no CUDA-only Halide baseline for it yet"]
     assert "| conv1d-test | test | True |" in (out / "device-results.md").read_text()
+
+
+def test_the_vendor_comparison_says_why_it_has_no_time_without_a_gpu() -> None:
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None and torch.cuda.is_available():
+        pytest.skip("a GPU is here: the comparison would time cuBLAS")
+    for app, sizes in (("gemm", {"n": 16}), ("conv_layer", {"channels": 16, "width": 8, "height": 8, "batch": 1})):
+        time_us, why = device.vendor_time_us(app, sizes, 1, 1)
+        assert time_us is None and why in ("no PyTorch", "PyTorch sees no GPU")
