@@ -7,7 +7,7 @@ phases innermost (reorder_storage(dx, dy, x, y)): 64 x-positions x 4 phases =
 256 outputs per tile, reduced over 8 taps of a kernel row at a time.
 """
 
-from apps.common import App, accumulator, dense, f32, hl, vars_
+from apps.common import App, accumulator, cuda_only, dense, f32, hl, vars_
 
 
 class Algorithm:
@@ -32,9 +32,12 @@ class Algorithm:
         dense(self.output.output_buffer(), width, rows)
 
 
-def pipeline(width: int, rows: int, taps: int = 16):
+def pipeline(width: int, rows: int, taps: int = 16, schedule: str = "tensor"):
     a = Algorithm(width, rows, taps)
     x, y, dx, dy, rk = a.x, a.y, a.dx, a.dy, a.rk
+    if schedule == "cuda":  # each output pixel its own phase's taps
+        cuda_only(a.output, (x, y), [a.conv], [(a.conv, rk.x)])
+        return [a.output], [a.kernel, a.image]
     bx, by, mmx, mmy = vars_("bx by mmx mmy")
     a.phases.compute_root().gpu_tile(x, y, mmx, mmy, a.half, a.half)
     a.output.split(y, by, mmy, 2).split(x, bx, mmx, 128).gpu_blocks(bx, by) \
@@ -51,4 +54,5 @@ APP = App(
     "2x upsample, multiphase: four 8x8 kernel phases interleaved in the output, 64 x 4 phases x 8 taps",
     pipeline,
     sizes={"test": dict(width=256, rows=4), "paper": dict(width=2048, rows=128)},
+    cuda_baseline=True,
 )

@@ -50,9 +50,8 @@ the library and resolves every entry point, builds every argument list,
 draws the paper-size inputs and compares each reference with itself, so
 that the first real run does not fail on a path nobody executed.
 
-What it does not do yet: baselines for the multi-stage applications
-(upsample, resize, rec_filter, the DCTs, attention: ``baseline_time_us`` is
-null there, with the reason) and schedules an autotuner improved. The
+What it does not do yet: baselines for rec_filter, the DCTs and attention
+(``baseline_time_us`` is null there, with the reason) and schedules an autotuner improved. The
 vendor libraries (cuBLAS, cuDNN, PyTorch's attention: ``vendor_time_us``)
 are called through the device's PyTorch with its defaults (cudnn.benchmark
 on), f16 in and out.
