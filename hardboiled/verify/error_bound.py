@@ -24,6 +24,11 @@ anything, an infinite mask value included, is zero:
   11 + 11 in float32's 24, exponents in range), as in every float16
   matrix product accumulated in float32;
 * a / b: (err(a) + |a / b| * err(b)) / (|b| - err(b)) + u * |a / b|;
+  where b is known to stay above a floor F > 0 in both programs (``_floor``:
+  1 + exp(-x) >= 1 + exp(-x - err(x)) in a sigmoid or SiLU), 1 / b' lies
+  between 1 / (b + err(b)) and 1 / max(b - err(b), F), which bounds the
+  quotient even where b's own bound is infinite (an exp that overflows in
+  one program only);
 * a sum of f lanes (vector_reduce_add): the lanes' errors plus
   (f - 1) * u * sum |lane|, whatever order the lanes are added in;
 * a cast to a narrower float: err + u * |value|;
@@ -227,6 +232,8 @@ class _Bounds:
         """In such a statement, whether each expression bounded so far has
         the bound 0 (by id, with the expression): an operation asks it of
         its operands, which its rule has just bounded."""
+        self.floors: dict[str, ir.Expr] = {}
+        """Float names whose value has a known lower bound (``_floor``), with it."""
         self.narrow: dict[str, int] = {}
         """Float names whose every value has a significand of at most this
         many bits and an exponent in float16's range (``significand_bits``)."""
@@ -267,6 +274,11 @@ class _Bounds:
         bits = self.significand_bits(value)
         if bits is not None:
             self.narrow[name] = bits
+        floor = self._floor(value)
+        if floor is None:
+            self.floors.pop(name, None)  # a name bound again, to a value without one
+        else:
+            self.floors[name] = floor
         err = self.error(value)
         if _is_zero(err):
             return None
@@ -339,13 +351,44 @@ class _Bounds:
         if e.op is ir.BinOp.DIV:
             quotient = _value(e)
             divisor = ir.Binary(ir.BinOp.MAX, ir.Binary(ir.BinOp.SUB, _value(e.b), eb), _const(0.0, e.type.lanes))
-            err = ir.Binary(ir.BinOp.DIV, _add(ea, _times(eb, quotient)), divisor)
+            err: ir.Expr = ir.Binary(ir.BinOp.DIV, _add(ea, _times(eb, quotient)), divisor)
+            floor = self._floor(e.b)
+            if floor is not None:
+                positive = ir.Binary(ir.BinOp.GT, floor, _const(0.0, e.type.lanes))
+                err = ir.Select(positive, _positive_divisor_error(e, ea, eb, floor), err)
             return _add(err, _rounding(quotient, e.type))
         if e.op in (ir.BinOp.MIN, ir.BinOp.MAX):
             # min and max move no further than their farthest-moved operand,
             # whichever of the two each program picks.
             return _larger(ea, eb)
         raise NoErrorBound(f"float operator {e.op.value}")
+
+    def _floor(self, e: ir.Expr) -> ir.Expr | None:
+        """A float64 lower bound on the value of ``e`` in either program,
+        where its form gives one: a constant, an exponential (never below
+        exp(x - err(x))), a sum or a cast of such; None elsewhere. A divisor
+        whose floor is positive never reaches zero, however far an overflow
+        moved its bound (``1 + exp(-x)`` in a sigmoid)."""
+        lanes = e.type.lanes
+        if isinstance(e, ir.FloatImm):
+            return _const(e.value, lanes)
+        if isinstance(e, ir.Variable):
+            return self.floors.get(e.name)
+        if isinstance(e, ir.Broadcast):
+            inner = self._floor(e.value)
+            return None if inner is None else _lanes_of(inner, lanes)
+        floor: ir.Expr | None = None
+        if isinstance(e, ir.Cast) and e.value.type.is_float:
+            floor = self._floor(e.value)
+        elif isinstance(e, ir.Binary) and e.op is ir.BinOp.ADD:
+            a, b = self._floor(e.a), self._floor(e.b)
+            floor = None if a is None or b is None else ir.Binary(ir.BinOp.ADD, a, b)
+        elif isinstance(e, ir.Call) and getattr(operations.find(e.name), "error", None) is ErrorRule.EXPONENTIAL:
+            x = ir.Cast(_f64(e.type), e.args[0])
+            floor = ir.Call(operations.EXP_F64.name, (ir.Binary(ir.BinOp.SUB, x, self.error(e.args[0])),), _f64(e.type))
+        if floor is None:
+            return None
+        return ir.Binary(ir.BinOp.SUB, floor, _rounding(_abs(floor), e.type))  # rounded down in e's type
 
     def _select(self, e: ir.Select) -> ir.Expr:
         """The chosen value's error, where rounding cannot change the
@@ -444,6 +487,25 @@ _RULES: dict[type, Callable[[_Bounds, Any], ir.Expr]] = {
     ir.Binary: _Bounds._binary, ir.Select: _Bounds._select, ir.Broadcast: _Bounds._broadcast,
     ir.Shuffle: _Bounds._shuffle, ir.VectorReduce: _Bounds._reduce, ir.Let: _Bounds._let, ir.Call: _Bounds._call}
 """The error rule of each float expression kind."""
+
+
+def _positive_divisor_error(e: ir.Binary, ea: ir.Expr, eb: ir.Expr, floor: ir.Expr) -> ir.Expr:
+    """|a'/b' - a/b| where both divisors are at least ``floor`` > 0:
+    |a' - a| / b' + |a| * |1/b' - 1/b|, with 1/b' anywhere between
+    1/(b + err(b)) and 1/max(b - err(b), floor). Finite where err(b) is not
+    (a divisor that overflowed to infinity in one program only)."""
+    lanes = e.type.lanes
+    one = _const(1.0, lanes)
+    size = _value(e.b)
+    nearest = ir.Select(ir.Binary(ir.BinOp.LT, eb, size),
+                        ir.Binary(ir.BinOp.MAX, ir.Binary(ir.BinOp.SUB, size, eb), floor), floor)
+    inverse = ir.Binary(ir.BinOp.DIV, one, size)
+    spread = ir.Binary(ir.BinOp.MAX, ir.Binary(ir.BinOp.SUB, ir.Binary(ir.BinOp.DIV, one, nearest), inverse),
+                       ir.Binary(ir.BinOp.SUB, inverse, ir.Binary(ir.BinOp.DIV, one, _add(size, eb))))
+    moved = _times(spread, _value(e.a))
+    if _is_zero(ea):
+        return _lanes_of(moved, lanes)
+    return _add(ir.Binary(ir.BinOp.DIV, _lanes_of(ea, lanes), nearest), moved)
 
 
 def _float_buffers(stmt: ir.Stmt) -> set[str]:

@@ -309,3 +309,22 @@ def test_a_value_that_may_overflow_its_type_has_an_infinite_bound() -> None:
     _, err = _bound_of("out[ramp(0, 1, 4)] = (float16x4)exp_f16((float16x4)a[ramp(0, 1, 4)] + "
                        "(float16x4)b[ramp(0, 1, 4)])", {"a": a, "b": np.zeros(4, np.float16)})
     assert np.isinf(err[0]) and np.isfinite(err[1:]).all()
+
+
+@pytest.mark.parametrize("numerator", ["x4(1.000000h)", "(float16x4)a[ramp(0, 1, 4)]"])
+def test_a_sigmoid_whose_exp_may_overflow_has_a_finite_bound(numerator: str) -> None:
+    """1 / (exp(-x) + 1) and the SiLU x / (exp(-x) + 1): where exp(-x)
+    may round to infinity in one program only (x near -11.09), the divisor
+    is still at least 1 + exp(-x - err(x)) in both, so the quotient moves by
+    at most |numerator| / that: the element is proven, where the exp alone
+    is unbounded (the test above). Checked against the exact quotient."""
+    a = np.array([-11.0859375, -11.0, -1.0, 3.0], np.float16)
+    text = (f"out[ramp(0, 1, 4)] = {numerator}/((float16x4)exp_f16(x4(0.000000h) - ((float16x4)a[ramp(0, 1, 4)] + "
+            "(float16x4)b[ramp(0, 1, 4)])) + x4(1.000000h))")
+    got, err = _bound_of(text, {"a": a, "b": np.full(4, 2.0 ** -9, np.float16)})
+    assert np.isfinite(err).all()
+    x = a.astype(np.float64) + 2.0 ** -9
+    top = 1.0 if numerator.startswith("x4") else x
+    exact = top / (np.exp(-x) + 1.0)
+    assert np.all(np.abs(got - exact) <= err)
+    assert err[0] < 1e-3 and err[3] < 0.01  # far below the SiLU's range
