@@ -109,7 +109,11 @@ AMX_AXES = {
                    dict(acc_layout="xy", tiles=(1, 4), M=8, chunk="2x", loops="k_outer"),
                    # a sigmoid of a transposed int32 accumulator, copied out in
                    # the accumulator's order: verified alike, to the bit
-                   dict(acc_layout="xy", types="i8*u8", epilogue="sigmoid", init="const", loops="k_outer", rem=8)],
+                   dict(acc_layout="xy", types="i8*u8", epilogue="sigmoid", init="const", loops="k_outer", rem=8),
+                   # a bias filled one tile of columns at a time into a transposed
+                   # accumulator two tiles wide: every statement is cut to the same
+                   # tile slots, the column blocks included (partition.py)
+                   dict(acc_layout="xy", tiles=(1, 2), init="bias_row", K=64, order="ba", unroll="none")],
     "remainder": [dict(rem=8), dict(rem=4, tail="guard"), dict(rem=8, tail="shift"), dict(K=48),
                   dict(K=40, types="u8*i8"), dict(K=24)],
 }

@@ -87,6 +87,12 @@ class _Slicer:
     def slice(self, e: ir.Expr, extents: tuple[int, ...], axis: int, start: int, count: int) -> ir.Expr | None:
         """Lanes of ``e`` (laid out row-major over ``extents``) with index
         ``axis`` in [start, start + count); None if the form does not allow it."""
+        if isinstance(e, ir.Load) and e.type.lanes > 1 and math.prod(extents) == e.type.lanes:
+            # the accumulator's own reads move to their tile's slot, even
+            # where the slice keeps every lane (a block one tile wide)
+            hooked = self.accumulator_load(e, axis, start, count)
+            if hooked is not None:
+                return hooked
         if e.type.lanes == 1 or (start == 0 and count == extents[axis]):
             return e
         if math.prod(extents) != e.type.lanes:
@@ -127,8 +133,6 @@ class _Slicer:
         return ir.Broadcast(e.value, e.lanes // extents[axis] * count)
 
     def _load(self, e: ir.Load, extents: tuple[int, ...], axis: int, start: int, count: int) -> ir.Expr | None:
-        if (hooked := self.accumulator_load(e, axis, start, count)) is not None:
-            return hooked
         index = self.slice(e.index, extents, axis, start, count)
         if index is None or e.predicate is not None:
             return None
@@ -296,40 +300,48 @@ def _plan(stmt: ir.Stmt, name: str, alloc: ir.Allocate, accelerator: str) -> dic
     stores = [s for s in iter_stores(stmt) if _touches(s, name)]
     if not _read_only_in_stores(stmt, name, stores):
         return None  # read outside a store (a let, a condition): its layout must stay Halide's
-    counted = _counted_rows(stores, name, width)
+    counted = _counted_blocks(stores, name, width)
     if counted is None:
         return None
-    cut, row_counts, uncut = counted
+    cut, blocks, uncut = counted
     reduces = [r for s in cut if s.name == name and (r := _reduction(s.value)) is not None]
-    piece = _piece(accelerator, math.gcd(*row_counts), width, reduces, alloc)
+    piece = _piece(accelerator, math.gcd(*(rows for rows, _, _ in blocks)), width, reduces, alloc)
     if piece is None or (uncut and (piece.cols != width or piece.rows * width != alloc.constant_elements)):
         return None
-    if _one_instruction_each(piece, width, row_counts, reduces):
+    if any(column % piece.cols or columns % piece.cols for _, column, columns in blocks):
+        return None  # a block of columns that the pieces' columns do not tile
+    if _one_instruction_each(piece, width, blocks, reduces):
         return None
-    return _cut_stores(cut, row_counts, name, width, piece)
+    return _cut_stores(cut, blocks, name, width, piece)
 
 
-def _counted_rows(stores: list[ir.Store], name: str,
-                  width: int) -> tuple[list[ir.Store], list[int], list[ir.Store]] | None:
-    """(the stores to cut, the accumulator rows each covers, the stores left
-    as they are); None as soon as one that writes the accumulator does not
-    access it in whole dense rows. A store that only reads it in another
-    order (a transposed copy-out) is left as it is, which is right while
-    the accumulator stays one piece (only its reductions are cut): its
-    layout is then unchanged."""
+_Block = tuple[int, int, int]
+"""What one store covers of a ``width``-column accumulator: (rows, first
+column, columns); whole rows are (rows, 0, width)."""
+
+
+def _counted_blocks(stores: list[ir.Store], name: str,
+                    width: int) -> tuple[list[ir.Store], list[_Block], list[ir.Store]] | None:
+    """(the stores to cut, the block of the accumulator each covers, the
+    stores left as they are); None as soon as one that writes the
+    accumulator does not access it in whole dense rows or a block of them
+    (a bias that fills one tile's columns at a time). A store that only
+    reads it in another order (a transposed copy-out) is left as it is,
+    which is right while the accumulator stays one piece (only its
+    reductions are cut): its layout is then unchanged."""
     cut: list[ir.Store] = []
-    row_counts: list[int] = []
+    blocks: list[_Block] = []
     uncut: list[ir.Store] = []
     for store in stores:
-        rows = _rows_of(store, name, width)
-        if rows is not None:
+        block = _block_of(store, name, width)
+        if block is not None:
             cut.append(store)
-            row_counts.append(rows)
+            blocks.append(block)
         elif store.name != name:
             uncut.append(store)
         else:
             return None
-    return (cut, row_counts, uncut) if cut else None
+    return (cut, blocks, uncut) if cut else None
 
 
 def _row_width(alloc: ir.Allocate) -> int | None:
@@ -350,26 +362,47 @@ def _read_only_in_stores(stmt: ir.Stmt, name: str, stores: list[ir.Store]) -> bo
     return sum(_loads_of(s, name) for s in stores) == _loads_of(stmt, name)
 
 
-def _rows_of(store: ir.Store, name: str, width: int) -> int | None:
-    """The whole rows of a ``width``-column accumulator that ``store``
-    reads or writes, when every access of it is dense and starts a row."""
+def _block_of(store: ir.Store, name: str, width: int) -> _Block | None:
+    """The block of a ``width``-column accumulator that ``store`` reads or
+    writes, when every access of it is that same block of rows (wherever
+    each starts)."""
     lanes = store.value.type.lanes
     accesses = [n.index for n in ir.walk(store.value) if isinstance(n, ir.Load) and n.name == name]
     if store.name == name:
         accesses.append(store.index)
-    bases = [_dense_base(index, lanes) for index in accesses]
-    if not accesses or None in bases or lanes % width or any(b % width for b in bases if b is not None):
+    found = {_access_block(index, lanes, width) for index in accesses}
+    shapes = {block[1:] for block in found if block is not None}
+    if not accesses or None in found or len(shapes) != 1:
         return None
-    return lanes // width
+    column, columns = shapes.pop()
+    return lanes // columns, column, columns
 
 
-def _one_instruction_each(piece: _Piece, width: int, row_counts: list[int], reduces: list[ir.VectorReduce]) -> bool:
+def _access_block(index: ir.Expr, lanes: int, width: int) -> tuple[int, int, int] | None:
+    """(first row, first column, columns) of an access of ``lanes`` lanes:
+    dense whole rows, ``ramp(r * width, 1, lanes)``, or a block of them,
+    ``ramp(ramp(r * width + c, 1, columns), x(width), rows)``."""
+    base = _dense_base(index, lanes)
+    if base is not None:
+        return (base // width, 0, width) if base % width == 0 and lanes % width == 0 else None
+    if not (isinstance(index, ir.Ramp) and isinstance(index.stride, ir.Broadcast)
+            and index.stride.value == ir.IntImm(width) and isinstance(index.base, ir.Ramp)):
+        return None
+    columns = index.base.lanes
+    start = _dense_base(index.base, columns)
+    if start is None or columns * index.lanes != lanes or start % width + columns > width:
+        return None
+    return start // width, start % width, columns
+
+
+def _one_instruction_each(piece: _Piece, width: int, blocks: list[_Block], reduces: list[ir.VectorReduce]) -> bool:
     """Whether every statement is one instruction already (nothing to cut),
     and reads its operands as they are (nothing to stage)."""
     factors = [r.value.type.lanes // r.type.lanes for r in reduces]
     if any(piece.stages_any(r) for r in reduces):
         return False
-    return all(rows == piece.rows for rows in row_counts) and width == piece.cols and all(f == piece.k for f in factors)
+    return (all(rows == piece.rows and columns == width for rows, _, columns in blocks) and width == piece.cols
+            and all(f == piece.k for f in factors))
 
 
 _INDEX_ARITHMETIC = (ir.Ramp, ir.Broadcast, ir.IntImm, ir.Variable, ir.Binary)
@@ -403,44 +436,46 @@ def _clamped(load: ir.Load) -> bool:
                or isinstance(n, (ir.Select, ir.Load, ir.Call)) for n in ir.walk(load.index))
 
 
-def _cut_stores(stores: list[ir.Store], row_counts: list[int], name: str, width: int,
+def _cut_stores(stores: list[ir.Store], blocks: list[_Block], name: str, width: int,
                 piece: _Piece) -> dict[int, ir.Stmt] | None:
     """Each store as the block of its pieces, by its id; None if one of
     them does not cut (then none is: the accumulator keeps one layout)."""
     result: dict[int, ir.Stmt] = {}
-    for store, rows in zip(stores, row_counts):
-        pieces = _cut(store, name, width, rows, piece)
+    for store, block in zip(stores, blocks):
+        pieces = _cut(store, name, width, block, piece)
         if pieces is None:
             return None
         result[id(store)] = ir.make_block(pieces)
     return result
 
 
-def _cut(store: ir.Store, name: str, width: int, rows: int, piece: _Piece) -> list[ir.Stmt] | None:
-    """Store ``store`` (``rows`` rows of the accumulator) as its pieces."""
+def _cut(store: ir.Store, name: str, width: int, block: _Block, piece: _Piece) -> list[ir.Stmt] | None:
+    """Store ``store`` (``block`` of the accumulator) as its pieces."""
     if store.predicate is not None:
         return None
     lanes = piece.rows * piece.cols
+    rows, _, columns = block
 
     def tile_of(load: ir.Load, axis: int, start: int, count: int) -> ir.Expr | None:
-        # Rows of a dense accumulator access slice like any ramp; a column
-        # range of them is a whole tile, at its slot.
+        # Rows of an accumulator access slice like any ramp; a column range
+        # of them is a whole tile, at its slot.
         if load.name != name or axis != 1:
             return None
-        first_row = _dense_base(load.index, load.type.lanes)
-        if first_row is None:  # not whole rows: no tile slot holds it, so the accumulator cannot be cut
+        found = _access_block(load.index, load.type.lanes, width)
+        if found is None:  # not whole rows: no tile slot holds it, so the accumulator cannot be cut
             raise _Uncuttable(load)
-        slot = first_row // width // piece.rows * (width // piece.cols) + start // piece.cols
+        first_row, column, _ = found
+        slot = first_row // piece.rows * (width // piece.cols) + (column + start) // piece.cols
         return ir.Load(name, ir.Ramp(ir.IntImm(slot * lanes), ir.IntImm(1), lanes), load.type.with_lanes(lanes))
 
     slicer = _Slicer(tile_of)
 
     def cut(e: ir.Expr, i: int, j: int) -> ir.Expr | None:
-        by_rows = slicer.slice(e, (rows, width), 0, i * piece.rows, piece.rows)
-        return None if by_rows is None else slicer.slice(by_rows, (piece.rows, width), 1, j * piece.cols, piece.cols)
+        by_rows = slicer.slice(e, (rows, columns), 0, i * piece.rows, piece.rows)
+        return None if by_rows is None else slicer.slice(by_rows, (piece.rows, columns), 1, j * piece.cols, piece.cols)
 
     try:
-        return _cut_pieces(store, name, width, rows, piece, cut)
+        return _cut_pieces(store, name, (rows, columns), piece, cut)
     except _Uncuttable:
         return None
 
@@ -449,11 +484,12 @@ class _Uncuttable(Exception):
     """A read of the accumulator that no piece's tile holds."""
 
 
-def _cut_pieces(store: ir.Store, name: str, width: int, rows: int, piece: _Piece,
+def _cut_pieces(store: ir.Store, name: str, extents: tuple[int, int], piece: _Piece,
                 cut: Callable[[ir.Expr, int, int], ir.Expr | None]) -> list[ir.Stmt] | None:
     pieces: list[ir.Stmt] = []
+    rows, columns = extents
     for i in range(rows // piece.rows):
-        for j in range(width // piece.cols):
+        for j in range(columns // piece.cols):
             value = cut(store.value, i, j)
             if store.name == name:
                 index = cut(ir.Load(name, store.index, store.value.type), i, j)

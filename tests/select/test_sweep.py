@@ -86,6 +86,10 @@ REGRESSIONS = {
     # moves the operand's scale out of the product: (A * B) * 3 per element,
     # summed as sum(A * B) * 3 as Halide's own vectorizer writes it
     "WMMA GuardWithIf with a scaled operand": "wmma_operand-scale_n-40_tail-guard",
+    # a bias filled one 16-column block at a time into a transposed
+    # accumulator two tiles wide, updated whole (K = 64): the column blocks
+    # are cut to the same tile slots as the update (partition.py)
+    "AMX bias by column blocks, transposed, two tiles wide": "amx_order-ba_tiles-1x2_init-bias_row_unroll-none_acc_layout-xy",
     "AMX 2 x 2 tiles in one accumulator": "amx_tiles-2x2",
     "AMX 2 x 1 tiles, K outermost": "amx_tiles-2x1_loops-k_outer",
     # tiles of fewer than 16 rows or 16 columns side by side: each packs
@@ -424,6 +428,47 @@ def test_a_reduction_of_24_is_a_chunk_of_16_and_a_padded_chunk_of_8_with_its_neg
         return pointers["out"].array
 
     expected = a.reshape(16, 24).astype(np.float32) @ -b.reshape(24, 16).astype(np.float32)
+    assert np.array_equal(run(stmt), expected.reshape(-1)) and np.array_equal(run(cut), run(stmt))
+
+
+COLUMN_BLOCKS = """allocate mm[float32 * 32 * 16] in AMXTile
+mm[ramp(ramp(0, 1, 16), x16(32), 16)] = bias[x16(ramp(0, 1, 16))]
+mm[ramp(ramp(16, 1, 16), x16(32), 16)] = bias[x16(ramp(16, 1, 16))]
+mm[ramp(0, 1, 512)] = (float32x512)vector_reduce_add(float32x16384(A[ramp(x32(ramp(0, 1, 32)), x1024(32), 16)])*float32x16384(x16(B[ramp(ramp(0, 32, 32), x32(1), 32)]))) + mm[ramp(0, 1, 512)]
+out[ramp(0, 1, 512)] = mm[ramp(0, 1, 512)]
+"""
+
+
+def test_an_accumulator_initialized_one_tile_of_columns_at_a_time_is_cut_into_tiles() -> None:
+    """A 16 x 32 accumulator whose bias fills its two 16-column blocks in
+    separate statements (a row stride of 32 in each) while the update and
+    the copy-out take it whole: every statement is cut to the same two tile
+    slots, the blocks included, and computes what it did."""
+    from hardboiled.select.reinsert import reinsert
+    from hardboiled.verify.interp import Interpreter, Pointer
+
+    stmt = parse_input(COLUMN_BLOCKS, "blocks.stmt", buffer_types={"A": ir.Float(32), "B": ir.Float(32),
+                                                                   "bias": ir.Float(32), "out": ir.Float(32)}).ir
+    assert isinstance(stmt, ir.Stmt)
+    pieces = partition_accumulators(stmt, {"mm": "AMX"})
+    assert len(pieces) == 4
+    cut = reinsert(stmt, pieces)
+    text = print_ir(cut)
+    assert "mm[ramp(0, 1, 256)] = (float32x256)bias[x16(ramp(0, 1, 16))]" in text
+    assert "mm[ramp(256, 1, 256)] = (float32x256)bias[x16(ramp(16, 1, 16))]" in text
+    # the copy-out takes tile after tile back to the output's columns
+    assert "out[ramp(ramp(16, 1, 16), x16(32), 16)] = mm[ramp(256, 1, 256)]" in text
+
+    rng = np.random.default_rng(7)
+    a, b, bias = (rng.integers(-4, 5, n).astype(np.float32) for n in (16 * 32, 32 * 32, 32))
+
+    def run(program: ir.Stmt) -> np.ndarray:
+        pointers = {"A": Pointer(a.copy(), 0, "A"), "B": Pointer(b.copy(), 0, "B"), "bias": Pointer(bias.copy(), 0, "bias"),
+                    "out": Pointer(np.zeros(512, np.float32), 0, "out")}
+        Interpreter(params=pointers).run(program)
+        return pointers["out"].array
+
+    expected = a.reshape(16, 32) @ b.reshape(32, 32) + bias
     assert np.array_equal(run(stmt), expected.reshape(-1)) and np.array_equal(run(cut), run(stmt))
 
 
