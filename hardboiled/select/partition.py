@@ -287,6 +287,19 @@ def partition_accumulators(stmt: ir.Stmt, buffers: dict[str, str]) -> dict[int, 
     return {position: by_id[id(store)] for position, store in enumerate(iter_stores(stmt)) if id(store) in by_id}
 
 
+def uneven_tiles(stmt: ir.Stmt, names: set[str]) -> set[str]:
+    """The accumulators among ``names`` whose statements disagree on their tiles: two dense ranges of
+    one overlap and differ (4-row fills, an 8-row update), which would give a tile register two shapes."""
+    ranges: dict[str, set[tuple[int, int]]] = {name: set() for name in names}
+    for node in ir.walk(stmt):
+        if isinstance(node, (ir.Load, ir.Store)) and node.name in ranges and node.index.type.lanes > 1:
+            base = _dense_base(node.index, node.index.type.lanes)
+            if base is not None:
+                ranges[node.name].add((base, base + node.index.type.lanes))
+    return {name for name, found in ranges.items()
+            if any(a != b and a[0] < b[1] and b[0] < a[1] for a in found for b in found)}
+
+
 def _touches(store: ir.Store, name: str) -> bool:
     return store.name == name or any(isinstance(n, ir.Load) and n.name == name for n in ir.walk(store.value))
 
@@ -379,9 +392,8 @@ def _block_of(store: ir.Store, name: str, width: int) -> _Block | None:
 
 
 def _access_block(index: ir.Expr, lanes: int, width: int) -> tuple[int, int, int] | None:
-    """(first row, first column, columns) of an access of ``lanes`` lanes:
-    dense whole rows, ``ramp(r * width, 1, lanes)``, or a block of them,
-    ``ramp(ramp(r * width + c, 1, columns), x(width), rows)``."""
+    """(first row, first column, columns) of whole rows, ``ramp(r * width,
+    1, lanes)``, or a block, ``ramp(ramp(r * width + c, 1, cols), x(width), rows)``."""
     base = _dense_base(index, lanes)
     if base is not None:
         return (base // width, 0, width) if base % width == 0 and lanes % width == 0 else None

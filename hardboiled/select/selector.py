@@ -36,7 +36,7 @@ from hardboiled.select.facts import sliding_windows
 from hardboiled.select.isolate import demote, isolate_products
 from hardboiled.select.lane_order import order_accelerator_lanes
 from hardboiled.select.options import SelectionOptions as SelectionOptions  # re-exported
-from hardboiled.select.partition import partition_accumulators
+from hardboiled.select.partition import partition_accumulators, uneven_tiles
 from hardboiled.select.reinsert import Decoder, MarkerLeft, Temporary, reinsert
 from hardboiled.select.revectorize import relayout_blocked_tiles, revectorize_scalar_updates
 from hardboiled.select.rules import STATEMENTS_PER_SCOPE, Schedule, load_schedule, saturate
@@ -200,6 +200,7 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
     stmt = order_accelerator_lanes(stmt, set(allocations))  # fills and copies of a transposed accumulator
     stmt = relayout_blocked_tiles(stmt, {name for name, a in allocations.items()
                                          if ACCELERATOR_MEMORY[options.store_in.get(name, a.memory_type)] == "AMX"})
+    stmt, store_lines = _even_tiles(stmt, allocations, options, store_lines)
     schedule = load_schedule(options.schedule_path, options.iterations)
     selected = select_stores(stmt, allocations, options.store_in)
     lowerable = [s for s in selected if s.store.predicate is None]
@@ -218,6 +219,20 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
         raise SelectionMiss(misses, SelectionResult(stmt, tuple(decoded.reports), schedule, decoded.egraph,
                                                     seconds, cached=decoded.cached))
     return _selection_result(stmt, selected, decoded, misses, schedule, seconds, options)
+
+
+def _even_tiles(stmt: ir.Stmt, allocations: dict[str, ir.Allocate], options: SelectionOptions,
+                store_lines: tuple[int, ...]) -> tuple[ir.Stmt, tuple[int, ...]]:
+    """The program with the accumulators whose statements disagree on their
+    tiles (``uneven_tiles``) partitioned before selection, so that every
+    tile register has one shape."""
+    accelerators = {name: ACCELERATOR_MEMORY[options.store_in.get(name, a.memory_type)]
+                    for name, a in allocations.items()}
+    uneven = uneven_tiles(stmt, set(accelerators))
+    replacements = partition_accumulators(stmt, {name: accelerators[name] for name in uneven}) if uneven else {}
+    if not replacements:
+        return stmt, store_lines
+    return reinsert(stmt, replacements), _lines_after(stmt, replacements, store_lines)
 
 
 def _saturate_and_decode(selected: list[SelectedStore], lowerable: list[SelectedStore], encoding: Encoding,

@@ -490,3 +490,44 @@ def test_a_reduction_left_as_a_loop_of_rank_one_updates_is_explained_in_schedule
     notes = " ".join(note for d in result.diagnostics for note in d.notes)
     assert "adds one product per element of 'mm'" in notes and "serial loop" in notes
     assert "mm.update().atomic().vectorize(r.x, K)" in notes
+
+
+UNEVEN = """allocate mm[int32 * 16 * 8] in AMXTile
+mm[ramp(0, 1, 64)] = x64(0)
+mm[ramp(64, 1, 64)] = x64(0)
+mm[ramp(0, 1, 128)] = (int32x128)vector_reduce_add(int32x6144(A[ramp(x16(ramp(0, 1, 48)), x768(48), 8)])*int32x6144(x8(B[ramp(ramp(0, 16, 48), x48(1), 16)]))) + mm[ramp(0, 1, 128)]
+out[ramp(0, 1, 64)] = mm[ramp(0, 1, 64)]
+out[ramp(64, 1, 64)] = mm[ramp(64, 1, 64)]
+"""
+
+
+def test_statements_that_disagree_on_an_accumulators_tiles_are_cut_to_the_same_ones() -> None:
+    """Two 4-row fills and copies around one 8-row update: each would lower
+    as it is, and the C generator would find one tile register with two
+    shapes (a GuardWithIf edge made such a program from real Halide). The
+    accumulator is partitioned before selection instead: the update becomes
+    two 4-row ones, at the fills' tiles, and the program computes the same."""
+    from hardboiled.select.partition import uneven_tiles
+    from hardboiled.select.reinsert import reinsert
+    from hardboiled.verify.interp import Interpreter, Pointer
+
+    types = {"A": ir.Int(8), "B": ir.Int(8), "out": ir.Int(32)}
+    stmt = parse_input(UNEVEN, "uneven.stmt", buffer_types=types).ir
+    assert isinstance(stmt, ir.Stmt)
+    assert uneven_tiles(stmt, {"mm"}) == {"mm"}
+    cut = reinsert(stmt, partition_accumulators(stmt, {"mm": "AMX"}))
+    assert uneven_tiles(cut, {"mm"}) == set()
+    text = print_ir(cut)
+    assert "mm[ramp(0, 1, 128)]" not in text and text.count("vector_reduce_add(") == 2
+
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(-8, 8, 8 * 48).astype(np.int8), rng.integers(-8, 8, 48 * 16).astype(np.int8)
+
+    def run(program: ir.Stmt) -> np.ndarray:
+        pointers = {"A": Pointer(a.copy(), 0, "A"), "B": Pointer(b.copy(), 0, "B"),
+                    "out": Pointer(np.zeros(128, np.int32), 0, "out")}
+        Interpreter(params=pointers).run(program)
+        return pointers["out"].array
+
+    expected = a.reshape(8, 48).astype(np.int32) @ b.reshape(48, 16).astype(np.int32)
+    assert np.array_equal(run(stmt), expected.reshape(-1)) and np.array_equal(run(cut), run(stmt))
