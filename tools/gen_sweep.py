@@ -115,6 +115,9 @@ AMX_AXES = {
                    # tile slots, the column blocks included (partition.py)
                    dict(acc_layout="xy", tiles=(1, 2), init="bias_row", K=64, order="ba", unroll="none")],
     "remainder": [dict(rem=8), dict(rem=4, tail="guard"), dict(rem=8, tail="shift"), dict(K=48),
+                  # a K remainder (80 = 2 x 32 + 16) under likely(rro <= 1) in a loop of four
+                  # tiles: the last chunk's B copy is filled under the `if` that keeps it in bounds
+                  dict(K=80, tiles=(1, 4), loops="k_outer", unroll="none", batch=True),
                   dict(K=40, types="u8*i8"), dict(K=24)],
 }
 # Several accumulator tiles side by side (ny > 1): Halide's vectorizer leaves

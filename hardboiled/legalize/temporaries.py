@@ -50,6 +50,8 @@ class _Subtrees:
         self.writes: dict[int, frozenset[str]] = {}
         self.binds: dict[int, frozenset[str]] = {}
         self.kernels: dict[int, bool] = {}
+        self.guarded: dict[int, frozenset[str]] = {}
+        """The temporaries used under an `if` in the node (the node included)."""
         order: list[ir.Node] = list(ir.walk(stmt))
         for node in reversed(order):  # children before parents
             kids = list(ir.children(node))
@@ -65,6 +67,8 @@ class _Subtrees:
             self.binds[id(node)] = frozenset(bound)
             self.kernels[id(node)] = (isinstance(node, ir.Stmt) and _is_kernel_loop(node)) or any(
                 self.kernels[id(kid)] for kid in kids)
+            self.guarded[id(node)] = self.uses[id(node)] if isinstance(node, ir.IfThenElse) else frozenset(
+                name for kid in kids for name in self.guarded[id(kid)])
 
     def holds(self, node: ir.Stmt, name: str) -> bool:
         """Whether ``node`` uses temporary ``name`` (``common.path_to_uses``'s
@@ -85,7 +89,9 @@ def place_temporaries(stmt: ir.Stmt, temporaries: list[Temporary]) -> ir.Stmt:
     that contains all its uses, inside which nothing it reads is written
     and no variable it reads is bound again, and above which every variable
     it reads is bound. Uses that no single
-    such statement covers (branches of an `if`, two loops) get a copy each.
+    such statement covers (branches of an `if`, two loops), or that lie
+    under an `if` below it (whose condition may keep the fill's reads in
+    bounds), get a copy each.
 
     Placements are found on one analysis of the tree and made in one
     rebuild; only a temporary that must be split into copies rebuilds the
@@ -101,7 +107,12 @@ def place_temporaries(stmt: ir.Stmt, temporaries: list[Temporary]) -> ir.Stmt:
             continue
         free = {n.name for n in ir.walk(temp.value) if isinstance(n, ir.Variable)}
         reads = {n.name for n in ir.walk(temp.value) if isinstance(n, ir.Load)}
-        position = _choose_position(path, free & bound_anywhere, reads, subtrees)
+        # Uses under an `if` below every place the fill could go: its condition
+        # may be what keeps the fill's reads in bounds (a reduction's last,
+        # shorter chunk), so each use gets a copy, filled under its own `if`.
+        guarded = any(temp.name in subtrees.guarded[id(kid)] for kid in ir.children(path[-1])
+                      if isinstance(kid, ir.Stmt))
+        position = None if guarded else _choose_position(path, free & bound_anywhere, reads, subtrees)
         if position is not None:
             placed.setdefault(id(path[position]), []).append(temp)
             continue

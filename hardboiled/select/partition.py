@@ -388,12 +388,13 @@ def _block_of(store: ir.Store, name: str, width: int) -> _Block | None:
     if not accesses or None in found or len(shapes) != 1:
         return None
     column, columns = shapes.pop()
+    if columns != width and len(accesses) > 1:  # a block read too (an update): only whole rows of those are cut
+        return None
     return lanes // columns, column, columns
 
 
 def _access_block(index: ir.Expr, lanes: int, width: int) -> tuple[int, int, int] | None:
-    """(first row, first column, columns) of whole rows, ``ramp(r * width,
-    1, lanes)``, or a block, ``ramp(ramp(r * width + c, 1, cols), x(width), rows)``."""
+    """(first row, first column, columns) of whole rows or of a block, ``ramp(ramp(r*width + c, 1, cols), ..)``."""
     base = _dense_base(index, lanes)
     if base is not None:
         return (base // width, 0, width) if base % width == 0 and lanes % width == 0 else None

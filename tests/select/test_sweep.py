@@ -90,6 +90,10 @@ REGRESSIONS = {
     # accumulator two tiles wide, updated whole (K = 64): the column blocks
     # are cut to the same tile slots as the update (partition.py)
     "AMX bias by column blocks, transposed, two tiles wide": "amx_order-ba_tiles-1x2_init-bias_row_unroll-none_acc_layout-xy",
+    # K = 80 in chunks of 32 under likely(rro <= 1), the last 16 in the else
+    # branch: the B copy one `if` uses was filled above it, for every rro,
+    # and read B past its end (verification caught it: exit 5)
+    "AMX K remainder under likely() across four tiles": "amx_K-80_tiles-1x4_loops-k_outer_unroll-none_batch",
     "AMX 2 x 2 tiles in one accumulator": "amx_tiles-2x2",
     "AMX 2 x 1 tiles, K outermost": "amx_tiles-2x1_loops-k_outer",
     # tiles of fewer than 16 rows or 16 columns side by side: each packs
