@@ -22,7 +22,7 @@ from typing import Any
 
 from hardboiled import ir
 from hardboiled.ir.visitor import rewrite
-from hardboiled.select.exhaustive import MAX_POINTS, Known, NotEvaluable, Ranges, affine, evaluator, free_names, points
+from hardboiled.select.exhaustive import Known, NotEvaluable, Ranges, affine, enumerable_names, evaluator, points
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -117,21 +117,11 @@ def _lanes(e: ir.Expr, point: dict[str, int], known: Known) -> list[int]:
     return [evaluator(known)(e, point)]
 
 
-def _names(index: ir.Expr, ranges: Ranges, known: Known) -> list[str] | None:
-    names = sorted(set(free_names(index, known)))
-    if any(n not in ranges for n in names):
-        return None
-    count = 1
-    for n in names:
-        count *= ranges[n][1] - ranges[n][0] + 1
-    return names if count <= MAX_POINTS else None
-
-
 def _offsets(indices: set[ir.Expr], ranges: Ranges, known: Known) -> set[int]:
     """Every offset the indices reach; empty when one cannot be evaluated."""
     found: set[int] = set()
     for index in indices:
-        names = _names(index, ranges, known)
+        names = enumerable_names(index, ranges, known)
         if names is None:
             return set()
         try:
@@ -171,7 +161,7 @@ def _remapped_stride(stride: ir.Expr, block: _Block) -> ir.Expr | None:
 def _agrees(old: ir.Expr, new: ir.Expr, block: _Block, ranges: Ranges, known: Known) -> bool:
     """Whether ``new`` reaches, lane by lane and at every point, the
     compacted offset of what ``old`` reaches."""
-    names = _names(old, ranges, known)
+    names = enumerable_names(old, ranges, known)
     if names is None:
         return False
     try:

@@ -74,14 +74,21 @@ def points(names: list[str], ranges: Ranges) -> Iterator[dict[str, int]]:
         yield dict(zip(names, values))
 
 
-def affine(e: ir.Expr, ranges: Ranges, known: dict[str, ir.Expr]) -> ir.Expr | None:
+def enumerable_names(e: ir.Expr, ranges: Ranges, known: dict[str, ir.Expr]) -> list[str] | None:
+    """The names ``e`` reads, when each has a range and together they span
+    at most MAX_POINTS points; None otherwise."""
     names = sorted(set(free_names(e, known)))
     if any(n not in ranges for n in names):
         return None
     count = 1
     for n in names:
         count *= ranges[n][1] - ranges[n][0] + 1
-    if count > MAX_POINTS:
+    return names if count <= MAX_POINTS else None
+
+
+def affine(e: ir.Expr, ranges: Ranges, known: dict[str, ir.Expr]) -> ir.Expr | None:
+    names = enumerable_names(e, ranges, known)
+    if names is None:
         return None
     evaluate = evaluator(known)
     try:
