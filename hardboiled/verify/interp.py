@@ -129,7 +129,7 @@ running them one after the other does."""
 MAX_INDEX_CHECK = 1 << 21
 """The most indices one check that a serial loop's iterations touch
 disjoint elements evaluates (every iteration of it and of the loops inside,
-every row and lane): a longer nest runs one iteration at a time.'"""
+every row and lane): a longer nest runs one iteration at a time."""
 
 MAX_BATCH_ELEMENTS = 1 << 22
 """The most lanes a batched loop's widest value may hold, all rows together
