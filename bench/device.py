@@ -8,7 +8,8 @@ prepares everything here, one runs everything there.
 
 ``prepare`` compiles every Tensor Core application of apps/ at its test
 size and at the paper's size (``--sizes``), and the WMMA variants of the
-listed sweep (``--sweep N`` of them, test size only), with hardboiled to
+listed sweep (``--sweep N`` of them, test size only, from its committed
+manifest), with hardboiled to
 CUDA, and links them all, with a small runtime of its own (RUNNER_CUDA:
 allocation, copies, CUDA events), into one shared library for sm_80 and
 sm_90 (nvcc links the CUDA runtime statically, so the library needs only
@@ -802,14 +803,16 @@ def build_library(folder: Path, sources: list[Path], objects: list[Path], flags:
 
 
 def _sweep_variants(count: int) -> list[tuple[str, Path, dict[str, str]]]:
-    """The first ``count`` WMMA variants of the listed sweep that lowered
-    (bench/results/sweep.json), spread over its dimensions."""
-    results = json.loads((ROOT / "bench" / "results" / "sweep.json").read_text())
-    rows = [r for r in results if r["accelerator"] == "wmma" and r["outcome"] == "lowered"]
-    step = max(1, len(rows) // max(count, 1))
-    chosen = rows[::step][:count]
+    """``count`` WMMA variants of the listed sweep (tests/fixtures/sweep,
+    committed), spread evenly over it; none whose type no Tensor Core
+    multiplies (tf32)."""
     fixtures = ROOT / "tests" / "fixtures" / "sweep"
-    return [(f"sweep-{r['name']}", fixtures / f"{r['name']}.stmt", {"prod": "WMMAAccumulator"}) for r in chosen]
+    manifest = json.loads((fixtures / "MANIFEST.json").read_text())
+    names = sorted(name for name, entry in manifest.items() if entry["spec"]["acc"] == "wmma"
+                   and not entry["spec"]["types"].startswith("tf32") and (fixtures / f"{name}.stmt").exists())
+    step = max(1, len(names) // max(count, 1))
+    return [(f"sweep-{name}", fixtures / f"{name}.stmt", {"prod": "WMMAAccumulator"})
+            for name in names[::step][:count]]
 
 
 def prepare(out: Path, app_names: list[str] | None, sizes: list[str], sweep: int, jobs: int) -> dict[str, Any]:
