@@ -288,14 +288,14 @@ def partition_accumulators(stmt: ir.Stmt, buffers: dict[str, str]) -> dict[int, 
 
 
 def uneven_tiles(stmt: ir.Stmt, names: set[str]) -> set[str]:
-    """The accumulators among ``names`` whose statements disagree on their tiles: two dense ranges of
-    one overlap and differ (4-row fills, an 8-row update), which would give a tile register two shapes."""
+    """The accumulators among ``names`` whose own statements (the stores to one) disagree on its tiles:
+    two dense ranges overlap and differ (4-row fills, an 8-row update), giving a register two shapes."""
     ranges: dict[str, set[tuple[int, int]]] = {name: set() for name in names}
-    for node in ir.walk(stmt):
-        if isinstance(node, (ir.Load, ir.Store)) and node.name in ranges and node.index.type.lanes > 1:
-            base = _dense_base(node.index, node.index.type.lanes)
-            if base is not None:
-                ranges[node.name].add((base, base + node.index.type.lanes))
+    for store in (s for s in iter_stores(stmt) if s.name in ranges):
+        own = [n.index for n in ir.walk(store.value) if isinstance(n, ir.Load) and n.name == store.name]
+        for index in [store.index, *own]:
+            if (base := _dense_base(index, index.type.lanes)) is not None and index.type.lanes > 1:
+                ranges[store.name].add((base, base + index.type.lanes))
     return {name for name, found in ranges.items()
             if any(a != b and a[0] < b[1] and b[0] < a[1] for a in found for b in found)}
 
