@@ -160,16 +160,21 @@ def evaluator(known: dict[str, ir.Expr]) -> Callable[[ir.Expr, dict[str, int]], 
     return evaluate
 
 
+def integer_binary(op: ir.BinOp, a: int, b: int) -> int:
+    """``a op b`` on Python integers as Halide computes it on integers, before
+    any wrapping: division and modulo Euclidean (the remainder is never
+    negative), x / 0 and x % 0 both 0; comparisons and logic as 0 or 1."""
+    if op is ir.BinOp.DIV:
+        return (a - a % abs(b)) // b if b else 0
+    if op is ir.BinOp.MOD:
+        return a % abs(b) if b else 0
+    return _SIMPLE[op](a, b)
+
+
 def _binary(e: ir.Binary, a: int, b: int) -> int:
     if e.type.lanes != 1 or not (e.a.type.is_int or e.a.type.is_uint):
         raise NotEvaluable
-    op = e.op
-    if op is ir.BinOp.DIV:  # Euclidean, as Halide divides: the remainder is never negative; x / 0 is 0
-        value = (a - a % abs(b)) // b if b else 0
-    elif op is ir.BinOp.MOD:
-        value = a % abs(b) if b else 0
-    else:
-        value = _SIMPLE[op](a, b)
+    value = integer_binary(e.op, a, b)
     if not e.type.is_bool and not -(1 << 31) <= value < (1 << 31):
         raise NotEvaluable  # past int32: leave wrapping to the program
     return value

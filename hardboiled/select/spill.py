@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 from hardboiled import ir
 from hardboiled.ir.visitor import map_expr
+from hardboiled.select.exhaustive import integer_binary
 from hardboiled.select.extract import SCRATCH_MEMORY, iter_stores
 
 SPILL = ".spill."
@@ -132,8 +133,8 @@ def _gathered_region(stmt: ir.Stmt, load: ir.Load, allocation: ir.Allocate) -> t
 def constant_lanes(e: ir.Expr) -> tuple[int, ...] | None:
     """The lane values of an integer vector expression built of constants
     (ramps, broadcasts, + - * / % min max over them); None for anything
-    else. Division and modulo are Halide's (Euclidean), which is Python's
-    floor for a positive divisor; any other divisor gives None."""
+    else. Division and modulo are Halide's (Euclidean, exhaustive.integer_binary),
+    for a positive divisor only; any other divisor gives None."""
     if isinstance(e, ir.IntImm):
         return (e.value,)
     if isinstance(e, ir.Broadcast):
@@ -144,17 +145,15 @@ def constant_lanes(e: ir.Expr) -> tuple[int, ...] | None:
         if base is None or stride is None:
             return None
         return tuple(b + i * s for i in range(e.lanes) for b, s in zip(base, stride, strict=True))
-    if isinstance(e, ir.Binary) and (apply := _CONSTANT_OPS.get(e.op)) is not None:
+    if isinstance(e, ir.Binary) and e.op in _CONSTANT_OPS:
         a, b = constant_lanes(e.a), constant_lanes(e.b)
         if a is None or b is None or len(a) != len(b):
             return None
         if e.op in (ir.BinOp.DIV, ir.BinOp.MOD) and min(b) <= 0:
             return None
-        return tuple(apply(x, y) for x, y in zip(a, b, strict=True))
+        return tuple(integer_binary(e.op, x, y) for x, y in zip(a, b, strict=True))
     return None
 
 
-_CONSTANT_OPS: dict[ir.BinOp, Callable[[int, int], int]] = {
-    ir.BinOp.ADD: lambda a, b: a + b, ir.BinOp.SUB: lambda a, b: a - b, ir.BinOp.MUL: lambda a, b: a * b,
-    ir.BinOp.DIV: lambda a, b: a // b, ir.BinOp.MOD: lambda a, b: a % b, ir.BinOp.MIN: min, ir.BinOp.MAX: max,
-}
+_CONSTANT_OPS = frozenset({ir.BinOp.ADD, ir.BinOp.SUB, ir.BinOp.MUL, ir.BinOp.DIV, ir.BinOp.MOD, ir.BinOp.MIN,
+                           ir.BinOp.MAX})
