@@ -177,6 +177,9 @@ needs no ml_dtypes; its values are drawn and compared as float32)."""
 # --------------------------------------------------------------------------
 
 
+# halide_buffer_t as ctypes, for the baselines' entry points. hardboiled/verify/run.py has
+# the same structures; the run side here imports nothing of hardboiled (the device has no
+# lark or egglog, and a test holds it to that), so they are spelled again.
 class HalideDimension(ctypes.Structure):
     _fields_ = [("min", ctypes.c_int32), ("extent", ctypes.c_int32), ("stride", ctypes.c_int32),
                 ("flags", ctypes.c_uint32)]

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import ROOT, write_results
-from sweep import OUTCOMES, compile_dump
+from sweep import OUTCOMES, compile_dump, lowered_with_edges_in_memory
 
 
 def _compile(args: tuple[Path, dict[str, Any], bool]) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def report(rows: list[dict[str, Any]], seed: int, refused: int, seconds: float) 
            f"{seconds:.0f} s",
            f"lowered, verified, emitted and built: {_rate(rows)} (AMX {_rate(amx)}, WMMA {_rate(wmma)})",
            ", ".join(f"{o} {counts[o]}" for o in OUTCOMES[1:]),
-           f"of the lowered, {sum(r['outcome'] == 'lowered' and r.get('edge_copies_in_memory', 0) > 0 for r in rows)}"
+           f"of the lowered, {lowered_with_edges_in_memory(rows)}"
            " keep partial tiles at the output's edge in ordinary memory (GuardWithIf tails; the whole tiles are"
            " tensorized)",
            "", "not lowered, by first diagnostic:"]
