@@ -913,6 +913,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--library", type=Path, required=True)
     c.add_argument("--kernel", required=True)
     args = parser.parse_args(argv)
+    if args.command != "prepare" and not (args.folder / MANIFEST).is_file():
+        parser.error(f"{args.folder} holds no {MANIFEST}: make it with 'bench/device.py prepare --out {args.folder}'")
     if args.command == "prepare":
         prepare(args.out, args.apps, args.sizes, args.sweep, args.jobs)
         return 0

@@ -112,3 +112,10 @@ def test_the_vendor_comparison_says_why_it_has_no_time_without_a_gpu() -> None:
     for app, sizes in (("gemm", {"n": 16}), ("conv_layer", {"channels": 16, "width": 8, "height": 8, "batch": 1})):
         time_us, why = device.vendor_time_us(app, sizes, 1, 1)
         assert time_us is None and why in ("no PyTorch", "PyTorch sees no GPU")
+
+
+def test_a_folder_that_was_never_prepared_is_a_usage_error_not_a_traceback(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "device.py"), "run", "--in", str(tmp_path),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "holds no manifest.json" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "out").exists()
