@@ -318,11 +318,12 @@ def _plan(stmt: ir.Stmt, name: str, alloc: ir.Allocate, accelerator: str) -> dic
         return None
     cut, blocks, uncut = counted
     reduces = [r for s in cut if s.name == name and (r := _reduction(s.value)) is not None]
-    piece = _piece(accelerator, math.gcd(*(rows for rows, _, _ in blocks)), width, reduces, alloc)
+    # pieces as wide as every block of columns allows (a bias filled 8
+    # columns at a time cuts a 16-wide tile in two)
+    tiling = math.gcd(width, *(column for _, column, _ in blocks), *(columns for _, _, columns in blocks))
+    piece = _piece(accelerator, math.gcd(*(rows for rows, _, _ in blocks)), tiling, reduces, alloc)
     if piece is None or (uncut and (piece.cols != width or piece.rows * width != alloc.constant_elements)):
         return None
-    if any(column % piece.cols or columns % piece.cols for _, column, columns in blocks):
-        return None  # a block of columns that the pieces' columns do not tile
     if _one_instruction_each(piece, width, blocks, reduces):
         return None
     return _cut_stores(cut, blocks, name, width, piece)

@@ -435,33 +435,39 @@ def test_a_reduction_of_24_is_a_chunk_of_16_and_a_padded_chunk_of_8_with_its_neg
     assert np.array_equal(run(stmt), expected.reshape(-1)) and np.array_equal(run(cut), run(stmt))
 
 
-COLUMN_BLOCKS = """allocate mm[float32 * 32 * 16] in AMXTile
-mm[ramp(ramp(0, 1, 16), x16(32), 16)] = bias[x16(ramp(0, 1, 16))]
-mm[ramp(ramp(16, 1, 16), x16(32), 16)] = bias[x16(ramp(16, 1, 16))]
-mm[ramp(0, 1, 512)] = (float32x512)vector_reduce_add(float32x16384(A[ramp(x32(ramp(0, 1, 32)), x1024(32), 16)])*float32x16384(x16(B[ramp(ramp(0, 32, 32), x32(1), 32)]))) + mm[ramp(0, 1, 512)]
-out[ramp(0, 1, 512)] = mm[ramp(0, 1, 512)]
-"""
+def _column_blocks(block: int) -> str:
+    """A 16 x 32 accumulator whose bias fills it ``block`` columns at a time
+    (a row stride of 32 in each), while the update and the copy-out take it
+    whole."""
+    fills = "".join(f"mm[ramp(ramp({c}, 1, {block}), x{block}(32), 16)] = bias[x16(ramp({c}, 1, {block}))]\n"
+                    for c in range(0, 32, block))
+    return ("allocate mm[float32 * 32 * 16] in AMXTile\n" + fills +
+            "mm[ramp(0, 1, 512)] = (float32x512)vector_reduce_add(float32x16384(A[ramp(x32(ramp(0, 1, 32)), "
+            "x1024(32), 16)])*float32x16384(x16(B[ramp(ramp(0, 32, 32), x32(1), 32)]))) + mm[ramp(0, 1, 512)]\n"
+            "out[ramp(0, 1, 512)] = mm[ramp(0, 1, 512)]\n")
 
 
-def test_an_accumulator_initialized_one_tile_of_columns_at_a_time_is_cut_into_tiles() -> None:
-    """A 16 x 32 accumulator whose bias fills its two 16-column blocks in
-    separate statements (a row stride of 32 in each) while the update and
-    the copy-out take it whole: every statement is cut to the same two tile
-    slots, the blocks included, and computes what it did."""
+@pytest.mark.parametrize("block", [16, 8])
+def test_an_accumulator_initialized_one_block_of_columns_at_a_time_is_cut_into_tiles(block: int) -> None:
+    """Every statement is cut to the same tile slots, the blocks included,
+    and computes what it did. A tile is as wide as every block allows: 16
+    columns (of 64 bytes) for blocks of 16, 8 for blocks of 8, where one
+    16-column tile would split each block."""
     from hardboiled.select.reinsert import reinsert
     from hardboiled.verify.interp import Interpreter, Pointer
 
-    stmt = parse_input(COLUMN_BLOCKS, "blocks.stmt", buffer_types={"A": ir.Float(32), "B": ir.Float(32),
-                                                                   "bias": ir.Float(32), "out": ir.Float(32)}).ir
+    stmt = parse_input(_column_blocks(block), "blocks.stmt", buffer_types={
+        "A": ir.Float(32), "B": ir.Float(32), "bias": ir.Float(32), "out": ir.Float(32)}).ir
     assert isinstance(stmt, ir.Stmt)
     pieces = partition_accumulators(stmt, {"mm": "AMX"})
-    assert len(pieces) == 4
+    assert len(pieces) == 32 // block + 2
     cut = reinsert(stmt, pieces)
     text = print_ir(cut)
-    assert "mm[ramp(0, 1, 256)] = (float32x256)bias[x16(ramp(0, 1, 16))]" in text
-    assert "mm[ramp(256, 1, 256)] = (float32x256)bias[x16(ramp(16, 1, 16))]" in text
+    tile = 16 * block
+    assert f"mm[ramp(0, 1, {tile})] = (float32x{tile})bias[x16(ramp(0, 1, {block}))]" in text
+    assert f"mm[ramp({tile}, 1, {tile})] = (float32x{tile})bias[x16(ramp({block}, 1, {block}))]" in text
     # the copy-out takes tile after tile back to the output's columns
-    assert "out[ramp(ramp(16, 1, 16), x16(32), 16)] = mm[ramp(256, 1, 256)]" in text
+    assert f"out[ramp(ramp({block}, 1, {block}), x{block}(32), 16)] = mm[ramp({tile}, 1, {tile})]" in text
 
     rng = np.random.default_rng(7)
     a, b, bias = (rng.integers(-4, 5, n).astype(np.float32) for n in (16 * 32, 32 * 32, 32))
