@@ -82,6 +82,9 @@ AMX_AXES = {
     "operand": [dict(operand="neg"), dict(operand="scale"), dict(operand="boundary"),
                 dict(operand="zero_point", types="u8*i8", b="vnni"), dict(operand="neg", types="i8*i8"),
                 dict(operand="zero_point_param", types="i8*i8", tiles=(1, 2)),
+                # zero points on tiles that the selector lays out again (blocked
+                # tiles of 8 rows): the isolated products take the new layout
+                dict(operand="zero_point_param", types="u8*u8", tiles=(1, 4), M=8, K=10, epilogue="bias", acc_layout="xy"),
                 dict(operand="zero_point_a", types="u8*i8", b="vnni", epilogue="relu"),
                 # a negated operand that every row shares (a transposed
                 # accumulator makes A the B side): the broadcast moves into the
@@ -113,7 +116,10 @@ AMX_AXES = {
                    # a bias filled one tile of columns at a time into a transposed
                    # accumulator two tiles wide: every statement is cut to the same
                    # tile slots, the column blocks included (partition.py)
-                   dict(acc_layout="xy", tiles=(1, 2), init="bias_row", K=64, order="ba", unroll="none")],
+                   dict(acc_layout="xy", tiles=(1, 2), init="bias_row", K=64, order="ba", unroll="none"),
+                   # the same with column blocks narrower than a tile (8 of 16): the
+                   # tiles are as wide as the blocks (partition.py)
+                   dict(acc_layout="xy", tiles=(1, 4), M=8, init="bias_col", order="ba", unroll="none")],
     "remainder": [dict(rem=8), dict(rem=4, tail="guard"), dict(rem=8, tail="shift"), dict(K=48),
                   # a K remainder (80 = 2 x 32 + 16) under likely(rro <= 1) in a loop of four
                   # tiles: the last chunk's B copy is filled under the `if` that keeps it in bounds

@@ -201,6 +201,9 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
     stmt = relayout_blocked_tiles(stmt, {name for name, a in allocations.items()
                                          if ACCELERATOR_MEMORY[options.store_in.get(name, a.memory_type)] == "AMX"})
     stmt, store_lines = _even_tiles(stmt, allocations, options, store_lines)
+    # the passes above may give an accumulator another shape (a relayout of
+    # blocked tiles): what follows sizes its buffers by the new one
+    allocations = accelerator_allocations(stmt, options.store_in)
     schedule = load_schedule(options.schedule_path, options.iterations)
     selected = select_stores(stmt, allocations, options.store_in)
     lowerable = [s for s in selected if s.store.predicate is None]
