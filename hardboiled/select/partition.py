@@ -29,156 +29,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
 
 from hardboiled import ir
 from hardboiled.select.extract import SCRATCH_MEMORY, iter_stores
-from hardboiled.select.lane_order import map_lanewise
+from hardboiled.select.lane_slicing import PLAIN_SLICER, LaneSlicer
 from hardboiled.targets.amx import AMX_TILE
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
-
-LoadHook = Callable[[ir.Load, int, int, int], ir.Expr | None]
-"""Slices a load of the accumulator itself: (load, axis, start, count)."""
-
-
-# ------------------------------------------------------------------ slicing
-
-def _split_extents(extents: tuple[int, ...], outer_lanes: int) -> int | None:
-    """The position p where extents[:p] multiply to ``outer_lanes``."""
-    product = 1
-    for p, extent in enumerate(extents):
-        if product == outer_lanes:
-            return p
-        product *= extent
-    return len(extents) if product == outer_lanes else None
-
-
-def _scaled(e: ir.Expr, factor: int) -> ir.Expr:
-    if factor == 1:
-        return e
-    if isinstance(e, ir.IntImm):
-        return ir.IntImm(e.value * factor, e.type)
-    if isinstance(e, ir.Broadcast) and isinstance(e.value, ir.IntImm):
-        return ir.Broadcast(ir.IntImm(e.value.value * factor, e.value.type), e.lanes)
-    lanes = e.type.lanes
-    constant: ir.Expr = ir.IntImm(factor, e.type.element())
-    return ir.Binary(ir.BinOp.MUL, e, constant if lanes == 1 else ir.Broadcast(constant, lanes))
-
-
-def _plus(a: ir.Expr, b: ir.Expr) -> ir.Expr:
-    if isinstance(b, ir.IntImm) and b.value == 0:
-        return a
-    if isinstance(a, ir.IntImm) and isinstance(b, ir.IntImm):
-        return ir.IntImm(a.value + b.value, a.type)
-    return ir.Binary(ir.BinOp.ADD, a, b)
-
-
-def _ramp(base: ir.Expr, stride: ir.Expr, lanes: int) -> ir.Expr:
-    return base if lanes == 1 else ir.Ramp(base, stride, lanes)
-
-
-class _Slicer:
-    """Slices vector index forms along one axis of their lanes' shape. Each
-    form has its own rule (``_FORMS``); a form without one cannot be cut."""
-
-    def __init__(self, accumulator_load: LoadHook):
-        self.accumulator_load = accumulator_load
-
-    def slice(self, e: ir.Expr, extents: tuple[int, ...], axis: int, start: int, count: int) -> ir.Expr | None:
-        """Lanes of ``e`` (laid out row-major over ``extents``) with index
-        ``axis`` in [start, start + count); None if the form does not allow it."""
-        if isinstance(e, ir.Load) and e.type.lanes > 1 and math.prod(extents) == e.type.lanes:
-            # the accumulator's own reads move to their tile's slot, even
-            # where the slice keeps every lane (a block one tile wide)
-            hooked = self.accumulator_load(e, axis, start, count)
-            if hooked is not None:
-                return hooked
-        if e.type.lanes == 1 or (start == 0 and count == extents[axis]):
-            return e
-        if math.prod(extents) != e.type.lanes:
-            return None
-        form = self._FORMS.get(type(e))
-        return None if form is None else form(self, e, extents, axis, start, count)
-
-    def _ramp(self, e: ir.Ramp, extents: tuple[int, ...], axis: int, start: int,
-              count: int) -> ir.Expr | None:
-        p = _split_extents(extents, e.lanes)
-        if p is None:
-            return None
-        if axis >= p:
-            base = self.slice(e.base, extents[p:], axis - p, start, count)
-            stride = self.slice(e.stride, extents[p:], axis - p, start, count)
-            return None if base is None or stride is None else ir.Ramp(base, stride, e.lanes)
-        # The ramp's own lanes run over extents[:p], row-major: lane i of
-        # the ramp is base + i * stride, and i = sum(index_d * weight_d).
-        weights = [math.prod(extents[d + 1 : p]) for d in range(p)]
-        base = _plus(e.base, _scaled(e.stride, start * weights[axis]))
-        inner = _ramp(base, e.stride, count * weights[axis])
-        outer_lanes = math.prod(extents[:axis])
-        if outer_lanes == 1:
-            return inner
-        step = _scaled(e.stride, weights[axis - 1])
-        return ir.Ramp(inner, step if inner.type.lanes == 1 else ir.Broadcast(step, inner.type.lanes),
-                       outer_lanes)
-
-    def _broadcast(self, e: ir.Broadcast, extents: tuple[int, ...], axis: int, start: int,
-                   count: int) -> ir.Expr | None:
-        p = _split_extents(extents, e.lanes)
-        if p is None:
-            return None
-        if axis >= p:
-            inner = self.slice(e.value, extents[p:], axis - p, start, count)
-            return None if inner is None else ir.Broadcast(inner, e.lanes)
-        # Slicing the broadcast's own lanes keeps the same value in fewer of them.
-        return ir.Broadcast(e.value, e.lanes // extents[axis] * count)
-
-    def _load(self, e: ir.Load, extents: tuple[int, ...], axis: int, start: int, count: int) -> ir.Expr | None:
-        index = self.slice(e.index, extents, axis, start, count)
-        if index is None or e.predicate is not None:
-            return None
-        return ir.Load(e.name, index, e.type.with_lanes(index.type.lanes))
-
-    def _binary(self, e: ir.Binary, extents: tuple[int, ...], axis: int, start: int,
-                count: int) -> ir.Expr | None:
-        a = self.slice(e.a, extents, axis, start, count)
-        b = self.slice(e.b, extents, axis, start, count)
-        return None if a is None or b is None else ir.Binary(e.op, a, b)
-
-    def _cast(self, e: ir.Cast, extents: tuple[int, ...], axis: int, start: int, count: int) -> ir.Expr | None:
-        value = self.slice(e.value, extents, axis, start, count)
-        return None if value is None else ir.Cast(e.type.with_lanes(value.type.lanes), value)
-
-    def _vector_reduce(self, e: ir.VectorReduce, extents: tuple[int, ...], axis: int, start: int,
-                       count: int) -> ir.Expr | None:
-        # The reduced value has one more, innermost, axis: the products summed into each lane.
-        factor = e.value.type.lanes // e.type.lanes
-        value = self.slice(e.value, (*extents, factor), axis, start, count)
-        if value is None:
-            return None
-        return ir.VectorReduce(e.op, value, e.type.with_lanes(value.type.lanes // factor))
-
-    def _lanewise(self, e: ir.Expr, extents: tuple[int, ...], axis: int, start: int,
-                  count: int) -> ir.Expr | None:
-        """A select, or a call that computes lane by lane (a hint, float math)."""
-        return map_lanewise(e, lambda x: self.slice(x, extents, axis, start, count))
-
-    _FORMS: ClassVar[dict[type, Callable[..., ir.Expr | None]]] = {
-        ir.Ramp: _ramp,
-        ir.Broadcast: _broadcast,
-        ir.Load: _load,
-        ir.Binary: _binary,
-        ir.Cast: _cast,
-        ir.VectorReduce: _vector_reduce,
-        ir.Select: _lanewise,
-        ir.Call: _lanewise,
-    }
-    """The rule for each form that slices, by the node's class (the IR's
-    node classes have no subclasses, so the class alone picks it)."""
-
-
-_PLAIN = _Slicer(lambda load, axis, start, count: None)
-"""A slicer that treats every load alike (operands, not the accumulator)."""
-
 
 # ---------------------------------------------------------------- planning
 
@@ -482,7 +338,7 @@ def _cut(store: ir.Store, name: str, width: int, block: _Block, piece: _Piece) -
         slot = first_row // piece.rows * (width // piece.cols) + (column + start) // piece.cols
         return ir.Load(name, ir.Ramp(ir.IntImm(slot * lanes), ir.IntImm(1), lanes), load.type.with_lanes(lanes))
 
-    slicer = _Slicer(tile_of)
+    slicer = LaneSlicer(tile_of)
 
     def cut(e: ir.Expr, i: int, j: int) -> ir.Expr | None:
         by_rows = slicer.slice(e, (rows, columns), 0, i * piece.rows, piece.rows)
@@ -557,7 +413,7 @@ def _chunks(store: ir.Store, name: str, reduce: ir.VectorReduce, rest: ir.Expr |
     updates: list[ir.Stmt] = []
     for start in range(0, factor, piece.k):
         count = min(piece.k, factor - start)
-        products = _PLAIN.slice(reduce.value, extents, 2, start, count)
+        products = PLAIN_SLICER.slice(reduce.value, extents, 2, start, count)
         if products is None:
             return None
         part = ir.VectorReduce(reduce.op, products, reduce.type)
@@ -616,8 +472,8 @@ def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr | 
     extents = (m, n, factor)
 
     def invariant(side: ir.Expr, axis: int) -> bool:
-        first = _PLAIN.slice(side, extents, axis, 0, 1)
-        return first is not None and first == _PLAIN.slice(side, extents, axis, 1, 1)
+        first = PLAIN_SLICER.slice(side, extents, axis, 0, 1)
+        return first is not None and first == PLAIN_SLICER.slice(side, extents, axis, 1, 1)
 
     sides = (product.a, product.b)
     a_side = next((x for x in sides if invariant(x, 1) and not invariant(x, 0)), None)
@@ -649,7 +505,7 @@ def _padded_reduction(store: ir.Store, reduce: ir.VectorReduce, rest: ir.Expr | 
 def _stage(side: ir.Expr, staging: _Staging, extents: tuple[int, int, int], k: int,
            number: int, accelerator: str) -> tuple[str, ir.Type, list[ir.Stmt]] | None:
     """(name, element type, the stores that fill it) of the copy of one side."""
-    values = _PLAIN.slice(side, extents, staging.axis, 0, 1)
+    values = PLAIN_SLICER.slice(side, extents, staging.axis, 0, 1)
     # the operand under its widening: a load, or computed from loads (a
     # negation, a boundary condition), copied in its own type
     inner = _operand_value(side)

@@ -21,7 +21,9 @@ from hardboiled.frontend.parse import parse_input
 from hardboiled.ir.printer import print_ir
 from hardboiled.pipeline.driver import compile_text
 from hardboiled.pipeline.options import CompileOptions
-from hardboiled.select.partition import _Slicer, partition_accumulators
+from hardboiled.select import partition
+from hardboiled.select.lane_slicing import LaneSlicer
+from hardboiled.select.partition import partition_accumulators
 from hardboiled.select.selector import SelectionOptions
 
 SWEEP = Path(__file__).resolve().parent.parent / "fixtures" / "sweep"
@@ -367,7 +369,7 @@ def _ramp(base: int, stride: int, lanes: int) -> ir.Ramp:
     (ir.Ramp(ir.Broadcast(_ramp(3, 1, 8), 4), ir.Broadcast(ir.IntImm(50), 32), 6), (6, 4, 8)),  # A of a matmul
 ])
 def test_slicing_keeps_exactly_the_selected_lanes(index: ir.Expr, extents: tuple[int, ...]) -> None:
-    slicer = _Slicer(lambda load, axis, start, count: None)
+    slicer = LaneSlicer(lambda load, axis, start, count: None)
     whole = _lanes(index)
     for axis, extent in enumerate(extents):
         for start, count in ((0, extent // 2), (extent // 2, extent - extent // 2)):
@@ -488,6 +490,19 @@ def test_an_accumulator_initialized_one_block_of_columns_at_a_time_is_cut_into_t
 
     expected = a.reshape(16, 32) @ b.reshape(32, 32) + bias
     assert np.array_equal(run(stmt), expected.reshape(-1)) and np.array_equal(run(cut), run(stmt))
+
+
+def test_a_column_block_taller_than_a_tile_is_cut_into_tiles_at_their_slots() -> None:
+    # a zero fill of a 32-row, 16-column block of a 32-wide accumulator:
+    # two 16 x 16 tiles, at slots 0 and 2 (tiles run along the rows first),
+    # each index a plain ramp (the second row's offset folded into it)
+    store = parse_input("mm[ramp(ramp(0, 1, 16), x16(32), 32)] = x512(0)\n", "fill.stmt").ir
+    assert isinstance(store, ir.Store)
+    block = partition._block_of(store, "mm", 32)
+    assert block == (32, 0, 16)
+    pieces = partition._cut(store, "mm", 32, block, partition._Piece(16, 16, 64, accelerator="AMX"))
+    assert pieces is not None
+    assert [print_ir(p) for p in pieces] == ["mm[ramp(0, 1, 256)] = x256(0)\n", "mm[ramp(512, 1, 256)] = x256(0)\n"]
 
 
 RANK_ONE = """allocate mm[int32 * 4 * 4] in AMXTile
