@@ -69,7 +69,11 @@ AMX_AXES = {
     "loops": [dict(loops="k_outer"), dict(loops="swap_tiles")],
     "unroll": [dict(unroll="none"), dict(unroll="k"),
                # a loop over the tiles of one accumulator left rolled (unroll.py unrolls it)
-               dict(unroll="none", tiles=(1, 2)), dict(unroll="none", tiles=(1, 4), M=8, types="u8*i8")],
+               dict(unroll="none", tiles=(1, 2)), dict(unroll="none", tiles=(1, 4), M=8, types="u8*i8"),
+               # the tile loop outside the K chunk loop, around an update Halide
+               # left scalar: a vector only once revectorized, then unrolled
+               dict(unroll="none", tiles=(1, 2), loops="swap_tiles", init="bias_row", types="i8*u8", acc_layout="xy",
+                    order="ba", K=256)],
     "sizes": [dict(sizes="symbolic")],
     "batch": [dict(batch=True)],
     "parallel": [dict(parallel=True)],

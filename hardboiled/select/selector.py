@@ -197,6 +197,7 @@ def _select(stmt: ir.Stmt, options: SelectionOptions, filename: str, source: str
     stmt = unflatten_stores(stmt, allocations)  # the final stmt's concat_vectors and shuffles
     stmt = unroll_tile_loops(stmt, set(allocations))  # a loop variable cannot name a tile register
     stmt = revectorize_scalar_updates(stmt, set(allocations))  # updates Halide left scalar
+    stmt = unroll_tile_loops(stmt, set(allocations))  # tile loops around what revectorizing made a vector
     stmt = order_accelerator_lanes(stmt, set(allocations))  # fills and copies of a transposed accumulator
     stmt = relayout_blocked_tiles(stmt, {name for name, a in allocations.items()
                                          if ACCELERATOR_MEMORY[options.store_in.get(name, a.memory_type)] == "AMX"})
