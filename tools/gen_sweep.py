@@ -88,7 +88,8 @@ AMX_AXES = {
                 dict(operand="zero_point_param", types="i8*i8", tiles=(1, 2)),
                 # zero points on tiles that the selector lays out again (blocked
                 # tiles of 8 rows): the isolated products take the new layout
-                dict(operand="zero_point_param", types="u8*u8", tiles=(1, 4), M=8, K=10, epilogue="bias", acc_layout="xy"),
+                dict(operand="zero_point_param", types="u8*u8", tiles=(1, 4), M=8, K=10, epilogue="bias",
+                     acc_layout="xy"),
                 dict(operand="zero_point_a", types="u8*i8", b="vnni", epilogue="relu"),
                 # a negated operand that every row shares (a transposed
                 # accumulator makes A the B side): the broadcast moves into the
@@ -99,7 +100,12 @@ AMX_AXES = {
                 dict(operand="boundary", batch=True, sizes="symbolic"),
                 dict(operand="boundary", batch=True, sizes="symbolic", a="col", K=128, epilogue="silu"),
                 dict(operand="neg", acc_layout="xy", form="single", a="col", chunk="2x"),
-                dict(operand="neg", acc_layout="xy", form="single", types="u8*u8", M=32, N=32, K=40)],
+                dict(operand="neg", acc_layout="xy", form="single", types="u8*u8", M=32, N=32, K=40),
+                # a scaled column-major operand whose K chunk is cut in two: each
+                # half reads K as two groups of 16 (lane_slicing.py refines the
+                # axis; amx_layouts.egg copies such a B at both levels)
+                dict(operand="scale", a="col", b="vnni", N=32, chunk="half", tiles=(1, 2), acc_layout="xy",
+                     unroll="none", tail="shift")],
     "acc_layout": [dict(acc_layout="xy"), dict(acc_layout="xy", types="i8*i8"),
                    # an epilogue reading the transposed accumulator: spilled whole, read at its index
                    dict(acc_layout="xy", epilogue="cast", form="single", M=4, order="ba"),

@@ -31,6 +31,31 @@ def split_extents(extents: tuple[int, ...], outer_lanes: int) -> int | None:
     return len(extents) if product == outer_lanes else None
 
 
+def refined(extents: tuple[int, ...], outer_lanes: int, axis: int, start: int,
+            count: int) -> tuple[tuple[int, ...], int, int, int] | None:
+    """The same slice over finer extents, where ``outer_lanes`` ends inside
+    an axis: an axis of 64 K values that a form runs over as 4 groups of 16
+    is split in (4, 16), and a slice of it that takes whole groups ([0, 32):
+    groups [0, 2)) is a slice of the groups. None where no split fits."""
+    product = 1
+    for d, extent in enumerate(extents):
+        if product * extent > outer_lanes:
+            if outer_lanes % product or extent % (outer_lanes // product):
+                return None
+            groups = outer_lanes // product
+            inner = extent // groups
+            finer = (*extents[:d], groups, inner, *extents[d + 1 :])
+            if axis < d:
+                return finer, axis, start, count
+            if axis > d:
+                return finer, axis + 1, start, count
+            if start % inner or count % inner:
+                return None
+            return finer, d, start // inner, count // inner
+        product *= extent
+    return None
+
+
 def scaled(e: ir.Expr, factor: int) -> ir.Expr:
     if factor == 1:
         return e
@@ -87,7 +112,8 @@ class LaneSlicer:
               count: int) -> ir.Expr | None:
         p = split_extents(extents, e.lanes)
         if p is None:
-            return None
+            finer = refined(extents, e.lanes, axis, start, count)
+            return None if finer is None else self._ramp(e, *finer)
         if axis >= p:
             base = self.slice(e.base, extents[p:], axis - p, start, count)
             stride = self.slice(e.stride, extents[p:], axis - p, start, count)
@@ -108,7 +134,8 @@ class LaneSlicer:
                    count: int) -> ir.Expr | None:
         p = split_extents(extents, e.lanes)
         if p is None:
-            return None
+            finer = refined(extents, e.lanes, axis, start, count)
+            return None if finer is None else self._broadcast(e, *finer)
         if axis >= p:
             inner = self.slice(e.value, extents[p:], axis - p, start, count)
             return None if inner is None else ir.Broadcast(inner, e.lanes)
