@@ -82,7 +82,10 @@ AMX_AXES = {
                      # more accumulator tiles than the eight registers hold with
                      # the operands: the largest live in memory (amx_registers.py)
                      dict(tiles=(1, 4), M=32), dict(form="two_acc", tiles=(1, 4)),
-                     dict(form="two_acc", tiles=(1, 4), M=4, types="u8*i8")],
+                     dict(form="two_acc", tiles=(1, 4), M=4, types="u8*i8"),
+                     # a negated operand isolates each tile's product in a buffer of
+                     # its own, one after the other: they share registers (amx_plan.py)
+                     dict(types="u8*i8", K=48, chunk="half", tiles=(1, 4), unroll="k", operand="neg")],
     "operand": [dict(operand="neg"), dict(operand="scale"), dict(operand="boundary"),
                 dict(operand="zero_point", types="u8*i8", b="vnni"), dict(operand="neg", types="i8*i8"),
                 dict(operand="zero_point_param", types="i8*i8", tiles=(1, 2)),

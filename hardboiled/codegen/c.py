@@ -47,7 +47,7 @@ from hardboiled.codegen.c_text import (
     storage_type,
 )
 from hardboiled.codegen.copies import PermutedCopy, match_permuted_copy
-from hardboiled.legalize.amx_plan import operand_shapes
+from hardboiled.legalize.amx_plan import buffer_registers, operand_shapes
 from hardboiled.targets.amx import AMX_INTRINSIC, AMX_TILE, AMXOp, amx_intrinsic
 
 Shape = tuple[int, int]
@@ -75,7 +75,7 @@ class _TileRegisters:
     def register(self, buffer: str, tile: int) -> int:
         key = (buffer, tile)
         if key not in self.by_tile:
-            self.by_tile[key] = len(self.by_tile)
+            self.by_tile[key] = max(self.by_tile.values(), default=-1) + 1
         return self.by_tile[key]
 
     def shape(self, register: int, rows: int, colbytes: int) -> None:
@@ -148,8 +148,10 @@ class CGenerator(CFamilyEmitter):
 
     # ------------------------------------------------------------ AMX plan
     def _plan_tiles(self) -> None:
-        """One tile register per whole tile of every AMX buffer; the rest
-        hold the operands matmuls load, pooled by shape."""
+        """One tile register per whole tile of every AMX buffer while it is
+        allocated (amx_plan.buffer_registers); the rest hold the operands
+        matmuls load, pooled by shape."""
+        self.tiles.by_tile.update(buffer_registers(self.stmt, set(self.amx_buffers)))
         for node in ir.walk(self.stmt):
             if isinstance(node, ir.Store) and node.name in self.amx_buffers:
                 reg = self.tiles.register(node.name, self._tile_index(node.name, node.index))
@@ -168,7 +170,7 @@ class CGenerator(CFamilyEmitter):
         both operands in it); the free registers left go round the shapes,
         so that more loaded tiles stay held."""
         needed = operand_shapes(self.stmt)  # as legalization counted them
-        first_free = len(self.tiles.by_tile)
+        first_free = len(set(self.tiles.by_tile.values()))
         count = first_free + sum(needed.values())
         if count > AMX_TILE.registers:
             raise codegen_error(f"the kernel needs {count} AMX tile registers; AMX has {AMX_TILE.registers}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hardboiled import ir
 from hardboiled.ir.printer import print_ir
-from hardboiled.legalize.amx_plan import buffer_tiles, operand_registers, tile_constant
+from hardboiled.legalize.amx_plan import operand_registers, register_count, tile_constant
 from hardboiled.legalize.common import legal_error
 from hardboiled.select.extract import ACCELERATOR_MEMORY, accelerator_allocations
 from hardboiled.targets.amx import AMX_TILE, AMXTile, amx_intrinsic
@@ -38,13 +38,13 @@ def check_amx(stmt: ir.Stmt, amx_buffers: dict[str, ir.Allocate], tile: AMXTile 
                     f"{node.name} of {rows} rows x {colbytes} bytes does not fit an AMX tile "
                     f"({tile.max_rows} rows x {tile.max_colbytes} bytes)"
                 )
-    accumulator_tiles = 0
     for name, alloc in amx_buffers.items():
         elements = alloc.constant_elements
         if elements is None:
             raise legal_error(f"AMX buffer '{name}' has a symbolic size; tile registers are fixed")
-        accumulator_tiles += buffer_tiles(alloc.body, alloc, tile)
         _check_tile_indexing(stmt, name, alloc, tile)
+    # buffers not live at once share registers (amx_plan.buffer_registers)
+    accumulator_tiles = register_count(stmt, set(amx_buffers))
     # Each tile_matmul also needs its A and B operands in registers.
     operands = operand_registers(stmt)
     if accumulator_tiles + operands > tile.registers:

@@ -31,7 +31,7 @@ import dataclasses
 
 from hardboiled import ir
 from hardboiled.ir.visitor import rewrite
-from hardboiled.legalize.amx_plan import buffer_tiles, operand_registers, tile_constant
+from hardboiled.legalize.amx_plan import buffer_tiles, operand_registers, register_count, tile_constant
 from hardboiled.select.extract import ACCELERATOR_MEMORY, accelerator_allocations
 from hardboiled.select.reinsert import in_bytes
 from hardboiled.targets.amx import AMX_INTRINSIC, AMX_TILE, AMXOp, AMXTile, amx_intrinsic
@@ -49,8 +49,10 @@ def fit_tile_registers(stmt: ir.Stmt, tile: AMXTile = AMX_TILE) -> ir.Stmt:
     registers suffice (the module's docstring)."""
     buffers = {name: alloc for name, alloc in accelerator_allocations(stmt, {}).items()
                if ACCELERATOR_MEMORY[alloc.memory_type] == "AMX" and alloc.constant_elements is not None}
-    kept = {name: buffer_tiles(alloc.body, alloc, tile) for name, alloc in buffers.items()}
     operands = operand_registers(stmt)
+    if register_count(stmt, set(buffers)) + operands <= tile.registers:
+        return stmt  # buffers not live at once share their registers, and so they fit
+    kept = {name: buffer_tiles(alloc.body, alloc, tile) for name, alloc in buffers.items()}
     moved: dict[str, tuple[int, int]] = {}
     for name in sorted(kept, key=lambda n: (-kept[n], n)):
         if sum(kept.values()) + len(moved) + operands <= tile.registers:
