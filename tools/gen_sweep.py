@@ -132,7 +132,12 @@ AMX_AXES = {
                    dict(acc_layout="xy", tiles=(1, 2), init="bias_row", K=64, order="ba", unroll="none"),
                    # the same with column blocks narrower than a tile (8 of 16): the
                    # tiles are as wide as the blocks (partition.py)
-                   dict(acc_layout="xy", tiles=(1, 4), M=8, init="bias_col", order="ba", unroll="none")],
+                   dict(acc_layout="xy", tiles=(1, 4), M=8, init="bias_col", order="ba", unroll="none"),
+                   # C loaded into a transposed accumulator one tile of columns at a
+                   # time and updated in place tile by tile, under a SiLU epilogue:
+                   # an update of a block is cut along its columns (partition.py)
+                   dict(acc_layout="xy", tiles=(1, 4), a="col", order="ba", init="cbuf", epilogue="silu",
+                        loops="k_outer")],
     "remainder": [dict(rem=8), dict(rem=4, tail="guard"), dict(rem=8, tail="shift"), dict(K=48),
                   # a K remainder (80 = 2 x 32 + 16) under likely(rro <= 1) in a loop of four
                   # tiles: the last chunk's B copy is filled under the `if` that keeps it in bounds

@@ -46,30 +46,41 @@ _LOAD, _STORE = AMX_INTRINSIC[AMXOp.LOAD], AMX_INTRINSIC[AMXOp.STORE]
 
 def fit_tile_registers(stmt: ir.Stmt, tile: AMXTile = AMX_TILE) -> ir.Stmt:
     """``stmt`` with the largest AMX accumulators moved to memory until the
-    registers suffice (the module's docstring)."""
+    registers suffice (the module's docstring), counted as the C generator
+    allocates them (amx_plan.buffer_registers: buffers not live at once
+    share registers, and a moved buffer's register is one more buffer)."""
     buffers = {name: alloc for name, alloc in accelerator_allocations(stmt, {}).items()
                if ACCELERATOR_MEMORY[alloc.memory_type] == "AMX" and alloc.constant_elements is not None}
     operands = operand_registers(stmt)
-    if register_count(stmt, set(buffers)) + operands <= tile.registers:
-        return stmt  # buffers not live at once share their registers, and so they fit
-    kept = {name: buffer_tiles(alloc.body, alloc, tile) for name, alloc in buffers.items()}
+
+    def fits(program: ir.Stmt, names: set[str]) -> bool:
+        return register_count(program, names) + operands <= tile.registers
+
+    if fits(stmt, set(buffers)):
+        return stmt
+    tiles = {name: buffer_tiles(alloc.body, alloc, tile) for name, alloc in buffers.items()}
     moved: dict[str, tuple[int, int]] = {}
-    for name in sorted(kept, key=lambda n: (-kept[n], n)):
-        if sum(kept.values()) + len(moved) + operands <= tile.registers:
-            break
+    for name in sorted(tiles, key=lambda n: (-tiles[n], n)):
         shape = _one_tile_shape(stmt, name)
-        if shape is not None and kept[name] > 1:
-            moved[name] = shape
-            del kept[name]
-    if not moved or sum(kept.values()) + len(moved) + operands > tile.registers:
-        return stmt  # nothing to do, or too little even so: check-amx explains
+        if shape is None or tiles[name] <= 1:
+            continue
+        moved[name] = shape
+        program = _moved(stmt, moved)
+        if fits(program, (set(buffers) - set(moved)) | {f"{n}{TILE}" for n in moved}):
+            return program
+    return stmt  # too little even so: check-amx explains
+
+
+def _moved(stmt: ir.Stmt, moved: dict[str, tuple[int, int]]) -> ir.Stmt:
+    """``stmt`` with these accumulators (name -> tile shape) in memory."""
 
     def replace(node: ir.Node) -> ir.Node | None:
         if isinstance(node, ir.Allocate) and node.name in moved:  # the body first: it may hold another
             return _in_memory(dataclasses.replace(node, body=rewrite(node.body, replace)), moved[node.name])
         return None
 
-    return rewrite(stmt, replace)
+    result: ir.Stmt = rewrite(stmt, replace)
+    return result
 
 
 def _one_tile_shape(stmt: ir.Stmt, name: str) -> tuple[int, int] | None:

@@ -89,7 +89,7 @@ class LaneSlicer:
     """Slices vector index forms along one axis of their lanes' shape. Each
     form has its own rule (``_FORMS``); a form without one cannot be cut."""
 
-    def __init__(self, accumulator_load: LoadHook):
+    def __init__(self, accumulator_load: LoadHook | None = None):
         self.accumulator_load = accumulator_load
 
     def slice(self, e: ir.Expr, extents: tuple[int, ...], axis: int, start: int, count: int) -> ir.Expr | None:
@@ -98,15 +98,23 @@ class LaneSlicer:
         if isinstance(e, ir.Load) and e.type.lanes > 1 and math.prod(extents) == e.type.lanes:
             # the accumulator's own reads move to their tile's slot, even
             # where the slice keeps every lane (a block one tile wide)
-            hooked = self.accumulator_load(e, axis, start, count)
+            hooked = self.accumulator_load(e, axis, start, count) if self.accumulator_load else None
             if hooked is not None:
                 return hooked
-        if e.type.lanes == 1 or (start == 0 and count == extents[axis]):
+        if e.type.lanes == 1:
+            return e
+        if start == 0 and count == extents[axis] and not self._moves_loads_in(e):
             return e
         if math.prod(extents) != e.type.lanes:
             return None
         form = self._FORMS.get(type(e))
         return None if form is None else form(self, e, extents, axis, start, count)
+
+    def _moves_loads_in(self, e: ir.Expr) -> bool:
+        """Whether slicing ``e`` whole may still change it: the hook may move
+        a vector load inside it (an update reads the block it writes)."""
+        return self.accumulator_load is not None and any(
+            isinstance(n, ir.Load) and n.type.lanes > 1 for n in ir.walk(e))
 
     def _ramp(self, e: ir.Ramp, extents: tuple[int, ...], axis: int, start: int,
               count: int) -> ir.Expr | None:
@@ -186,5 +194,5 @@ class LaneSlicer:
     node classes have no subclasses, so the class alone picks it)."""
 
 
-PLAIN_SLICER = LaneSlicer(lambda load, axis, start, count: None)
+PLAIN_SLICER = LaneSlicer()
 """A slicer that treats every load alike (operands, not the accumulator)."""

@@ -180,7 +180,8 @@ def _plan(stmt: ir.Stmt, name: str, alloc: ir.Allocate, accelerator: str) -> dic
     piece = _piece(accelerator, math.gcd(*(rows for rows, _, _ in blocks)), tiling, reduces, alloc)
     if piece is None or (uncut and (piece.cols != width or piece.rows * width != alloc.constant_elements)):
         return None
-    if _one_instruction_each(piece, width, blocks, reduces):
+    if _block_update_cut_in_rows(cut, blocks, name, width, piece) or \
+            _one_instruction_each(piece, width, blocks, reduces):
         return None
     return _cut_stores(cut, blocks, name, width, piece)
 
@@ -188,6 +189,16 @@ def _plan(stmt: ir.Stmt, name: str, alloc: ir.Allocate, accelerator: str) -> dic
 _Block = tuple[int, int, int]
 """What one store covers of a ``width``-column accumulator: (rows, first
 column, columns); whole rows are (rows, 0, width)."""
+
+
+def _block_update_cut_in_rows(stores: list[ir.Store], blocks: list[_Block], name: str, width: int,
+                              piece: _Piece) -> bool:
+    """Whether a block updated in place would be cut in rows: such a block
+    is cut only along its columns. Cut in rows too (24 rows of an edge copy
+    in three 8-row tiles), its tiles would outnumber the registers, where
+    left as it is it stays in memory."""
+    return any(_loads_of(store.value, name) and columns != width and rows != piece.rows
+               for store, (rows, _, columns) in zip(stores, blocks))
 
 
 def _counted_blocks(stores: list[ir.Store], name: str,
@@ -245,8 +256,6 @@ def _block_of(store: ir.Store, name: str, width: int) -> _Block | None:
     if not accesses or None in found or len(shapes) != 1:
         return None
     column, columns = shapes.pop()
-    if columns != width and len(accesses) > 1:  # a block read too (an update): only whole rows of those are cut
-        return None
     return lanes // columns, column, columns
 
 
