@@ -330,10 +330,10 @@ def _cut_stores(stores: list[ir.Store], blocks: list[_Block], name: str, width: 
 
 def _cut(store: ir.Store, name: str, width: int, block: _Block, piece: _Piece) -> list[ir.Stmt] | None:
     """Store ``store`` (``block`` of the accumulator) as its pieces."""
-    if store.predicate is not None:
-        return None
     lanes = piece.rows * piece.cols
     rows, _, columns = block
+    if store.predicate is not None or rows * columns > ir.MAX_LANES:
+        return None  # wider than any vector Halide prints: its pieces would be countless
 
     def tile_of(load: ir.Load, axis: int, start: int, count: int) -> ir.Expr | None:
         # Rows of an accumulator access slice like any ramp; a column range

@@ -41,10 +41,6 @@ from hardboiled.ir.traversal import children
 from hardboiled.ir.visitor import rewrite
 from hardboiled.select.unflatten import Linear, linear_expression, linear_form
 
-MAX_LANES = 65536
-"""Halide's own limit on a vector's lanes."""
-
-
 
 def _passes_through(e: ir.Expr) -> bool:
     """A hint or promise (``likely``, ``promise_clamped``): its value is its
@@ -146,7 +142,7 @@ def _plan(loop: ir.For, buffers: set[str]) -> _Plan | None:
     if not stored or loops[0] not in stored:
         return None  # a reduction loop outside every stored variable stays a loop
     lanes = _product(lp.extent for lp in loops)
-    if not _distinct(stored, coefficient) or lanes > MAX_LANES or lanes < 2:
+    if not _distinct(stored, coefficient) or lanes > ir.MAX_LANES or lanes < 2:
         return None
     return _Plan(store, index, value, stored, reduced)
 

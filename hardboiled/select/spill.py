@@ -112,22 +112,24 @@ def _gathered_region(stmt: ir.Stmt, load: ir.Load, allocation: ir.Allocate) -> t
     """The dense part of an accumulator a copy-out gathers from, as (start,
     size): the span of its index's lanes widened to whole accumulation
     stores (the gcd of the lane counts the program stores into the
-    buffer with), so that fragment stores of the tiles it covers fill it.
-    The whole allocation where the index is not constant (or spans it);
-    None where the allocation's size is not constant either."""
+    buffer with), so that fragment stores of the tiles it covers fill it,
+    and cut at the allocation's end. The whole allocation where the index
+    is not constant (or spans it). None where the allocation's size is not
+    constant either, or the region is more than a vector holds (then the
+    copy is of the lanes read, in their order)."""
     size = allocation.constant_elements
     lanes = constant_lanes(load.index)
-    if size is None or lanes is None:
-        return None if size is None else (0, size)
-    unit = max((node.value.type.lanes for node in ir.walk(stmt)
-                if isinstance(node, ir.Store) and node.name == load.name), default=1)
-    if size % unit:
-        return (0, size)
-    start = min(lanes) // unit * unit
-    end = -(-(max(lanes) + 1) // unit) * unit
-    if start < 0 or end > size:
-        return (0, size)
-    return start, end - start
+    if size is None:
+        return None
+    region = (0, size)
+    if lanes is not None:
+        unit = max((node.value.type.lanes for node in ir.walk(stmt)
+                    if isinstance(node, ir.Store) and node.name == load.name), default=1)
+        start = min(lanes) // unit * unit
+        end = min(-(-(max(lanes) + 1) // unit) * unit, size)
+        if 0 <= start < end:
+            region = (start, end - start)
+    return region if region[1] <= ir.MAX_LANES else None
 
 
 def constant_lanes(e: ir.Expr) -> tuple[int, ...] | None:
