@@ -137,7 +137,12 @@ AMX_AXES = {
                    # time and updated in place tile by tile, under a SiLU epilogue:
                    # an update of a block is cut along its columns (partition.py)
                    dict(acc_layout="xy", tiles=(1, 4), a="col", order="ba", init="cbuf", epilogue="silu",
-                        loops="k_outer")],
+                        loops="k_outer"),
+                   # GuardWithIf edge copies of two transposed accumulators filled
+                   # from C: a copy fills rows 0..15 and updates rows 8..23, so
+                   # its tiles are 8 rows tall (partition.py)
+                   dict(acc_layout="xy", tiles=(1, 4), b="vnni", order="ba", K=80, init="cbuf", form="two_acc",
+                        tail="guard", rem=8)],
     "remainder": [dict(rem=8), dict(rem=4, tail="guard"), dict(rem=8, tail="shift"), dict(K=48),
                   # a K remainder (80 = 2 x 32 + 16) under likely(rro <= 1) in a loop of four
                   # tiles: the last chunk's B copy is filled under the `if` that keeps it in bounds

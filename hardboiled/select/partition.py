@@ -177,7 +177,10 @@ def _plan(stmt: ir.Stmt, name: str, alloc: ir.Allocate, accelerator: str) -> dic
     # pieces as wide as every block of columns allows (a bias filled 8
     # columns at a time cuts a 16-wide tile in two)
     tiling = math.gcd(width, *(column for _, column, _ in blocks), *(columns for _, _, columns in blocks))
-    piece = _piece(accelerator, math.gcd(*(rows for rows, _, _ in blocks)), tiling, reduces, alloc)
+    # and as tall as every block and every row a block starts at allow (a
+    # GuardWithIf edge copy fills rows 0..15 and updates rows 8..23)
+    tall = math.gcd(*(rows for rows, _, _ in blocks), *_first_rows(cut, name, width))
+    piece = _piece(accelerator, tall, tiling, reduces, alloc)
     if piece is None or (uncut and (piece.cols != width or piece.rows * width != alloc.constant_elements)):
         return None
     if _block_update_cut_in_rows(cut, blocks, name, width, piece) or \
@@ -257,6 +260,19 @@ def _block_of(store: ir.Store, name: str, width: int) -> _Block | None:
         return None
     column, columns = shapes.pop()
     return lanes // columns, column, columns
+
+
+def _first_rows(stores: list[ir.Store], name: str, width: int) -> list[int]:
+    """The row each access of the accumulator in ``stores`` starts at."""
+    rows = []
+    for store in stores:
+        lanes = store.value.type.lanes
+        indices = [n.index for n in ir.walk(store.value) if isinstance(n, ir.Load) and n.name == name]
+        for index in [*indices, *([store.index] if store.name == name else [])]:
+            found = _access_block(index, lanes, width)
+            if found is not None:
+                rows.append(found[0])
+    return rows
 
 
 def _access_block(index: ir.Expr, lanes: int, width: int) -> tuple[int, int, int] | None:
@@ -344,6 +360,8 @@ def _cut(store: ir.Store, name: str, width: int, block: _Block, piece: _Piece) -
         if found is None:  # not whole rows: no tile slot holds it, so the accumulator cannot be cut
             raise _Uncuttable(load)
         first_row, column, _ = found
+        if first_row % piece.rows or (column + start) % piece.cols:
+            raise _Uncuttable(load)  # it would straddle two tiles
         slot = first_row // piece.rows * (width // piece.cols) + (column + start) // piece.cols
         return ir.Load(name, ir.Ramp(ir.IntImm(slot * lanes), ir.IntImm(1), lanes), load.type.with_lanes(lanes))
 
