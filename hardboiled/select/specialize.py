@@ -40,6 +40,9 @@ from hardboiled.select.compact import compacted
 from hardboiled.select.exhaustive import Ranges, decided, depends_only_on, simplified
 from hardboiled.select.extract import iter_stores
 
+EDGE = ".edge."
+"""Infix of the name of an accumulator's edge copy (``mm.edge.1``)."""
+
 _COMPARISONS = {ir.BinOp.LT, ir.BinOp.LE, ir.BinOp.GT, ir.BinOp.GE}
 
 
@@ -181,7 +184,7 @@ class _Specializer:
         def rename(node: ir.Node) -> ir.Node | None:
             if not (isinstance(node, ir.Allocate) and id(node) in copies):
                 return None
-            new = f"{node.name}.edge.{sum(o == node.name for o in self.renamed.values()) + 1}"
+            new = f"{node.name}{EDGE}{sum(o == node.name for o in self.renamed.values()) + 1}"
             self.renamed[new] = node.name
             inner = dataclasses.replace(node, body=rewrite(node.body, rename, (ir.Stmt,)))
             return self._with_buffer_renamed(inner, node.name, new)

@@ -80,6 +80,7 @@ from hardboiled import ir
 from hardboiled.ir import operations
 from hardboiled.ir.operations import ErrorRule
 from hardboiled.ir.visitor import map_expr, map_stmt
+from hardboiled.select.specialize import EDGE
 from hardboiled.select.spill import SPILL
 
 ERROR = ".err"
@@ -556,10 +557,12 @@ def divergence(original: ir.Stmt, rewritten: ir.Stmt) -> Divergence:
 
     def form(store: ir.Store) -> tuple[Any, ...]:
         """The store with its reads of differing buffers (or of their
-        copies, NAME.spill.N) as names: what it computes from them."""
+        copies: NAME.spill.N, an edge copy NAME.edge.N and its spills) as
+        names: what it computes from them."""
         def read(e: ir.Expr) -> ir.Expr | None:
-            if isinstance(e, ir.Load) and e.name.split(SPILL)[0] in differing:
-                return ir.Variable("hb.read." + e.name.split(SPILL)[0], e.type)
+            source = e.name.split(SPILL)[0].split(EDGE)[0] if isinstance(e, ir.Load) else ""
+            if source in differing:
+                return ir.Variable("hb.read." + source, e.type)
             return None
         return store.name, _elements(store.index), store.predicate, map_expr(store.value, read)
 
@@ -570,19 +573,28 @@ def divergence(original: ir.Stmt, rewritten: ir.Stmt) -> Divergence:
 
 def _elements(index: ir.Expr) -> object:
     """What identifies the elements a store writes, whatever the order of
-    its lanes: a nest of ramps with constant strides by its base and its
+    its lanes: a nest of ramps with scalar strides by its base and its
     (stride, lanes) levels in stride order (a copy-out the rewrite stores in
     the accumulator's order, ``lane_order.py``, writes the same elements).
     Taking a store for alike only tightens its bound, so a match that were
     wrong could only fail verification, never pass it."""
-    levels = []
+    levels: list[tuple[ir.Expr, int]] = []
     while isinstance(index, ir.Ramp):
         stride = index.stride.value if isinstance(index.stride, ir.Broadcast) else index.stride
-        if not isinstance(stride, ir.IntImm):
+        if stride.type.lanes != 1:
             return index
-        levels.append((stride.value, index.lanes))
+        levels.append((stride, index.lanes))
         index = index.base
-    return index if len(levels) < 2 else (index, tuple(sorted(levels)))
+    # a symbolic stride (an output's row stride) is a level like a constant
+    # one: levels are ordered by their printed form, constants by value
+    return index if len(levels) < 2 else (index, tuple(sorted(levels, key=_level_order)))
+
+
+def _level_order(level: tuple[ir.Expr, int]) -> tuple[int, int, str, int]:
+    stride, lanes = level
+    if isinstance(stride, ir.IntImm):
+        return (0, stride.value, "", lanes)
+    return (1, 0, repr(stride), lanes)
 
 
 def _downstream(stmt: ir.Stmt, sources: set[str]) -> set[str]:

@@ -328,3 +328,36 @@ def test_a_sigmoid_whose_exp_may_overflow_has_a_finite_bound(numerator: str) -> 
     exact = top / (np.exp(-x) + 1.0)
     assert np.all(np.abs(got - exact) <= err)
     assert err[0] < 1e-3 and err[3] < 0.01  # far below the SiLU's range
+
+
+
+def test_a_copy_out_at_a_symbolic_row_stride_or_from_an_edge_copy_is_alike() -> None:
+    """Seed 8675's unproven sigmoids: the output's row stride is a
+    parameter (the copy-out stored in the accumulator's order has it as
+    another level), or the copy-out reads a spill of an edge copy
+    (``mm.edge.1.spill.0``) where the original read ``mm``."""
+    from hardboiled.verify.error_bound import divergence
+
+    def program(text: str) -> ir.Stmt:
+        stmt = parse_input(text, "t.stmt", buffer_types={"out": ir.Float(32), "A": ir.Int(32)}).ir
+        assert isinstance(stmt, ir.Stmt)
+        return stmt
+
+    def sigmoid(read: str) -> str:
+        return f"x16(1.000000f)/((float32x16)exp_f32(float32x16(x16(0) - {read})) + x16(1.000000f))"
+
+    original = program("allocate mm[int32 * 16]\nmm[ramp(0, 1, 16)] = A[ramp(0, 1, 16)] + x16(1)\n"
+                       f"out[ramp(ramp(0, 1, 4), x4(s), 4)] = {sigmoid('mm[ramp(ramp(0, 4, 4), x4(1), 4)]')}\n"
+                       "free mm\n")
+
+    def rewritten(out_index: str) -> ir.Stmt:
+        return program("allocate mm.edge.1[int32 * 16]\nmm.edge.1[ramp(0, 1, 16)] = x16(1) + A[ramp(0, 1, 16)]\n"
+                       "allocate mm.edge.1.spill.0[int32 * 16]\n"
+                       "mm.edge.1.spill.0[ramp(0, 1, 16)] = mm.edge.1[ramp(0, 1, 16)]\n"
+                       f"out[{out_index}] = {sigmoid('mm.edge.1.spill.0[ramp(0, 1, 16)]')}\n"
+                       "free mm.edge.1.spill.0\nfree mm.edge.1\n")
+
+    epilogue = next(n for n in ir.walk(original) if isinstance(n, ir.Store) and n.name == "out")
+    assert epilogue in divergence(original, rewritten("ramp(ramp(0, s, 4), x4(1), 4)")).alike
+    # a store of other elements (its row stride another parameter) is not
+    assert epilogue not in divergence(original, rewritten("ramp(ramp(0, t, 4), x4(1), 4)")).alike
