@@ -139,15 +139,20 @@ AMX_AXES = {
                    dict(acc_layout="xy", tiles=(1, 4), a="col", order="ba", init="cbuf", epilogue="silu",
                         loops="k_outer"),
                    # GuardWithIf edge copies of two transposed accumulators filled
-                   # from C: a copy fills rows 0..15 and updates rows 8..23, so
-                   # its tiles are 8 rows tall (partition.py)
+                   # from C: a copy fills rows 0..15 and updates rows 8..23, which
+                   # no one tile height both starts at (partition.py); such a
+                   # copy stays in ordinary memory
                    dict(acc_layout="xy", tiles=(1, 4), b="vnni", order="ba", K=80, init="cbuf", form="two_acc",
                         tail="guard", rem=8)],
     "remainder": [dict(rem=8), dict(rem=4, tail="guard"), dict(rem=8, tail="shift"), dict(K=48),
                   # a K remainder (80 = 2 x 32 + 16) under likely(rro <= 1) in a loop of four
                   # tiles: the last chunk's B copy is filled under the `if` that keeps it in bounds
                   dict(K=80, tiles=(1, 4), loops="k_outer", unroll="none", batch=True),
-                  dict(K=40, types="u8*i8"), dict(K=24)],
+                  dict(K=40, types="u8*i8"), dict(K=24),
+                  # a bias filled into an accumulator whose row stride Halide sized
+                  # by the GuardWithIf tail: fixed to 16 in the steady version, its
+                  # rows are one dense ramp like the update's (specialize.py)
+                  dict(rem=4, tail="guard", init="bias_col", order="ba")],
 }
 # Several accumulator tiles side by side (ny > 1): Halide's vectorizer leaves
 # the atomic update scalar when the accumulator index is not one ramp, so

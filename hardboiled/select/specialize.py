@@ -21,7 +21,10 @@ loops that enclose accelerator memory:
   point of their ranges (checked point by point, so the rewrite is exact),
   and a condition that is constant on them is decided;
 * an accelerator allocation inside a version other than the first is
-  renamed (``mm.edge.1``), so that each buffer has one shape.
+  renamed (``mm.edge.1``), so that each buffer has one shape;
+* an access of accelerator memory whose rows a version made follow one
+  another (its row stride, ``max(yo*16, 20) + -4``, became 16, the row's
+  width) is the one dense ramp Halide prints for such a stride.
 
 A version where nothing became simpler is not made: the loop stays as it
 was. So is a loop whose ranges are too large to check point by point.
@@ -62,9 +65,40 @@ def specialize_edge_tiles(stmt: ir.Stmt, buffers: set[str], store_lines: tuple[i
     result = rewrite(stmt, replace, (ir.Stmt,))
     if result is stmt:
         return stmt, {}, store_lines
+    result = _dense_rows_flat(result, buffers | set(specializer.renamed), specializer)
     origins = [specializer.origin(s) for s in iter_stores(result)]
     lines = tuple(store_lines[o] for o in origins if o is not None and o < len(store_lines))
     return result, specializer.renamed, lines if len(lines) == len(origins) else ()
+
+
+def _dense_rows_flat(stmt: ir.Stmt, buffers: set[str], specializer: _Specializer) -> ir.Stmt:
+    """``stmt`` with every access of ``buffers`` at rows that follow one
+    another, ``ramp(ramp(b, s, n), xn(s*n), m)`` (a row stride that became
+    the row's width once a version fixed it), as the one ramp it is,
+    ``ramp(b, s, n*m)``: the form Halide prints for a constant stride, and
+    the one every other statement of the accumulator has."""
+    def flat(index: ir.Expr) -> ir.Expr:
+        if isinstance(index, ir.Ramp) and isinstance(index.base, ir.Ramp) \
+                and isinstance(index.base.stride, ir.IntImm) and isinstance(index.stride, ir.Broadcast) \
+                and index.stride.value == ir.IntImm(index.base.stride.value * index.base.lanes):
+            return ir.Ramp(index.base.base, index.base.stride, index.base.lanes * index.lanes)
+        return index
+
+    def load(node: ir.Node) -> ir.Node | None:
+        if isinstance(node, ir.Load) and node.name in buffers and flat(node.index) is not node.index:
+            return dataclasses.replace(node, index=flat(node.index))
+        return None
+
+    def store(node: ir.Node) -> ir.Node | None:
+        if not isinstance(node, ir.Store):
+            return None
+        value = rewrite(node.value, load, (ir.Expr,))
+        index = flat(node.index) if node.name in buffers else node.index
+        if value is node.value and index is node.index:
+            return node
+        return specializer.made_from(dataclasses.replace(node, value=value, index=index), node)
+
+    return rewrite(stmt, store, (ir.Stmt,))
 
 
 def _encloses(loop: ir.For, buffers: set[str]) -> bool:
@@ -164,7 +198,7 @@ class _Specializer:
     def origin(self, store: ir.Stmt) -> int | None:
         return self.positions.get(id(store))
 
-    def _made_from(self, new: ir.Stmt, old: ir.Stmt) -> ir.Stmt:
+    def made_from(self, new: ir.Stmt, old: ir.Stmt) -> ir.Stmt:
         if new is not old and id(old) in self.positions:
             self.positions[id(new)] = self.positions[id(old)]
             self.made.append(new)
@@ -200,7 +234,7 @@ class _Specializer:
                 if n.name == old:
                     changes["name"] = new
                 renamed: Any = dataclasses.replace(n, **changes)
-                return self._made_from(renamed, n) if isinstance(n, ir.Stmt) else renamed
+                return self.made_from(renamed, n) if isinstance(n, ir.Stmt) else renamed
             return None
 
         return rewrite(node, rename)
@@ -228,9 +262,9 @@ class _Specializer:
                                    for f in dataclasses.fields(s) if isinstance(getattr(s, f.name), ir.Stmt)}
         if isinstance(s, ir.Block):
             changes["stmts"] = tuple(self.stmt(x, ranges, known) for x in s.stmts)
-        result = self._made_from(dataclasses.replace(s, **changes) if changes else s, original)
+        result = self.made_from(dataclasses.replace(s, **changes) if changes else s, original)
         if isinstance(result, ir.Allocate) and result.name in self.buffers:
-            return compacted(result, ranges, known, self._made_from)
+            return compacted(result, ranges, known, self.made_from)
         return result
 
     @staticmethod
