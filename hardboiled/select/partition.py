@@ -251,9 +251,7 @@ def _block_of(store: ir.Store, name: str, width: int) -> _Block | None:
     writes, when every access of it is that same block of rows (wherever
     each starts)."""
     lanes = store.value.type.lanes
-    accesses = [n.index for n in ir.walk(store.value) if isinstance(n, ir.Load) and n.name == name]
-    if store.name == name:
-        accesses.append(store.index)
+    accesses = _accesses(store, name)
     found = {_access_block(index, lanes, width) for index in accesses}
     shapes = {block[1:] for block in found if block is not None}
     if not accesses or None in found or len(shapes) != 1:
@@ -262,17 +260,17 @@ def _block_of(store: ir.Store, name: str, width: int) -> _Block | None:
     return lanes // columns, column, columns
 
 
+def _accesses(store: ir.Store, name: str) -> list[ir.Expr]:
+    """The indices at which ``store`` reads or writes accumulator ``name``."""
+    reads = [n.index for n in ir.walk(store.value) if isinstance(n, ir.Load) and n.name == name]
+    return [*reads, store.index] if store.name == name else reads
+
+
 def _first_rows(stores: list[ir.Store], name: str, width: int) -> list[int]:
     """The row each access of the accumulator in ``stores`` starts at."""
-    rows = []
-    for store in stores:
-        lanes = store.value.type.lanes
-        indices = [n.index for n in ir.walk(store.value) if isinstance(n, ir.Load) and n.name == name]
-        for index in [*indices, *([store.index] if store.name == name else [])]:
-            found = _access_block(index, lanes, width)
-            if found is not None:
-                rows.append(found[0])
-    return rows
+    found = (_access_block(index, store.value.type.lanes, width)
+             for store in stores for index in _accesses(store, name))
+    return [block[0] for block in found if block is not None]
 
 
 def _access_block(index: ir.Expr, lanes: int, width: int) -> tuple[int, int, int] | None:
