@@ -208,7 +208,13 @@ WMMA_AXES = {
 WMMA_CROSSES = {
     "types": [dict(types="i8>i32", M=32, N=8), dict(types="u8>i32", M=8, N=32),
               dict(types="bf16>f32", b="col"), dict(types="f16>f16", sizes="symbolic"),
-              dict(types="i8>i32", b="col", sizes="symbolic")],
+              dict(types="i8>i32", b="col", sizes="symbolic"),
+              # float32 as high and low tf32 parts (3xTF32): m16n16k8 only,
+              # so a 32 x 8 tile is a hardware limit
+              dict(types="tf32>f32", tiles=(2, 2), epilogue="relu"),
+              dict(types="tf32>f32", init="bias_row", sizes="symbolic", a="col"),
+              dict(types="tf32>f32", K=40, chunk=32, epilogue="silu"),
+              dict(types="tf32>f32", M=32, N=8)],
     "shape": [dict(M=32, N=8, b="col"), dict(M=8, N=32, sizes="symbolic")],
     "sizes": [dict(sizes="symbolic", b="col"), dict(sizes="symbolic", init="cbuf")],
 }

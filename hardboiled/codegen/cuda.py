@@ -56,17 +56,42 @@ from hardboiled.codegen.c_text import (
     helper_functions,
     include_lines,
 )
-from hardboiled.codegen.cuda_kernel import KernelGenerator
+from hardboiled.codegen.cuda_kernel import SPLIT_MMA, KernelGenerator
 from hardboiled.ir import operations
 from hardboiled.legalize.gpu_mapping import named_axis
 from hardboiled.support.diagnostics import Diagnostic
-from hardboiled.targets.wmma import WMMA_TENSOR_CORE, wmma_intrinsic
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE, mma_split_significand, wmma_intrinsic
 
 GENERATED_CUDA_FLAGS = ("-diag-suppress=177",)
 """nvcc flags for the generated CUDA: the shared prelude defines helpers
 that a kernel may not use."""
 
 CUDA_HEADERS = ("cuda_runtime.h", "cuda_fp16.h", "cuda_bf16.h", "mma.h", "stdint.h")
+
+_SPLIT_MMA_FUNCTION = f"""
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+/* D = A * B + C for float operands in tf32 fragments, to float32's accuracy:
+   each operand is a high tf32 part plus a low one (its remainder, rounded
+   again), and the product is low x high + high x low + high x high, the
+   small terms first. Only low x low (2^-22 of the product) is dropped. */
+template <typename D, typename A, typename B, typename C>
+static inline __device__ void {SPLIT_MMA}(D &d, const A &a, const B &b, const C &c) {{
+    A a_high = a, a_low = a;
+    B b_high = b, b_low = b;
+    for (int e = 0; e < a.num_elements; e++) {{
+        a_high.x[e] = wmma::__float_to_tf32(a.x[e]);
+        a_low.x[e] = wmma::__float_to_tf32(a.x[e] - a_high.x[e]);
+    }}
+    for (int e = 0; e < b.num_elements; e++) {{
+        b_high.x[e] = wmma::__float_to_tf32(b.x[e]);
+        b_low.x[e] = wmma::__float_to_tf32(b.x[e] - b_high.x[e]);
+    }}
+    wmma::mma_sync(d, a_low, b_high, c);
+    wmma::mma_sync(d, a_high, b_low, d);
+    wmma::mma_sync(d, a_high, b_high, d);
+}}
+#endif
+"""
 
 _CUDA_PRELUDE = (
     include_lines(CUDA_HEADERS) + include_lines(C_HEADERS) + "\n"
@@ -101,14 +126,16 @@ def _holds_block_loop(s: ir.Stmt) -> bool:
     return isinstance(s, ir.For) and s.kind is ir.ForKind.GPU_BLOCK
 
 
-def required_sm(stmt: ir.Stmt) -> int:
+def required_sm(stmt: ir.Stmt) -> tuple[int, tuple[ir.Type, ...]]:
     """The oldest architecture whose Tensor Cores run every WMMA operation
-    in ``stmt`` (bf16 needs sm_80)."""
-    sm = WMMA_TENSOR_CORE.min_sm
+    in ``stmt`` (bf16, float64 and float32 as tf32 need sm_80), and the
+    fragment types that need it."""
+    needs: dict[ir.Type, int] = {}
     for node in ir.walk(stmt):
         if (intrinsic := wmma_intrinsic(node)) is not None:
-            sm = max(sm, WMMA_TENSOR_CORE.min_sm_of(intrinsic))
-    return sm
+            needs[intrinsic.type] = max(needs.get(intrinsic.type, 0), WMMA_TENSOR_CORE.min_sm_of(intrinsic))
+    sm = max(needs.values(), default=WMMA_TENSOR_CORE.min_sm)
+    return sm, tuple(t for t, needed in needs.items() if needed == sm)
 
 
 class CudaGenerator(CFamilyEmitter):
@@ -144,7 +171,9 @@ class CudaGenerator(CFamilyEmitter):
 
     def preamble(self) -> str:
         # Kernels are emitted while the body is, so they are known here.
-        return _CUDA_PRELUDE + "".join("\n".join(k) + "\n\n" for k in self.kernels)
+        split = any(mma_split_significand(node) is not None for node in ir.walk(self.stmt))
+        split_function = _SPLIT_MMA_FUNCTION if split else ""
+        return _CUDA_PRELUDE + split_function + "".join("\n".join(k) + "\n\n" for k in self.kernels)
 
     def visit_for(self, s: ir.For) -> None:
         if s.kind is ir.ForKind.GPU_BLOCK:

@@ -54,18 +54,43 @@ from hardboiled.legalize.gpu_mapping import (
     performs_wmma,
     spread_value,
 )
-from hardboiled.targets.wmma import WMMA_TENSOR_CORE, MatrixUse, WMMAIntrinsic, WMMAOp, wmma_intrinsic
+from hardboiled.targets.wmma import (
+    WMMA_TENSOR_CORE,
+    MatrixUse,
+    WMMAIntrinsic,
+    WMMAOp,
+    mma_split_significand,
+    wmma_intrinsic,
+)
 
 
-def cuda_element(t: ir.Type) -> str:
-    """The CUDA type of a fragment's elements: an operand type of the Tensor
-    Core table, or an accumulator type of it (float, int)."""
+def cuda_element(t: ir.Type, matrix: MatrixUse = MatrixUse.C) -> str:
+    """The CUDA type of the elements of a fragment of ``matrix``: an operand
+    type of the Tensor Core table for A and B, an accumulator type of it
+    (float, int) for C and D."""
     element = WMMA_TENSOR_CORE.element(t.element())
-    if element is not None:
-        return element.cuda_type
-    if t.element() in WMMA_TENSOR_CORE.accumulator_types:
+    if matrix in (MatrixUse.A, MatrixUse.B):
+        if element is not None:
+            return element.cuda_type
+    elif t.element() in WMMA_TENSOR_CORE.accumulator_types:
+        # an accumulator holds its values as they are (float, not tf32)
+        return element.cuda_type if element is not None and element.split_significand is None else c_type(t.element())
+    raise codegen_error(f"no WMMA {matrix.cuda} fragment holds {t.element()} elements")
+
+
+SPLIT_MMA = "hb_mma_split"
+"""The prelude's function that multiplies operands split into high and
+low tf32 parts (``WMMAElement.split_significand``)."""
+
+
+def memory_element(t: ir.Type, matrix: MatrixUse) -> str:
+    """The C type of the memory a fragment of ``matrix`` is loaded from or
+    stored to: the fragment's own, except for operands split into a
+    narrower format (tf32 fragments load from float)."""
+    element = WMMA_TENSOR_CORE.element(t.element()) if matrix in (MatrixUse.A, MatrixUse.B) else None
+    if element is not None and element.split_significand is not None:
         return c_type(t.element())
-    raise codegen_error(f"no WMMA fragment holds {t.element()} elements")
+    return cuda_element(t, matrix)
 
 
 def wmma_operation(call: ir.Call) -> WMMAIntrinsic:
@@ -460,7 +485,9 @@ class KernelGenerator(CFamilyEmitter):
                 return
             if op is WMMAOp.MMA:
                 a, b, c = (self._fragment(arg) for arg in value.args)
-                self.emit(f"wmma::mma_sync({slot}, {a}, {b}, {c});")
+                # split operands: three MMAs of their high and low parts (the prelude's SPLIT_MMA)
+                split = mma_split_significand(value) is not None
+                self.emit(f"{SPLIT_MMA if split else 'wmma::mma_sync'}({slot}, {a}, {b}, {c});")
                 return
             if op is WMMAOp.LOAD and wmma_operation(value).matrix is MatrixUse.C:
                 self._load_matrix(slot, value)
@@ -477,7 +504,8 @@ class KernelGenerator(CFamilyEmitter):
         intrinsic = wmma_operation(call)
         assert intrinsic.matrix is not None and intrinsic.layout is not None
         layout = f", wmma::{intrinsic.layout.cuda}" if intrinsic.matrix is not MatrixUse.C else ""
-        return f"wmma::fragment<wmma::{intrinsic.matrix.cuda}, {m}, {n}, {k}, {cuda_element(call.type)}{layout}>"
+        element = cuda_element(call.type, intrinsic.matrix)
+        return f"wmma::fragment<wmma::{intrinsic.matrix.cuda}, {m}, {n}, {k}, {element}{layout}>"
 
     def _fragment(self, e: ir.Expr) -> str:
         """The C name of a fragment holding ``e``."""
@@ -535,7 +563,7 @@ class KernelGenerator(CFamilyEmitter):
         """The C address and leading dimension a fragment load reads."""
         pointer, offset, ldm = call.args
         assert isinstance(pointer, ir.Variable)
-        elem = cuda_element(call.type)
+        elem = memory_element(call.type, wmma_operation(call).moved_matrix)
         return f"(const {elem} *){self.cname(pointer.name)} + ({self.expr(offset)})", self.expr(ldm)
 
     def _load_matrix(self, target: str, call: ir.Call, address_and_ldm: tuple[str, str] | None = None) -> None:

@@ -342,11 +342,12 @@ def _build_cuda(c: Compilation, o: Any) -> None:
 
     build = o.build
     assert build.path is not None and c.cuda_source is not None
-    needed = required_sm(single(c.program, "CUDA generation"))
+    needed, types = required_sm(single(c.program, "CUDA generation"))
     if build.cuda_arch < needed:
         raise HardboiledError(Diagnostic(
             "error", f"--cuda-arch sm_{build.cuda_arch}: these Tensor Core operations need sm_{needed} or newer",
-            notes=("bfloat16 fragments need sm_80",),
+            notes=(f"{', '.join(map(str, types))} fragments need sm_{needed}; build for it "
+                   f"(--cuda-arch {needed}) or cast the operands to float16",),
         ))
     suffix = Path(build.path).suffix
     kind = CUDA_BUILD_SUFFIXES.get(suffix) or ("so" if suffix == ".so" else "o")

@@ -121,15 +121,13 @@ def _explain_wmma_matmul(reduce: ir.VectorReduce) -> str:
     if isinstance(operands, str):
         return operands
     core = WMMA_TENSOR_CORE
+    element = None
     for label, load in zip("AB", operands):
         element = core.element(load.type.element())
         if element is None:
             names = ", ".join(str(e.type) for e in core.elements)
-            found = load.type.element()
-            why = (" (their tf32 mode rounds float32 operands to 10 mantissa bits, which would change the "
-                   "program's float32 results)" if found == ir.Float(32) else "")
-            return (f"hardware limit: operand {label} (a load of '{load.name}') has type {found}; Tensor Cores "
-                    f"multiply {names}{why}. To use them, cast the operands of the reduction to one of "
+            return (f"hardware limit: operand {label} (a load of '{load.name}') has type {load.type.element()}; "
+                    f"Tensor Cores multiply {names}. To use them, cast the operands of the reduction to one of "
                     "these types in the Func's definition")
         if reduce.type.element() not in element.accumulators:
             names = ", ".join(str(t) for t in element.accumulators)
@@ -139,9 +137,19 @@ def _explain_wmma_matmul(reduce: ir.VectorReduce) -> str:
     k = reduce.value.type.lanes // m_n if m_n else 0
     element_shapes = core.shapes_of(element) if element is not None else core.shapes
     shapes = ", ".join(s.name for s in element_shapes)
+    # a type with shapes of its own (float32 as tf32 pairs): a tile of
+    # another shape is the Tensor Cores' limit, whatever the layout
+    only = (f"hardware limit: Tensor Cores multiply {element.type} operands only in {shapes} fragments; "
+            if element is not None and element.shapes else "")
     if not any(s.m * s.n == m_n and s.k == k for s in element_shapes):
-        return (f"the product is {m_n} outputs with a reduction of {k}; no WMMA fragment shape "
+        return (f"{only}the product is {m_n} outputs with a reduction of {k}; no WMMA fragment shape "
                 f"({shapes}) has that size")
+    tile = _tile_of(operands[0], m_n)
+    if only and tile is not None and not any((s.m, s.n) == tile for s in element_shapes):
+        rows, cols = tile
+        first = element_shapes[0]
+        return (f"{only}this accumulator's tiles are {rows} x {cols}. In the schedule, tile the accumulator "
+                f"{first.m} x {first.n} (rows x columns)")
     a, b = operands
     return (
         "no WMMA operand layout matched. After normalization, operand A (a load of "
@@ -151,6 +159,20 @@ def _explain_wmma_matmul(reduce: ir.VectorReduce) -> str:
         "K x N, row-major xM(ramp(ramp(base, ldm, K), xK(1), N)) or column-major "
         f"xM(ramp(ramp(base, 1, K), xK(ldm), N)). Fragment shapes: {shapes}"
     )
+
+
+def _tile_of(a: ir.Load, outputs: int) -> tuple[int, int] | None:
+    """Rows and columns of the accumulator tile a product's operand A
+    (M x K) implies: its M rows, each broadcast over the N columns, in
+    either order; None where its index has neither form."""
+    index = a.index
+    if isinstance(index, ir.Ramp) and isinstance(index.base, ir.Broadcast):
+        rows, cols = index.lanes, index.base.lanes  # ramp(xN(row), stride, M)
+    elif isinstance(index, ir.Broadcast) and isinstance(index.value, ir.Ramp):
+        rows, cols = outputs // index.lanes, index.lanes  # xN(the M x K block)
+    else:
+        return None
+    return (rows, cols) if rows * cols == outputs else None
 
 
 def _explain_matmul(reduce: ir.VectorReduce) -> str:

@@ -47,6 +47,16 @@ class WMMAElement:
     min_sm: int
     shapes: tuple[WMMAShape, ...] = ()
     """Its fragment shapes; empty: the table's common ones."""
+    split_significand: int | None = None
+    """Operands the Tensor Cores take only in a narrower format (float32 as
+    tf32, whose significand has 11 bits): each operand is split into a high
+    part, its value rounded to nearest (ties away) at this many bits, and a
+    low part, the remainder rounded alike, and the product is the sum of
+    three MMAs, low x high + high x low + high x high (the 3xTF32 method).
+    What it drops, the low x low product and the low parts' own rounding,
+    is at most 3 * 2^-22 of each product (``split_product_error``), so the
+    result keeps float32's accuracy instead of tf32's 2^-11. None: operands
+    are multiplied as they are."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +71,9 @@ class WMMATensorCore:
         WMMAElement(ir.UInt(8), "unsigned char", (ir.Int(32),), 75),
         # double precision (DMMA) has one shape of its own
         WMMAElement(ir.Float(64), "double", (ir.Float(64),), 80, (WMMAShape(8, 8, 4),)),
+        # float32 as pairs of tf32 values, in tf32's one shape
+        WMMAElement(ir.Float(32), "wmma::precision::tf32", (ir.Float(32),), 80, (WMMAShape(16, 16, 8),),
+                    split_significand=11),
     )
     warp_size: int = 32
     """Every WMMA operation is executed by a whole warp."""
@@ -349,6 +362,18 @@ def wmma_intrinsic(node: ir.Node) -> WMMAIntrinsic | None:
     of one. Every pass, printer and counter asks this, not the call's name:
     the name is the IR's spelling of the descriptor, resolved here once."""
     return WMMAIntrinsic.parse(node.name) if ir.is_wmma_call(node) else None
+
+
+def mma_split_significand(node: ir.Node) -> int | None:
+    """The significand bits an mma call splits its operands at
+    (``WMMAElement.split_significand``); None for any other node, and for
+    an mma of operands multiplied as they are."""
+    intrinsic = wmma_intrinsic(node)
+    if intrinsic is None or intrinsic.op is not WMMAOp.MMA:
+        return None
+    assert isinstance(node, ir.Call)
+    element = WMMA_TENSOR_CORE.element(node.args[0].type.element())
+    return element.split_significand if element is not None else None
 
 
 def _parse_parts(parts: list[str]) -> WMMAIntrinsic | None:

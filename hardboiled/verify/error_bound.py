@@ -22,7 +22,10 @@ anything, an infinite mask value included, is zero:
   no rounding term where the product is exact: both operands float16
   values or small integers (m + n significant bits fit the result's type,
   11 + 11 in float32's 24, exponents in range), as in every float16
-  matrix product accumulated in float32;
+  matrix product accumulated in float32; where the rewrite multiplies
+  float32 operands as high and low tf32 parts (3xTF32), a float32 product
+  of a store it changes may be off by 3 * 2^-22 |a * b| more
+  (``split_product_error``);
 * a / b: (err(a) + |a / b| * err(b)) / (|b| - err(b)) + u * |a / b|;
   where b is known to stay above a floor F > 0 in both programs (``_floor``:
   1 + exp(-x) >= 1 + exp(-x - err(x)) in a sigmoid or SiLU), 1 / b' lies
@@ -82,6 +85,7 @@ from hardboiled.ir.operations import ErrorRule
 from hardboiled.ir.visitor import map_expr, map_stmt
 from hardboiled.select.specialize import EDGE
 from hardboiled.select.spill import SPILL
+from hardboiled.targets.wmma import mma_split_significand
 
 ERROR = ".err"
 F64 = ir.Float(64)
@@ -238,6 +242,9 @@ class _Bounds:
         self.narrow: dict[str, int] = {}
         """Float names whose every value has a significand of at most this
         many bits and an exponent in float16's range (``significand_bits``)."""
+        self.split_significand: int | None = None
+        """``Divergence.split_significand``: float32 products of stores the
+        rewrite changes may be computed from split operands."""
 
     def significand_bits(self, e: ir.Expr) -> int | None:
         """At most how many significant bits every value of ``e`` has, when
@@ -265,9 +272,22 @@ class _Bounds:
 
     def _exact_product(self, e: ir.Binary) -> bool:
         """Whether a * b is exact in its type: significands of m and n bits
-        multiply into at most m + n, and the exponents stay in range."""
+        multiply into at most m + n, and the exponents stay in range. From
+        split operands (p bits a part), the product is exact where one
+        operand has no low part (at most p bits) and the other's low part
+        loses nothing (at most 2p bits)."""
         a, b = self.significand_bits(e.a), self.significand_bits(e.b)
-        return a is not None and b is not None and a + b <= _SIGNIFICAND.get((e.type.code, e.type.bits), 0)
+        if a is None or b is None or a + b > _SIGNIFICAND.get((e.type.code, e.type.bits), 0):
+            return False
+        split = self._split(e)
+        return split is None or (min(a, b) <= split and max(a, b) <= 2 * split)
+
+    def _split(self, e: ir.Binary) -> int | None:
+        """The significand bits of the parts a float32 product may be
+        computed from (``split_significand``); None where it is not."""
+        if self.split_significand is None or self.alike or e.type.element() != ir.Float(32):
+            return None
+        return self.split_significand
 
     def bind(self, name: str, value: ir.Expr) -> ir.Expr | None:
         """The bound of ``value``, which ``name`` holds; None when it is 0
@@ -348,7 +368,11 @@ class _Bounds:
             propagated = _add(_add(_times(ea, _value(e.b)), _times(eb, _value(e.a))), _times(ea, eb))
             if _is_zero(propagated) and self._exact_product(e):
                 return propagated
-            return _add(propagated, _rounding(_value(e), e.type))
+            rounding = _rounding(_value(e), e.type)
+            split = self._split(e)
+            if split is not None:
+                rounding = _add(rounding, split_product_error(e, split))
+            return _add(propagated, rounding)
         if e.op is ir.BinOp.DIV:
             quotient = _value(e)
             divisor = ir.Binary(ir.BinOp.MAX, ir.Binary(ir.BinOp.SUB, _value(e.b), eb), _const(0.0, e.type.lanes))
@@ -490,6 +514,20 @@ _RULES: dict[type, Callable[[_Bounds, Any], ir.Expr]] = {
 """The error rule of each float expression kind."""
 
 
+def split_product_error(e: ir.Binary, bits: int) -> ir.Expr:
+    """How far a * b computed from split operands (a = a_hi + a_lo + r_a,
+    each part rounded to ``bits`` significant bits, as 3xTF32 does) may be
+    from a * b: the sum a_lo b_hi + a_hi b_lo + a_hi b_hi drops
+    a_lo b_lo and the remainders' products, |r_a| <= 2^-2p |a| (two
+    roundings of 2^-p each) and |a_lo| <= 2^-p (1 + 2^-p) |a|, so at most
+    3 * 2^-2p (1 + 2^(2-p)) |a b| (the last factor covers the squares and
+    the rounded |a b| the bound reads). Near zero the parts round to the format's subnormal spacing,
+    2^-(126 + p - 1) for tf32's float32 exponent range: that much of |a| + |b|."""
+    relative = 3 * 2.0 ** (-2 * bits) * (1 + 2.0 ** (2 - bits))
+    spacing = 2.0 ** (-126 - (bits - 1))
+    return _add(_scaled(_value(e), relative), _scaled(_add(_value(e.a), _value(e.b)), spacing))
+
+
 def _positive_divisor_error(e: ir.Binary, ea: ir.Expr, eb: ir.Expr, floor: ir.Expr) -> ir.Expr:
     """|a'/b' - a/b| where both divisors are at least ``floor`` > 0:
     |a' - a| / b' + |a| * |1/b' - 1/b|, with 1/b' anywhere between
@@ -547,6 +585,11 @@ class Divergence:
     """The original's stores that the rewritten program computes with the
     same operations: unchanged, or reading a copy of a differing buffer
     instead of the buffer (an epilogue that reads a spilled accumulator)."""
+    split_significand: int | None = None
+    """Where the rewritten program multiplies float32 operands split into
+    high and low parts of this many significant bits (3xTF32 on Tensor
+    Cores, ``WMMAElement.split_significand``): each float32 product it
+    changes may be off by more than one rounding (``split_product_error``)."""
 
 
 def divergence(original: ir.Stmt, rewritten: ir.Stmt) -> Divergence:
@@ -568,7 +611,8 @@ def divergence(original: ir.Stmt, rewritten: ir.Stmt) -> Divergence:
 
     computed = {form(n) for n in rewritten_stores}
     alike = frozenset(n for n in original_stores if form(n) in computed)
-    return Divergence(frozenset(differing), alike)
+    split = next((bits for n in ir.walk(rewritten) if (bits := mma_split_significand(n)) is not None), None)
+    return Divergence(frozenset(differing), alike, split)
 
 
 def _elements(index: ir.Expr) -> object:
@@ -622,10 +666,11 @@ def bound_program(stmt: ir.Stmt, float_outputs: set[str], differing: set[str] | 
     tolerance would only report it.)"""
     alike: frozenset[ir.Store] = frozenset()
     buffers: set[str] = set(differing.buffers) if isinstance(differing, Divergence) else differing
+    bounds = _Bounds((_float_buffers(stmt) | float_outputs) & _downstream(stmt, buffers))
     if isinstance(differing, Divergence):
         alike = differing.alike
-    tracked = (_float_buffers(stmt) | float_outputs) & _downstream(stmt, buffers)
-    bounds = _Bounds(tracked)
+        bounds.split_significand = differing.split_significand
+    tracked = bounds.tracked
     names = (f"hb.bound.{i}" for i in itertools.count())
 
     def visit(node: ir.Stmt) -> ir.Stmt | None:

@@ -97,9 +97,39 @@ def _wmma_mma(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -
     wide = np.int64 if d_type.is_int else np.float64
     a_matrix = a.astype(wide).reshape(*a.shape[:-1], shape.m, shape.k)
     b_matrix = b.astype(wide).reshape(*b.shape[:-1], shape.k, shape.n)
-    d = np.matmul(a_matrix, b_matrix) + c.astype(wide).reshape(*c.shape[:-1], shape.m, shape.n)
+    c_matrix = c.astype(wide).reshape(*c.shape[:-1], shape.m, shape.n)
+    if element.split_significand is not None:
+        d = _split_products(a, b, element.split_significand, shape) + c_matrix
+    else:
+        d = np.matmul(a_matrix, b_matrix) + c_matrix
     with np.errstate(over="ignore", invalid="ignore"):  # a float16 D overflows to inf, as on the GPU
         return d.reshape(*d.shape[:-2], shape.m * shape.n).astype(dtype_of(d_type))
+
+
+def _split_products(a: Value, b: Value, bits: int, shape: wmma.WMMAShape) -> np.ndarray:
+    """A x B as the Tensor Cores compute it from operands split into high
+    and low parts (``WMMAElement.split_significand``): low x high +
+    high x low + high x high, each product exact, in float64."""
+    def parts(x: Value, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+        high = round_significand(x, bits)
+        low = round_significand((x - high).astype(x.dtype), bits)  # exact: the bits rounding dropped
+        shape = (*x.shape[:-1], rows, cols)
+        return high.astype(np.float64).reshape(shape), low.astype(np.float64).reshape(shape)
+    a_high, a_low = parts(a, shape.m, shape.k)
+    b_high, b_low = parts(b, shape.k, shape.n)
+    return np.matmul(a_low, b_high) + np.matmul(a_high, b_low) + np.matmul(a_high, b_high)
+
+
+def round_significand(x: np.ndarray, bits: int) -> np.ndarray:
+    """float32 values rounded to ``bits`` significant bits, to nearest with
+    ties away from zero (``cvt.rna.tf32.f32``), keeping float32's exponent
+    range: a value that rounds past the largest finite one becomes
+    infinite; infinities and NaNs stay as they are."""
+    assert x.dtype == np.float32
+    dropped = 24 - bits
+    raw = x.view(np.uint32)
+    rounded = ((raw + np.uint32(1 << (dropped - 1))) & np.uint32(~((1 << dropped) - 1) & 0xFFFFFFFF)).view(np.float32)
+    return np.where(np.isfinite(x), rounded, x)
 
 
 def _wmma_fill(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -> Value:

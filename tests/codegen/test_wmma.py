@@ -577,6 +577,7 @@ def test_bf16_fragments_need_sm_80(tmp_path: Path) -> None:
                      "--build", str(tmp_path / "k.ptx"), "--cuda-arch", "sm_75", "-o", str(tmp_path / "k.cu"))
     assert result.returncode == 2
     assert "need sm_80 or newer" in result.stderr.decode()
+    assert "bfloat16 fragments need sm_80" in result.stderr.decode()
     assert not (tmp_path / "k.ptx").exists() and not (tmp_path / "k.cu").exists()
 
 

@@ -153,7 +153,7 @@ def test_verify_ir_blames_the_input_for_what_was_parsed_and_is_never_served_from
 
 
 def test_timing_includes_the_pass_that_failed() -> None:
-    miss = FIXTURES.parent / "sweep" / "wmma_types-tf32tof32.stmt"  # float32 Tensor Cores: a hardware limit
+    miss = FIXTURES.parent / "sweep" / "wmma_types-tf32tof32_M-32_N-8.stmt"  # a hardware limit
     result = run_cli("compile", str(miss), "--store-in", "prod=WMMAAccumulator", "--timing")
     stderr = result.stderr.decode()
     assert result.returncode == 1

@@ -123,6 +123,11 @@ REGRESSIONS = {
     "AMX block updated in place, transposed":
         "amx_a-col_order-ba_tiles-1x4_init-cbuf_epilogue-silu_loops-k_outer_acc_layout-xy",
     "AMX 2 x 2 tiles in one accumulator": "amx_tiles-2x2",
+    # float32 operands as high and low tf32 parts, three MMAs each (3xTF32)
+    "WMMA float32 m16n16k8": "wmma_types-tf32tof32",
+    "WMMA float32 2 x 2 fragments with a ReLU": "wmma_types-tf32tof32_tiles-2x2_epilogue-relu",
+    "WMMA float32 column-major A, bias, symbolic sizes": "wmma_types-tf32tof32_a-col_init-bias_row_sizes-symbolic",
+    "WMMA float32 K remainder with a SiLU": "wmma_types-tf32tof32_K-40_chunk-32_epilogue-silu",
     "AMX 2 x 1 tiles, K outermost": "amx_tiles-2x1_loops-k_outer",
     # tiles of fewer than 16 rows or 16 columns side by side: each packs
     # closer than a register's 1 KiB, which the C once refused after verifying
@@ -341,20 +346,35 @@ def test_a_scalar_update_that_cannot_be_vectorized_exactly_is_explained_in_sched
     assert "Halide left this statement of 'mm' scalar" in notes and "vectorize the update" in notes
 
 
-def test_float32_tensor_cores_are_a_hardware_limit() -> None:
-    tf32 = _compile("wmma_types-tf32tof32", _options("wmma_types-tf32tof32"))
-    assert tf32.exit_code == 1 and tf32.diagnostics[0].notes[0].startswith("hardware limit:")
-    assert "tf32 mode rounds float32 operands" in tf32.diagnostics[0].notes[0]
+FLOAT32_32X8 = "wmma_types-tf32tof32_M-32_N-8"
+
+
+def test_float32_operands_are_multiplied_as_three_tf32_products() -> None:
+    result = _compile("wmma_types-tf32tof32", _options("wmma_types-tf32tof32", emit=("ir", "cuda")))
+    assert result.exit_code == 0, [d.render_text() for d in result.diagnostics]
+    assert "wmma.mma.sync.aligned.row.row.m16n16k8.f32.f32" in result.outputs["ir"]
+    cuda = result.outputs["cuda"]
+    assert cuda.count("hb_mma_split(") == 2  # the prelude's definition and the one mma
+    assert "wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major>" in cuda
+    assert "(const float *)A" in cuda  # tf32 fragments load from float memory
+
+
+def test_float32_in_a_tile_no_tf32_fragment_has_is_a_hardware_limit_with_the_tile_to_use() -> None:
+    result = _compile(FLOAT32_32X8, _options(FLOAT32_32X8))
+    assert result.exit_code == 1
+    note = result.diagnostics[0].notes[0]
+    assert note.startswith("hardware limit: Tensor Cores multiply float32 operands only in m16n16k8 fragments")
+    assert "tiles are 32 x 8" in note and "tile the accumulator 16 x 16" in note
 
 
 def test_the_root_cause_comes_first_and_follow_on_misses_are_one_note() -> None:
-    short = _compile("wmma_types-tf32tof32", _options("wmma_types-tf32tof32"))
+    short = _compile(FLOAT32_32X8, _options(FLOAT32_32X8))
     assert len(short.diagnostics) == 1
     assert "vector_reduce_add" in (short.diagnostics[0].location.source_line or "")  # type: ignore[union-attr]
     assert short.diagnostics[0].notes[-1].startswith("2 other stores of the same accumulator")
-    full = _compile("wmma_types-tf32tof32", _options("wmma_types-tf32tof32", verbose=True))
+    full = _compile(FLOAT32_32X8, _options(FLOAT32_32X8, verbose=True))
     assert len(full.diagnostics) == 3
-    assert "operand A" in full.diagnostics[0].notes[0]
+    assert "32 x 8" in full.diagnostics[0].notes[0]
 
 
 # ------------------------------------------------------------- slicing unit tests

@@ -122,7 +122,7 @@ def test_the_cuda_generator_reads_every_wmma_operation(intrinsic: WMMAIntrinsic)
     assert cuda_kernel._wmma_op(call) is intrinsic.op
     if intrinsic.layout is not None and intrinsic.op is not WMMAOp.MMA:
         assert cuda_kernel._memory_layout(call) == f"mem_{intrinsic.layout.value}_major"
-    assert cuda_codegen.required_sm(ir.Evaluate(call)) == WMMA_TENSOR_CORE.min_sm_of(intrinsic)
+    assert cuda_codegen.required_sm(ir.Evaluate(call))[0] == WMMA_TENSOR_CORE.min_sm_of(intrinsic)
 
 
 # --------------------------------------------------------------------------

@@ -361,3 +361,23 @@ def test_a_copy_out_at_a_symbolic_row_stride_or_from_an_edge_copy_is_alike() -> 
     assert epilogue in divergence(original, rewritten("ramp(ramp(0, s, 4), x4(1), 4)")).alike
     # a store of other elements (its row stride another parameter) is not
     assert epilogue not in divergence(original, rewritten("ramp(ramp(0, t, 4), x4(1), 4)")).alike
+
+
+def test_float32_products_as_tf32_parts_verify_and_one_tf32_pass_does_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Float32 GEMM on Tensor Cores (real Halide, 64 products an element):
+    the bound allows the high and low tf32 parts' 3 * 2^-22 per product
+    (``split_product_error``), and still catches a single tf32 product,
+    whose operands keep 11 of their 24 bits."""
+    from hardboiled.verify import error_bound, fragments
+    sweep = ROOT / "tests" / "fixtures" / "sweep" / "wmma_types-tf32tof32.stmt"
+    original, rewritten = _tensorized(sweep, {"prod": "WMMAAccumulator"})
+    assert error_bound.divergence(original, rewritten).split_significand == 11
+    assert verify(original, rewritten).ok
+
+    def one_tf32_pass(a: np.ndarray, b: np.ndarray, bits: int, shape: object) -> np.ndarray:
+        high_a, high_b = (fragments.round_significand(x, bits).astype(np.float64) for x in (a, b))
+        return np.matmul(high_a.reshape(*a.shape[:-1], shape.m, shape.k),  # type: ignore[attr-defined]
+                         high_b.reshape(*b.shape[:-1], shape.k, shape.n))  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(fragments, "_split_products", one_tf32_pass)
+    assert not verify(original, rewritten).ok

@@ -113,3 +113,35 @@ def test_bf16_with_an_f16_accumulator_is_rejected() -> None:
     )
     with pytest.raises(InterpreterError, match="no Tensor Core instruction"):
         _run(program, A=np.zeros(1024, dtype=ml_dtypes.bfloat16))
+
+
+def test_rounding_to_tf32_is_to_nearest_with_ties_away_from_zero() -> None:
+    from hardboiled.verify.fragments import round_significand
+    values = np.array([1 + 2.0 ** -11, 1 + 2.0 ** -12, -(1 + 2.0 ** -11), 1 + 3 * 2.0 ** -11,
+                       np.finfo(np.float32).max, np.inf, -np.inf], dtype=np.float32)
+    expected = np.array([1 + 2.0 ** -10, 1, -(1 + 2.0 ** -10), 1 + 2 * 2.0 ** -10, np.inf, np.inf, -np.inf],
+                        dtype=np.float32)
+    assert np.array_equal(round_significand(values, 11), expected)
+    assert np.isnan(round_significand(np.array([np.nan], dtype=np.float32), 11)).all()
+
+
+def test_float32_operands_multiply_as_high_and_low_tf32_parts() -> None:
+    """(1 + 2^-20)^2 in one m16n16k8 product: one tf32 pass gives 1 (the
+    operands lose their low bits); high and low parts give 1 + 2^-19, the
+    exact product less the low x low term 2^-40."""
+    shape = wmma.WMMAShape(16, 16, 8)
+    a = np.zeros((16, 8), dtype=np.float32)
+    b = np.zeros((8, 16), dtype=np.float32)
+    a[0, 0] = b[0, 0] = 1 + 2.0 ** -20
+    out = np.zeros(256, dtype=np.float32)
+    program = (
+        "allocate frag[float32 * 256]\n"
+        "frag[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m16n16k8.f32.f32("
+        "(float32x128)wmma.load.a.sync.aligned.row.m16n16k8.f32(A, 0, 8), "
+        "(float32x128)wmma.load.b.sync.aligned.row.m16n16k8.f32(B, 0, 16), "
+        "(float32x256)wmma.fill.m16n16k8.f32(0.000000f))\n"
+        "wmma.store.d.sync.aligned.row.m16n16k8.f32(out, frag[ramp(0, 1, 256)], 0, 16)\n"
+    )
+    _run(program, A=a.reshape(-1), B=b.reshape(-1), out=out)
+    assert out[0] == np.float32(1 + 2.0 ** -19)
+    assert TC.element(ir.Float(32)).shapes == (shape,)  # type: ignore[union-attr]
