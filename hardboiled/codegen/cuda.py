@@ -68,23 +68,42 @@ that a kernel may not use."""
 
 CUDA_HEADERS = ("cuda_runtime.h", "cuda_fp16.h", "cuda_bf16.h", "mma.h", "stdint.h")
 
-_SPLIT_MMA_FUNCTION = f"""
+def _split_mma_function(bits: int) -> str:
+    """The prelude's SPLIT_MMA for operands split at ``bits`` significant
+    bits (``WMMAElement.split_significand``), as verify/fragments.py's
+    ``split_operand`` computes it: the high part rounded to nearest, ties
+    away from zero, by adding half of the dropped bits' weight and clearing
+    them (toward zero where that would overflow), so that its dropped bits
+    are zero whatever the Tensor Core reads of them."""
+    dropped = 24 - bits
+    half, keep = f"0x{1 << (dropped - 1):x}u", f"0x{~((1 << dropped) - 1) & 0xFFFFFFFF:x}u"
+    return f"""
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+/* A float's high part of {bits} significant bits; infinities and NaNs as they are. */
+static inline __device__ float hb_split_high(float x) {{
+    unsigned int bits = __float_as_uint(x);
+    if ((bits & 0x7f800000u) == 0x7f800000u) return x;
+    unsigned int rounded = (bits + {half}) & {keep};
+    if ((rounded & 0x7f800000u) == 0x7f800000u) rounded = bits & {keep};
+    return __uint_as_float(rounded);
+}}
+
 /* D = A * B + C for float operands in tf32 fragments, to float32's accuracy:
-   each operand is a high tf32 part plus a low one (its remainder, rounded
-   again), and the product is low x high + high x low + high x high, the
-   small terms first. Only low x low (2^-22 of the product) is dropped. */
+   each operand is a high part plus a low one (its remainder, rounded
+   again; 0 for an infinity or NaN), and the product is low x high +
+   high x low + high x high, the small terms first. Only low x low and the
+   low parts' own rounding (3 * 2^-{2 * bits} of a product) are dropped. */
 template <typename D, typename A, typename B, typename C>
 static inline __device__ void {SPLIT_MMA}(D &d, const A &a, const B &b, const C &c) {{
     A a_high = a, a_low = a;
     B b_high = b, b_low = b;
     for (int e = 0; e < a.num_elements; e++) {{
-        a_high.x[e] = wmma::__float_to_tf32(a.x[e]);
-        a_low.x[e] = wmma::__float_to_tf32(a.x[e] - a_high.x[e]);
+        a_high.x[e] = hb_split_high(a.x[e]);
+        a_low.x[e] = isfinite(a.x[e]) ? hb_split_high(a.x[e] - a_high.x[e]) : 0.0f;
     }}
     for (int e = 0; e < b.num_elements; e++) {{
-        b_high.x[e] = wmma::__float_to_tf32(b.x[e]);
-        b_low.x[e] = wmma::__float_to_tf32(b.x[e] - b_high.x[e]);
+        b_high.x[e] = hb_split_high(b.x[e]);
+        b_low.x[e] = isfinite(b.x[e]) ? hb_split_high(b.x[e] - b_high.x[e]) : 0.0f;
     }}
     wmma::mma_sync(d, a_low, b_high, c);
     wmma::mma_sync(d, a_high, b_low, d);
@@ -92,6 +111,7 @@ static inline __device__ void {SPLIT_MMA}(D &d, const A &a, const B &b, const C 
 }}
 #endif
 """
+
 
 _CUDA_PRELUDE = (
     include_lines(CUDA_HEADERS) + include_lines(C_HEADERS) + "\n"
@@ -171,8 +191,9 @@ class CudaGenerator(CFamilyEmitter):
 
     def preamble(self) -> str:
         # Kernels are emitted while the body is, so they are known here.
-        split = any(mma_split_significand(node) is not None for node in ir.walk(self.stmt))
-        split_function = _SPLIT_MMA_FUNCTION if split else ""
+        split = next((bits for node in ir.walk(self.stmt) if (bits := mma_split_significand(node)) is not None),
+                     None)
+        split_function = _split_mma_function(split) if split is not None else ""
         return _CUDA_PRELUDE + split_function + "".join("\n".join(k) + "\n\n" for k in self.kernels)
 
     def visit_for(self, s: ir.For) -> None:

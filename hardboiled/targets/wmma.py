@@ -54,9 +54,9 @@ class WMMAElement:
     low part, the remainder rounded alike, and the product is the sum of
     three MMAs, low x high + high x low + high x high (the 3xTF32 method).
     What it drops, the low x low product and the low parts' own rounding,
-    is at most 3 * 2^-22 of each product (``split_product_error``), so the
-    result keeps float32's accuracy instead of tf32's 2^-11. None: operands
-    are multiplied as they are."""
+    is about 3 * 2^-22 of each product (2^-19 at most, ``split_product_error``),
+    so the result keeps close to float32's accuracy instead of tf32's 2^-11.
+    None: operands are multiplied as they are."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,8 @@ anything, an infinite mask value included, is zero:
   11 + 11 in float32's 24, exponents in range), as in every float16
   matrix product accumulated in float32; where the rewrite multiplies
   float32 operands as high and low tf32 parts (3xTF32), a float32 product
-  of a store it changes may be off by 3 * 2^-22 |a * b| more
-  (``split_product_error``);
+  of a store it changes may be off by 2^-19 |a * b| more (what the split
+  drops, ``split_product_error``);
 * a / b: (err(a) + |a / b| * err(b)) / (|b| - err(b)) + u * |a / b|;
   where b is known to stay above a floor F > 0 in both programs (``_floor``:
   1 + exp(-x) >= 1 + exp(-x - err(x)) in a sigmoid or SiLU), 1 / b' lies
@@ -516,14 +516,19 @@ _RULES: dict[type, Callable[[_Bounds, Any], ir.Expr]] = {
 
 def split_product_error(e: ir.Binary, bits: int) -> ir.Expr:
     """How far a * b computed from split operands (a = a_hi + a_lo + r_a,
-    each part rounded to ``bits`` significant bits, as 3xTF32 does) may be
-    from a * b: the sum a_lo b_hi + a_hi b_lo + a_hi b_hi drops
-    a_lo b_lo and the remainders' products, |r_a| <= 2^-2p |a| (two
-    roundings of 2^-p each) and |a_lo| <= 2^-p (1 + 2^-p) |a|, so at most
-    3 * 2^-2p (1 + 2^(2-p)) |a b| (the last factor covers the squares and
-    the rounded |a b| the bound reads). Near zero the parts round to the format's subnormal spacing,
-    2^-(126 + p - 1) for tf32's float32 exponent range: that much of |a| + |b|."""
-    relative = 3 * 2.0 ** (-2 * bits) * (1 + 2.0 ** (2 - bits))
+    each part ``bits`` = p significant bits, as 3xTF32 does,
+    ``verify.fragments.split_operand``) may be from a * b: the sum
+    a_lo b_hi + a_hi b_lo + a_hi b_hi drops a_lo b_lo and the remainders'
+    products. The high part is off by at most 2^-(p-1) |a| (2^-p rounded to
+    nearest; twice that where rounding up would overflow and it is
+    truncated), the low part's rounding by 2^-p of that, so |r_a| <=
+    2^-(2p-1) |a| and |a_lo| <= 2^-(p-1) (1 + 2^-p) |a|: at most
+    2^-(2p-2) + 2^-(2p-2) (1 + 2^-p)^2 + 2^-(4p-2), below
+    2^-(2p-3) (1 + 2^(2-p)) of |a b| (the last factor also covers the
+    rounded |a b| the bound reads). Near zero the parts round to the
+    format's subnormal spacing, 2^-(126 + p - 1) for tf32's float32
+    exponent range: that much of |a| + |b|."""
+    relative = 2.0 ** (3 - 2 * bits) * (1 + 2.0 ** (2 - bits))
     spacing = 2.0 ** (-126 - (bits - 1))
     return _add(_scaled(_value(e), relative), _scaled(_add(_value(e.a), _value(e.b)), spacing))
 

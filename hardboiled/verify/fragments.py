@@ -108,16 +108,37 @@ def _wmma_mma(call: ir.Call, intrinsic: wmma.WMMAIntrinsic, args: list[Value]) -
 
 def _split_products(a: Value, b: Value, bits: int, shape: wmma.WMMAShape) -> np.ndarray:
     """A x B as the Tensor Cores compute it from operands split into high
-    and low parts (``WMMAElement.split_significand``): low x high +
-    high x low + high x high, each product exact, in float64."""
+    and low parts (``split_operand``): low x high + high x low +
+    high x high, each product exact, in float64."""
     def parts(x: Value, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
-        high = round_significand(x, bits)
-        low = round_significand((x - high).astype(x.dtype), bits)  # exact: the bits rounding dropped
+        high, low = split_operand(x, bits)
         shape = (*x.shape[:-1], rows, cols)
         return high.astype(np.float64).reshape(shape), low.astype(np.float64).reshape(shape)
     a_high, a_low = parts(a, shape.m, shape.k)
     b_high, b_low = parts(b, shape.k, shape.n)
     return np.matmul(a_low, b_high) + np.matmul(a_high, b_low) + np.matmul(a_high, b_high)
+
+
+def split_operand(x: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """float32 values as a high and a low part of ``bits`` significant bits
+    each, as the generated CUDA splits them (``SPLIT_MMA``): the high part
+    is the value rounded to nearest, ties away from zero (toward zero where
+    that would overflow), the low part the remainder (exact in float32)
+    rounded alike. Infinities and NaNs are their own high part, with a low
+    part of 0, so that they multiply as they do in float32."""
+    finite = np.isfinite(x)
+    high = _truncated(x, bits, np.where(finite, round_significand(x, bits), x))
+    with np.errstate(invalid="ignore"):
+        low = np.where(finite, round_significand((x - high).astype(x.dtype), bits), np.float32(0))
+    return high, low.astype(x.dtype)
+
+
+def _truncated(x: np.ndarray, bits: int, rounded: np.ndarray) -> np.ndarray:
+    """``rounded``, except where rounding a finite value overflowed: there
+    ``x`` rounded toward zero."""
+    overflowed = np.isfinite(x) & ~np.isfinite(rounded)
+    mask = np.uint32(~((1 << (24 - bits)) - 1) & 0xFFFFFFFF)
+    return np.where(overflowed, (x.view(np.uint32) & mask).view(np.float32), rounded)
 
 
 def round_significand(x: np.ndarray, bits: int) -> np.ndarray:

@@ -365,7 +365,7 @@ def test_a_copy_out_at_a_symbolic_row_stride_or_from_an_edge_copy_is_alike() -> 
 
 def test_float32_products_as_tf32_parts_verify_and_one_tf32_pass_does_not(monkeypatch: pytest.MonkeyPatch) -> None:
     """Float32 GEMM on Tensor Cores (real Halide, 64 products an element):
-    the bound allows the high and low tf32 parts' 3 * 2^-22 per product
+    the bound allows what the high and low tf32 parts drop (2^-19 of a product at most)
     (``split_product_error``), and still catches a single tf32 product,
     whose operands keep 11 of their 24 bits."""
     from hardboiled.verify import error_bound, fragments

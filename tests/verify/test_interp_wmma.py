@@ -145,3 +145,18 @@ def test_float32_operands_multiply_as_high_and_low_tf32_parts() -> None:
     _run(program, A=a.reshape(-1), B=b.reshape(-1), out=out)
     assert out[0] == np.float32(1 + 2.0 ** -19)
     assert TC.element(ir.Float(32)).shapes == (shape,)  # type: ignore[union-attr]
+
+
+def test_split_operands_keep_infinities_and_never_overflow() -> None:
+    """An infinity (or NaN) is its own high part with a low part of 0, so
+    that it multiplies as in float32 (inf - inf would make the low part a
+    NaN); the largest float's high part is truncated, not rounded up to
+    infinity, and high + low stays within 2^-22 of it."""
+    from hardboiled.verify.fragments import split_operand
+    largest = np.finfo(np.float32).max
+    x = np.array([np.inf, -np.inf, np.nan, largest, 1 + 2.0 ** -20], dtype=np.float32)
+    high, low = split_operand(x, 11)
+    assert high[0] == np.inf and high[1] == -np.inf and np.isnan(high[2])
+    assert (low[:3] == 0).all()
+    assert np.isfinite(high[3]) and abs((float(high[3]) + float(low[3])) - float(largest)) <= 2.0 ** -22 * float(largest)
+    assert high[4] == 1 and low[4] == 2.0 ** -20
