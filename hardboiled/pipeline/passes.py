@@ -346,8 +346,8 @@ def _build_cuda(c: Compilation, o: Any) -> None:
     if build.cuda_arch < needed:
         raise HardboiledError(Diagnostic(
             "error", f"--cuda-arch sm_{build.cuda_arch}: these Tensor Core operations need sm_{needed} or newer",
-            notes=(f"{', '.join(map(str, types))} fragments need sm_{needed}; build for it "
-                   f"(--cuda-arch {needed}) or cast the operands to float16",),
+            notes=(f"{', '.join(map(str, types))} fragments need sm_{needed}: build with --cuda-arch {needed}, "
+                   "or cast the operands to a type the older architecture multiplies (float16, int8)",),
         ))
     suffix = Path(build.path).suffix
     kind = CUDA_BUILD_SUFFIXES.get(suffix) or ("so" if suffix == ".so" else "o")
