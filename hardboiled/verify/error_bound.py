@@ -636,7 +636,24 @@ def _elements(index: ir.Expr) -> object:
         index = index.base
     # a symbolic stride (an output's row stride) is a level like a constant
     # one: levels are ordered by their printed form, constants by value
-    return index if len(levels) < 2 else (index, tuple(sorted(levels, key=_level_order)))
+    return index if not levels else (index, _merged(sorted(levels, key=_level_order)))
+
+
+def _merged(levels: list[tuple[ir.Expr, int]]) -> tuple[tuple[ir.Expr, int], ...]:
+    """Levels in stride order, each one that continues the level before it
+    (a constant stride of that level's stride times its lanes) merged into
+    it: ramp(0, 1, 512) and ramp(ramp(0, 16, 32), x32(1), 16) write the
+    same elements."""
+    merged: list[tuple[ir.Expr, int]] = []
+    for stride, lanes in levels:
+        if merged:
+            inner, inner_lanes = merged[-1]
+            if isinstance(stride, ir.IntImm) and isinstance(inner, ir.IntImm) \
+                    and stride.value == inner.value * inner_lanes:
+                merged[-1] = (inner, inner_lanes * lanes)
+                continue
+        merged.append((stride, lanes))
+    return tuple(merged)
 
 
 def _level_order(level: tuple[ir.Expr, int]) -> tuple[int, int, str, int]:

@@ -381,3 +381,21 @@ def test_float32_products_as_tf32_parts_verify_and_one_tf32_pass_does_not(monkey
 
     monkeypatch.setattr(fragments, "_split_products", one_tf32_pass)
     assert not verify(original, rewritten).ok
+
+
+def test_a_dense_store_and_its_rows_in_another_order_write_the_same_elements() -> None:
+    """Seed 40961's unproven sigmoid of a transposed int32 accumulator: the
+    original stores out[ramp(0, 1, 512)], the rewrite the same 512 elements
+    as ramp(ramp(0, 16, 32), x32(1), 16); levels that continue one another
+    merge into one, so both are the same elements (and a gap is not)."""
+    from hardboiled.verify.error_bound import _elements
+
+    def index(text: str) -> ir.Expr:
+        store = parse_input(f"out[{text}] = x512(1.000000f)\n", "t.stmt", buffer_types={"out": ir.Float(32)}).ir
+        assert isinstance(store, ir.Store)
+        return store.index
+
+    dense = _elements(index("ramp(0, 1, 512)"))
+    assert _elements(index("ramp(ramp(0, 16, 32), x32(1), 16)")) == dense
+    assert _elements(index("ramp(ramp(0, 32, 16), x16(1), 32)")) == dense
+    assert _elements(index("ramp(ramp(0, 17, 32), x32(1), 16)")) != dense
