@@ -21,7 +21,8 @@ import numpy as np
 from hardboiled import ir
 from hardboiled.ir.buffers import scalar_params
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
-from hardboiled.verify.error_bound import ERROR, Divergence, NoErrorBound, bound_program, divergence
+from hardboiled.verify.divergence import Divergence, divergence
+from hardboiled.verify.error_bound import ERROR, NoErrorBound, bound_program
 from hardboiled.verify.inputs import (
     DEFAULT_OUTPUT_EXTENTS,
     SHAPES,

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hardboiled import ir
+from hardboiled.codegen.cuda_kernel import memory_element
 from hardboiled.codegen.toolchain import ToolchainError, compile_cuda, parse_cuda_arch
 from hardboiled.support.diagnostics import ExitCode, HardboiledError
 from hardboiled.targets import wmma
@@ -28,13 +29,14 @@ def _wmma_kernel(element: wmma.WMMAElement, accumulator: ir.Type, shape: wmma.WM
                  a_layout: str, b_layout: str) -> str:
     """One warp: C = A * B for a single fragment, with the given layouts."""
     acc = _CUDA_ACCUMULATORS[wmma.wmma_type_suffix(accumulator)]
+    memory = memory_element(element.type, wmma.MatrixUse.A)  # float for tf32 fragments
     lda = shape.k if a_layout == "row_major" else shape.m
     ldb = shape.n if b_layout == "row_major" else shape.k
     return f"""#include <mma.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 using namespace nvcuda;
-extern "C" __global__ void kernel(const {element.cuda_type} *a, const {element.cuda_type} *b, {acc} *c) {{
+extern "C" __global__ void kernel(const {memory} *a, const {memory} *b, {acc} *c) {{
     wmma::fragment<wmma::matrix_a, {shape.m}, {shape.n}, {shape.k}, {element.cuda_type}, wmma::{a_layout}> fa;
     wmma::fragment<wmma::matrix_b, {shape.m}, {shape.n}, {shape.k}, {element.cuda_type}, wmma::{b_layout}> fb;
     wmma::fragment<wmma::accumulator, {shape.m}, {shape.n}, {shape.k}, {acc}> fc;

@@ -268,7 +268,7 @@ def test_an_epilogue_both_programs_compute_alike_on_integers_rounds_alike() -> N
     exactly and the epilogue on a spilled copy with the same operations, so
     the two agree bit for bit and the tolerance is 0, not the bound through
     exp that proved nothing; a float16 accumulator keeps its bound."""
-    from hardboiled.verify.error_bound import divergence
+    from hardboiled.verify.divergence import divergence
 
     sweep = ROOT / "tests" / "fixtures" / "sweep"
     original = _load(sweep / "amx_types-u8i8_b-vnni_epilogue-sigmoid.stmt")
@@ -288,7 +288,7 @@ def test_an_epilogue_copied_out_in_the_accumulators_order_is_alike_too() -> None
     stores the copy-out with its lanes in the accumulator's order
     (lane_order.py), the same elements in another order, so it is alike and
     verified to the bit (was: every element unproven through exp)."""
-    from hardboiled.verify.error_bound import divergence
+    from hardboiled.verify.divergence import divergence
 
     sweep = ROOT / "tests" / "fixtures" / "sweep"
     original = _load(sweep / "amx_types-i8u8_init-const_epilogue-sigmoid_loops-k_outer_acc_layout-xy_rem-8.stmt")
@@ -336,7 +336,7 @@ def test_a_copy_out_at_a_symbolic_row_stride_or_from_an_edge_copy_is_alike() -> 
     parameter (the copy-out stored in the accumulator's order has it as
     another level), or the copy-out reads a spill of an edge copy
     (``mm.edge.1.spill.0``) where the original read ``mm``."""
-    from hardboiled.verify.error_bound import divergence
+    from hardboiled.verify.divergence import divergence
 
     def program(text: str) -> ir.Stmt:
         stmt = parse_input(text, "t.stmt", buffer_types={"out": ir.Float(32), "A": ir.Int(32)}).ir
@@ -368,10 +368,10 @@ def test_float32_products_as_tf32_parts_verify_and_one_tf32_pass_does_not(monkey
     the bound allows what the high and low tf32 parts drop (2^-19 of a product at most)
     (``split_product_error``), and still catches a single tf32 product,
     whose operands keep 11 of their 24 bits."""
-    from hardboiled.verify import error_bound, fragments
+    from hardboiled.verify import divergence, fragments
     sweep = ROOT / "tests" / "fixtures" / "sweep" / "wmma_types-tf32tof32.stmt"
     original, rewritten = _tensorized(sweep, {"prod": "WMMAAccumulator"})
-    assert error_bound.divergence(original, rewritten).split_significand == 11
+    assert divergence.divergence(original, rewritten).split_significand == 11
     assert verify(original, rewritten).ok
 
     def one_tf32_pass(a: np.ndarray, b: np.ndarray, bits: int, shape: object) -> np.ndarray:
@@ -388,7 +388,7 @@ def test_a_dense_store_and_its_rows_in_another_order_write_the_same_elements() -
     original stores out[ramp(0, 1, 512)], the rewrite the same 512 elements
     as ramp(ramp(0, 16, 32), x32(1), 16); levels that continue one another
     merge into one, so both are the same elements (and a gap is not)."""
-    from hardboiled.verify.error_bound import _elements
+    from hardboiled.verify.divergence import _elements
 
     def index(text: str) -> ir.Expr:
         store = parse_input(f"out[{text}] = x512(1.000000f)\n", "t.stmt", buffer_types={"out": ir.Float(32)}).ir
