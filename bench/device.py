@@ -703,7 +703,7 @@ def prepare_kernel(folder: Path, name: str, stmt_path: Path, store_in: dict[str,
     from hardboiled.codegen.abi import kernel_signature
     from hardboiled.frontend.parse import parse_input
     from hardboiled.verify.compare import run_original_program, tolerance
-    from hardboiled.verify.error_bound import divergence
+    from hardboiled.verify.divergence import divergence
     from hardboiled.verify.inputs import make_buffers
 
     symbol = _symbol(name)
