@@ -60,7 +60,7 @@ from hardboiled.codegen.cuda_kernel import SPLIT_MMA, KernelGenerator
 from hardboiled.ir import operations
 from hardboiled.legalize.gpu_mapping import named_axis
 from hardboiled.support.diagnostics import Diagnostic
-from hardboiled.targets.wmma import WMMA_TENSOR_CORE, mma_split_significand, wmma_intrinsic
+from hardboiled.targets.wmma import WMMA_TENSOR_CORE, mma_split_significand, split_rounding_bits, wmma_intrinsic
 
 GENERATED_CUDA_FLAGS = ("-diag-suppress=177",)
 """nvcc flags for the generated CUDA: the shared prelude defines helpers
@@ -75,8 +75,7 @@ def _split_mma_function(bits: int) -> str:
     away from zero, by adding half of the dropped bits' weight and clearing
     them (toward zero where that would overflow), so that its dropped bits
     are zero whatever the Tensor Core reads of them."""
-    dropped = 24 - bits
-    half, keep = f"0x{1 << (dropped - 1):x}u", f"0x{~((1 << dropped) - 1) & 0xFFFFFFFF:x}u"
+    half, keep = (f"0x{pattern:x}u" for pattern in split_rounding_bits(bits))
     return f"""
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 /* A float's high part of {bits} significant bits; infinities and NaNs as they are. */

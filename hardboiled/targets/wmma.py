@@ -364,6 +364,15 @@ def wmma_intrinsic(node: ir.Node) -> WMMAIntrinsic | None:
     return WMMAIntrinsic.parse(node.name) if ir.is_wmma_call(node) else None
 
 
+def split_rounding_bits(bits: int) -> tuple[int, int]:
+    """The float32 bit patterns that round a value to ``bits`` significant
+    bits (to nearest, ties away): half the weight of the dropped bits, to
+    add, and the mask that keeps the rest. The interpreter and the CUDA
+    split operands with the same two."""
+    dropped = 24 - bits
+    return 1 << (dropped - 1), ~((1 << dropped) - 1) & 0xFFFFFFFF
+
+
 def mma_split_significand(node: ir.Node) -> int | None:
     """The significand bits an mma call splits its operands at
     (``WMMAElement.split_significand``); None for any other node, and for

@@ -137,7 +137,7 @@ def _truncated(x: np.ndarray, bits: int, rounded: np.ndarray) -> np.ndarray:
     """``rounded``, except where rounding a finite value overflowed: there
     ``x`` rounded toward zero."""
     overflowed = np.isfinite(x) & ~np.isfinite(rounded)
-    mask = np.uint32(~((1 << (24 - bits)) - 1) & 0xFFFFFFFF)
+    mask = np.uint32(wmma.split_rounding_bits(bits)[1])
     return np.where(overflowed, (x.view(np.uint32) & mask).view(np.float32), rounded)
 
 
@@ -147,9 +147,9 @@ def round_significand(x: np.ndarray, bits: int) -> np.ndarray:
     range: a value that rounds past the largest finite one becomes
     infinite; infinities and NaNs stay as they are."""
     assert x.dtype == np.float32
-    dropped = 24 - bits
+    half, keep = wmma.split_rounding_bits(bits)
     raw = x.view(np.uint32)
-    rounded = ((raw + np.uint32(1 << (dropped - 1))) & np.uint32(~((1 << dropped) - 1) & 0xFFFFFFFF)).view(np.float32)
+    rounded = ((raw + np.uint32(half)) & np.uint32(keep)).view(np.float32)
     return np.where(np.isfinite(x), rounded, x)
 
 
