@@ -181,6 +181,9 @@ class ExpressionBuilder(CallForms):
         """An integer literal of type ``t`` (int32 when Halide prints it
         bare), which must fit in it: Halide never prints one that does not."""
         text = token_of(token)
+        if t is ir.INT32 and len(text) <= 9:
+            # The common case, decided without the bounds: nine digits fit.
+            return ir.IntImm(int(text))
         digits = text.lstrip("-")
         low, high = (0, 2 ** t.bits - 1) if t.is_uint else (-(2 ** (t.bits - 1)), 2 ** (t.bits - 1) - 1)
         if len(digits) > len(str(2 ** t.bits)) or not low <= int(text) <= high:

@@ -72,6 +72,12 @@ class HalideLexer(Lexer):
         )
         self.full = _alternation(scanned, ignore)
         self.plain = _alternation([t for t in scanned if t.name not in _CONTEXTUAL], ignore)
+        # The same choice, spaces skipped in the same match: a space is
+        # skipped only where no terminal starts (a lazy prefix), as above.
+        self.skipping = re.compile(
+            f"(?:{'|'.join(ignore)})*?(?:" + "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in _order(scanned))
+            + ")"
+        )
         self.terminals_by_name = {t.name: t for t in conf.terminals}
 
     def lex(self, lexer_state: LexerState, parser_state: Any) -> Iterator[Token]:

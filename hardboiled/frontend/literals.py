@@ -23,7 +23,7 @@ FLOAT_SUFFIX_TYPES = {"": ir.Float(64), "f": ir.Float(32), "h": ir.Float(16)}
 
 def int32_value(e: ir.Expr) -> int | None:
     """The value of an int32 literal; None for anything else."""
-    return e.value if isinstance(e, ir.IntImm) and e.type == ir.INT32 else None
+    return e.value if isinstance(e, ir.IntImm) and (e.type is ir.INT32 or e.type == ir.INT32) else None
 
 
 # --------------------------------------------------------------------------

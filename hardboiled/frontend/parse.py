@@ -11,8 +11,10 @@ Three kinds of input are accepted, and told apart by their content:
 3. ``compile_to_lowered_stmt`` text output (a module with functions and
    buffers).
 
-The grammar (grammars/halide_ir.lark) is parsed with Lark's LALR parser. The
-tree is then turned into typed IR by ``TreeBuilder``, which tracks which
+The grammar (grammars/halide_ir.lark) defines the language, and Lark's
+LALR parser reads it; most input is read into the same tree, faster, by the
+recursive-descent reader of ``descent``, which leaves the rest (and every
+syntax error) to Lark. The tree is then turned into typed IR by ``TreeBuilder``, which tracks which
 names are bound where, because Halide omits types that the reader is
 expected to know: a load's element type comes from the buffer's
 ``allocate`` line or its ``X.type == (uint32)N`` assert, and a float16
@@ -35,6 +37,7 @@ from dataclasses import dataclass, replace
 from lark.exceptions import UnexpectedInput
 
 from hardboiled import ir
+from hardboiled.frontend.descent import Unhandled, parse_tree
 from hardboiled.frontend.grammar import halide_parser
 from hardboiled.frontend.stages import DEFAULT_STAGE, is_debug_log, select_stage
 from hardboiled.frontend.statements import TreeBuilder
@@ -115,10 +118,14 @@ def _parse(
     if ends_mid_line:
         text += "\n"
     try:
-        tree = halide_parser().parse(text)
-    except UnexpectedInput as exc:
-        error = syntax_error(exc, text, filename, line_offset)
-        raise _mark_truncation(error, text, ends_mid_line, line_offset) from None
+        tree = parse_tree(text)
+    except (Unhandled, RecursionError):
+        # Lark reads what the fast reader does not, and words every syntax error.
+        try:
+            tree = halide_parser().parse(text)
+        except UnexpectedInput as exc:
+            error = syntax_error(exc, text, filename, line_offset)
+            raise _mark_truncation(error, text, ends_mid_line, line_offset) from None
     known = _buffer_types_from_asserts(text)
     known.update(buffer_types or {})
     builder = TreeBuilder(filename, text, line_offset, known)

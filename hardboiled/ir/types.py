@@ -35,7 +35,18 @@ class Type:
     handle_name: str | None = None
 
     def with_lanes(self, lanes: int) -> Type:
-        return Type(self.code, self.bits, lanes, self.handle_name)
+        return self if lanes == self.lanes else Type(self.code, self.bits, lanes, self.handle_name)
+
+    def __eq__(self, other: object) -> bool:
+        # Written out, identity first: types are compared at every node the
+        # parser builds, and most comparisons are of one shared INT32.
+        if self is other:
+            return True
+        if other.__class__ is not Type:
+            return NotImplemented
+        assert isinstance(other, Type)
+        return (self.code is other.code and self.bits == other.bits and self.lanes == other.lanes
+                and self.handle_name == other.handle_name)
 
     def element(self) -> Type:
         return self.with_lanes(1)

@@ -1,0 +1,518 @@
+"""A recursive-descent reader of the Halide IR that Halide prints, which
+builds the same Lark tree as the LALR parser of grammars/halide_ir.lark,
+about three times faster.
+
+Lark's LALR engine spends most of a parse in its per-token loop, and Halide
+dumps run to megabytes. Almost every dump uses a small part of the grammar:
+statements, loops, allocations, stores and expressions. This reader
+handles that part, with the terminals and keywords of the grammar (the
+regular expressions of ``HalideLexer``), and gives up (``Unhandled``) on
+anything else: a form it does not read, a syntax error, or a token that
+the grammar's contextual lexer might read otherwise (a keyword used as a
+name, a spaced ``*`` outside an allocation). The caller then parses the
+text with Lark, which stays the definition of the language and the source
+of every syntax error's diagnostic. So the reader only ever decides how
+fast an input is read, never whether it is accepted nor how it reads:
+tests/frontend/test_descent.py compares its trees with Lark's, token
+positions included, over every real dump in the fixtures.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from lark import Token, Tree
+
+from hardboiled.frontend.grammar import halide_parser
+from hardboiled.frontend.lexer import HalideLexer
+
+_END = "$END"
+_NEWLINE_KINDS = frozenset({"_NL", "BUFFER_BODY"})
+
+
+class Unhandled(Exception):
+    """The reader does not read this input; Lark will."""
+
+
+@lru_cache(maxsize=1)
+def _lexer() -> HalideLexer:
+    return HalideLexer(halide_parser().lexer_conf)
+
+
+def parse_tree(text: str) -> Tree:
+    """The Lark tree of ``text`` (ending in a newline), or ``Unhandled``."""
+    return _Reader(text, _lexer()).whole()
+
+
+class _Reader:
+    """One parse: the tokens, scanned at once, the current one (``kind``
+    and ``value``), and a method per rule of the grammar that it reads."""
+
+    def __init__(self, text: str, lexer: HalideLexer):
+        self.text = text
+        self.keywords = lexer.keywords
+        literal_kinds = frozenset(
+            t.name for t in lexer.terminals_by_name.values() if t.pattern.type == "str" and t.name != "_ALLOC_TIMES"
+        )
+        # One pass of the regular expression over the whole text; a
+        # character no terminal reads leaves a gap between matches.
+        matches = list(lexer.skipping.finditer(text))
+        ends = [m.end() for m in matches]
+        if [m.start() for m in matches] != [0, *ends[:-1]] or text[ends[-1] if ends else 0:].strip(" \t\f"):
+            raise Unhandled
+        names = [m.lastgroup or "" for m in matches]
+        self.values = [m.group(name) for m, name in zip(matches, names)]
+        # Punctuation and keywords have their text as their kind.
+        self.kinds = [value if name in literal_kinds else name for name, value in zip(names, self.values)]
+        self.ends = ends
+        self.kinds.append(_END)
+        self.values.append("")
+        self.ends.append(len(text))
+        self.line_starts: list[int] | None = None
+        self.index = 0
+        self.kind, self.value = self.kinds[0], self.values[0]
+
+    # ------------------------------------------------------------ tokens
+    def advance(self) -> None:
+        index = self.index = self.index + 1
+        self.kind, self.value = self.kinds[index], self.values[index]
+
+    def take(self) -> Token:
+        """The current token as Lark's, then advance."""
+        kind, value, end = self.kind, self.value, self.ends[self.index]
+        start = end - len(value)
+        line, line_start = self._line(start)
+        # As HalideLexer does: the slots filled directly (Token(...) costs
+        # more than the rest of a token), and the token stands for its own
+        # value.
+        token = str.__new__(Token, value)
+        token.type, token.value, token.start_pos = kind, token, start
+        token.line, token.column = line, start - line_start + 1
+        if kind in _NEWLINE_KINDS and "\n" in value:
+            line, line_start = self._line(end)
+        token.end_line, token.end_column, token.end_pos = line, end - line_start + 1, end
+        self.advance()
+        return token
+
+    def _line(self, position: int) -> tuple[int, int]:
+        """The line of a position, and where that line starts."""
+        if self.line_starts is None:
+            self.line_starts = [0, *(m.end() for m in re.finditer("\n", self.text))]
+        line = bisect.bisect_right(self.line_starts, position)
+        return line, self.line_starts[line - 1]
+
+    def expect(self, kind: str) -> None:
+        if self.kind != kind:
+            raise Unhandled
+        self.advance()
+
+    def is_keyword(self, word: str) -> bool:
+        return self.kind == "NAME" and self.value == word
+
+    def name(self) -> Token:
+        """A NAME read as a name: one spelled as a keyword is left to Lark,
+        whose lexer may read it as the keyword."""
+        if self.kind != "NAME" or self.value in self.keywords:
+            raise Unhandled
+        return self.take()
+
+    # ------------------------------------------------------------ modules
+    def whole(self) -> Tree:
+        if self.kind == "_NL":
+            self.advance()
+        top = self.module() if self.kind == "MODULE_HEADER" else self.stmt_list()
+        if self.kind != _END:
+            raise Unhandled
+        return Tree("start", [top])
+
+    def module(self) -> Tree:
+        children: list[Any] = [self.take()]
+        self.expect("_NL")
+        while self.is_keyword("buffer"):
+            self.advance()
+            name = self.name()
+            self.expect("=")
+            if self.kind != "BUFFER_BODY":
+                raise Unhandled
+            children.append(Tree("buffer_decl", [name, self.take()]))
+            self.expect("_NL")
+        while self.kind == "LINKAGE":
+            func: list[Any] = [self.take()]
+            if not self.is_keyword("func"):
+                raise Unhandled
+            self.advance()
+            func.append(self.name())
+            self.expect("(")
+            if self.kind == ")":
+                func.append(None)
+            else:
+                func.append(self.name())
+                while self.kind == ",":
+                    self.advance()
+                    func.append(self.name())
+            self.expect(")")
+            func.append(self.body())
+            self.expect("_NL")
+            children.append(Tree("func", func))
+        if len(children) == 1 or children[-1].data != "func":
+            raise Unhandled
+        return Tree("module", children)
+
+    # ------------------------------------------------------------ statements
+    def stmt_list(self) -> Tree:
+        statements = []
+        while self.kind != "}" and self.kind != _END:
+            statements.append(self.statement())
+        if not statements:
+            raise Unhandled
+        return Tree("stmt_list", statements)
+
+    def body(self) -> Tree:
+        self.expect("{")
+        self.expect("_NL")
+        if self.kind == "}":
+            self.advance()
+            return Tree("body", [])
+        statements = self.stmt_list()
+        self.expect("}")
+        return Tree("body", [statements])
+
+    def statement(self) -> Tree:
+        kind = self.kind
+        if kind == "FOR_KIND":
+            return self.for_stmt()
+        if kind == "NAME":
+            value = self.value
+            if value in self.keywords:
+                read = self._keyword_statements.get(value)
+                if read is None:
+                    raise Unhandled
+                return read(self)
+            return self.store_or_evaluate()
+        value_tree = self.expr()
+        self.expect("_NL")
+        return Tree("evaluate_stmt", [value_tree])
+
+    def store_or_evaluate(self) -> Tree:
+        name = self.name()
+        if self.kind != "[":
+            # A call (a provide `f(x) = ...` is left to Lark) or a name.
+            value_tree = self.call_or_variable(name)
+            if self.kind == "BIN_OP":
+                value_tree = self.chain(value_tree)
+            self.expect("_NL")
+            return Tree("evaluate_stmt", [value_tree])
+        return self.store(name)
+
+    def store(self, name: Token) -> Tree:
+        self.advance()
+        index = self.expr()
+        alignment = self.alignment()
+        self.expect("]")
+        self.expect("=")
+        value_tree = self.let_lines() if self.kind == "_NL" else self.expr()
+        self.expect("_NL")
+        return Tree("store_stmt", [name, index, alignment, value_tree])
+
+    def let_lines(self) -> Tree:
+        self.advance()
+        lines: list[Any] = []
+        while self.is_keyword("let"):
+            self.advance()
+            name = self.name()
+            self.expect("=")
+            if self.is_keyword("let"):
+                value_tree = self.let_expr(self.operand_chain)
+            else:
+                value_tree = self.predicated_or_chain()
+            if not self.is_keyword("in"):
+                raise Unhandled
+            self.advance()
+            self.expect("_NL")  # a let expression in the body is Lark's
+            lines.append(Tree("let_line", [name, value_tree]))
+        if not lines:
+            raise Unhandled
+        lines.append(self.expr())
+        return Tree("let_lines", lines)
+
+    def let_stmt(self) -> Tree:
+        """``let x = v``, or a line that evaluates ``let x = v in e``."""
+        self.advance()
+        name = self.name()
+        self.expect("=")
+        if self.is_keyword("let"):
+            value_tree = self.let_expr(self.expr)
+        else:
+            parenthesized = self.kind == "("
+            value_tree = self.atom()
+            if self.kind == "BIN_OP":
+                value_tree = self.chain(value_tree)
+            if self.is_keyword("in"):  # the value is an operand chain: `let x = v in e`
+                self.advance()
+                body = self.expr()
+                self.expect("_NL")
+                return Tree("evaluate_stmt", [Tree("let_expr", [name, value_tree, body])])
+            if self.is_keyword("if") and value_tree.data != "binop_chain":
+                if parenthesized:
+                    raise Unhandled
+                value_tree = self.predicated(value_tree)
+        self.expect("_NL")
+        return Tree("let_stmt", [name, value_tree])
+
+    def assert_stmt(self) -> Tree:
+        self.advance()
+        self.expect("(")
+        condition = self.expr()
+        self.expect(",")
+        message = self.expr()
+        self.expect(")")
+        self.expect("_NL")
+        return Tree("assert_stmt", [condition, message])
+
+    def for_stmt(self) -> Tree:
+        children: list[Any] = [self.take()]
+        if self.kind == "DEVICE_API":
+            children.append(self.take())
+        self.expect("(")
+        children.append(self.name())
+        self.expect(",")
+        children.append(self.expr())
+        self.expect(",")
+        children.append(self.expr())
+        self.expect(")")
+        children.append(self.body())
+        self.expect("_NL")
+        return Tree("for_stmt", children)
+
+    def allocate_stmt(self) -> Tree:
+        self.advance()
+        children: list[Any] = [self.name()]
+        self.expect("[")
+        if self.kind == "NAME":
+            children.append(Tree("alloc_type", [self.name()]))
+        elif self.kind == "HANDLE_TYPE":
+            children.append(Tree("alloc_type", [self.take()]))
+        else:
+            raise Unhandled
+        while self.kind == "_ALLOC_TIMES":
+            self.advance()
+            children.append(self.expr())  # padded extents, `* (e * e + p)`, stop it: Lark's
+        self.expect("]")
+        if self.is_keyword("in"):
+            self.advance()
+            children.append(Tree("memory_type", [self.name()]))
+        if self.is_keyword("if"):
+            self.advance()
+            children.append(Tree("alloc_condition", [self.expr()]))
+        self.expect("_NL")
+        if self.is_keyword("custom_new"):
+            self.advance()
+            self.expect("{")
+            children.append(Tree("custom_new", [self.expr()]))
+            self.expect("}")
+            self.expect("_NL")
+        if self.is_keyword("custom_delete"):
+            self.advance()
+            self.expect("{")
+            delete: list[Any] = [self.name()]
+            self.expect("(")
+            if self.kind != ")":
+                delete.append(self.name())
+            self.expect(")")
+            self.expect(";")
+            self.expect("}")
+            self.expect("_NL")
+            children.append(Tree("custom_delete", delete))
+        return Tree("allocate_stmt", children)
+
+    def free_stmt(self) -> Tree:
+        self.advance()
+        name = self.name()
+        self.expect("_NL")
+        return Tree("free_stmt", [name])
+
+    def produce_stmt(self) -> Tree:
+        return self._producer_consumer("produce_stmt")
+
+    def consume_stmt(self) -> Tree:
+        return self._producer_consumer("consume_stmt")
+
+    def _producer_consumer(self, rule: str) -> Tree:
+        self.advance()
+        name = self.name()
+        body = self.body()
+        self.expect("_NL")
+        return Tree(rule, [name, body])
+
+    def if_stmt(self) -> Tree:
+        self.advance()
+        children = self._condition_and_body()
+        if self.is_keyword("else"):
+            children.append(self.else_part())
+        self.expect("_NL")
+        return Tree("if_stmt", children)
+
+    def _condition_and_body(self) -> list[Any]:
+        self.expect("(")
+        condition = self.expr()
+        self.expect(")")
+        return [condition, self.body()]
+
+    def else_part(self) -> Tree:
+        self.advance()
+        if not self.is_keyword("if"):
+            return Tree("else_part", [self.body()])
+        self.advance()
+        children = self._condition_and_body()
+        if self.is_keyword("else"):
+            children.append(self.else_part())
+        return Tree("else_if", children)
+
+    def predicated_store(self) -> Tree:
+        self.advance()
+        self.expect("(")
+        predicate = self.expr()
+        self.expect(")")
+        self.expect("_NL")
+        name = self.name()
+        if self.kind != "[":
+            raise Unhandled  # a predicated provide
+        return Tree("predicated_store", [predicate, self.store(name)])
+
+    _keyword_statements: dict[str, Callable[[_Reader], Tree]] = {
+        "let": let_stmt, "assert": assert_stmt, "allocate": allocate_stmt, "free": free_stmt,
+        "produce": produce_stmt, "consume": consume_stmt, "if": if_stmt, "predicate": predicated_store,
+    }
+
+    # ------------------------------------------------------------ expressions
+    def expr(self) -> Any:
+        """``?expr``: an atom, a chain, a let expression or a predicated load."""
+        if self.is_keyword("let"):
+            return self.let_expr(self.expr)
+        return self.predicated_or_chain()
+
+    def predicated_or_chain(self) -> Any:
+        parenthesized = self.kind == "("
+        first = self.atom()
+        kind = self.kind
+        if kind == "BIN_OP":
+            return self.chain(first)
+        if kind == "NAME" and self.value == "if":
+            if parenthesized:
+                raise Unhandled  # `(b[i]) if c` is no predicated load
+            return self.predicated(first)
+        return first
+
+    def predicated(self, first: Any) -> Tree:
+        if first.data == "typed" and first.children[1].data == "load":
+            first = Tree("typed_load", first.children)
+        elif first.data != "load":
+            raise Unhandled
+        self.advance()
+        return Tree("predicated_load", [first, self.operand_chain()])
+
+    def operand_chain(self) -> Any:
+        first = self.atom()
+        return self.chain(first) if self.kind == "BIN_OP" else first
+
+    def chain(self, first: Any) -> Tree:
+        children = [first]
+        while self.kind == "BIN_OP":
+            children.append(self.take())
+            children.append(self.atom())
+        return Tree("binop_chain", children)
+
+    def let_expr(self, body: Callable[[], Any]) -> Tree:
+        self.advance()
+        name = self.name()
+        self.expect("=")
+        value_tree = self.operand_chain()
+        if not self.is_keyword("in"):
+            raise Unhandled
+        self.advance()
+        return Tree("let_expr", [name, value_tree, body()])
+
+    def atom(self) -> Any:
+        kind = self.kind
+        if kind == "NAME":
+            return self.call_or_variable(self.name())
+        if kind == "INT":
+            return Tree("int_lit", [self.take()])
+        if kind == "(":
+            self.advance()
+            inner = self.expr()
+            self.expect(")")
+            return inner
+        if kind == "TYPE_PREFIX" or kind == "HANDLE_TYPE":
+            prefix = self.take()
+            return Tree("typed", [prefix, self.typed_operand()])
+        if kind == "FLOAT":
+            return Tree("float_lit", [self.take()])
+        if kind == "STRING":
+            return Tree("string_lit", [self.take()])
+        if kind == "!":
+            self.advance()
+            return Tree("not_", [self.atom()])
+        if kind == "REINTERPRET":
+            token = self.take()
+            self.expect("(")
+            inner = self.expr()
+            self.expect(")")
+            return Tree("reinterpret", [token, inner])
+        raise Unhandled
+
+    def typed_operand(self) -> Any:
+        kind = self.kind
+        if kind == "NAME":
+            return self.call_or_variable(self.name())
+        if kind == "INT":
+            return Tree("int_lit", [self.take()])
+        if kind == "FLOAT":
+            return Tree("float_lit", [self.take()])
+        if kind == "(":
+            self.advance()
+            inner = self.expr()
+            self.expect(")")
+            return Tree("cast_operand", [inner])
+        raise Unhandled
+
+    def call_or_variable(self, name: Token) -> Tree:
+        kind = self.kind
+        if kind == "(":
+            self.advance()
+            children: list[Any] = [name]
+            if self.kind == ")":
+                children.append(None)
+            else:
+                children.append(self.expr())
+                while self.kind == ",":
+                    self.advance()
+                    children.append(self.expr())
+            self.expect(")")
+            return Tree("call", children)
+        if kind == "[":
+            self.advance()
+            index = self.expr()
+            alignment = self.alignment()
+            self.expect("]")
+            return Tree("load", [name, index, alignment])
+        return Tree("var", [name])
+
+    def alignment(self) -> Tree | None:
+        if not self.is_keyword("aligned"):
+            return None
+        self.advance()
+        self.expect("(")
+        if self.kind != "INT":
+            raise Unhandled
+        modulus = self.take()
+        self.expect(",")
+        if self.kind != "INT":
+            raise Unhandled
+        remainder = self.take()
+        self.expect(")")
+        return Tree("alignment", [modulus, remainder])

@@ -1,0 +1,131 @@
+"""The recursive-descent reader (hardboiled/frontend/descent.py) against
+Lark's LALR parser of the grammar: on every input it reads, the same tree,
+every token at the same line, column and offset; on the others it gives up
+(``Unhandled``) and Lark reads them. The inputs are every real dump in the
+fixtures, random IR as the printer prints it, and text made to trip a
+reader that decides too early (keywords as names, contextual terminals)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from lark import Token, Tree
+from lark.exceptions import UnexpectedInput
+
+from hardboiled.frontend.descent import Unhandled, parse_tree
+from hardboiled.frontend.grammar import halide_parser
+from hardboiled.frontend.parse import parse_text
+from hardboiled.frontend.stages import is_debug_log, select_stage
+from hardboiled.ir.printer import print_ir
+
+from .. import ir_strategies as irs
+from ..conftest import ROOT
+
+_TOKEN_FIELDS = ("type", "line", "column", "start_pos", "end_line", "end_column", "end_pos")
+_SLOW_DIRECTORIES = {"final", "sweep"}
+"""Megabytes of fixtures: read in the full suite only."""
+
+
+def _difference(mine: object, lark: object, path: str = "") -> str | None:
+    """Where two trees differ (tokens by text and position), or None."""
+    if isinstance(lark, Tree):
+        if not isinstance(mine, Tree) or mine.data != lark.data or len(mine.children) != len(lark.children):
+            return f"{path}: {mine!s:.60} is not {lark.data} with {len(lark.children)} children"
+        for i, (a, b) in enumerate(zip(mine.children, lark.children)):
+            found = _difference(a, b, f"{path}/{lark.data}[{i}]")
+            if found:
+                return found
+        return None
+    if isinstance(lark, Token):
+        if not isinstance(mine, Token) or str.__str__(mine) != str.__str__(lark):
+            return f"{path}: token {str.__str__(lark)!r} read as {mine!s:.60}"
+        for field in _TOKEN_FIELDS:
+            if getattr(mine, field) != getattr(lark, field):
+                return f"{path}: {field} of {str.__str__(lark)!r} is {getattr(mine, field)}, not {getattr(lark, field)}"
+        return None
+    return None if mine is lark else f"{path}: {mine!r:.40} is not {lark!r:.40}"
+
+
+def _check(text: str) -> bool:
+    """The reader agrees with Lark on ``text``; True if it read it."""
+    try:
+        lark = halide_parser().parse(text)
+    except UnexpectedInput:
+        lark = None
+    try:
+        mine = parse_tree(text)
+    except Unhandled:
+        return False
+    assert lark is not None, "the reader accepted text that the grammar rejects"
+    difference = _difference(mine, lark)
+    assert difference is None, difference
+    return True
+
+
+def _dumps() -> list[object]:
+    paths = sorted((ROOT / "tests" / "fixtures").glob("*/**/*.stmt"))
+    return [pytest.param(path, id=str(path.relative_to(ROOT / "tests" / "fixtures")),
+                         marks=[pytest.mark.slow] if path.relative_to(ROOT / "tests" / "fixtures").parts[0]
+                         in _SLOW_DIRECTORIES else []) for path in paths]
+
+
+_UNREAD_FORMS = ("fork {", "atomic (", "acquire (", "hoisted_storage", "realize ", "prefetch ", "predicate (")
+
+
+@pytest.mark.parametrize("path", _dumps())
+def test_reads_every_real_dump_as_lark_does(path: Path) -> None:
+    text = path.read_text()
+    if is_debug_log(text):
+        text = select_stage(text, str(path), "vectorizing")[0]
+    read = _check(text)
+    # It reads all of Halide's usual output; what it leaves to Lark is one
+    # of the rarer statements.
+    assert read or any(form in text for form in _UNREAD_FORMS), "the reader gave up on an ordinary dump"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "let in = 1\nfree free\n",  # keywords as names: Lark's lexer decides
+        "allocate a[float32 * (n*2) * 4] in Register if (uint1)1\na[0] = 1.000000f\n",
+        "allocate a[float32 * (n * 2 + 3)]\n",  # padded extents
+        "for (x, 0, extern) {\n a[x] = parallel(x)\n}\n",
+        "f((halide_task_t)::g, inff, -inff, nanh, (void *)x, reinterpret<(void *)>((uint64)0))\n",
+        "a[0] = (b[1]) if c\n",  # a parenthesized load is no predicated load
+        "a[0] = (int32)b[1] if c\n",
+        "a[0] = b[1] if c + 1\n",
+        "a[0] = x + b[1] if c\n",  # a syntax error
+        "let x = a + 1 in x*2\n",  # a let expression evaluated as a statement
+        "let x = b[0] if c in x\n",
+        "let x = (b[0] if c) in x\n",
+        "x[0] =\n let a = 1 in\n let b = let c = 2 in c in\n a + b\n",
+        "x[0] =\n let a = 1 in\n let b = 2 in x\n",
+        "f(x) = 1\n",  # a provide is Lark's
+        "predicate (c)\n a[0] = 1\n",
+        "if (a) {\n} else if (b) {\n c[0] = 1\n} else {\n}\n",
+        "for<CUDA> (x, 0, 4) {\n a[x] = (a<b>c)\n}\n",
+        "a[0] = x -1\n",
+        "a[0] = f()\nassert(x, halide_error(\"a \\\"b\\\"\"))\n",
+        "allocate A[(void *) * 4]\n custom_new { (void *)g(A.buffer) }\n custom_delete { h(A); }\n",
+        "module name=m, target=x86-64\nbuffer b = {...}\nexternal func f (a, b) {\n free x\n}\n",
+        "a[0] = 1\n\n\n   \n",
+        "a[0] = 1 @\n",
+        "\n",
+    ],
+)
+def test_decides_as_larks_contextual_lexer(source: str) -> None:
+    _check(source)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(irs.statements())
+def test_reads_random_ir_as_lark_does(stmt: object) -> None:
+    _check(print_ir(stmt))  # type: ignore[arg-type]
+
+
+def test_reads_ordinary_statements_without_lark(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (ROOT / "tests" / "fixtures" / "halide" / "amx_bf16_matmul_std_single" / "vectorizing.stmt").read_text()
+    monkeypatch.setattr("hardboiled.frontend.parse.halide_parser", None)  # a call would fail
+    parse_text(text)
