@@ -94,9 +94,14 @@ def checked(original: ir.Stmt, rewritten: ir.Stmt, temporaries: Mapping[str, ir.
     """Whether the store could be run on its own at all, and ``check_rewrite``'s answer."""
     layouts = layouts or {}
     rng = np.random.default_rng(seed)
-    program = _with_temporaries(rewritten, temporaries)
+    # Only the temporaries this rewrite reads: selection passes every one
+    # it made in the program, and walking them all for each store made
+    # checking quadratic in the number of stores.
+    used = {n.name for n in ir.walk(rewritten) if isinstance(n, ir.Variable)}
+    read = {name: value for name, value in temporaries.items() if name in used}
+    program = _with_temporaries(rewritten, read)
     types = _buffer_types(original)
-    scalars = _free_scalars(original, rewritten, temporaries, set(types))
+    scalars = _free_scalars(original, rewritten, read, set(types) | set(temporaries))
     for _ in range(TRIALS):
         params = {name: _random_scalar(t, rng) for name, t in scalars.items()}
         try:
@@ -138,13 +143,10 @@ def _in_layout(pointer: Pointer, layout: VNNILayout | None) -> Pointer:
 
 
 def _with_temporaries(rewritten: ir.Stmt, temporaries: Mapping[str, ir.Expr]) -> ir.Stmt:
-    """The rewrite inside allocations of the temporaries it reads, each
-    filled with its value first."""
-    used = {n.name for n in ir.walk(rewritten) if isinstance(n, ir.Variable)}
+    """The rewrite inside allocations of the temporaries (those it reads),
+    each filled with its value first."""
     program = rewritten
     for name, value in sorted(temporaries.items(), reverse=True):
-        if name not in used:
-            continue
         lanes = value.type.lanes
         fill = ir.Store(name, value, ir.Ramp(ir.IntImm(0), ir.IntImm(1), lanes))
         program = ir.Allocate(name, value.type.element(), "Stack", (ir.IntImm(lanes),),
@@ -166,7 +168,8 @@ def _buffer_types(original: ir.Stmt) -> dict[str, ir.Type]:
 def _free_scalars(original: ir.Stmt, rewritten: ir.Stmt, temporaries: Mapping[str, ir.Expr],
                   buffers: set[str]) -> dict[str, ir.Type]:
     """Names read but not bound by either statement (nor a temporary's
-    value), other than buffers and handles, with their types."""
+    value), other than ``buffers`` (and temporaries) and handles, with
+    their types."""
     bound: set[str] = set(buffers) | set(temporaries)
     found: dict[str, ir.Type] = {}
     roots: list[ir.Node] = [original, rewritten, *temporaries.values()]
