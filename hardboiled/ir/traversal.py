@@ -23,21 +23,38 @@ def children(node: Node) -> list[Node]:
     into tuples of them, and tuples of tuples such as ``Realize.bounds``).
 
     Every traversal goes through here, so it is a plain loop filling a list
-    (no generators), over field names looked up once per class."""
+    (no generators), over a plan of each class's fields made once: fields
+    that hold one node (or None) are taken as they are, tuples are looked
+    into, and fields whose type holds no node (names, types, literal
+    values) are not looked at."""
     found: list[Node] = []
-    for name in _field_names(type(node)):
-        _collect_nodes(getattr(node, name), found)
+    for name, nested in _child_fields(type(node)):
+        value = getattr(node, name)
+        if nested:
+            _collect_nodes(value, found)
+        elif value is not None:
+            found.append(value)
     return found
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_CHILD_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
+_ONE_NODE = frozenset({"Expr", "Stmt", "Node", "Expr | None", "Stmt | None", "Node | None"})
+_NO_NODE = frozenset({"str", "str | None", "int", "bool", "float", "Type", "BinOp", "ForKind", "ReduceOp",
+                      "tuple[int, ...]", "tuple[int, int] | None"})
+"""Field annotations (as written: the IR modules postpone annotations)
+that hold one node, and that hold none. A field of any other annotation
+is searched as ``_collect_nodes`` searches, so an unforeseen one costs
+time, never a child."""
 
 
-def _field_names(cls: type) -> tuple[str, ...]:
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = tuple(cls.__dataclass_fields__)  # type: ignore[attr-defined]
-    return names
+def _child_fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    """(field name, whether to look into it) for each field that may hold a node."""
+    plan = _CHILD_FIELDS.get(cls)
+    if plan is None:
+        fields = cls.__dataclass_fields__.values()  # type: ignore[attr-defined]
+        plan = _CHILD_FIELDS[cls] = tuple((f.name, str(f.type) not in _ONE_NODE) for f in fields
+                                          if str(f.type) not in _NO_NODE)
+    return plan
 
 
 def _collect_nodes(value: object, found: list[Node]) -> None:
