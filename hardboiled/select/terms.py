@@ -271,6 +271,10 @@ class TermError(ValueError):
 
 Value = Union["Term", int, str]
 
+_FIELD_POSITIONS: dict[str, tuple[Constructor, dict[str, int]]] = {}
+"""Each constructor's field positions by name, made on the first read of a
+field (decoding reads fields in its innermost loops)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Term:
@@ -296,9 +300,14 @@ class Term:
         # Only reached when ``name`` is not an attribute of Term itself.
         # Typed Any: the schema checked the field's sort when the term was
         # built or parsed, which a static type cannot express per field.
+        constructor = self.constructor
+        positions = _FIELD_POSITIONS.get(constructor.name)
+        if positions is None or positions[0] is not constructor:
+            positions = _FIELD_POSITIONS[constructor.name] = (
+                constructor, {field: i for i, field in enumerate(constructor.field_names)})
         try:
-            return self.args[self.constructor.field_names.index(name)]
-        except ValueError:
+            return self.args[positions[1][name]]
+        except KeyError:
             raise AttributeError(f"{self.constructor.name} has no field '{name}' "
                                  f"(fields: {', '.join(self.constructor.field_names) or 'none'})") from None
 
