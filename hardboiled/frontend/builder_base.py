@@ -12,11 +12,10 @@ add their rules on top of ``BuilderBase``.
 from __future__ import annotations
 
 import re
-from typing import TypeVar
-
-from lark import Token, Tree
+from typing import TypeVar, cast
 
 from hardboiled import ir
+from hardboiled.frontend.syntax_tree import Token, Tree
 from hardboiled.ir.invariants import node_problem
 from hardboiled.support.diagnostics import InputError, error_at
 
@@ -30,10 +29,12 @@ ALLOCATION_MARKER = ir.handle_type("hardboiled allocation")
 element type and whose bare references are handles (compared by identity)."""
 
 
-def token_of(node: Tree | Token) -> Token:
-    """A child that the grammar guarantees is a token (a literal or a name)."""
-    assert isinstance(node, Token), node
-    return node
+def token_of(node: Tree | Token | str) -> Token:
+    """A child that the grammar guarantees is a token (a literal or a name).
+    Lark's tokens and the reader's are both ``str`` with a token's
+    attributes; trees are not ``str``."""
+    assert isinstance(node, str), node
+    return cast(Token, node)
 
 
 def first_token(node: Tree | Token | None) -> Token | None:
@@ -41,9 +42,9 @@ def first_token(node: Tree | Token | None) -> Token | None:
     stack: list[Tree | Token | None] = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, Token):
-            return current
-        if isinstance(current, Tree):
+        if isinstance(current, str):
+            return current  # a token, Lark's or the reader's
+        if current is not None:
             stack.extend(reversed(current.children))
     return None
 

@@ -14,11 +14,10 @@ import re
 import sys
 from collections.abc import Callable
 
-from lark import Token, Tree
-
 from hardboiled import ir
 from hardboiled.frontend.builder_base import BuilderBase
 from hardboiled.frontend.literals import int32_value, unify_half, unify_halves
+from hardboiled.frontend.syntax_tree import Token, Tree
 
 _BROADCAST_NAME_RE = re.compile(r"x(\d+)")
 _REDUCE_OPS = {op.value: op for op in ir.ReduceOp}

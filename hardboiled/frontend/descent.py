@@ -1,19 +1,20 @@
 """A recursive-descent reader of the Halide IR that Halide prints, which
-builds the same Lark tree as the LALR parser of grammars/halide_ir.lark,
-about three times faster.
+builds the tree that the LALR parser of grammars/halide_ir.lark builds
+(syntax_tree.py's classes, of the shape of Lark's), about twice as fast,
+and without loading Lark.
 
 Lark's LALR engine spends most of a parse in its per-token loop, and Halide
 dumps run to megabytes. Almost every dump uses a small part of the grammar:
 statements, loops, allocations, stores and expressions. This reader
 handles that part, with the terminals and keywords of the grammar (the
-regular expressions of ``HalideLexer``), and gives up (``Unhandled``) on
-anything else: a form it does not read, a syntax error, or a token that
-the grammar's contextual lexer might read otherwise (a keyword used as a
-name, a spaced ``*`` outside an allocation). The caller then parses the
-text with Lark, which stays the definition of the language and the source
-of every syntax error's diagnostic. So the reader only ever decides how
-fast an input is read, never whether it is accepted nor how it reads:
-tests/frontend/test_descent.py compares its trees with Lark's, token
+scanner table that grammar.py makes from them), and gives up
+(``Unhandled``) on anything else: a form it does not read, a syntax error,
+or a token that the grammar's contextual lexer might read otherwise (a
+keyword used as a name, a spaced ``*`` outside an allocation). The caller
+then parses the text with Lark, which stays the definition of the language
+and the source of every syntax error's diagnostic. So the reader only ever
+decides how fast an input is read, never whether it is accepted nor how it
+reads: tests/frontend/test_descent.py compares its trees with Lark's, token
 positions included, over every real dump in the fixtures.
 """
 
@@ -22,45 +23,55 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from lark import Token, Tree
-
-from hardboiled.frontend.grammar import halide_parser
-from hardboiled.frontend.lexer import HalideLexer
+from hardboiled.frontend.grammar import current_scanner_table, stored_scanner_table
+from hardboiled.frontend.syntax_tree import Token, Tree
 
 _END = "$END"
-_NEWLINE_KINDS = frozenset({"_NL", "BUFFER_BODY"})
 
 
 class Unhandled(Exception):
     """The reader does not read this input; Lark will."""
 
 
+@dataclass(frozen=True)
+class _Scanner:
+    """The grammar's terminals as the reader scans them (grammar.py's
+    scanner table)."""
+
+    pattern: re.Pattern[str]
+    keywords: frozenset[str]
+    literal_kinds: frozenset[str]
+    newline_kinds: frozenset[str]
+
+
 @lru_cache(maxsize=1)
-def _lexer() -> HalideLexer:
-    return HalideLexer(halide_parser().lexer_conf)
+def _scanner() -> _Scanner:
+    table = stored_scanner_table() or current_scanner_table()
+    return _Scanner(re.compile(table["pattern"]), frozenset(table["keywords"]), frozenset(table["literal_kinds"]),
+                    frozenset(table["newline_kinds"]))
 
 
 def parse_tree(text: str) -> Tree:
-    """The Lark tree of ``text`` (ending in a newline), or ``Unhandled``."""
-    return _Reader(text, _lexer()).whole()
+    """The tree of ``text`` (ending in a newline), or ``Unhandled``."""
+    return _Reader(text, _scanner()).whole()
 
 
 class _Reader:
     """One parse: the tokens, scanned at once, the current one (``kind``
     and ``value``), and a method per rule of the grammar that it reads."""
 
-    def __init__(self, text: str, lexer: HalideLexer):
+    def __init__(self, text: str, scanner: _Scanner):
         self.text = text
-        self.keywords = lexer.keywords
-        literal_kinds = frozenset(
-            t.name for t in lexer.terminals_by_name.values() if t.pattern.type == "str" and t.name != "_ALLOC_TIMES"
-        )
+        self.keywords = scanner.keywords
+        self.newline_kinds = scanner.newline_kinds
+        literal_kinds = scanner.literal_kinds
         # One pass of the regular expression over the whole text; a
         # character no terminal reads leaves a gap between matches.
-        matches = list(lexer.skipping.finditer(text))
+        matches = list(scanner.pattern.finditer(text))
         ends = [m.end() for m in matches]
         if [m.start() for m in matches] != [0, *ends[:-1]] or text[ends[-1] if ends else 0:].strip(" \t\f"):
             raise Unhandled
@@ -82,17 +93,14 @@ class _Reader:
         self.kind, self.value = self.kinds[index], self.values[index]
 
     def take(self) -> Token:
-        """The current token as Lark's, then advance."""
+        """The current token as a ``Token``, then advance."""
         kind, value, end = self.kind, self.value, self.ends[self.index]
         start = end - len(value)
         line, line_start = self._line(start)
-        # As HalideLexer does: the slots filled directly (Token(...) costs
-        # more than the rest of a token), and the token stands for its own
-        # value.
-        token = str.__new__(Token, value)
-        token.type, token.value, token.start_pos = kind, token, start
+        token = Token(value)
+        token.type, token.start_pos = kind, start
         token.line, token.column = line, start - line_start + 1
-        if kind in _NEWLINE_KINDS and "\n" in value:
+        if kind in self.newline_kinds and "\n" in value:
             line, line_start = self._line(end)
         token.end_line, token.end_column, token.end_pos = line, end - line_start + 1, end
         self.advance()

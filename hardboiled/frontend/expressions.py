@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lark import Token, Tree
-
 from hardboiled import ir
 from hardboiled.frontend.builder_base import ALLOCATION_MARKER, token_of
 from hardboiled.frontend.call_forms import CallForms
 from hardboiled.frontend.literals import FLOAT_RE, FLOAT_SUFFIX_TYPES, unescape, unify_half
+from hardboiled.frontend.syntax_tree import Token, Tree
 from hardboiled.ir import operations
 
 _BINOPS = {
@@ -122,7 +121,7 @@ class ExpressionBuilder(CallForms):
 
     def _string_lit(self, tree: Tree) -> ir.Expr:
         token = tree.children[0]
-        assert isinstance(token, Token)  # a Token is a str: passed on without a copy
+        assert isinstance(token, str)  # a token is a str: passed on without a copy
         value = unescape(token)
         if value is None:
             raise self.error(

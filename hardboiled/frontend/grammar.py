@@ -1,17 +1,68 @@
-"""The LALR parser for grammars/halide_ir.lark, built once per process
-(and cached on disk by Lark), with hardboiled's contextual lexer."""
+"""The grammar of Halide's IR text (grammars/halide_ir.lark) and what is
+made of it: the LALR parser, built once per process (and cached on disk by
+Lark), with hardboiled's contextual lexer; and the scanner table of the
+recursive-descent reader (grammars/halide_ir.scanner.json), made from the
+same terminals, so that the reader need not load Lark.
+
+    python -m hardboiled.frontend.grammar    # rewrite the scanner table
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from functools import lru_cache
 from importlib import resources
+from typing import TYPE_CHECKING, Any
 
-from lark import Lark
+if TYPE_CHECKING:
+    from lark import Lark
 
-from hardboiled.frontend.lexer import HalideLexer
+_GRAMMARS = "hardboiled.grammars"
+SCANNER_TABLE = "halide_ir.scanner.json"
+
+
+def grammar_text() -> str:
+    return resources.files(_GRAMMARS).joinpath("halide_ir.lark").read_text()
 
 
 @lru_cache(maxsize=1)
 def halide_parser() -> Lark:
-    grammar = resources.files("hardboiled.grammars").joinpath("halide_ir.lark").read_text()
-    return Lark(grammar, parser="lalr", lexer=HalideLexer, maybe_placeholders=True, cache=True)
+    from lark import Lark
+
+    from hardboiled.frontend.lexer import HalideLexer
+
+    return Lark(grammar_text(), parser="lalr", lexer=HalideLexer, maybe_placeholders=True, cache=True)
+
+
+def current_scanner_table() -> dict[str, Any]:
+    """The scanner table as the grammar makes it now (loads Lark)."""
+    from hardboiled.frontend.lexer import scanner_table
+
+    return {"grammar_sha256": _digest(grammar_text()), **scanner_table(halide_parser().lexer_conf)}
+
+
+def stored_scanner_table() -> dict[str, Any] | None:
+    """The shipped scanner table, or None if the grammar changed since it
+    was written (the reader then makes it with Lark)."""
+    try:
+        table: dict[str, Any] = json.loads(resources.files(_GRAMMARS).joinpath(SCANNER_TABLE).read_text())
+    except (OSError, ValueError):
+        return None
+    return table if table.get("grammar_sha256") == _digest(grammar_text()) else None
+
+
+def scanner_table_text() -> str:
+    return json.dumps(current_scanner_table(), indent=1, sort_keys=True) + "\n"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    target = Path(__file__).resolve().parents[2] / "grammars" / SCANNER_TABLE
+    target.write_text(scanner_table_text())
+    print(f"wrote {target}")

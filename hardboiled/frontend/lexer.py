@@ -50,6 +50,25 @@ def _alternation(terminals: list[TerminalDef], ignore: list[str]) -> re.Pattern[
     return re.compile("|".join(parts))
 
 
+def scanner_table(conf: LexerConf) -> dict[str, Any]:
+    """What the recursive-descent reader (descent.py) needs of the grammar's
+    terminals, as data: one pattern that skips spaces and reads the next
+    terminal (a space is skipped only where no terminal starts, as the
+    alternation below tries spaces last), the keywords, and the terminals
+    that are literal text (whose text the reader uses as their kind)."""
+    lexer = HalideLexer(conf)
+    scanned = [t for t in conf.terminals if t.name not in conf.ignore and t.name not in lexer.keywords.values()]
+    ignore = [t.pattern.to_regexp() for t in conf.terminals if t.name in conf.ignore]
+    pattern = f"(?:{'|'.join(ignore)})*?(?:" + "|".join(
+        f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in _order(scanned)) + ")"
+    return {
+        "pattern": pattern,
+        "keywords": sorted(lexer.keywords),
+        "literal_kinds": sorted(t.name for t in scanned if t.pattern.type == "str" and t.name != "_ALLOC_TIMES"),
+        "newline_kinds": sorted(lexer.newline_types),
+    }
+
+
 class HalideLexer(Lexer):
     """Lark custom lexer (interface 2: it sees the parser state)."""
 
@@ -72,12 +91,6 @@ class HalideLexer(Lexer):
         )
         self.full = _alternation(scanned, ignore)
         self.plain = _alternation([t for t in scanned if t.name not in _CONTEXTUAL], ignore)
-        # The same choice, spaces skipped in the same match: a space is
-        # skipped only where no terminal starts (a lazy prefix), as above.
-        self.skipping = re.compile(
-            f"(?:{'|'.join(ignore)})*?(?:" + "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in _order(scanned))
-            + ")"
-        )
         self.terminals_by_name = {t.name: t for t in conf.terminals}
 
     def lex(self, lexer_state: LexerState, parser_state: Any) -> Iterator[Token]:

@@ -33,15 +33,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-
-from lark.exceptions import UnexpectedInput
+from typing import cast
 
 from hardboiled import ir
 from hardboiled.frontend.descent import Unhandled, parse_tree
 from hardboiled.frontend.grammar import halide_parser
 from hardboiled.frontend.stages import DEFAULT_STAGE, is_debug_log, select_stage
 from hardboiled.frontend.statements import TreeBuilder
-from hardboiled.frontend.syntax_errors import syntax_error
+from hardboiled.frontend.syntax_tree import Tree
 from hardboiled.support.diagnostics import InputError, error_at
 
 _TYPE_ASSERT_RE = re.compile(r"assert\(([^\s()]+)\.type == \(uint32\)(\d{1,10}),")
@@ -121,8 +120,13 @@ def _parse(
         tree = parse_tree(text)
     except (Unhandled, RecursionError):
         # Lark reads what the fast reader does not, and words every syntax error.
+        from lark.exceptions import UnexpectedInput
+
+        from hardboiled.frontend.syntax_errors import syntax_error
+
         try:
-            tree = halide_parser().parse(text)
+            # Lark's tree has the shape of syntax_tree's (the builder reads either).
+            tree = cast(Tree, halide_parser().parse(text))
         except UnexpectedInput as exc:
             error = syntax_error(exc, text, filename, line_offset)
             raise _mark_truncation(error, text, ends_mid_line, line_offset) from None

@@ -13,12 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from lark import Token, Tree
-
 from hardboiled import ir
-from hardboiled.frontend.builder_base import ALLOCATION_MARKER
+from hardboiled.frontend.builder_base import ALLOCATION_MARKER, token_of
 from hardboiled.frontend.expressions import ExpressionBuilder
 from hardboiled.frontend.literals import as_bfloat
+from hardboiled.frontend.syntax_tree import Tree
 
 
 class TreeBuilder(ExpressionBuilder):
@@ -163,10 +162,11 @@ class TreeBuilder(ExpressionBuilder):
     def _for(self, tree: Tree) -> ir.Stmt:
         kind_tok, *rest = tree.children
         device = None
-        if isinstance(rest[0], Token) and rest[0].type == "DEVICE_API":
-            device = str(rest[0])[1:-1]
+        first = rest[0]
+        if isinstance(first, str) and token_of(first).type == "DEVICE_API":
+            device = first[1:-1]
             if device not in ir.DEVICE_APIS:
-                raise self.error(f"unknown device API '{device}'", rest[0])
+                raise self.error(f"unknown device API '{device}'", token_of(first))
             rest = rest[1:]
         name_tok, min_tree, extent_tree, body_tree = rest
         lo, extent = self.expr(min_tree), self.expr(extent_tree)

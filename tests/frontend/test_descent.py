@@ -7,17 +7,20 @@ reader that decides too early (keywords as names, contextual terminals)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from lark import Token, Tree
+from lark import Token as LarkToken
+from lark import Tree as LarkTree
 from lark.exceptions import UnexpectedInput
 
 from hardboiled.frontend.descent import Unhandled, parse_tree
-from hardboiled.frontend.grammar import halide_parser
-from hardboiled.frontend.parse import parse_text
+from hardboiled.frontend.grammar import SCANNER_TABLE, halide_parser, scanner_table_text
 from hardboiled.frontend.stages import is_debug_log, select_stage
+from hardboiled.frontend.syntax_tree import Token, Tree
 from hardboiled.ir.printer import print_ir
 
 from .. import ir_strategies as irs
@@ -30,7 +33,7 @@ _SLOW_DIRECTORIES = {"final", "sweep"}
 
 def _difference(mine: object, lark: object, path: str = "") -> str | None:
     """Where two trees differ (tokens by text and position), or None."""
-    if isinstance(lark, Tree):
+    if isinstance(lark, LarkTree):
         if not isinstance(mine, Tree) or mine.data != lark.data or len(mine.children) != len(lark.children):
             return f"{path}: {mine!s:.60} is not {lark.data} with {len(lark.children)} children"
         for i, (a, b) in enumerate(zip(mine.children, lark.children)):
@@ -38,7 +41,7 @@ def _difference(mine: object, lark: object, path: str = "") -> str | None:
             if found:
                 return found
         return None
-    if isinstance(lark, Token):
+    if isinstance(lark, LarkToken):
         if not isinstance(mine, Token) or str.__str__(mine) != str.__str__(lark):
             return f"{path}: token {str.__str__(lark)!r} read as {mine!s:.60}"
         for field in _TOKEN_FIELDS:
@@ -125,7 +128,18 @@ def test_reads_random_ir_as_lark_does(stmt: object) -> None:
     _check(print_ir(stmt))  # type: ignore[arg-type]
 
 
-def test_reads_ordinary_statements_without_lark(monkeypatch: pytest.MonkeyPatch) -> None:
-    text = (ROOT / "tests" / "fixtures" / "halide" / "amx_bf16_matmul_std_single" / "vectorizing.stmt").read_text()
-    monkeypatch.setattr("hardboiled.frontend.parse.halide_parser", None)  # a call would fail
-    parse_text(text)
+def test_reads_ordinary_statements_without_loading_lark() -> None:
+    code = ("import sys\n"
+            "from hardboiled.frontend.parse import parse_input\n"
+            f"parse_input(open({str(_MATMUL)!r}).read())\n"
+            "print(sorted(m for m in sys.modules if m == 'lark' or m.startswith('lark.')))\n")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
+
+
+def test_the_shipped_scanner_table_is_the_grammars() -> None:
+    shipped = (ROOT / "grammars" / SCANNER_TABLE).read_text()
+    assert shipped == scanner_table_text(), "run: python -m hardboiled.frontend.grammar"
+
+
+_MATMUL = ROOT / "tests" / "fixtures" / "halide" / "amx_bf16_matmul_std_single" / "debug.log"
