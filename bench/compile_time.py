@@ -25,6 +25,7 @@ checkout of hardboiled (``git worktree add /tmp/before REV``) with this
 script's inputs, for before/after figures.
 
     .venv/bin/python bench/compile_time.py [--tree DIR] [--repeat N] [--parts p1,p2,p3,parse]
+        [--loop-taps 16,...] [--unrolled-taps 64,...,4096]
 """
 
 from __future__ import annotations
@@ -250,9 +251,10 @@ def _slope(points: list[tuple[int, float]]) -> float | None:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
 
-def p3(tree: Path) -> dict[str, Any]:
+def p3(tree: Path, loop_taps: tuple[int, ...] = LOOP_TAPS, unrolled_taps: tuple[int, ...] = UNROLLED_TAPS
+       ) -> dict[str, Any]:
     curves = {}
-    for form, taps_list in (("conv1d, loop form", LOOP_TAPS), ("conv1d, unrolled", UNROLLED_TAPS)):
+    for form, taps_list in (("conv1d, loop form", loop_taps), ("conv1d, unrolled", unrolled_taps)):
         rows = []
         for taps in taps_list:
             key = f"conv1d-k{taps}" if "loop" in form else f"conv1d-unrolled-k{taps}"
@@ -321,6 +323,10 @@ def _fmt(value: Any, unit: str = "", digits: int = 2) -> str:
     return f"{value:.{digits}f}{unit}" if isinstance(value, float) else f"{value}{unit}"
 
 
+def _sizes(text: str) -> tuple[int, ...]:
+    return tuple(int(taps) for taps in text.split(",") if taps)
+
+
 def main() -> int:
     global TIMEOUT_S
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -328,6 +334,10 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure; medians are reported")
     parser.add_argument("--parts", default="p2,p1,p3,parse")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--loop-taps", default=",".join(map(str, LOOP_TAPS)),
+                        help="P3's conv1d loop-form sizes (taps), comma-separated")
+    parser.add_argument("--unrolled-taps", default=",".join(map(str, UNROLLED_TAPS)),
+                        help="P3's unrolled conv1d sizes (taps; 4096 is 1,026 statements), comma-separated")
     parser.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds per measured process")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--halide-lowering", action="store_true", help=argparse.SUPPRESS)
@@ -370,7 +380,7 @@ def main() -> int:
                   f"{_fmt(r['theirs_piece_s'], '', 3):>12} {_fmt(r['ours_piece_s'], '', 3):>14} "
                   f"{_fmt(r['piece_ratio'], 'x', 3):>9}")
     if "p3" in parts:
-        curves = figures["p3"] = p3(tree)
+        curves = figures["p3"] = p3(tree, _sizes(args.loop_taps), _sizes(args.unrolled_taps))
         print("\nP3  conv1d scaling, whole compile (--emit cuda)")
         for form, curve in curves.items():
             print(f"  {form} (slope of log time on log statements: {_fmt(curve['slope'])})")

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,7 @@ from hardboiled import ir
 from hardboiled.legalize.passes import PASSES, StmtPass, legalize
 from hardboiled.pipeline.compilation import Compilation, KernelInterface, bodies, single, with_bodies
 from hardboiled.pipeline.options import CUDA_BUILD_SUFFIXES, CompileOptions
+from hardboiled.select.options import RewriteCheck
 from hardboiled.select.selector import SelectionMiss, select_instructions
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
 from hardboiled.targets.wmma import WMMA_TENSOR_CORE
@@ -118,6 +121,32 @@ def _emit_egg(c: Compilation, o: Any) -> None:
                                     WMMA_TENSOR_CORE.best_window_shape(windows), groups)
 
 
+def _rewrite_checker_loading() -> RewriteCheck:
+    """verify/rewrite_check.py's check, its module (and numpy, a tenth of a
+    second) loading on a thread meanwhile: selection spends that long
+    waiting for the egglog child, with the GIL released. A failed import is
+    raised where the check is first called, as a plain import's would be."""
+
+    def load() -> None:
+        with contextlib.suppress(BaseException):  # raised again by the import below, in this thread
+            importlib.import_module("hardboiled.verify.rewrite_check")
+
+    loading = threading.Thread(target=load, name="hardboiled-load-verify", daemon=True)
+    try:
+        loading.start()
+    except RuntimeError:  # no memory for a thread (a tight ulimit -v): loaded when first called
+        load()
+
+    def check(*args: Any, **kwargs: Any) -> str | None:
+        if loading.ident is not None:
+            loading.join()
+        from hardboiled.verify.rewrite_check import check_rewrite
+
+        return check_rewrite(*args, **kwargs)
+
+    return check
+
+
 def _select(c: Compilation, o: Any) -> None:
     from hardboiled.select.candidates import NothingMarked, compiled_gpu_kernels, gpu_kernels_compiled
     from hardboiled.select.extract import iter_stores
@@ -126,9 +155,7 @@ def _select(c: Compilation, o: Any) -> None:
     options = o.selection
     if options.rewrite_check is None:
         # Every rewrite is checked against its store before it is emitted.
-        from hardboiled.verify.rewrite_check import check_rewrite
-
-        options = dataclasses.replace(options, rewrite_check=check_rewrite)
+        options = dataclasses.replace(options, rewrite_check=_rewrite_checker_loading())
     kernels = compiled_gpu_kernels(c.program)
     if _already_lowered(c):
         return
