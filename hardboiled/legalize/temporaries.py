@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from hardboiled import ir
 from hardboiled.ir.visitor import map_all_exprs, map_stmt
-from hardboiled.legalize.common import LegalizationError, path_to_uses, uses_variable
+from hardboiled.legalize.common import LegalizationError, holding, path_to_uses
 from hardboiled.select.reinsert import Temporary
 from hardboiled.support.diagnostics import Diagnostic
 
@@ -169,13 +169,14 @@ def _choose_position(path: list[ir.Stmt], needed: set[str], reads: set[str], sub
 def _split_uses(stmt: ir.Stmt, temp: Temporary) -> tuple[ir.Stmt, list[Temporary]]:
     """Give each child of the smallest statement holding every use of
     ``temp`` its own copy."""
-    path = path_to_uses(stmt, temp.name)
+    uses = holding(stmt, temp.name)
+    path = path_to_uses(stmt, temp.name, uses)
     assert path is not None
     holder = path[-1]
     copies: list[Temporary] = []
     renamed: dict[int, ir.Stmt] = {}
     for child in ir.children(holder):
-        if isinstance(child, ir.Stmt) and uses_variable(child, temp.name):
+        if isinstance(child, ir.Stmt) and uses(child, temp.name):
             copy = Temporary(f"{temp.name}.{len(copies)}", temp.value)
             copies.append(copy)
             renamed[id(child)] = _rename_variable(child, temp.name, copy.name)

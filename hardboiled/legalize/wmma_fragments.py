@@ -11,7 +11,7 @@ import dataclasses
 
 from hardboiled import ir
 from hardboiled.ir.visitor import map_stmt
-from hardboiled.legalize.common import accesses, path_to_uses
+from hardboiled.legalize.common import holding, names_buffer, path_to_uses
 
 
 def push_fragment_allocations(stmt: ir.Stmt, memory_types: frozenset[str] = frozenset({"WMMAAccumulator"})) -> ir.Stmt:
@@ -23,7 +23,7 @@ def push_fragment_allocations(stmt: ir.Stmt, memory_types: frozenset[str] = froz
     def visit(node: ir.Stmt) -> ir.Stmt | None:
         if not (isinstance(node, ir.Allocate) and node.memory_type in memory_types):
             return None
-        path = path_to_uses(node.body, node.name, accesses)
+        path = path_to_uses(node.body, node.name, holding(node.body, node.name, names_buffer))
         threads = [n for n in (path or []) if isinstance(n, ir.For) and n.kind is ir.ForKind.GPU_THREAD]
         if not threads:
             return dataclasses.replace(node, body=map_stmt(node.body, visit))
