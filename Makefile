@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: help install man test test-fast lint fixtures sweep-fixtures app-fixtures goldens terms bench sweep app apps clean
+.PHONY: help install man test test-fast lint fixtures sweep-fixtures app-fixtures goldens terms scanner bench sweep app apps clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -55,6 +55,9 @@ goldens: ## Regenerate tests/goldens (expected outputs of every fixture) after a
 
 terms: ## Regenerate rules/definition.egg from the term schema (hardboiled/select/terms.py)
 	$(BIN)/python -m hardboiled.select.terms
+
+scanner: ## Regenerate grammars/halide_ir.scanner.json (the fast reader's terminals) after editing the grammar
+	$(BIN)/python -m hardboiled.frontend.grammar
 
 bench: ## Run the benchmarks under bench/ and print their figures
 	$(BIN)/python bench/parse_speed.py
