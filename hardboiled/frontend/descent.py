@@ -31,6 +31,8 @@ from hardboiled.frontend.grammar import current_scanner_table, stored_scanner_ta
 from hardboiled.frontend.syntax_tree import Token, Tree
 
 _END = "$END"
+_LITERALS = {"INT": "int_lit", "FLOAT": "float_lit", "STRING": "string_lit"}
+"""The literal terminals, and the rule each reads as."""
 
 
 class Unhandled(Exception):
@@ -154,15 +156,7 @@ class _Reader:
                 raise Unhandled
             self.advance()
             func.append(self.name())
-            self.expect("(")
-            if self.kind == ")":
-                func.append(None)
-            else:
-                func.append(self.name())
-                while self.kind == ",":
-                    self.advance()
-                    func.append(self.name())
-            self.expect(")")
+            func.extend(self.arguments(self.name))
             func.append(self.body())
             self.expect("_NL")
             children.append(Tree("func", func))
@@ -230,9 +224,7 @@ class _Reader:
         self.advance()
         lines: list[Any] = []
         while self.is_keyword("let"):
-            self.advance()
-            name = self.name()
-            self.expect("=")
+            name = self.binding()
             if self.is_keyword("let"):
                 value_tree = self.let_expr(self.operand_chain)
             else:
@@ -249,9 +241,7 @@ class _Reader:
 
     def let_stmt(self) -> Tree:
         """``let x = v``, or a line that evaluates ``let x = v in e``."""
-        self.advance()
-        name = self.name()
-        self.expect("=")
+        name = self.binding()
         if self.is_keyword("let"):
             value_tree = self.let_expr(self.expr)
         else:
@@ -365,9 +355,7 @@ class _Reader:
         return Tree("if_stmt", children)
 
     def _condition_and_body(self) -> list[Any]:
-        self.expect("(")
-        condition = self.expr()
-        self.expect(")")
+        condition = self.parenthesized()
         return [condition, self.body()]
 
     def else_part(self) -> Tree:
@@ -382,9 +370,7 @@ class _Reader:
 
     def predicated_store(self) -> Tree:
         self.advance()
-        self.expect("(")
-        predicate = self.expr()
-        self.expect(")")
+        predicate = self.parenthesized()
         self.expect("_NL")
         name = self.name()
         if self.kind != "[":
@@ -434,10 +420,15 @@ class _Reader:
             children.append(self.atom())
         return Tree("binop_chain", children)
 
-    def let_expr(self, body: Callable[[], Any]) -> Tree:
+    def binding(self) -> Token:
+        """``let NAME =``: the name."""
         self.advance()
         name = self.name()
         self.expect("=")
+        return name
+
+    def let_expr(self, body: Callable[[], Any]) -> Tree:
+        name = self.binding()
         value_tree = self.operand_chain()
         if not self.is_keyword("in"):
             raise Unhandled
@@ -448,60 +439,57 @@ class _Reader:
         kind = self.kind
         if kind == "NAME":
             return self.call_or_variable(self.name())
-        if kind == "INT":
-            return Tree("int_lit", [self.take()])
+        literal = _LITERALS.get(kind)
+        if literal is not None:
+            return Tree(literal, [self.take()])
         if kind == "(":
-            self.advance()
-            inner = self.expr()
-            self.expect(")")
-            return inner
+            return self.parenthesized()
         if kind == "TYPE_PREFIX" or kind == "HANDLE_TYPE":
             prefix = self.take()
             return Tree("typed", [prefix, self.typed_operand()])
-        if kind == "FLOAT":
-            return Tree("float_lit", [self.take()])
-        if kind == "STRING":
-            return Tree("string_lit", [self.take()])
         if kind == "!":
             self.advance()
             return Tree("not_", [self.atom()])
         if kind == "REINTERPRET":
             token = self.take()
-            self.expect("(")
-            inner = self.expr()
-            self.expect(")")
-            return Tree("reinterpret", [token, inner])
+            return Tree("reinterpret", [token, self.parenthesized()])
         raise Unhandled
 
     def typed_operand(self) -> Any:
+        """What a type prefix applies to: no string, no second prefix."""
         kind = self.kind
         if kind == "NAME":
             return self.call_or_variable(self.name())
-        if kind == "INT":
-            return Tree("int_lit", [self.take()])
-        if kind == "FLOAT":
-            return Tree("float_lit", [self.take()])
+        if kind == "INT" or kind == "FLOAT":
+            return Tree(_LITERALS[kind], [self.take()])
         if kind == "(":
-            self.advance()
-            inner = self.expr()
-            self.expect(")")
-            return Tree("cast_operand", [inner])
+            return Tree("cast_operand", [self.parenthesized()])
         raise Unhandled
+
+    def arguments(self, item: Callable[[], Any]) -> list[Any]:
+        """``"(" [ITEM ("," ITEM)*] ")"``: the items, or ``[None]`` (Lark's
+        placeholder for the absent list)."""
+        self.expect("(")
+        if self.kind == ")":
+            self.advance()
+            return [None]
+        items = [item()]
+        while self.kind == ",":
+            self.advance()
+            items.append(item())
+        self.expect(")")
+        return items
+
+    def parenthesized(self) -> Any:
+        self.expect("(")
+        inner = self.expr()
+        self.expect(")")
+        return inner
 
     def call_or_variable(self, name: Token) -> Tree:
         kind = self.kind
         if kind == "(":
-            self.advance()
-            children: list[Any] = [name]
-            if self.kind == ")":
-                children.append(None)
-            else:
-                children.append(self.expr())
-                while self.kind == ",":
-                    self.advance()
-                    children.append(self.expr())
-            self.expect(")")
-            return Tree("call", children)
+            return Tree("call", [name, *self.arguments(self.expr)])
         if kind == "[":
             self.advance()
             index = self.expr()
