@@ -54,13 +54,15 @@ def main(args: list[str] | None = None) -> None:
     SIGTERM unwinds it like an interrupt (temporary files removed, children
     killed, nothing half-written) and exits 143."""
     try:
-        signal.signal(signal.SIGTERM, _terminate)
+        previous = signal.signal(signal.SIGTERM, _terminate)
     except ValueError:
-        pass  # not the main thread (a caller embedding the command): its own handlers stand
-    from hardboiled.support.environment import fit_address_limit
-
-    fit_address_limit()
+        previous = None  # not the main thread (a caller embedding the command): its own handlers stand
     try:
+        # Inside the try: a SIGTERM that lands while this loads is an
+        # ordinary termination too, not a traceback.
+        from hardboiled.support.environment import fit_address_limit
+
+        fit_address_limit()
         _main(list(sys.argv[1:] if args is None else args))
     except Terminated:
         from hardboiled.support.diagnostics import ExitCode
@@ -70,6 +72,12 @@ def main(args: list[str] | None = None) -> None:
 
         sys.stderr.write("hardboiled: error: terminated\n")
         sys.exit(int(ExitCode.TERMINATED))
+    finally:
+        # The work is done (or undone): a SIGTERM from here on, during the
+        # interpreter's shutdown, ends the process as it would have before,
+        # not with a traceback from an exit handler.
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _terminate(signum: int, frame: object) -> None:

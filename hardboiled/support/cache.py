@@ -15,6 +15,7 @@ others can write (docs/security.md).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -229,7 +230,11 @@ class ResultCache:
             return None
         finally:
             if fd >= 0:
-                os.close(fd)
+                # A signal between fdopen and `fd = -1` leaves the file
+                # closed by the handle: the signal's exception, not EBADF,
+                # is what must go on.
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         if (not isinstance(entry, dict) or entry.get("format") != CACHE_FORMAT or entry.get("key") != key
                 or entry.get("checksum") != _checksum(key, entry.get("value"))):
             return None

@@ -7,6 +7,7 @@ temporary file behind."""
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -148,3 +149,24 @@ def test_sigterm_while_many_outputs_are_written_leaves_all_old_or_all_new(tmp_pa
         assert _leftovers(out) == [], (trial, proc.returncode, old, stderr.decode()[-800:])
         outcomes.add(old)
     assert 150 in outcomes  # at least one signal arrived before the commit
+
+
+@pytest.mark.slow
+def test_sigterm_at_any_moment_of_a_cached_compile_ends_it_without_a_traceback(tmp_path: Path) -> None:
+    """A SIGTERM at a moment drawn from a seed, from start-up (before the
+    handler is installed) to the interpreter's shutdown (after it is
+    restored): the process ends as SIGTERM ends it, exit 143 or done,
+    never with a traceback. Two races did print one: a signal while the
+    start-up loaded, and one between opening a cache entry and handing its
+    descriptor to a file object (the close that followed failed with EBADF
+    in place of the signal's exception)."""
+    command = [str(HARDBOILED), "compile", str(SOURCE), "--emit", "c,ir", "-o", str(tmp_path / "out"), "-q",
+               "--cache-dir", str(tmp_path / "cache")]
+    assert subprocess.run(command, capture_output=True, timeout=300).returncode == 0
+    rng = random.Random(35)
+    for _ in range(40):
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(0.0, 0.2))
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode in (0, 143, -15) and b"Traceback" not in stderr, (proc.returncode, stderr[-1500:])
