@@ -44,10 +44,13 @@ def _order(terminals: list[TerminalDef]) -> list[TerminalDef]:
     )
 
 
+def _choices(terminals: list[TerminalDef]) -> str:
+    """The terminals as one alternation of named groups, in Lark's order."""
+    return "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in _order(terminals))
+
+
 def _alternation(terminals: list[TerminalDef], ignore: list[str]) -> re.Pattern[str]:
-    parts = [f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in _order(terminals)]
-    parts.append(f"(?P<{_IGNORE}>{'|'.join(ignore)})")
-    return re.compile("|".join(parts))
+    return re.compile(f"{_choices(terminals)}|(?P<{_IGNORE}>{'|'.join(ignore)})")
 
 
 def scanner_table(conf: LexerConf) -> dict[str, Any]:
@@ -57,14 +60,11 @@ def scanner_table(conf: LexerConf) -> dict[str, Any]:
     alternation below tries spaces last), the keywords, and the terminals
     that are literal text (whose text the reader uses as their kind)."""
     lexer = HalideLexer(conf)
-    scanned = [t for t in conf.terminals if t.name not in conf.ignore and t.name not in lexer.keywords.values()]
-    ignore = [t.pattern.to_regexp() for t in conf.terminals if t.name in conf.ignore]
-    pattern = f"(?:{'|'.join(ignore)})*?(?:" + "|".join(
-        f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in _order(scanned)) + ")"
     return {
-        "pattern": pattern,
+        "pattern": f"(?:{'|'.join(lexer.ignore)})*?(?:{_choices(lexer.scanned)})",
         "keywords": sorted(lexer.keywords),
-        "literal_kinds": sorted(t.name for t in scanned if t.pattern.type == "str" and t.name != "_ALLOC_TIMES"),
+        "literal_kinds": sorted(t.name for t in lexer.scanned
+                                if t.pattern.type == "str" and t.name != "_ALLOC_TIMES"),
         "newline_kinds": sorted(lexer.newline_types),
     }
 
@@ -77,20 +77,22 @@ class HalideLexer(Lexer):
     def __init__(self, conf: LexerConf) -> None:
         name_pattern = re.compile(next(t for t in conf.terminals if t.name == "NAME").pattern.to_regexp())
         self.keywords: dict[str, str] = {}
-        scanned: list[TerminalDef] = []
-        ignore: list[str] = []
+        self.scanned: list[TerminalDef] = []
+        """The terminals the regular expressions scan (not keywords, not spaces)."""
+        self.ignore: list[str] = []
+        """The patterns of what is skipped between terminals."""
         for term in conf.terminals:
             if term.name in conf.ignore:
-                ignore.append(term.pattern.to_regexp())
+                self.ignore.append(term.pattern.to_regexp())
             elif term.pattern.type == "str" and name_pattern.fullmatch(term.pattern.value):
                 self.keywords[term.pattern.value] = term.name
             else:
-                scanned.append(term)
+                self.scanned.append(term)
         self.newline_types = frozenset(
-            t.name for t in scanned if "\n" in t.pattern.value or "\\n" in t.pattern.to_regexp()
+            t.name for t in self.scanned if "\n" in t.pattern.value or "\\n" in t.pattern.to_regexp()
         )
-        self.full = _alternation(scanned, ignore)
-        self.plain = _alternation([t for t in scanned if t.name not in _CONTEXTUAL], ignore)
+        self.full = _alternation(self.scanned, self.ignore)
+        self.plain = _alternation([t for t in self.scanned if t.name not in _CONTEXTUAL], self.ignore)
         self.terminals_by_name = {t.name: t for t in conf.terminals}
 
     def lex(self, lexer_state: LexerState, parser_state: Any) -> Iterator[Token]:

@@ -38,5 +38,3 @@ class Tree:
         self.data = data
         self.children = children
 
-
-Node = Tree | Token
