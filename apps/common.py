@@ -93,7 +93,10 @@ def cuda_only(output, tiled, reductions, unrolled=(), tile=(32, 8)):
     ``tiled`` dimensions in blocks of ``tile`` threads (any other dimension
     of the output fused into the grid's third axis), each thread computing
     its element with the ``reductions``' accumulators in registers, and
-    each of ``unrolled`` (a reduction's (Func, RVar)) unrolled by 4.
+    each of ``unrolled`` (a reduction's (Func, RVar)) unrolled by 4. Threads
+    past the output's edge do nothing (GuardWithIf): the default tail would
+    shift the last tile inwards, before the buffer's start where the
+    output is smaller than a tile (the applications' test sizes).
 
     It is the schedule a Halide user writes first for a GPU, not one an
     autoscheduler tuned: docs/performance.md says what that means for the
@@ -108,9 +111,9 @@ def cuda_only(output, tiled, reductions, unrolled=(), tile=(32, 8)):
             fused = h.Var(f"{z.name()}_{v.name()}")
             output.fuse(z, v, fused)
             z = fused
-        output.gpu_tile(x, y, z, bx, by, bz, tx, ty, tz, tile[0], tile[1], 1)
+        output.gpu_tile(x, y, z, bx, by, bz, tx, ty, tz, tile[0], tile[1], 1, h.TailStrategy.GuardWithIf)
     else:
-        output.gpu_tile(x, y, bx, by, tx, ty, tile[0], tile[1])
+        output.gpu_tile(x, y, bx, by, tx, ty, tile[0], tile[1], h.TailStrategy.GuardWithIf)
     for func in reductions:
         func.compute_at(output, tx)
     for func, rvar in unrolled:

@@ -61,8 +61,10 @@ on), f16 in and out.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import datetime
+import io
 import json
 import os
 import platform
@@ -156,6 +158,14 @@ int halide_cuda_get_stream(void *user_context, CUcontext ctx, CUstream *stream) 
     *stream = 0;
     return 0;
 }
+// Halide's own error handler prints and aborts the process, which would
+// end the whole run at one baseline's failed check; this one keeps the
+// message for the runner to report, and the pipeline returns its error.
+static char hbr_halide_message[2048];
+void halide_error(void *user_context, const char *message) {
+    strncpy(hbr_halide_message, message, sizeof hbr_halide_message - 1);
+}
+const char *hbr_halide_error(void) { return hbr_halide_message; }
 int hbr_wrap(struct halide_buffer_t *buffer, void *device) {
     return halide_cuda_wrap_device_ptr ? halide_cuda_wrap_device_ptr(0, buffer, (uint64_t)device) : -2;
 }
@@ -228,6 +238,7 @@ class Runtime:
         self.library = ctypes.CDLL(str(library))
         self.dry_run = dry_run
         self.library.hbr_error_string.restype = ctypes.c_char_p
+        self.library.hbr_halide_error.restype = ctypes.c_char_p
 
     def call(self, function: str, *args: Any) -> None:
         code = getattr(self.library, function)(*args)
@@ -311,7 +322,33 @@ class Launch:
             return
         code = self.baseline(*(ctypes.byref(buffer) for buffer, _ in self.halide_buffers))
         if code != 0:
-            raise DeviceError(f"the CUDA-only Halide baseline returned Halide error {code}")
+            message = self.runtime.library.hbr_halide_error().decode().strip()
+            raise DeviceError(f"the CUDA-only Halide baseline returned Halide error {code}: {message}")
+
+    def baseline_bounds_problems(self) -> list[str]:
+        """Halide's bounds query of the baseline (no GPU: its buffers have
+        neither host nor device memory, so the pipeline only says which
+        region of each buffer it would touch): every region it names that
+        the kernel's buffers do not hold. Run before the first launch, since
+        a baseline that reaches outside its buffers fails its own checks
+        there. Not in the dry run: the pipeline loads its kernels into a
+        CUDA context before it answers a query (prepare, which reads
+        Halide's warnings, catches what is certain to fail)."""
+        if self.baseline is None or self.runtime.dry_run:
+            return []
+        by_name = {a["name"]: a for a in self.kernel["arguments"]}
+        queries = [halide_buffer(by_name[name]) for name in self.kernel["baseline"]["order"]]
+        code = self.baseline(*(ctypes.byref(buffer) for buffer, _ in queries))
+        if code != 0:
+            message = self.runtime.library.hbr_halide_error().decode().strip()
+            return [f"the bounds query returned Halide error {code}: {message}"]
+        problems = []
+        for name, (_, dims) in zip(self.kernel["baseline"]["order"], queries):
+            for axis, ((low, extent, _), asked) in enumerate(zip(by_name[name]["dims"], dims)):
+                if asked.min < low or asked.min + asked.extent > low + extent:
+                    problems.append(f"{name} dimension {axis}: the baseline touches [{asked.min}, "
+                                    f"{asked.min + asked.extent}), the buffer holds [{low}, {low + extent})")
+        return problems
 
     def download(self, name: str) -> np.ndarray:
         host = np.empty_like(self.arrays[name])
@@ -558,8 +595,13 @@ def sanitize(folder: Path, library: Path, kernel: dict[str, Any], tools: tuple[s
         said = proc.stdout + proc.stderr
         if "Device not supported" in said:
             return {"sanitizer_errors": None, "sanitizer": f"{tool} cannot watch this GPU: {said.strip()[-300:]}"}
+        # racecheck sums up as "N hazards displayed (E errors, W warnings)":
+        # its warnings are hazards between the lanes of a warp, races since
+        # Volta's independent thread scheduling, so they count.
         found = re.search(r"ERROR SUMMARY: (\d+) error", said)
-        count = int(found.group(1)) if found else (0 if proc.returncode == 0 else 1)
+        hazards = re.search(r"RACECHECK SUMMARY: (\d+) hazard", said)
+        count = (int(found.group(1)) if found else int(hazards.group(1)) if hazards
+                 else 0 if proc.returncode == 0 else 1)
         errors += count
         if count or proc.returncode not in (0, 99):
             notes[tool] = said[-2000:]
@@ -567,27 +609,36 @@ def sanitize(folder: Path, library: Path, kernel: dict[str, Any], tools: tuple[s
 
 
 def run(folder: Path, out: Path, *, dry_run: bool, quick: bool, sanitizer: bool, warmup: int,
-        repeat: int, rebuild: bool = False) -> dict[str, Any]:
+        repeat: int, rebuild: bool = False, sizes: list[str] | None = None,
+        tools: tuple[str, ...] = (), only: tuple[str, ...] = ()) -> dict[str, Any]:
     manifest = json.loads((folder / MANIFEST).read_text())
     runtime, library, built = open_runtime(folder, manifest, out, dry_run, rebuild)
     results: dict[str, Any] = {"date": datetime.date.today().isoformat(), **runtime.describe(), "library": built,
                                "host_cpu": _cpu_name(), "host_amx": _has_amx(), "dry_run": dry_run,
-                               "quick": quick, "repeat": repeat, "kernels": []}
+                               "quick": quick, "repeat": repeat, "complete": False, "kernels": []}
     started = time.perf_counter()
     for kernel in manifest["kernels"]:
         if quick and (kernel.get("sweep") or kernel["size"] == "test" and kernel["app"] not in QUICK_CHECKS):
             continue
+        if sizes is not None and kernel["size"] not in sizes or only and kernel["name"] not in only:
+            continue
         row: dict[str, Any] = {key: kernel.get(key) for key in ("name", "app", "size", "paper_speedup")}
         row.update(baseline_time_us=None, speedup_vs_cuda_only=None,
                    baseline="CUDA-only Halide" if kernel.get("baseline") else "no CUDA-only Halide baseline for it yet")
+        if kernel.get("baseline_missing"):
+            row["baseline_error"] = kernel["baseline_missing"]
         try:
             if kernel.get("reference"):
                 row.update(check_kernel(folder, runtime, kernel))
                 if sanitizer:
-                    row.update(sanitize(folder, library, kernel, ("memcheck",) if quick else SANITIZER_TOOLS, dry_run))
+                    row.update(sanitize(folder, library, kernel, tools or (("memcheck",) if quick else SANITIZER_TOOLS),
+                                            dry_run))
             launch = Launch(runtime, kernel, load_arrays(folder, kernel))
             try:
                 launch.upload()
+                if launch.baseline is not None and (problems := launch.baseline_bounds_problems()):
+                    row["baseline_error"] = "not run: " + "; ".join(problems)
+                    launch.baseline = None
                 if launch.baseline is not None:
                     row.update(against_baseline(launch))
                 row["time_us"], row["baseline_time_us"] = launch.time_us(warmup, repeat)
@@ -601,11 +652,22 @@ def run(folder: Path, out: Path, *, dry_run: bool, quick: bool, sanitizer: bool,
             row["error"] = str(error)
         results["kernels"].append(row)
         print(json.dumps(row)[:300], flush=True)
-    results["seconds"] = round(time.perf_counter() - started, 1)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "device-results.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out / "device-results.md").write_text(markdown_table(results))
+        # Written after every kernel: a run stopped at its time limit still
+        # brings back what it measured.
+        results["seconds"] = round(time.perf_counter() - started, 1)
+        _write_results(out, results)
+    results["complete"] = True
+    _write_results(out, results)
     return results
+
+
+def _write_results(out: Path, results: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in (("device-results.json", json.dumps(results, indent=2) + "\n"),
+                       ("device-results.md", markdown_table(results))):
+        partial = out / (name + ".partial")
+        partial.write_text(text)
+        partial.replace(out / name)
 
 
 def markdown_table(results: dict[str, Any]) -> str:
@@ -758,8 +820,36 @@ def prepare_baseline(folder: Path, app: Any, size: str, entry: dict[str, Any]) -
         raise ValueError(f"the baseline's arguments {order} are not the kernel's")
     symbol = f"{_symbol(entry['name'])}_baseline"
     path = folder / "src" / f"{symbol}.o"
-    h.Pipeline(outputs).compile_to_object(str(path), params, symbol, h.Target(BASELINE_TARGET + "-no_runtime"))
+    with _halide_warnings() as warnings:
+        h.Pipeline(outputs).compile_to_object(str(path), params, symbol, h.Target(BASELINE_TARGET + "-no_runtime"))
+    failing = re.search(r"guaranteed to fail an assertion at runtime:\s*(.*)", "".join(warnings))
+    if failing:
+        path.unlink()
+        raise ValueError(f"Halide says the CUDA-only baseline fails at its first launch: {failing.group(1)}")
     entry["baseline"] = {"entry": symbol, "order": order, "object": f"src/{symbol}.o"}
+
+
+@contextlib.contextmanager
+def _halide_warnings() -> Any:
+    """What Halide prints meanwhile: the list yielded holds that text once
+    the block ends. Its Python binding prints warnings through sys.stdout;
+    its C++ half can write to file descriptors 1 and 2: all are caught."""
+    said: list[str] = []
+    with tempfile.TemporaryFile() as sink, io.StringIO() as text:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = [os.dup(1), os.dup(2)]
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
+                yield said
+        finally:
+            for descriptor, copy in enumerate(saved, start=1):
+                os.dup2(copy, descriptor)
+                os.close(copy)
+            sink.seek(0)
+            said.extend((sink.read().decode(errors="replace"), text.getvalue()))
 
 
 def _symbol(name: str) -> str:
@@ -910,6 +1000,10 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--dry-run", action="store_true", help="everything but the GPU")
     r.add_argument("--quick", action="store_true", help="the paper sizes and five test-size checks")
     r.add_argument("--no-sanitizer", action="store_true")
+    r.add_argument("--sizes", nargs="*", choices=["test", "paper"], help="only the kernels of these sizes")
+    r.add_argument("--only", nargs="*", default=[], help="only the kernels of these names")
+    r.add_argument("--tools", nargs="*", choices=SANITIZER_TOOLS, default=[],
+                   help="the sanitizer's tools (default: all three; memcheck with --quick)")
     r.add_argument("--rebuild", action="store_true", help="build the library here from the prepared sources")
     r.add_argument("--warmup", type=int, default=10)
     r.add_argument("--repeat", type=int, default=50)
@@ -929,12 +1023,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--repeat must be at least 50: the median of fewer launches is noise")
     try:
         results = run(args.folder, args.out, dry_run=args.dry_run, quick=args.quick, sanitizer=not args.no_sanitizer,
-                      warmup=args.warmup, repeat=args.repeat, rebuild=args.rebuild)
+                      warmup=args.warmup, repeat=args.repeat, rebuild=args.rebuild, sizes=args.sizes,
+                      tools=tuple(args.tools), only=tuple(args.only))
     except DeviceError as error:
         print(f"bench/device.py: error: {error}", file=sys.stderr)
         return 3
     bad = [k["name"] for k in results["kernels"] if k.get("error") or k.get("matches_reference") is False
-           or k.get("sanitizer_errors")]
+           or k.get("sanitizer_errors") or k.get("baseline_error")]
     print(f"{len(results['kernels'])} kernels in {results['seconds']} s; "
           f"{len(bad)} failed{': ' + ', '.join(bad) if bad else ''}")
     return 1 if bad else 0

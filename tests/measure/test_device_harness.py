@@ -77,6 +77,7 @@ def test_prepare_and_a_dry_run_work_on_real_kernels(tmp_path: Path) -> None:
     assert all(hasattr(library, f) for f in ("hbr_malloc", "hbr_event_record", "hbr_elapsed_ms", "hbr_describe",
                                              "hbr_wrap", "halide_cuda_wrap_device_ptr"))
     baseline = manifest["kernels"][0]["baseline"]
+    assert "baseline_missing" not in manifest["kernels"][0]  # the test size is smaller than the baseline's tile
     assert baseline["order"] == ["kernel", "image", "output"] and hasattr(library, baseline["entry"])
     assert "baseline" not in manifest["kernels"][1]  # a sweep variant has none
     # The device side needs numpy only: run it as the device would, and
@@ -94,12 +95,54 @@ def test_prepare_and_a_dry_run_work_on_real_kernels(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     results = json.loads((out / "device-results.json").read_text())
-    assert results["dry_run"] and len(results["kernels"]) == 2
+    assert results["dry_run"] and results["complete"] and len(results["kernels"]) == 2
+    # --only and --sizes pick kernels; each kernel's row is written as soon
+    # as it is measured (a run stopped at its time limit keeps them).
+    picked = device.run(folder, tmp_path / "picked", dry_run=True, quick=False, sanitizer=False, warmup=1, repeat=1,
+                        only=("conv1d-test",))
+    assert [row["name"] for row in picked["kernels"]] == ["conv1d-test"]
+    assert device.run(folder, tmp_path / "none", dry_run=True, quick=False, sanitizer=False, warmup=1, repeat=1,
+                      sizes=["paper"])["kernels"] == []
     for row in results["kernels"]:
         assert row["matches_reference"] is True and "error" not in row
         assert row["time_us"] is None and row["baseline_time_us"] is None
     assert [row["baseline"] for row in results["kernels"]] == ["CUDA-only Halide", "no CUDA-only Halide baseline for it yet"]
     assert "| conv1d-test | test | True |" in (out / "device-results.md").read_text()
+
+
+def test_a_baseline_halide_knows_will_fail_its_checks_is_refused_when_prepared(tmp_path: Path) -> None:
+    """Halide's default tail shifts a GPU tile inwards; on an output smaller
+    than a tile that reads before the input's start, which a dense input
+    forbids: the first launch on the device would fail (it did, 2026-11-28,
+    and the abort ended the whole run). prepare reads Halide's warning and
+    keeps no baseline, with the reason; with the edge guarded it builds."""
+    import halide as h
+
+    from apps.common import dense, vars_
+
+    def pipeline(rows: int, tail: object, schedule: str = "cuda") -> tuple[list[object], list[object]]:
+        image = h.ImageParam(h.Float(32), 2, "image")
+        x, y, bx, by, tx, ty = vars_("x y bx by tx ty")
+        output = h.Func("output")
+        output[x, y] = image[x, y] * 2.0
+        dense(image, 64, rows)
+        dense(output.output_buffer(), 64, rows)
+        output.gpu_tile(x, y, bx, by, tx, ty, 32, 8, tail)
+        return [output], [image]
+
+    class Fake:
+        def __init__(self, tail: object) -> None:
+            self.sizes = {"test": {"rows": 4}}
+            self.pipeline = lambda **size: pipeline(tail=tail, **size)
+
+    entry = {"name": "fake-test", "arguments": [{"name": "image", "output": False}, {"name": "output", "output": True}]}
+    (tmp_path / "src").mkdir()
+    with pytest.raises(ValueError, match="fails at its first launch: .*image.min.1"):
+        device.prepare_baseline(tmp_path, Fake(h.TailStrategy.ShiftInwards), "test", dict(entry))
+    assert not list((tmp_path / "src").iterdir())
+    guarded = dict(entry)
+    device.prepare_baseline(tmp_path, Fake(h.TailStrategy.GuardWithIf), "test", guarded)
+    assert guarded["baseline"]["order"] == ["image", "output"] and (tmp_path / guarded["baseline"]["object"]).exists()
 
 
 def test_the_vendor_comparison_says_why_it_has_no_time_without_a_gpu() -> None:
