@@ -21,7 +21,10 @@ a warp; legalize/gpu_mapping.py) separates the write from the read:
   warp reading back memory it stored a fragment to waits at one;
 * a thread or lane loop at block level, in a block of several Halide
   threads, is followed by a block barrier (Halide's barrier between GPU
-  stages).
+  stages); a lane loop elsewhere, or in a block that is one warp, that
+  writes memory (not only fragments) owes a warp barrier, the same
+  barrier at the warp's width, placed like the fills' (before the next
+  statement that does anything, and at the end of a loop body or branch).
 
 A barrier is left out where the threads have done nothing since one at
 least as wide: code that only declares (shared buffers, constant tables,
@@ -77,6 +80,15 @@ def _loaded_buffers(node: ir.Node) -> list[str]:
     return [name for n in ir.walk(node) if ir.is_wmma_call(n) and (name := _wmma_pointer(n, WMMAOp.LOAD))]
 
 
+def _memory_written(loop: ir.For, fragments: frozenset[str]) -> set[str]:
+    """The buffers ``loop`` stores to by plain stores and by a fragment's
+    store to memory; not fragments (registers), nor staged operands (their
+    copies sit between barriers of their own)."""
+    return {name for n in ir.walk(loop.body)
+            if (name := n.name if isinstance(n, ir.Store) and n.name not in fragments and not is_stage_copy(n)
+                else _wmma_pointer(n, WMMAOp.STORE) if ir.is_wmma_call(n) else None)}
+
+
 class _Placer:
     """Walks one kernel as its code runs, keeping what the threads did last,
     the barrier owed by deferred fills, and the buffers a warp stored
@@ -94,8 +106,12 @@ class _Placer:
         every thread has read (write after read)."""
         self.stored_fragments: set[str] = set()
         """Buffers fragments were stored to and not read back since."""
+        self.read_in_kernel: set[str] = set()
+        """The buffers anything in the kernel reads (a lane loop that writes
+        only others, such as the pipeline's outputs, owes no barrier)."""
 
     def kernel(self, body: ir.Stmt) -> ir.Stmt:
+        self.read_in_kernel = {n.name for n in ir.walk(body) if isinstance(n, ir.Load)} | set(_loaded_buffers(body))
         # What is owed at the kernel's end is not needed: nothing runs after.
         return ir.make_block(self.place(body, Placement(self.shape), frozenset()))
 
@@ -126,11 +142,23 @@ class _Placer:
         return (where.level == self.owed and not ({s.name} | reads) & self.filled
                 and s.name not in self.read_by_fills)
 
+    def _opens_with_block_barrier(self, s: ir.Stmt, where: Placement, fragments: frozenset[str]) -> bool:
+        """Whether ``s`` begins with a block barrier of its own (a memory
+        effect that the block shares), which a warp barrier owed before it
+        would only repeat."""
+        if isinstance(s, ir.Evaluate):
+            return barrier_level(s) == "block" or (where.level == "block" and where.first_thread_fenced
+                                                   and not (isinstance(s.value, ir.Call) and ir.is_wmma_call(s.value)))
+        return (isinstance(s, ir.Store) and s.name not in fragments and not where.wmma_depth
+                and where.level == "block" and (where.shared_by_threads or where.first_thread_fenced))
+
     # ------------------------------------------------------------ statements
     def place(self, s: ir.Stmt, where: Placement, fragments: frozenset[str]) -> list[ir.Stmt]:
         """``s`` with its barriers, as a list of statements in order."""
         out: list[ir.Stmt] = []
         if self.owed and not isinstance(s, _RUNS_NO_CODE) and not self.joins_fills(s, where):
+            if self.owed == "warp" and self._opens_with_block_barrier(s, where, fragments):
+                self.owed = "block"  # that barrier is placed now, and serves the warp too
             out += self.settle()
         if isinstance(s, ir.Block):
             for child in s.stmts:
@@ -201,6 +229,16 @@ class _Placer:
         out: list[ir.Stmt] = [dataclasses.replace(s, body=body)]
         if where.at_block_level and self.shape.halide_threads > 1:
             out += self.barrier("block")  # Halide's barrier between GPU stages
+        elif s.kind is ir.ForKind.GPU_LANE and self.shape.lanes and (
+                written := _memory_written(s, fragments) & self.read_in_kernel):
+            # The same barrier at the warp's width, owed like the fills'
+            # (placed before the next code, never at the kernel's end): the
+            # lanes of the next stage read what other lanes of this one
+            # wrote (a fragment stored to shared memory, read back element
+            # by element), or overwrite what they read.
+            self.owed = self.owed or "warp"
+            self.filled.update(written)
+            self.read_by_fills.update(n.name for n in ir.walk(s.body) if isinstance(n, ir.Load))
         return out
 
     def _idle_guard(self, loop: ir.For, where: Placement) -> bool:

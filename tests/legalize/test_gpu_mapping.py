@@ -33,6 +33,23 @@ def _selected(name: str, accumulator: str) -> tuple[ir.Stmt, ir.Stmt]:
     return original, legalize(selection.stmt, selection, LEGALIZATION)
 
 
+def _fragment_stores_read_without_a_barrier(stmt: ir.Stmt) -> list[str]:
+    """The buffers that a plain load reads, in the order the code runs,
+    after a fragment was stored to them and before any barrier: each lane
+    stored part of the tile, so another lane's read is a race."""
+    stored: set[str] = set()
+    racy = []
+    for node in ir.walk(stmt):
+        if isinstance(node, ir.Evaluate) and barrier_level(node):
+            stored.clear()
+        elif isinstance(node, ir.Call) and node.name.startswith("wmma.store") and isinstance(node.args[0], ir.Variable):
+            stored.add(node.args[0].name)
+        elif isinstance(node, ir.Load) and node.name in stored:
+            racy.append(node.name)
+            stored.discard(node.name)
+    return racy
+
+
 def _count(stmt: ir.Stmt, predicate) -> int:  # type: ignore[no-untyped-def]
     return sum(1 for n in ir.walk(stmt) if predicate(n))
 
@@ -104,6 +121,47 @@ def test_spread_stores_and_their_barriers_on_a_conv1d() -> None:
              for n in ir.walk(loop) if (isinstance(n, ir.Evaluate) and barrier_level(n))
              or (isinstance(n, ir.Store) and (spread_value(n) or n.name == "conv"))]
     assert order == ["barrier", "fill", "fill", "fill", "barrier", "mma", "mma"]
+
+
+@pytest.mark.parametrize("name", ["resize", "resize_up"])
+def test_lanes_read_a_stored_fragment_only_after_a_warp_barrier(name: str) -> None:
+    """resize's second pass stores its accumulator tile to shared memory and
+    the schedule's own lane loops read it back element by element, in a
+    block that is one warp. The first run on a GPU (H200, 2026-11-28)
+    found no barrier there (racecheck: 4 hazards per kernel); the lane loop
+    that stores now owes a warp barrier, placed before the reads."""
+    selection = select_instructions(parse_input((APPS / f"{name}.stmt").read_text()).ir,  # type: ignore[arg-type]
+                                    SelectionOptions(store_in={"resized_y": "WMMAAccumulator",
+                                                               "resized_x": "WMMAAccumulator"}))
+    mapped = map_to_gpu(legalize(selection.stmt, selection, LEGALIZATION))
+    assert _count(mapped, lambda n: isinstance(n, ir.Call) and n.name.startswith("wmma.store")) >= 2
+    assert _fragment_stores_read_without_a_barrier(mapped) == []
+
+
+def test_a_lane_loop_that_writes_only_what_nothing_reads_owes_no_barrier() -> None:
+    """A warp storing its tile to the output, which the kernel never reads,
+    needs no barrier after it (none at the kernel's end either)."""
+    text = """gpu_block<CUDA> (b.block_id_x, 0, 1) {
+ allocate acc[float32 * 256] in WMMAAccumulator
+ allocate tile[float32 * 256] in GPUShared
+ gpu_lane<CUDA> (wmma.lane, 0, 32) {
+  acc[ramp(0, 1, 256)] = (float32x256)wmma.fill.m16n16k16.f32(0.000000f)
+  wmma.store.d.sync.aligned.row.m16n16k16.f32(tile, acc[ramp(0, 1, 256)], 0, 16)
+ }
+ gpu_lane<CUDA> (l.thread_id_x, 0, 32) {
+  out[l.thread_id_x] = tile[l.thread_id_x*8]
+ }
+ gpu_lane<CUDA> (wmma.lane, 0, 32) {
+  wmma.store.d.sync.aligned.row.m16n16k16.f32(out2, acc[ramp(0, 1, 256)], 0, 16)
+ }
+}
+"""
+    stmt = parse_input(text, buffer_types={"out": ir.Float(32), "out2": ir.Float(32)}).ir
+    assert isinstance(stmt, ir.Stmt)
+    placed = place_barriers(stmt)
+    assert _fragment_stores_read_without_a_barrier(stmt) == ["tile"]
+    assert _fragment_stores_read_without_a_barrier(placed) == []
+    assert [barrier_level(n) for n in ir.walk(placed) if isinstance(n, ir.Evaluate) and barrier_level(n)] == ["warp"]
 
 
 def test_a_barrier_is_not_placed_twice() -> None:

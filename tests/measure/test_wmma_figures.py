@@ -427,8 +427,10 @@ PER_FRAGMENT = {
     "downsample": (32, 64, 64, 8, 28, 1.0),
     "downsample_k32": (96, 192, 192, 16, 56, 1.0),
     "upsample": (8, 16, 16, 17.25, 0, 1.0),
-    "resize": (2, 4, 4, 2.2, 5.2, 0.267),
-    "resize_up": (2, 4, 4, 2.133, 0, 0.168),
+    # resize's warp barriers: 5.2 and 0 before the first GPU run (2026-11-28)
+    # found lanes reading a stored tile with none between (racecheck).
+    "resize": (2, 4, 4, 2.2, 5.6, 0.267),
+    "resize_up": (2, 4, 4, 2.133, 0.6, 0.168),
     "rec_filter": (2, 4, 4, 106.5, 0, 0.597),
     "dct_denoise": (1, 2, 1.625, 0.08333, 0.5, 1.0),
     "dct": (1, 2, 2, 0.5, 0, 1.0),
