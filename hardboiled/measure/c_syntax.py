@@ -125,10 +125,15 @@ _POINTER_CAST = re.compile(r"\(\s*(?:const\s+)?[\w:]+(?:\s+[\w:]+)*\s*\*+\s*\)")
 
 
 def blank_comments(text: str) -> str:
-    """Comments replaced by spaces, keeping every offset and line break."""
+    """Comments, and ``#pragma`` lines (hints to the compiler, such as the
+    generator's ``#pragma unroll``, not code), replaced by spaces, keeping
+    every offset and line break."""
     def blank(match: re.Match[str]) -> str:
         return match.group(0) if match.group(2) is None else re.sub(r"[^\n]", " ", match.group(0))
-    return _LITERAL_OR_COMMENT.sub(blank, text)
+    return _PRAGMA.sub(lambda match: " " * len(match.group(0)), _LITERAL_OR_COMMENT.sub(blank, text))
+
+
+_PRAGMA = re.compile(r"^[ \t]*#[ \t]*pragma\b[^\n]*", re.M)
 
 
 def split_top_level(text: str, separator: str) -> list[str]:

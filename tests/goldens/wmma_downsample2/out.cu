@@ -125,32 +125,36 @@ static __global__ void vectorizing_k0(uint16_t *__restrict__ I, uint16_t *__rest
           __syncthreads();
           /* K.toeplitz.3[ramp(0, 1, 128)] = (float16x128)spread_over_threads(shuffle((float16x8)K[ramp((((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0) + 8, 1... */
           static const int32_t t1[128] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 8, 8, 8, 8, 8, 7, 5, 3, 8, 8, 8, 8, 8, 8, 6, 4, 8, 8, 8, 8, 8, 8, 7, 5, 8, 8, 8, 8, 8, 8, 8, 6, 8, 8, 8, 8, 8, 8, 8, 7};
-          for (int hb_i = hb_thread; hb_i < 128; hb_i += 32) {
-            K_toeplitz_3[((int32_t)(((int32_t)0) + hb_i * ((int32_t)1)))] = hb_f32_to_f16((t1[hb_i] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + (t1[hb_i] - 0) * ((int32_t)1)))]) : 0.0f));
+          #pragma unroll
+          for (int hb_k = 0; hb_k < 4; hb_k++) {
+            K_toeplitz_3[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = hb_f32_to_f16((t1[(hb_thread + hb_k * 32)] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + (t1[(hb_thread + hb_k * 32)] - 0) * ((int32_t)1)))]) : 0.0f));
           }
           /* allocate K.toeplitz.2[float16 * 128] */
           {
             __shared__ __align__(32) uint16_t K_toeplitz_2[128];
             /* K.toeplitz.2[ramp(0, 1, 128)] = (float16x128)spread_over_threads(shuffle((float16x8)K[ramp((((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0) + 8, 1... */
             static const int32_t t2[128] = {0, 8, 8, 8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8, 8, 8, 2, 0, 8, 8, 8, 8, 8, 8, 3, 1, 8, 8, 8, 8, 8, 8, 4, 2, 0, 8, 8, 8, 8, 8, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1};
-            for (int hb_i = hb_thread; hb_i < 128; hb_i += 32) {
-              K_toeplitz_2[((int32_t)(((int32_t)0) + hb_i * ((int32_t)1)))] = hb_f32_to_f16((t2[hb_i] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + (t2[hb_i] - 0) * ((int32_t)1)))]) : 0.0f));
+            #pragma unroll
+            for (int hb_k = 0; hb_k < 4; hb_k++) {
+              K_toeplitz_2[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = hb_f32_to_f16((t2[(hb_thread + hb_k * 32)] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + (t2[(hb_thread + hb_k * 32)] - 0) * ((int32_t)1)))]) : 0.0f));
             }
             /* allocate K.toeplitz.1[float16 * 128] */
             {
               __shared__ __align__(32) uint16_t K_toeplitz_1[128];
               /* K.toeplitz.1[ramp(0, 1, 128)] = (float16x128)spread_over_threads(shuffle((float16x8)K[ramp(((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0, 1, 8)],... */
               static const int32_t t3[128] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 8, 8, 8, 8, 8, 7, 5, 3, 8, 8, 8, 8, 8, 8, 6, 4, 8, 8, 8, 8, 8, 8, 7, 5, 8, 8, 8, 8, 8, 8, 8, 6, 8, 8, 8, 8, 8, 8, 8, 7};
-              for (int hb_i = hb_thread; hb_i < 128; hb_i += 32) {
-                K_toeplitz_1[((int32_t)(((int32_t)0) + hb_i * ((int32_t)1)))] = hb_f32_to_f16((t3[hb_i] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (t3[hb_i] - 0) * ((int32_t)1)))]) : 0.0f));
+              #pragma unroll
+              for (int hb_k = 0; hb_k < 4; hb_k++) {
+                K_toeplitz_1[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = hb_f32_to_f16((t3[(hb_thread + hb_k * 32)] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (t3[(hb_thread + hb_k * 32)] - 0) * ((int32_t)1)))]) : 0.0f));
               }
               /* allocate K.toeplitz.0[float16 * 128] */
               {
                 __shared__ __align__(32) uint16_t K_toeplitz_0[128];
                 /* K.toeplitz.0[ramp(0, 1, 128)] = (float16x128)spread_over_threads(shuffle((float16x8)K[ramp(((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0, 1, 8)],... */
                 static const int32_t t4[128] = {0, 8, 8, 8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8, 8, 8, 2, 0, 8, 8, 8, 8, 8, 8, 3, 1, 8, 8, 8, 8, 8, 8, 4, 2, 0, 8, 8, 8, 8, 8, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1};
-                for (int hb_i = hb_thread; hb_i < 128; hb_i += 32) {
-                  K_toeplitz_0[((int32_t)(((int32_t)0) + hb_i * ((int32_t)1)))] = hb_f32_to_f16((t4[hb_i] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (t4[hb_i] - 0) * ((int32_t)1)))]) : 0.0f));
+                #pragma unroll
+                for (int hb_k = 0; hb_k < 4; hb_k++) {
+                  K_toeplitz_0[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = hb_f32_to_f16((t4[(hb_thread + hb_k * 32)] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (t4[(hb_thread + hb_k * 32)] - 0) * ((int32_t)1)))]) : 0.0f));
                 }
                 /* allocate I.wmma_stage.0[float16 * 512] in GPUShared */
                 {
@@ -165,13 +169,15 @@ static __global__ void vectorizing_k0(uint16_t *__restrict__ I, uint16_t *__rest
                     {
                       const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
                       /* I.wmma_stage.0[ramp(0, 1, 512)] = (float16x512)I[ramp(ramp((((output.s0.x.xo.block_id_x*512) + (((output.s0.y.yo.block_id_y*2) + conv.s1.rk$y)*I.st... */
-                      for (int hb_i = (int)threadIdx.x; hb_i < 512; hb_i += 32) {
-                        I_wmma_stage_0[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)6)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)16)))];
+                      #pragma unroll
+                      for (int hb_k = 0; hb_k < 16; hb_k++) {
+                        I_wmma_stage_0[((((int32_t)0)) + ((int)threadIdx.x + hb_k * 32) * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)6)))) + (((int)threadIdx.x + hb_k * 32) % 16) * (((int32_t)1))) + (((int)threadIdx.x + hb_k * 32) / 16) * (((int32_t)16)))];
                       }
                       __syncwarp();
                       /* I.wmma_stage.1[ramp(0, 1, 512)] = (float16x512)I[ramp(ramp(((output.s0.x.xo.block_id_x*512) + (((output.s0.y.yo.block_id_y*2) + conv.s1.rk$y)*I.str... */
-                      for (int hb_i = (int)threadIdx.x; hb_i < 512; hb_i += 32) {
-                        I_wmma_stage_1[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0))))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)16)))];
+                      #pragma unroll
+                      for (int hb_k = 0; hb_k < 16; hb_k++) {
+                        I_wmma_stage_1[((((int32_t)0)) + ((int)threadIdx.x + hb_k * 32) * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0))))) + (((int)threadIdx.x + hb_k * 32) % 16) * (((int32_t)1))) + (((int)threadIdx.x + hb_k * 32) / 16) * (((int32_t)16)))];
                       }
                       __syncwarp();
                       /* conv[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32((float16x512)wmma.load.a.sync.aligned.row.m32n8k16.f16((void *)... */
@@ -202,13 +208,15 @@ static __global__ void vectorizing_k0(uint16_t *__restrict__ I, uint16_t *__rest
                       const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
                       __syncwarp();
                       /* I.wmma_stage.2[ramp(0, 1, 512)] = (float16x512)I[ramp(ramp(((((output.s0.x.xo.block_id_x*512) + (((output.s0.y.yo.block_id_y*2) + conv.s1.rk$y)*I.s... */
-                      for (int hb_i = (int)threadIdx.x; hb_i < 512; hb_i += 32) {
-                        I_wmma_stage_2[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)8))) + (uint32_t)((int32_t)6)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)16)))];
+                      #pragma unroll
+                      for (int hb_k = 0; hb_k < 16; hb_k++) {
+                        I_wmma_stage_2[((((int32_t)0)) + ((int)threadIdx.x + hb_k * 32) * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)8))) + (uint32_t)((int32_t)6)))) + (((int)threadIdx.x + hb_k * 32) % 16) * (((int32_t)1))) + (((int)threadIdx.x + hb_k * 32) / 16) * (((int32_t)16)))];
                       }
                       __syncwarp();
                       /* I.wmma_stage.3[ramp(0, 1, 512)] = (float16x512)I[ramp(ramp((((output.s0.x.xo.block_id_x*512) + (((output.s0.y.yo.block_id_y*2) + conv.s1.rk$y)*I.st... */
-                      for (int hb_i = (int)threadIdx.x; hb_i < 512; hb_i += 32) {
-                        I_wmma_stage_3[((((int32_t)0)) + hb_i * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)8)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)16)))];
+                      #pragma unroll
+                      for (int hb_k = 0; hb_k < 16; hb_k++) {
+                        I_wmma_stage_3[((((int32_t)0)) + ((int)threadIdx.x + hb_k * 32) * (((int32_t)1)))] = I[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)512))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)((int32_t)2))) + (uint32_t)conv_s1_rk_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)8)))) + (((int)threadIdx.x + hb_k * 32) % 16) * (((int32_t)1))) + (((int)threadIdx.x + hb_k * 32) / 16) * (((int32_t)16)))];
                       }
                       __syncwarp();
                       /* conv[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32((float16x512)wmma.load.a.sync.aligned.row.m32n8k16.f16((void *)... */

@@ -132,13 +132,15 @@ static __global__ void vectorizing_k0(uint16_t *__restrict__ A, uint16_t *__rest
               const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
               __syncwarp();
               /* A.wmma_stage.0[ramp(0, 1, 256)] = (float16x256)A[ramp(ramp(((A.stride.1*prod_global_wrapper$0.s0.y.yo.block_id_y)*16) + (prod.s1.k$x.ko*16), 1, 16)... */
-              for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
-                A_wmma_stage_0[((((int32_t)0)) + hb_i * (((int32_t)1)))] = A[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)prod_global_wrapper_0_s0_y_yo_block_id_y)) * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)prod_s1_k_x_ko * (uint32_t)((int32_t)16)))))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (A_stride_1))];
+              #pragma unroll
+              for (int hb_k = 0; hb_k < 8; hb_k++) {
+                A_wmma_stage_0[((((int32_t)0)) + ((int)threadIdx.x + hb_k * 32) * (((int32_t)1)))] = A[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)A_stride_1 * (uint32_t)prod_global_wrapper_0_s0_y_yo_block_id_y)) * (uint32_t)((int32_t)16))) + (uint32_t)((int32_t)((uint32_t)prod_s1_k_x_ko * (uint32_t)((int32_t)16)))))) + (((int)threadIdx.x + hb_k * 32) % 16) * (((int32_t)1))) + (((int)threadIdx.x + hb_k * 32) / 16) * (A_stride_1))];
               }
               __syncwarp();
               /* B.wmma_stage.1[ramp(0, 1, 256)] = (float16x256)B[ramp(ramp(((B.stride.1*prod.s1.k$x.ko) + prod_global_wrapper$0.s0.x.xo.block_id_x)*16, 1, 16), x16... */
-              for (int hb_i = (int)threadIdx.x; hb_i < 256; hb_i += 32) {
-                B_wmma_stage_1[((((int32_t)0)) + hb_i * (((int32_t)1)))] = B[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_stride_1 * (uint32_t)prod_s1_k_x_ko)) + (uint32_t)prod_global_wrapper_0_s0_x_xo_block_id_x)) * (uint32_t)((int32_t)16)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (B_stride_1))];
+              #pragma unroll
+              for (int hb_k = 0; hb_k < 8; hb_k++) {
+                B_wmma_stage_1[((((int32_t)0)) + ((int)threadIdx.x + hb_k * 32) * (((int32_t)1)))] = B[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)B_stride_1 * (uint32_t)prod_s1_k_x_ko)) + (uint32_t)prod_global_wrapper_0_s0_x_xo_block_id_x)) * (uint32_t)((int32_t)16)))) + (((int)threadIdx.x + hb_k * 32) % 16) * (((int32_t)1))) + (((int)threadIdx.x + hb_k * 32) / 16) * (B_stride_1))];
               }
               __syncwarp();
               /* prod[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32((float16x256)wmma.load.a.sync.aligned.row.m16n16k16.f16((void ... */

@@ -128,8 +128,9 @@ static __global__ void vectorizing_k0(uint16_t *__restrict__ A, uint16_t *__rest
             const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
             __syncwarp();
             /* B.wmma_stage.0[ramp(0, 1, 128)] = (float16x128)B[ramp(ramp(((prod.s1.k$x.ko*128) + prod_global_wrapper$0.s0.x.xo.block_id_x)*8, 1, 8), x8(64), 16)] */
-            for (int hb_i = (int)threadIdx.x; hb_i < 128; hb_i += 32) {
-              B_wmma_stage_0[((((int32_t)0)) + hb_i * (((int32_t)1)))] = B[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)prod_s1_k_x_ko * (uint32_t)((int32_t)128))) + (uint32_t)prod_global_wrapper_0_s0_x_xo_block_id_x)) * (uint32_t)((int32_t)8)))) + (hb_i % 8) * (((int32_t)1))) + (hb_i / 8) * (((int32_t)64)))];
+            #pragma unroll
+            for (int hb_k = 0; hb_k < 4; hb_k++) {
+              B_wmma_stage_0[((((int32_t)0)) + ((int)threadIdx.x + hb_k * 32) * (((int32_t)1)))] = B[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)prod_s1_k_x_ko * (uint32_t)((int32_t)128))) + (uint32_t)prod_global_wrapper_0_s0_x_xo_block_id_x)) * (uint32_t)((int32_t)8)))) + (((int)threadIdx.x + hb_k * 32) % 8) * (((int32_t)1))) + (((int)threadIdx.x + hb_k * 32) / 8) * (((int32_t)64)))];
             }
             __syncwarp();
             /* prod[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32((float16x512)wmma.load.a.sync.aligned.row.m32n8k16.f16((void *)... */

@@ -132,13 +132,15 @@ static __global__ void vectorizing_k0(uint8_t *__restrict__ A, uint8_t *__restri
               const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
               __syncwarp();
               /* A.wmma_stage.0[ramp(0, 1, 512)] = (uint8x512)A[ramp(ramp((prod_global_wrapper$0.s0.y.yo.block_id_y*2048) + (prod.s1.k$x.ko*16), 1, 16), x16(64), 32)] */
-              for (int hb_i = (int)threadIdx.x; hb_i < 512; hb_i += 32) {
-                A_wmma_stage_0[((((int32_t)0)) + hb_i * (((int32_t)1)))] = A[(((((int32_t)((uint32_t)((int32_t)((uint32_t)prod_global_wrapper_0_s0_y_yo_block_id_y * (uint32_t)((int32_t)2048))) + (uint32_t)((int32_t)((uint32_t)prod_s1_k_x_ko * (uint32_t)((int32_t)16)))))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)64)))];
+              #pragma unroll
+              for (int hb_k = 0; hb_k < 16; hb_k++) {
+                A_wmma_stage_0[((((int32_t)0)) + ((int)threadIdx.x + hb_k * 32) * (((int32_t)1)))] = A[(((((int32_t)((uint32_t)((int32_t)((uint32_t)prod_global_wrapper_0_s0_y_yo_block_id_y * (uint32_t)((int32_t)2048))) + (uint32_t)((int32_t)((uint32_t)prod_s1_k_x_ko * (uint32_t)((int32_t)16)))))) + (((int)threadIdx.x + hb_k * 32) % 16) * (((int32_t)1))) + (((int)threadIdx.x + hb_k * 32) / 16) * (((int32_t)64)))];
               }
               __syncwarp();
               /* B.wmma_stage.1[ramp(0, 1, 128)] = (uint8x128)B[ramp(ramp(((prod_global_wrapper$0.s0.x.xo.block_id_x*32) + prod.s1.k$x.ko)*16, 1, 16), x16(64), 8)] */
-              for (int hb_i = (int)threadIdx.x; hb_i < 128; hb_i += 32) {
-                B_wmma_stage_1[((((int32_t)0)) + hb_i * (((int32_t)1)))] = B[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)prod_global_wrapper_0_s0_x_xo_block_id_x * (uint32_t)((int32_t)32))) + (uint32_t)prod_s1_k_x_ko)) * (uint32_t)((int32_t)16)))) + (hb_i % 16) * (((int32_t)1))) + (hb_i / 16) * (((int32_t)64)))];
+              #pragma unroll
+              for (int hb_k = 0; hb_k < 4; hb_k++) {
+                B_wmma_stage_1[((((int32_t)0)) + ((int)threadIdx.x + hb_k * 32) * (((int32_t)1)))] = B[(((((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)prod_global_wrapper_0_s0_x_xo_block_id_x * (uint32_t)((int32_t)32))) + (uint32_t)prod_s1_k_x_ko)) * (uint32_t)((int32_t)16)))) + (((int)threadIdx.x + hb_k * 32) % 16) * (((int32_t)1))) + (((int)threadIdx.x + hb_k * 32) / 16) * (((int32_t)64)))];
               }
               __syncwarp();
               /* prod[ramp(0, 1, 256)] = (int32x256)wmma.mma.sync.aligned.row.col.m32n8k16.s32.s32((uint8x512)wmma.load.a.sync.aligned.row.m32n8k16.u8((void *)A.wmm... */
