@@ -218,7 +218,9 @@ def applications_table(apps: dict[str, App], rows: dict[str, dict[str, dict]]) -
                      f"{cell(test, 'mma')} | {cell(test, 'mma_in_ptx')} | {cell(test, 'seconds', ' s')} | "
                      f"{cell(paper, 'seconds', ' s')} | {cell(paper, 'peak_mib')} | - |")
     papers = [f"* {name}: {app.paper}" for name, app in apps.items() if app.paper]
-    lines += ["", "The paper's GPU figures, for when a GPU is lent (RTX 4070 and A100 in the paper):", "", *papers, ""]
+    lines += ["", "The paper's GPU figures, for when a GPU is lent (RTX 4070 and A100 in the paper):", "", *papers, "",
+              "What an H200 measured (2026-11-28) is in docs/performance.md, \"First run on",
+              "a GPU\", and docs/device-results.json.", ""]
     return "\n".join(lines)
 
 
