@@ -22,9 +22,12 @@ a warp; legalize/gpu_mapping.py) separates the write from the read:
 * a thread or lane loop at block level, in a block of several Halide
   threads, is followed by a block barrier (Halide's barrier between GPU
   stages); a lane loop elsewhere, or in a block that is one warp, that
-  writes memory (not only fragments) owes a warp barrier, the same
-  barrier at the warp's width, placed like the fills' (before the next
-  statement that does anything, and at the end of a loop body or branch).
+  writes memory the kernel reads (not only fragments) has the same barrier
+  at the warp's width before it, where lanes may still read what it
+  overwrites (earlier lane loops, or the enclosing loop's last
+  iteration), and owes one after it, placed like the fills' (before the
+  next statement that does anything, and at the end of a loop body or
+  branch).
 
 A barrier is left out where the threads have done nothing since one at
 least as wide: code that only declares (shared buffers, constant tables,
@@ -80,6 +83,11 @@ def _loaded_buffers(node: ir.Node) -> list[str]:
     return [name for n in ir.walk(node) if ir.is_wmma_call(n) and (name := _wmma_pointer(n, WMMAOp.LOAD))]
 
 
+def _read_buffers(node: ir.Node) -> set[str]:
+    """The buffers read under ``node``: by plain loads and fragment loads."""
+    return {n.name for n in ir.walk(node) if isinstance(n, ir.Load)} | set(_loaded_buffers(node))
+
+
 def _memory_written(loop: ir.For, fragments: frozenset[str]) -> set[str]:
     """The buffers ``loop`` stores to by plain stores and by a fragment's
     store to memory; not fragments (registers), nor staged operands (their
@@ -99,6 +107,8 @@ class _Placer:
         self.last = _START
         self.owed: str | None = None
         """The level of the barrier owed by the deferred fills."""
+        self.owed_by_lane_loop = False
+        """Whether a lane loop's writes owe it (no fill may join them)."""
         self.filled: set[str] = set()
         """The buffers those fills wrote."""
         self.read_by_fills: set[str] = set()
@@ -106,12 +116,16 @@ class _Placer:
         every thread has read (write after read)."""
         self.stored_fragments: set[str] = set()
         """Buffers fragments were stored to and not read back since."""
+        self.read_so_far: set[str] = set()
+        """The buffers the lane loops placed so far read."""
+        self.loop_reads: list[set[str]] = []
+        """Per enclosing loop of the kernel, the buffers its body reads."""
         self.read_in_kernel: set[str] = set()
         """The buffers anything in the kernel reads (a lane loop that writes
         only others, such as the pipeline's outputs, owes no barrier)."""
 
     def kernel(self, body: ir.Stmt) -> ir.Stmt:
-        self.read_in_kernel = {n.name for n in ir.walk(body) if isinstance(n, ir.Load)} | set(_loaded_buffers(body))
+        self.read_in_kernel = _read_buffers(body)
         # What is owed at the kernel's end is not needed: nothing runs after.
         return ir.make_block(self.place(body, Placement(self.shape), frozenset()))
 
@@ -128,6 +142,7 @@ class _Placer:
         """The barrier the deferred fills owe, before anything reads them."""
         out = self.barrier(self.owed) if self.owed else []
         self.owed = None
+        self.owed_by_lane_loop = False
         self.filled.clear()
         self.read_by_fills.clear()
         return out
@@ -136,8 +151,9 @@ class _Placer:
         """Whether ``s`` is another spread store at the same level that
         neither writes nor reads what the deferred fills wrote, nor writes
         what they read."""
-        if not (isinstance(s, ir.Store) and where.shared_by_threads and spread_value(s) is not None):
-            return False
+        if self.owed_by_lane_loop or not (isinstance(s, ir.Store) and where.shared_by_threads
+                                          and spread_value(s) is not None):
+            return False  # a fill after a lane loop's writes waits for them first
         reads = {n.name for n in ir.walk(s) if isinstance(n, ir.Load)}
         return (where.level == self.owed and not ({s.name} | reads) & self.filled
                 and s.name not in self.read_by_fills)
@@ -147,8 +163,10 @@ class _Placer:
         effect that the block shares), which a warp barrier owed before it
         would only repeat."""
         if isinstance(s, ir.Evaluate):
-            return barrier_level(s) == "block" or (where.level == "block" and where.first_thread_fenced
-                                                   and not (isinstance(s.value, ir.Call) and ir.is_wmma_call(s.value)))
+            if barrier_level(s) is not None:
+                return barrier_level(s) == "block"
+            return (where.level == "block" and where.first_thread_fenced and not where.wmma_depth
+                    and not (isinstance(s.value, ir.Call) and ir.is_wmma_call(s.value)))
         return (isinstance(s, ir.Store) and s.name not in fragments and not where.wmma_depth
                 and where.level == "block" and (where.shared_by_threads or where.first_thread_fenced))
 
@@ -218,28 +236,40 @@ class _Placer:
     def _for(self, s: ir.For, where: Placement, fragments: frozenset[str]) -> list[ir.Stmt]:
         if s.kind not in (ir.ForKind.GPU_THREAD, ir.ForKind.GPU_LANE):
             self.last = _CODE  # the bounds and the loop header
+            self.loop_reads.append(_read_buffers(s.body))  # read again by the next iteration's code
             body = self.body(s.body, where, fragments)
+            self.loop_reads.pop()
             self.last = _CODE
             return [dataclasses.replace(s, body=body)]
         inside = where.entering(s)
+        block_stage = where.at_block_level and self.shape.halide_threads > 1
+        written = (_memory_written(s, fragments) & self.read_in_kernel
+                   if s.kind is ir.ForKind.GPU_LANE and self.shape.lanes and not block_stage else set())
+        # Halide's barrier between GPU stages at the warp's width: a lane
+        # loop that writes what the kernel reads (a fragment stored to
+        # shared memory and read back element by element) waits for the
+        # lanes still reading what it overwrites (the stage before, or the
+        # last iteration's), and owes a barrier to the lanes that read what
+        # it wrote, placed like the fills' (before the next code, never at
+        # the kernel's end).
+        out: list[ir.Stmt] = self.barrier("warp") if written & self._may_have_been_read() else []
         if not is_wmma_lane_loop(s) or self._idle_guard(s, where):
             self.last = _CODE  # the guard that keeps threads outside it
         body = self.body(s.body, inside, fragments)
         self.last = _CODE
-        out: list[ir.Stmt] = [dataclasses.replace(s, body=body)]
-        if where.at_block_level and self.shape.halide_threads > 1:
+        out.append(dataclasses.replace(s, body=body))
+        self.read_so_far |= _read_buffers(s.body)
+        if block_stage:
             out += self.barrier("block")  # Halide's barrier between GPU stages
-        elif s.kind is ir.ForKind.GPU_LANE and self.shape.lanes and (
-                written := _memory_written(s, fragments) & self.read_in_kernel):
-            # The same barrier at the warp's width, owed like the fills'
-            # (placed before the next code, never at the kernel's end): the
-            # lanes of the next stage read what other lanes of this one
-            # wrote (a fragment stored to shared memory, read back element
-            # by element), or overwrite what they read.
+        elif written:
             self.owed = self.owed or "warp"
-            self.filled.update(written)
-            self.read_by_fills.update(n.name for n in ir.walk(s.body) if isinstance(n, ir.Load))
+            self.owed_by_lane_loop = True
         return out
+
+    def _may_have_been_read(self) -> set[str]:
+        """What lanes may still be reading: what earlier lane loops read,
+        and what the enclosing loops' bodies read (their last iteration)."""
+        return self.read_so_far.union(*self.loop_reads)
 
     def _idle_guard(self, loop: ir.For, where: Placement) -> bool:
         """Whether threads along an axis no loop binds must be kept out of a

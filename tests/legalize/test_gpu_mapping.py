@@ -161,7 +161,56 @@ def test_a_lane_loop_that_writes_only_what_nothing_reads_owes_no_barrier() -> No
     placed = place_barriers(stmt)
     assert _fragment_stores_read_without_a_barrier(stmt) == ["tile"]
     assert _fragment_stores_read_without_a_barrier(placed) == []
-    assert [barrier_level(n) for n in ir.walk(placed) if isinstance(n, ir.Evaluate) and barrier_level(n)] == ["warp"]
+    assert _program_order(placed) == ["lanes write tile", "warp barrier", "lanes write out", "lanes write out2"]
+
+
+def _program_order(stmt: ir.Stmt) -> list[str]:
+    """A loop body's statements as they run: barriers, lane loops (by the
+    buffers they write) and spread fills (by theirs)."""
+    order = []
+    for node in ir.walk(stmt):
+        if isinstance(node, ir.Evaluate) and barrier_level(node):
+            order.append(f"{barrier_level(node)} barrier")
+        elif isinstance(node, ir.For) and node.kind is ir.ForKind.GPU_LANE:
+            written = sorted({n.name for n in ir.walk(node.body) if isinstance(n, ir.Store) and n.name != "acc"}
+                             | {n.args[0].name for n in ir.walk(node.body) if isinstance(n, ir.Call)
+                                and n.name.startswith("wmma.store")})
+            order.append(f"lanes write {','.join(written)}")
+        elif isinstance(node, ir.Store) and spread_value(node) is not None:
+            order.append(f"fill {node.name}")
+    return order
+
+
+def test_a_lane_loop_waits_for_readers_of_what_it_overwrites_and_fills_wait_for_it() -> None:
+    """In a loop, a warp stores its tile to shared memory for its lanes to
+    read, then refills an operand its products read. The store waits at a
+    barrier for the lanes still reading the last iteration's tile (write
+    after read), the refill waits for the products (the lane loop's loads),
+    and the reads wait for the store."""
+    text = """gpu_block<CUDA> (b.block_id_x, 0, 1) {
+ gpu_thread<CUDA> (w.thread_id_x, 0, 2) {
+  allocate A[float16 * 512] in GPUShared
+  allocate K[float16 * 128] in GPUShared
+  allocate tile[float32 * 256] in GPUShared
+  allocate acc[float32 * 256] in WMMAAccumulator
+  for (r, 0, 4) {
+   gpu_lane<CUDA> (wmma.lane, 0, 32) {
+    acc[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32((float16x512)wmma.load.a.sync.aligned.row.m32n8k16.f16(A, 0, 16), (float16x128)wmma.load.b.sync.aligned.row.m32n8k16.f16(K, 0, 8), acc[ramp(0, 1, 256)])
+    wmma.store.d.sync.aligned.row.m32n8k16.f32(tile, acc[ramp(0, 1, 256)], 0, 8)
+   }
+   A[ramp(0, 1, 512)] = (float16x512)spread_over_threads(image[ramp(r*512, 1, 512)])
+   gpu_lane<CUDA> (n.thread_id_x, 0, 32) {
+    out[n.thread_id_x + (r*32)] = tile[n.thread_id_x*8]
+   }
+  }
+ }
+}
+"""
+    stmt = parse_input(text, buffer_types={"image": ir.Float(16), "out": ir.Float(32)}).ir
+    assert isinstance(stmt, ir.Stmt)
+    loop = next(n for n in ir.walk(place_barriers(stmt)) if isinstance(n, ir.For) and n.kind is ir.ForKind.SERIAL)
+    assert _program_order(loop.body) == ["warp barrier", "lanes write tile", "warp barrier", "fill A",
+                                         "warp barrier", "lanes write out"]
 
 
 def test_a_barrier_is_not_placed_twice() -> None:
