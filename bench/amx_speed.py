@@ -46,6 +46,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one core, for numpy too
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from _common import ROOT  # noqa: E402
+from amx_device import HALIDE_HARNESS, PEAK_LOOP, b_in_layout, halide_dims, timing_entry  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tools"))
 
@@ -142,40 +143,13 @@ def halide_library(pipeline: Pipeline, target: str, workdir: Path) -> Path | Non
 
     include = Path(halide.__file__).parent / "include"
     harness = workdir / "harness.c"
-    harness.write_text(_HALIDE_HARNESS)
+    harness.write_text(HALIDE_HARNESS)
     library = workdir / "halide_matmul.so"
     subprocess.run(["gcc", "-O2", "-shared", "-fPIC", f"-I{include}", f"-I{workdir}", str(harness),
                     f"{prefix}.a", "-o", str(library), "-lpthread", "-ldl", "-lm"], check=True)
     return library
 
 
-_HALIDE_HARNESS = r"""
-#include <string.h>
-#include <time.h>
-#include "HalideRuntime.h"
-#include "halide_matmul.h"
-/* dims: per buffer, dimensions then (extent, stride) pairs; code/bits: its type. */
-static void describe(halide_buffer_t *b, halide_dimension_t *d, void *host, const int *dims, int code, int bits) {
-    memset(b, 0, sizeof *b);
-    b->host = (uint8_t *)host;
-    b->type.code = (halide_type_code_t)code; b->type.bits = (uint8_t)bits; b->type.lanes = 1;
-    b->dimensions = dims[0]; b->dim = d;
-    for (int i = 0; i < dims[0]; i++) {
-        d[i].min = 0; d[i].extent = dims[1 + 2 * i]; d[i].stride = dims[2 + 2 * i]; d[i].flags = 0;
-    }
-}
-double run_halide(int reps, void *a, void *b, void *c, const int *da, const int *db, const int *dc,
-                  int in_code, int in_bits, int out_code) {
-    halide_buffer_t A, B, C; halide_dimension_t dA[4], dB[4], dC[4];
-    describe(&A, dA, a, da, in_code, in_bits); describe(&B, dB, b, db, in_code, in_bits);
-    describe(&C, dC, c, dc, out_code, 32);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int i = 0; i < reps; i++) if (halide_matmul(&A, &B, &C) != 0) return -1.0;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
-}
-"""
 
 
 # ------------------------------------------------------------------ hardboiled
@@ -196,23 +170,6 @@ def compile_with_hardboiled(stage: str) -> Compiled:
     return Compiled(original, rewritten, generate_c(rewritten), order)
 
 
-def _timing_entry(order: list[tuple[str, int]]) -> str:
-    """C appended to the kernel: call hb_kernel_raw ``reps`` times on buffers
-    given as pointers and (extent, stride) pairs, mins 0."""
-    params, arguments = [], []
-    for i, (_, dims) in enumerate(order):
-        arguments.append(f"p[{i}]")
-        for d in range(dims):
-            arguments.append(f"0, s[{i}][{2 * d}], s[{i}][{2 * d + 1}]")
-    params = ", ".join(arguments)
-    return ("\n#include <time.h>\n"
-            "double hb_bench(int reps, void **p, const int (*s)[8]) {\n"
-            "  struct timespec t0, t1; clock_gettime(CLOCK_MONOTONIC, &t0);\n"
-            f"  for (int i = 0; i < reps; i++) if (hb_kernel_raw({params}) != 0) return -1.0;\n"
-            "  clock_gettime(CLOCK_MONOTONIC, &t1);\n"
-            "  return (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);\n}\n")
-
-
 # ------------------------------------------------------------------ data
 
 def operands(pipeline: Pipeline, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -228,20 +185,8 @@ def operands(pipeline: Pipeline, rng: np.random.Generator) -> dict[str, np.ndarr
             "out": np.zeros((n, n), np.int32)}
 
 
-def b_in_layout(pipeline: Pipeline, b: np.ndarray) -> np.ndarray:
-    """B as the pipeline reads it: B(y, r) row-major is (K, N); the VNNI
-    B(r % kp, y, r / kp) is (K / kp, N, kp)."""
-    if pipeline.layout == "std":
-        return np.ascontiguousarray(b)
-    kp = 2 if pipeline.types == "bf16" else 4
-    k, n = b.shape
-    return np.ascontiguousarray(b.reshape(k // kp, kp, n).transpose(0, 2, 1))
-
-
-def _dims(array: np.ndarray) -> list[int]:
-    """Halide's (extent, stride) pairs, innermost first."""
-    shape, strides = array.shape[::-1], [s // array.itemsize for s in array.strides[::-1]]
-    return [v for pair in zip(shape, strides) for v in pair]
+def b_in_layout_of(pipeline: Pipeline, b: np.ndarray) -> np.ndarray:
+    return b_in_layout(pipeline.layout, pipeline.types, b)
 
 
 # ------------------------------------------------------------------ measuring
@@ -255,31 +200,7 @@ def peak_tflops(workdir: Path) -> float:
     return float(subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout)
 
 
-_PEAK = r"""
-#include <stdio.h>
-#include <time.h>
-#include "hb_amx.h"
-int main(void) {
-    static unsigned char cfg[64]; static char data[1024];
-    if (hb_amx_enable() != 0) return 1;
-    cfg[0] = 1;
-    for (int t = 0; t < 8; t++) { cfg[16 + 2 * t] = 64; cfg[48 + t] = 16; }
-    _tile_loadconfig(cfg);
-    _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
-    _tile_loadd(4, data, 64); _tile_loadd(5, data, 64);
-    long iterations = 20000000;
-    struct timespec t0, t1; clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (long i = 0; i < iterations; i++) {
-        _tile_dpbf16ps(0, 4, 5); _tile_dpbf16ps(1, 4, 5); _tile_dpbf16ps(2, 4, 5); _tile_dpbf16ps(3, 4, 5);
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    _tile_stored(0, data, 64);
-    _tile_release();
-    double s = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
-    printf("%.4f\n", iterations * 4.0 * 16 * 16 * 32 * 2 / s / 1e12);
-    return 0;
-}
-"""
+_PEAK = '#include "hb_amx.h"\n' + PEAK_LOOP
 
 
 def syscalls_per_1000_calls(workdir: Path) -> int:
@@ -337,7 +258,7 @@ def _timed_kernel(source: str, order: list[tuple[str, int]], workdir: Path, amx:
     # A fresh directory per build: dlopen hands back a library already
     # loaded from the same path.
     library = Path(tempfile.mkdtemp(prefix="kernel_", dir=workdir)) / "kernel.so"
-    compile_c(source + _timing_entry(order), library, shared=True, amx=amx, compiler=find_compiler(None))
+    compile_c(source + timing_entry(order), library, shared=True, amx=amx, compiler=find_compiler(None))
     bench = ctypes.CDLL(str(library)).hb_bench
     bench.restype = ctypes.c_double
     return bench
@@ -347,14 +268,14 @@ def _kernel_arguments(pipeline: Pipeline, compiled: Compiled, data: dict[str, np
     """ctypes pointers and (extent, stride) tables for hb_bench, and the
     arrays behind them (A, B in the pipeline's layout, the output), for the
     ``operands`` in ``data``."""
-    arrays = {"A": data["A"], "B": b_in_layout(pipeline, data["B"])}
+    arrays = {"A": data["A"], "B": b_in_layout_of(pipeline, data["B"])}
     output = data["out"]
     assert len([name for name, _ in compiled.order if name not in arrays]) == 1
     pointers = (ctypes.c_void_p * len(compiled.order))(
         *[arrays.get(name, output).ctypes.data for name, _ in compiled.order])
     shapes = (ctypes.c_int * 8 * len(compiled.order))()
     for i, (name, _) in enumerate(compiled.order):
-        for j, v in enumerate(_dims(arrays.get(name, output))):
+        for j, v in enumerate(halide_dims(arrays.get(name, output))):
             shapes[i][j] = v
     return pointers, shapes, {**arrays, "out": output}
 
@@ -390,7 +311,7 @@ def measure(pipeline: Pipeline, compiled: Compiled, workdir: Path, rounds: int, 
         out_code = 2 if pipeline.types == "bf16" else 0
 
         def dims(x):
-            values = _dims(x)
+            values = halide_dims(x)
             return (ctypes.c_int * (1 + len(values)))(len(values) // 2, *values)
 
         da, db, dc = dims(a), dims(b_pipeline), dims(halide_out)

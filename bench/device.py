@@ -51,6 +51,13 @@ the library and resolves every entry point, builds every argument list,
 draws the paper-size inputs and compares each reference with itself, so
 that the first real run does not fail on a path nobody executed.
 
+The host CPU of a lent machine may have AMX (the H200's of 2026-11-28 had):
+``prepare`` also writes the AMX MatMuls of bench/amx_device.py
+(``--amx-sizes``, '' for none) into ``amx/``, and a run that picks no
+kernels (no ``--only``, no ``--sizes``) times them there when the CPU has
+``amx_tile`` (``amx`` in the results); the dry run checks them under the
+emulation.
+
 What it does not do yet: baselines for rec_filter, the DCTs and attention
 (``baseline_time_us`` is null there, with the reason) and schedules an autotuner improved. The
 vendor libraries (cuBLAS, cuDNN, PyTorch's attention: ``vendor_time_us``)
@@ -83,6 +90,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = "kernels.so"
 MANIFEST = "manifest.json"
+AMX_FOLDER = "amx"
+"""The AMX half (bench/amx_device.py), prepared and run beside the kernels."""
 MAX_CARRY_BYTES = 60 << 20
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
 QUICK_CHECKS = ("conv1d", "conv2d", "downsample", "gemm", "conv_layer")
@@ -166,6 +175,7 @@ void halide_error(void *user_context, const char *message) {
     strncpy(hbr_halide_message, message, sizeof hbr_halide_message - 1);
 }
 const char *hbr_halide_error(void) { return hbr_halide_message; }
+void hbr_halide_error_reset(void) { hbr_halide_message[0] = 0; }
 int hbr_wrap(struct halide_buffer_t *buffer, void *device) {
     return halide_cuda_wrap_device_ptr ? halide_cuda_wrap_device_ptr(0, buffer, (uint64_t)device) : -2;
 }
@@ -320,6 +330,7 @@ class Launch:
     def launch_baseline(self) -> None:
         if self.runtime.dry_run or self.baseline is None:
             return
+        self.runtime.library.hbr_halide_error_reset()
         code = self.baseline(*(ctypes.byref(buffer) for buffer, _ in self.halide_buffers))
         if code != 0:
             message = self.runtime.library.hbr_halide_error().decode().strip()
@@ -338,6 +349,7 @@ class Launch:
             return []
         by_name = {a["name"]: a for a in self.kernel["arguments"]}
         queries = [halide_buffer(by_name[name]) for name in self.kernel["baseline"]["order"]]
+        self.runtime.library.hbr_halide_error_reset()
         code = self.baseline(*(ctypes.byref(buffer) for buffer, _ in queries))
         if code != 0:
             message = self.runtime.library.hbr_halide_error().decode().strip()
@@ -600,8 +612,8 @@ def sanitize(folder: Path, library: Path, kernel: dict[str, Any], tools: tuple[s
         # Volta's independent thread scheduling, so they count.
         found = re.search(r"ERROR SUMMARY: (\d+) error", said)
         hazards = re.search(r"RACECHECK SUMMARY: (\d+) hazard", said)
-        count = (int(found.group(1)) if found else int(hazards.group(1)) if hazards
-                 else 0 if proc.returncode == 0 else 1)
+        count = (max(int(found.group(1)) if found else 0, int(hazards.group(1)) if hazards else 0)
+                 if found or hazards else 0 if proc.returncode == 0 else 1)
         errors += count
         if count or proc.returncode not in (0, 99):
             notes[tool] = said[-2000:]
@@ -656,9 +668,25 @@ def run(folder: Path, out: Path, *, dry_run: bool, quick: bool, sanitizer: bool,
         # brings back what it measured.
         results["seconds"] = round(time.perf_counter() - started, 1)
         _write_results(out, results)
+    if (folder / AMX_FOLDER).is_dir() and not only and sizes is None:
+        results["amx"] = _amx_results(folder / AMX_FOLDER, dry_run)
     results["complete"] = True
     _write_results(out, results)
     return results
+
+
+def _amx_results(folder: Path, dry_run: bool) -> dict[str, Any]:
+    """The AMX MatMuls on the host CPU (bench/amx_device.py): timed where it
+    has AMX; in the dry run, checked under the emulation."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # run through runpy, bench/ is not on it
+    from amx_device import cpu_has_amx, run_amx
+
+    if not dry_run and not cpu_has_amx():
+        return {"amx": False, "why": "the host CPU has no amx_tile: nothing timed"}
+    try:
+        return run_amx(folder, emulate=dry_run or not cpu_has_amx())
+    except (OSError, subprocess.SubprocessError, ValueError) as error:
+        return {"error": str(error)}
 
 
 def _write_results(out: Path, results: dict[str, Any]) -> None:
@@ -832,24 +860,28 @@ def prepare_baseline(folder: Path, app: Any, size: str, entry: dict[str, Any]) -
 @contextlib.contextmanager
 def _halide_warnings() -> Any:
     """What Halide prints meanwhile: the list yielded holds that text once
-    the block ends. Its Python binding prints warnings through sys.stdout;
-    its C++ half can write to file descriptors 1 and 2: all are caught."""
+    the block ends, and it is printed again on standard error (nothing is
+    hidden). Its Python binding prints warnings through sys.stdout; its C++
+    half can write to file descriptors 1 and 2: all are caught."""
     said: list[str] = []
+    libc = ctypes.CDLL(None)
     with tempfile.TemporaryFile() as sink, io.StringIO() as text:
         sys.stdout.flush()
         sys.stderr.flush()
         saved = [os.dup(1), os.dup(2)]
-        os.dup2(sink.fileno(), 1)
-        os.dup2(sink.fileno(), 2)
         try:
+            os.dup2(sink.fileno(), 1)
+            os.dup2(sink.fileno(), 2)
             with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
                 yield said
         finally:
+            libc.fflush(None)  # C stdio's buffers, before the descriptors go back
             for descriptor, copy in enumerate(saved, start=1):
                 os.dup2(copy, descriptor)
                 os.close(copy)
             sink.seek(0)
             said.extend((sink.read().decode(errors="replace"), text.getvalue()))
+            sys.stderr.write("".join(said))
 
 
 def _symbol(name: str) -> str:
@@ -977,12 +1009,17 @@ def prepare(out: Path, app_names: list[str] | None, sizes: list[str], sweep: int
                 "objects": [str(o) for o in objects],
                 "prepared": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    print(f"{len(kernels)} kernels, {len(skipped)} skipped")
+    _check_carry(out)
+    return manifest
+
+
+def _check_carry(out: Path) -> None:
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
-    print(f"{len(kernels)} kernels, {len(skipped)} skipped, {size / 2**20:.1f} MiB in {out}")
+    print(f"{size / 2**20:.1f} MiB in {out}")
     if size > MAX_CARRY_BYTES:
         raise SystemExit(f"{out} holds {size / 2**20:.1f} MiB, over the {MAX_CARRY_BYTES >> 20} MiB "
                          "a device call carries")
-    return manifest
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -994,14 +1031,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", nargs="*", default=["test", "paper"], choices=["test", "paper"])
     p.add_argument("--sweep", type=int, default=12, help="how many listed-sweep WMMA variants (test size)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--amx-sizes", default="512,1024",
+                   help="matrix sizes of the AMX MatMuls timed on the host CPU ('' for none)")
     r = commands.add_parser("run", help="run, check and time every prepared kernel (there)")
     r.add_argument("--in", dest="folder", type=Path, required=True)
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--dry-run", action="store_true", help="everything but the GPU")
     r.add_argument("--quick", action="store_true", help="the paper sizes and five test-size checks")
     r.add_argument("--no-sanitizer", action="store_true")
-    r.add_argument("--sizes", nargs="*", choices=["test", "paper"], help="only the kernels of these sizes")
-    r.add_argument("--only", nargs="*", default=[], help="only the kernels of these names")
+    r.add_argument("--sizes", nargs="+", choices=["test", "paper"], help="only the kernels of these sizes")
+    r.add_argument("--only", nargs="+", default=[], help="only the kernels of these names")
     r.add_argument("--tools", nargs="*", choices=SANITIZER_TOOLS, default=[],
                    help="the sanitizer's tools (default: all three; memcheck with --quick)")
     r.add_argument("--rebuild", action="store_true", help="build the library here from the prepared sources")
@@ -1016,6 +1055,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.folder} holds no {MANIFEST}: make it with 'bench/device.py prepare --out {args.folder}'")
     if args.command == "prepare":
         prepare(args.out, args.apps, args.sizes, args.sweep, args.jobs)
+        amx_sizes = tuple(int(n) for n in args.amx_sizes.split(",") if n)
+        if amx_sizes:
+            from amx_device import prepare_amx
+
+            prepare_amx(args.out / AMX_FOLDER, amx_sizes)
+            _check_carry(args.out)
         return 0
     if args.command == "check":
         return check_one(args.folder, args.library, args.kernel)

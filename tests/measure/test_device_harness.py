@@ -80,6 +80,14 @@ def test_prepare_and_a_dry_run_work_on_real_kernels(tmp_path: Path) -> None:
     assert "baseline_missing" not in manifest["kernels"][0]  # the test size is smaller than the baseline's tile
     assert baseline["order"] == ["kernel", "image", "output"] and hasattr(library, baseline["entry"])
     assert "baseline" not in manifest["kernels"][1]  # a sweep variant has none
+    # The AMX half (bench/amx_device.py) at a small size, checked in the dry
+    # run under the emulation (this CPU has no AMX; the device's host may).
+    import amx_device
+
+    amx = amx_device.prepare_amx(folder / device.AMX_FOLDER, (128,))
+    assert [e["key"] for e in amx["pipelines"]] == [f"{name}_128" for name in amx_device.DEVICE_PIPELINES]
+    # Halide refuses a tile operand kept in AMX tiles (preload_b): hardboiled's is timed alone
+    assert [e["halide"] is None for e in amx["pipelines"]] == [False, False, True, False]
     # The device side needs numpy only: run it as the device would, and
     # check that it imported nothing of hardboiled, lark or egglog.
     script = (
@@ -96,6 +104,7 @@ def test_prepare_and_a_dry_run_work_on_real_kernels(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     results = json.loads((out / "device-results.json").read_text())
     assert results["dry_run"] and results["complete"] and len(results["kernels"]) == 2
+    assert [row.get("hardboiled") for row in results["amx"]["pipelines"]] == [{"correct": True}] * 4
     # --only and --sizes pick kernels; each kernel's row is written as soon
     # as it is measured (a run stopped at its time limit keeps them).
     picked = device.run(folder, tmp_path / "picked", dry_run=True, quick=False, sanitizer=False, warmup=1, repeat=1,
