@@ -9,7 +9,9 @@ its toolchain here: the other half cannot import hardboiled).
 
 ``run_amx(folder, out)`` runs there, with gcc and numpy alone. Where the
 CPU has ``amx_tile`` it builds each natively and times hardboiled's
-product, Halide's and numpy's (float32, one core) in turn, round by round,
+product, Halide's and numpy's (float32; one core where the caller set
+OPENBLAS_NUM_THREADS=1 before numpy loaded, as bench/device.py does) in
+turn, round by round,
 keeping each one's best round, and checks both AMX results against numpy.
 Without AMX (``emulate=True``, the dry run) it builds hardboiled's C with
 the emulation, runs each kernel once and checks it, and only links
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -297,7 +298,6 @@ def run_amx(folder: Path, emulate: bool) -> dict[str, Any]:
     """Every prepared pipeline (``emulate``: checked under the emulation,
     untimed); the peak loop natively."""
     manifest = json.loads((folder / AMX_MANIFEST).read_text())
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     result: dict[str, Any] = {"amx": not emulate, "pipelines": []}
     with tempfile.TemporaryDirectory(prefix="hb_amx_device_") as tmp:
         work = Path(tmp)

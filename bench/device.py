@@ -85,7 +85,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+# One core for numpy's BLAS, set before numpy loads: the AMX half compares
+# one core's AMX with one core's float32 products (bench/amx_device.py).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = "kernels.so"
