@@ -718,7 +718,27 @@ def markdown_table(results: dict[str, Any]) -> str:
                      f"| {cell('sanitizer_errors')} | {cell('time_us', 1)} | {cell('baseline_time_us', 1)} | "
                      f"{cell('speedup_vs_cuda_only')} | {cell('paper_speedup')} | {cell('vendor_time_us', 1)} |"
                      + (f" {row['error']}" if row.get("error") else ""))
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _amx_table(results.get("amx"))) + "\n"
+
+
+def _amx_table(amx: dict[str, Any] | None) -> list[str]:
+    """The AMX half's rows (GFLOP/s, or GOP/s for int8; a share of the
+    peak loop's rate), when the run had one."""
+    if not amx:
+        return []
+    head = f"peak {amx['peak_tflops']:.2f} TFLOP/s" if amx.get("peak_tflops") else amx.get("why", "emulated: no speed")
+    lines = ["", f"## AMX on the host CPU ({head})", "", "| pipeline | hardboiled | Halide | numpy f32 |",
+             "|---|---|---|---|"]
+    for row in amx.get("pipelines", []):
+        def cell(name: str, row: dict[str, Any] = row) -> str:
+            figures = row.get(name) or {}
+            text = f"{figures['gflops']}" if "gflops" in figures else "checked" if figures.get("correct") else "-"
+            text += f" ({figures['peak_pct']}%)" if figures.get("peak_pct") else ""
+            text += "" if figures.get("correct", True) else " WRONG"
+            return text + (" (none)" if "missing" in figures else "")
+        lines.append(f"| {row['pipeline']} | {cell('hardboiled')} | {cell('halide')} | {cell('numpy_f32')} |"
+                     + (f" {row['error']}" if row.get("error") else ""))
+    return lines
 
 
 def _cpu_name() -> str:

@@ -116,7 +116,8 @@ def test_prepare_and_a_dry_run_work_on_real_kernels(tmp_path: Path) -> None:
         assert row["matches_reference"] is True and "error" not in row
         assert row["time_us"] is None and row["baseline_time_us"] is None
     assert [row["baseline"] for row in results["kernels"]] == ["CUDA-only Halide", "no CUDA-only Halide baseline for it yet"]
-    assert "| conv1d-test | test | True |" in (out / "device-results.md").read_text()
+    table = (out / "device-results.md").read_text()
+    assert "| conv1d-test | test | True |" in table and "| int8_vnni_ref_128 | checked | - | - |" in table
 
 
 def test_a_baseline_halide_knows_will_fail_its_checks_is_refused_when_prepared(tmp_path: Path) -> None:
