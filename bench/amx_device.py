@@ -175,13 +175,6 @@ def prepare_amx(folder: Path, sizes: tuple[int, ...] = DEVICE_SIZES) -> dict[str
 # --------------------------------------------------------------------------
 
 
-def cpu_has_amx() -> bool:
-    try:
-        return "amx_tile" in Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-
-
 def _operands(entry: dict[str, Any], rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A, B (K x N, row-major) and the float64 reference A @ B; bfloat16 as
     its bits (uint16, rounded to nearest even), so that numpy alone will do."""

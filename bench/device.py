@@ -269,6 +269,10 @@ class Runtime:
         name, arch, driver, runtime = text.value.decode().split("|")
         return {"gpu": name, "arch": arch, "driver": _version(int(driver)), "runtime": _version(int(runtime))}
 
+    def halide_message(self) -> str:
+        """What Halide's runtime last reported (the runner's halide_error)."""
+        return self.library.hbr_halide_error().decode().strip()
+
     def require_device(self) -> None:
         if self.dry_run:
             return
@@ -338,8 +342,8 @@ class Launch:
         self.runtime.library.hbr_halide_error_reset()
         code = self.baseline(*(ctypes.byref(buffer) for buffer, _ in self.halide_buffers))
         if code != 0:
-            message = self.runtime.library.hbr_halide_error().decode().strip()
-            raise DeviceError(f"the CUDA-only Halide baseline returned Halide error {code}: {message}")
+            raise DeviceError(f"the CUDA-only Halide baseline returned Halide error {code}: "
+                              f"{self.runtime.halide_message()}")
 
     def baseline_bounds_problems(self) -> list[str]:
         """Halide's bounds query of the baseline (no GPU: its buffers have
@@ -357,8 +361,7 @@ class Launch:
         self.runtime.library.hbr_halide_error_reset()
         code = self.baseline(*(ctypes.byref(buffer) for buffer, _ in queries))
         if code != 0:
-            message = self.runtime.library.hbr_halide_error().decode().strip()
-            return [f"the bounds query returned Halide error {code}: {message}"]
+            return [f"the bounds query returned Halide error {code}: {self.runtime.halide_message()}"]
         problems = []
         for name, (_, dims) in zip(self.kernel["baseline"]["order"], queries):
             for axis, ((low, extent, _), asked) in enumerate(zip(by_name[name]["dims"], dims)):
@@ -684,12 +687,12 @@ def _amx_results(folder: Path, dry_run: bool) -> dict[str, Any]:
     """The AMX MatMuls on the host CPU (bench/amx_device.py): timed where it
     has AMX; in the dry run, checked under the emulation."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # run through runpy, bench/ is not on it
-    from amx_device import cpu_has_amx, run_amx
+    from amx_device import run_amx
 
-    if not dry_run and not cpu_has_amx():
+    if not dry_run and not _has_amx():
         return {"amx": False, "why": "the host CPU has no amx_tile: nothing timed"}
     try:
-        return run_amx(folder, emulate=dry_run or not cpu_has_amx())
+        return run_amx(folder, emulate=dry_run or not _has_amx())
     except (OSError, subprocess.SubprocessError, ValueError) as error:
         return {"error": str(error)}
 
