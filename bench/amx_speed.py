@@ -150,8 +150,6 @@ def halide_library(pipeline: Pipeline, target: str, workdir: Path) -> Path | Non
     return library
 
 
-
-
 # ------------------------------------------------------------------ hardboiled
 
 @dataclass
