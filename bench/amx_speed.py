@@ -17,7 +17,8 @@ Where the CPU has AMX (amx_tile in /proc/cpuinfo), it measures:
 2. per pipeline and size, in one run, variants alternating round by round
    (the best round is kept): hardboiled's C built native, Halide's AOT
    static library for avx512_sapphirerapids (results checked against
-   numpy: upstream Halide is wrong for a standard-layout B), numpy f32 and
+   numpy: Halide 21 is wrong for bf16 schedules with several accumulator
+   tiles, bench/halide_amx_check.py), numpy f32 and
    torch bf16 (skipped, and said so, when torch is not installed). Each
    figure is GFLOP/s (GOP/s for int8) and a share of the peak.
 
