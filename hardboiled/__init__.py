@@ -7,9 +7,11 @@ both are imported on first use, so that ``import hardboiled`` stays cheap.
 
 from __future__ import annotations
 
-from typing import Any
-
 from hardboiled.support.version import VERSION
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (20 ms at every start)
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = VERSION
 __all__ = ["__version__", "compile", "CompileError", "Result"]  # noqa: F822 - provided by __getattr__

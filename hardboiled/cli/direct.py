@@ -33,10 +33,13 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
 
 from hardboiled.cli.terminal import is_terminal
 from hardboiled.support.signals import Terminated
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (20 ms at every start)
+if TYPE_CHECKING:
+    from typing import Any
 
 ENVIRONMENT = ("CC", "NVCC", "HARDBOILED_CACHE_DIR", "HARDBOILED_RULES_DIR", "HARDBOILED_TRACEBACK",
                "XDG_CACHE_HOME", "HOME", "NO_COLOR", "TERM", "COLUMNS", "PATH")
@@ -60,7 +63,7 @@ def main(args: list[str] | None = None) -> None:
     try:
         # Inside the try: a SIGTERM that lands while this loads is an
         # ordinary termination too, not a traceback.
-        from hardboiled.support.environment import fit_address_limit
+        from hardboiled.support.limits import fit_address_limit
 
         fit_address_limit()
         _main(list(sys.argv[1:] if args is None else args))

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
+from hardboiled.support.limits import address_space_note
 
 
 class OutOfMemory(HardboiledError):
@@ -98,16 +99,6 @@ def classify_fault(kind: str, message: str, who: str) -> HardboiledError | None:
     return None
 
 
-def address_space_note() -> str | None:
-    """The address-space limit this process runs under, when there is one."""
-    import resource
-
-    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
-    if soft == resource.RLIM_INFINITY:
-        return None
-    return f"this process runs under an address-space limit of {soft >> 20} MB (ulimit -v)"
-
-
 def require_address_space(megabytes: int, purpose: str) -> None:
     """Under an address-space limit, raise OutOfMemory unless ``megabytes``
     more can be mapped now. For a library whose loading cannot fail in a
@@ -128,28 +119,6 @@ def require_address_space(megabytes: int, purpose: str) -> None:
             note for note in (f"{purpose} needs about {megabytes} MB more address space than is left",
                               address_space_note()) if note))) from None
     probe.close()
-
-
-M_ARENA_MAX = -8
-"""glibc's mallopt parameter for the number of malloc arenas (malloc.h)."""
-
-
-def fit_address_limit() -> None:
-    """Under an address-space limit, make this process use less of it: one
-    malloc arena for every thread (glibc reserves 64 MB of address space
-    for each thread's own arena, and the compile runs on a thread of its
-    own, support/deep.py). Only the command calls this: it owns its process,
-    a program embedding the API does not hand us its allocator."""
-    if address_space_note() is None:
-        return  # the common case, on every start: nothing more is loaded
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt(M_ARENA_MAX, 1)
-    except (OSError, AttributeError):
-        pass  # not glibc: its allocator is its own business
 
 
 NUMPY_LOAD_MB = 128
