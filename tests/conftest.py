@@ -39,6 +39,7 @@ _OWN_CACHE = _SHARED_CACHE not in os.environ
 if _OWN_CACHE:
     os.environ[_SHARED_CACHE] = tempfile.mkdtemp(prefix="hardboiled-test-cache-")
 CACHE_DIR = os.environ[_SHARED_CACHE]
+os.environ.setdefault("HARDBOILED_NO_SERVER", "1")  # a user's compile server is not the tests' (test_server.py starts its own)
 """The CLI caches selection results; tests get a cache of their own, made
 by the process that starts the run and shared by its workers, as
 concurrent compiles share one (support/cache.py writes entries

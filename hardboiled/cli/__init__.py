@@ -1,9 +1,26 @@
 """The ``hardboiled`` command (the pass pipeline it runs is hardboiled/pipeline/).
 
-``main`` is the command's entry point (cli/direct.py): a repeated compile is
-answered from its record before click loads, anything else goes to the
-command line (cli/commands.py)."""
+``main`` is the command's entry point. Where a compile server runs, the
+command is handed to it (cli/client.py, which loads next to nothing);
+otherwise a repeated compile is answered from its record before click
+loads (cli/direct.py), and anything else goes to the command line
+(cli/commands.py)."""
 
-from hardboiled.cli.direct import main
+from __future__ import annotations
+
+
+def main(args: list[str] | None = None) -> None:
+    import sys
+
+    from hardboiled.cli.client import forward
+
+    argv = list(sys.argv[1:] if args is None else args)
+    code = forward(argv)
+    if code is not None:
+        sys.exit(code)
+    from hardboiled.cli.direct import main as run_here
+
+    run_here(argv)
+
 
 __all__ = ["main"]

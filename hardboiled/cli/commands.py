@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from hardboiled.cli.client import DEFAULT_IDLE_TIMEOUT_S
 from hardboiled.cli.errors import DiagnosingGroup, handles_errors
 from hardboiled.cli.outputs import tell_cached_compile, write_results
 from hardboiled.cli.summary import reports_json, summarize
@@ -558,6 +559,62 @@ def rules_command() -> None:
         sys.stdout.write(f"rules/{filename}: {total} rule{'s' if total != 1 else ''}\n")
         for ruleset, count in sorted(counts.items()):
             sys.stdout.write(f"  {ruleset}: {count}\n")
+
+
+@main.group("server", cls=DiagnosingGroup, epilog=_epilog(
+    ("keep hardboiled loaded for the commands that follow", "hardboiled server start"),
+    ("is one running?", "hardboiled server status"), ("stop it", "hardboiled server stop")))
+def server_group() -> None:
+    """A compile server: hardboiled loaded once, each command a forked worker.
+
+    While a server runs for this user and this build of hardboiled, every
+    hardboiled command is run by it: same outputs, messages and exit
+    status, without the start-up (cli/server.py). HARDBOILED_NO_SERVER=1
+    runs a command without it.
+    """
+
+
+@server_group.command("start")
+@click.option("--idle-timeout", "idle_timeout", type=click.FloatRange(min=1), metavar="SECONDS",
+              default=DEFAULT_IDLE_TIMEOUT_S, show_default=True, help="Stop after this long without a command.")
+@handles_errors
+def server_start_command(idle_timeout: float) -> None:
+    """Start a server for this build of hardboiled, unless one runs."""
+    from hardboiled.cli import client
+
+    try:
+        started, status = client.start(idle_timeout)
+    except OSError as exc:
+        raise HardboiledError(Diagnostic("error", f"cannot start the compile server: {exc}")) from None
+    verb = "started" if started else "already running"
+    sys.stdout.write(f"hardboiled: server {verb}: pid {status['pid']}, socket {status['socket']}\n")
+
+
+@server_group.command("stop")
+@handles_errors
+def server_stop_command() -> None:
+    """Stop every server of this user, of any build."""
+    from hardboiled.cli import client
+
+    stopped = client.stop_all()
+    for status in stopped:
+        sys.stdout.write(f"hardboiled: server stopped: pid {status['pid']}\n")
+    if not stopped:
+        sys.stdout.write("hardboiled: no server was running\n")
+
+
+@server_group.command("status")
+@handles_errors
+def server_status_command() -> None:
+    """Say whether a server for this build runs (exit 0) or not (exit 1)."""
+    from hardboiled.cli import client
+
+    status = client.status(client.socket_path(client.server_directory()))
+    if status is None:
+        sys.stdout.write("hardboiled: no server is running for this build\n")
+        sys.exit(1)
+    sys.stdout.write(f"hardboiled: server running: pid {status['pid']}, socket {status['socket']}, "
+                     f"up {status['uptime_s']:g} s, idle timeout {status['idle_timeout_s']:g} s\n")
 
 
 if __name__ == "__main__":  # pragma: no cover

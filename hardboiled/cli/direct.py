@@ -53,9 +53,11 @@ DIRECTORY = "direct"
 
 
 def main(args: list[str] | None = None) -> None:
-    """The ``hardboiled`` command: a recorded answer, else the command line.
-    SIGTERM unwinds it like an interrupt (temporary files removed, children
-    killed, nothing half-written) and exits 143."""
+    """The ``hardboiled`` command run in this process (cli/__init__.py
+    first offers it to a compile server): a recorded answer, else the
+    command line. SIGTERM unwinds it like an interrupt (temporary files
+    removed, children killed, nothing half-written) and exits 143."""
+    argv = list(sys.argv[1:] if args is None else args)
     try:
         previous = signal.signal(signal.SIGTERM, _terminate)
     except ValueError:
@@ -66,7 +68,7 @@ def main(args: list[str] | None = None) -> None:
         from hardboiled.support.limits import fit_address_limit
 
         fit_address_limit()
-        _main(list(sys.argv[1:] if args is None else args))
+        _main(argv)
     except Terminated:
         from hardboiled.support.diagnostics import ExitCode
         from hardboiled.support.fileio import discard_unfinished

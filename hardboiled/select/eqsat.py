@@ -146,6 +146,8 @@ def prestart(prelude: list[ProgramChunk], memory_mb: int = DEFAULT_MEMORY_MB) ->
     files): the next ``run_egglog`` whose program starts with these chunks
     sends only the rest, and does not wait for the child to start."""
     global _warm
+    if _warm is not None and _warm.serves(prelude, memory_mb):
+        return  # started ahead already (the compile server's worker, cli/server.py)
     discard_prestarted()
     try:
         _warm = _WarmChild(prelude, memory_mb)

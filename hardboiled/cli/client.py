@@ -1,0 +1,279 @@
+"""The ``hardboiled`` command's side of the compile server (cli/server.py).
+
+A compile spends most of its time, when the result cache cannot answer,
+starting up: Python, then the modules of the pipeline and numpy, then the
+egglog child with its rule files. A server started once
+(``hardboiled server start``) keeps all of that loaded, as Bazel's and
+Gradle's daemons do. While one runs for this user and this build of
+hardboiled, every ``hardboiled`` command hands its whole invocation to it:
+the arguments, the working directory, the environment, the umask and its
+own standard input, output and error (the descriptors themselves, passed
+over a Unix socket), and exits with the status the server's worker ended
+with. So a run through the server reads, writes, prints, colours and
+exits exactly as it would have alone; signals sent to the command
+(Ctrl-C, SIGTERM) go on to the worker.
+
+Nothing here loads more than the standard library and support/cache.py's
+code signature, which names the socket: a server of other code (an edit, a
+new egglog) is never asked, and anything that goes wrong before the
+server has the request (no server, a stale socket, a directory others
+can write) leaves the command to run by itself, as it would without one.
+``HARDBOILED_NO_SERVER=1`` does that on purpose.
+"""
+
+from __future__ import annotations
+
+import array
+import hashlib
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (20 ms at every start)
+if TYPE_CHECKING:
+    from typing import Any
+
+SERVER_DIRECTORY = "server"
+"""The sockets live in this subdirectory of the default cache directory."""
+
+PID_FRAME = struct.Struct("!cq")
+"""The server's first answer: b"P" and the worker's process id."""
+STATUS_FRAME = struct.Struct("!ci")
+"""The last: b"X" and the worker's exit status (128 + N for signal N)."""
+REQUEST_HEADER = struct.Struct("!I")
+"""A request's length, before its JSON."""
+DEFAULT_IDLE_TIMEOUT_S = 3 * 3600
+
+
+def server_directory() -> str:
+    from hardboiled.support.cache import default_cache_dir
+
+    return os.path.join(default_cache_dir(), SERVER_DIRECTORY)
+
+
+def socket_path(directory: str) -> str:
+    """The socket of the server for this build: hardboiled's code (by
+    signature), egglog's build and the Python running it."""
+    from hardboiled.support.cache import code_signature, egglog_identity
+
+    identity = hashlib.sha256(f"{code_signature()}\0{egglog_identity()}\0{sys.version}".encode()).hexdigest()
+    return os.path.join(directory, f"{identity[:20]}.sock")
+
+
+def connect(path: str) -> socket.socket | None:
+    """A connection to the server at ``path``, or None: a Unix socket path
+    is at most 107 bytes, and a socket no server listens on refuses."""
+    if len(os.fsencode(path)) > 100:
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def send_request(sock: socket.socket, request: dict[str, object], fds: list[int]) -> None:
+    """A length-prefixed JSON request; the descriptors ride on its first byte."""
+    payload = json.dumps(request).encode()
+    data = REQUEST_HEADER.pack(len(payload)) + payload
+    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+    sent = sock.sendmsg([data], ancillary)
+    if sent < len(data):  # not otherwise: the server may have answered and closed already
+        sock.sendall(data[sent:])
+
+
+def receive_exactly(sock: socket.socket, size: int) -> bytes | None:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def forward(argv: list[str]) -> int | None:
+    """Run ``argv`` on the compile server and return its exit status; None
+    when there is no server to run it (the caller runs it itself)."""
+    if os.environ.get("HARDBOILED_NO_SERVER") == "1" or argv[:1] == ["server"]:
+        return None
+    directory = server_directory()
+    if not os.path.isdir(directory):  # the common case, checked before anything is hashed
+        return None
+    from pathlib import Path
+
+    from hardboiled.support.cache import path_problem
+
+    if path_problem(Path(directory)) is not None:  # another user could have put a socket there
+        return None
+    sock = connect(socket_path(directory))
+    if sock is None:
+        return None
+    with sock:
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            return None  # a deleted working directory: the command says so itself
+        mask = os.umask(0o022)
+        os.umask(mask)
+        main_module = sys.modules.get("__main__")
+        request = {"argv": argv, "argv0": sys.argv[0] if sys.argv else "hardboiled",
+                   "main_package": getattr(main_module, "__package__", None),  # how click names the program
+                   "cwd": cwd, "env": dict(os.environ), "umask": mask,
+                   "encodings": [getattr(stream, "encoding", None) or "utf-8"
+                                 for stream in (sys.stdin, sys.stdout, sys.stderr)]}
+        with _SignalsPassedOn() as signals:
+            try:
+                send_request(sock, request, [0, 1, 2])
+                answer = receive_exactly(sock, PID_FRAME.size)
+            except OSError:
+                answer = None
+            if answer is None:
+                return None  # refused before the request was taken: nothing ran; the command runs here
+            signals.worker = PID_FRAME.unpack(answer)[1]
+            return _status(sock)
+
+
+class _SignalsPassedOn:
+    """While the server runs the command, the signals that would have ended
+    it go to its worker; one that comes before the worker is known waits
+    for it, or, if the command runs here after all, is raised here again."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self._worker: int | None = None
+        self.pending: list[int] = []
+
+    @property
+    def worker(self) -> int | None:
+        return self._worker
+
+    @worker.setter
+    def worker(self, pid: int) -> None:
+        self._worker = pid
+        for signum in self.pending:
+            self._send(signum)
+
+    def _send(self, signum: int) -> None:
+        if self._worker is None:
+            return
+        try:
+            os.kill(self._worker, signum)
+        except OSError:
+            pass  # it has just ended: its status is on its way
+
+    def _pass_on(self, signum: int, frame: object) -> None:
+        if self._worker is None:
+            self.pending.append(signum)
+        else:
+            self._send(signum)
+
+    def __enter__(self) -> _SignalsPassedOn:
+        self.previous = [signal.signal(signum, self._pass_on) for signum in self.SIGNALS]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for number, handler in zip(self.SIGNALS, self.previous, strict=True):
+            signal.signal(number, handler)
+        if self._worker is None:
+            for signum in self.pending:
+                os.kill(os.getpid(), signum)
+
+
+def _status(sock: socket.socket) -> int:
+    """The worker's exit status, once it has ended."""
+    try:
+        answer = receive_exactly(sock, STATUS_FRAME.size)
+    except OSError:
+        answer = None
+    if answer is None:
+        sys.stderr.write("hardboiled: error: the compile server ended this run without an answer; "
+                         "run the command again with HARDBOILED_NO_SERVER=1, and stop the server "
+                         "(hardboiled server stop)\n")
+        return 70  # ExitCode.INTERNAL_ERROR (support/diagnostics.py, not loaded here)
+    return STATUS_FRAME.unpack(answer)[1]
+
+
+# --------------------------------------------------------------------------
+# Managing the server (the ``hardboiled server`` commands)
+# --------------------------------------------------------------------------
+
+
+def start(idle_timeout_s: float) -> tuple[bool, dict[str, Any]]:
+    """Start a server for this build unless one runs: (started, its status)."""
+    import subprocess
+    import time
+    from pathlib import Path
+
+    from hardboiled.support.cache import path_problem
+
+    directory = server_directory()
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    problem = path_problem(Path(directory))
+    if problem is not None:
+        raise OSError(f"'{directory}' {problem}")
+    path = socket_path(directory)
+    running = status(path)
+    if running is not None:
+        return False, running
+    if len(os.fsencode(path)) > 100:
+        raise OSError(f"the socket path '{path}' is too long for a Unix socket; set HARDBOILED_CACHE_DIR "
+                      "to a shorter directory")
+    log = os.open(os.path.join(directory, "server.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        subprocess.Popen([sys.executable, "-m", "hardboiled.cli.server", path, str(idle_timeout_s)],
+                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                         close_fds=True, cwd="/")
+    finally:
+        os.close(log)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        running = status(path)
+        if running is not None:
+            return True, running
+        time.sleep(0.05)
+    raise OSError(f"the server did not answer within 60 s; see {os.path.join(directory, 'server.log')}")
+
+
+def status(path: str) -> dict[str, Any] | None:
+    """What the server at ``path`` says of itself, or None when none answers."""
+    return _control(path, "status")
+
+
+def stop_all() -> list[dict[str, Any]]:
+    """Stop every server of this user (of any build); what each said."""
+    directory = server_directory()
+    try:
+        names = sorted(name for name in os.listdir(directory) if name.endswith(".sock"))
+    except OSError:
+        return []
+    stopped = []
+    for name in names:
+        answer = _control(os.path.join(directory, name), "stop")
+        if answer is not None:
+            stopped.append(answer)
+    return stopped
+
+
+def _control(path: str, command: str) -> dict[str, Any] | None:
+    sock = connect(path)
+    if sock is None:
+        return None
+    with sock:
+        sock.settimeout(10)
+        try:
+            send_request(sock, {"control": command}, [])
+            header = receive_exactly(sock, REQUEST_HEADER.size)
+            if header is None:
+                return None
+            body = receive_exactly(sock, REQUEST_HEADER.unpack(header)[0])
+            answer = json.loads(body) if body is not None else None
+        except (OSError, ValueError):
+            return None
+    return answer if isinstance(answer, dict) else None

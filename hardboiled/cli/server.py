@@ -1,0 +1,361 @@
+"""The compile server: hardboiled loaded once, a forked worker per command.
+
+``hardboiled server start`` runs ``python -m hardboiled.cli.server`` in a
+session of its own. It imports every module a command can need (numpy
+too), then listens on a Unix socket in a private directory (cli/client.py
+names it by hardboiled's code signature, egglog's build and Python's
+version). It keeps one **worker** forked ahead: a copy of the loaded
+server that has already started its egglog child on the rule files
+(select/eqsat.py's ``prestart``), which costs a command about 0.7 s of
+its time on its own. For each command a client sends, the server hands the
+waiting worker the request and the client's descriptors (the connection,
+standard input, output and error), forks the next worker, and goes back
+to listening. The worker tells the client its process id (so that the
+client can pass signals on), takes the client's working directory,
+environment and umask, runs the command exactly as ``hardboiled`` would
+(cli/direct.py) and sends its exit status; where a signal ends a worker,
+the server sends 128 + N for signal N.
+
+The server itself is single-threaded and never compiles: a fork copies
+nothing half-done, and what a command caches (the code signature, say)
+dies with its worker. Only the user who started it may connect (the
+peer's credentials are checked on every connection). It ends on
+``hardboiled server stop``, on SIGTERM, when its socket is removed or
+replaced, when hardboiled's code or egglog changes (no client would ask it
+again), and after ``--idle-timeout`` seconds without a command.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import json
+import os
+import pkgutil
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+from typing import Any
+
+from hardboiled.cli import client
+
+_REQUEST_HEADER = client.REQUEST_HEADER
+_MAX_REQUEST = 16 << 20
+_NOT_PRELOADED = ("hardboiled.__main__", "hardboiled.halide", "hardboiled.cli.manpage", "hardboiled.cli.server")
+"""Modules a command never imports (the Halide bridge loads halide) or
+that run on import."""
+
+
+# --------------------------------------------------------------------------
+# Serving
+# --------------------------------------------------------------------------
+
+
+def preload() -> None:
+    """Import what any command can import, numpy as the command loads it."""
+    from hardboiled.support.environment import load_numpy
+
+    load_numpy()
+    for module in pkgutil.walk_packages(sys.modules["hardboiled"].__path__, "hardboiled."):
+        if not module.name.startswith(_NOT_PRELOADED):
+            importlib.import_module(module.name)
+
+
+class _Stop(Exception):
+    pass
+
+
+class _Server:
+    """The listening socket, the worker forked ahead for the next command,
+    and the workers running commands (each with its client's connection)."""
+
+    def __init__(self, path: str, idle_timeout_s: float):
+        self.path = path
+        self.idle_timeout_s = idle_timeout_s
+        self.started = self.last_used = self.checked = time.monotonic()
+        self.listener = _listen(path)
+        self.identity = os.stat(path).st_ino
+        self.spare: tuple[int, socket.socket] | None = None
+        self.running: dict[int, socket.socket] = {}
+        self.served = 0
+
+    def serve(self) -> None:
+        while True:
+            self._reap()
+            if self.spare is None:
+                self.spare = self._fork_worker()
+            ready, _, _ = select.select([self.listener], [], [], 1.0)
+            if not ready:
+                if time.monotonic() - self.last_used > self.idle_timeout_s or not self.still_ours() or self.stale():
+                    return
+                continue
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                continue
+            self.last_used = time.monotonic()
+            try:
+                self._answer(conn)
+            except OSError:  # one client's trouble (it went away): the server goes on
+                conn.close()
+
+    def close(self) -> None:
+        self.listener.close()
+        if self.spare is not None:
+            self.spare[1].close()  # it reads the end of its socket and exits
+        for conn in self.running.values():
+            conn.close()
+        if self.still_ours():
+            os.unlink(self.path)
+
+    def stale(self) -> bool:
+        """Whether hardboiled's code (or egglog) changed since the server
+        started, so that no client will ask it again: looked at every 10 s,
+        and nothing of it kept (a worker must work out its own)."""
+        if time.monotonic() - self.checked < 10:
+            return False
+        self.checked = time.monotonic()
+        from hardboiled.support import cache
+
+        for cached in (cache.code_signature, cache.egglog_identity):
+            cached.cache_clear()
+        try:
+            return client.socket_path(os.path.dirname(self.path)) != self.path
+        finally:
+            for cached in (cache.code_signature, cache.egglog_identity):
+                cached.cache_clear()
+
+    def still_ours(self) -> bool:
+        try:
+            return os.stat(self.path).st_ino == self.identity
+        except OSError:
+            return False
+
+    def _fork_worker(self) -> tuple[int, socket.socket]:
+        """A worker that waits for its command with everything loaded and
+        an egglog child already running the rule files."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            self.listener.close()
+            for conn in self.running.values():
+                conn.close()
+            _work(theirs)  # never returns
+        theirs.close()
+        return pid, ours
+
+    def _reap(self) -> None:
+        """Collect ended workers. One that a signal ended told its client
+        nothing: the server tells it the status (128 + N for signal N)."""
+        while True:
+            try:
+                pid, wait_status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if self.spare is not None and pid == self.spare[0]:
+                self.spare[1].close()
+                self.spare = None
+            conn = self.running.pop(pid, None)
+            if conn is None:
+                continue
+            with conn:
+                if os.WIFSIGNALED(wait_status):
+                    try:
+                        conn.sendall(client.STATUS_FRAME.pack(b"X", 128 + os.WTERMSIG(wait_status)))
+                    except OSError:
+                        pass  # the client is gone
+
+    def _answer(self, conn: socket.socket) -> None:
+        credentials = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        if struct.unpack("3i", credentials)[1] != os.getuid():
+            conn.close()
+            return  # only the user who started the server
+        conn.settimeout(10)
+        try:
+            request, fds = _receive(conn)
+        except (OSError, ValueError):
+            conn.close()
+            return
+        try:
+            if request.get("control") is not None:
+                with conn:
+                    self._control(conn, request["control"])
+                return
+            if len(fds) != 3 or self.spare is None:
+                conn.close()
+                return
+            pid, channel = self.spare
+            self.spare = None
+            with channel:
+                try:
+                    client.send_request(channel, request, [conn.fileno(), *fds])
+                except OSError:
+                    conn.close()  # the spare died: the client runs the command itself
+                    return
+            self.running[pid] = conn  # until the worker ends (_reap)
+            self.served += 1
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _control(self, conn: socket.socket, command: str) -> None:
+        answer = {"pid": os.getpid(), "socket": self.path, "uptime_s": round(time.monotonic() - self.started, 1),
+                  "idle_timeout_s": self.idle_timeout_s, "running": len(self.running), "served": self.served}
+        payload = json.dumps(answer).encode()
+        try:
+            conn.sendall(_REQUEST_HEADER.pack(len(payload)) + payload)
+        except OSError:
+            pass  # the asker is gone
+        if command == "stop":
+            raise _Stop()
+
+
+def serve(path: str, idle_timeout_s: float) -> None:
+    preload()
+
+    def stop(signum: int, frame: object) -> None:
+        raise _Stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    server = _Server(path, idle_timeout_s)
+    try:
+        server.serve()
+    except _Stop:
+        pass
+    finally:
+        server.close()
+
+
+def _listen(path: str) -> socket.socket:
+    if os.path.lexists(path):
+        os.unlink(path)  # no server answered on it (start asked first): a dead server's
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_mask = os.umask(0o177)
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(old_mask)
+    listener.listen(64)
+    return listener
+
+
+def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    """A request (cli/client.py's send_request) and the descriptors it carried."""
+    fds: list[int] = []
+    data, ancillary, _, _ = conn.recvmsg(_REQUEST_HEADER.size, socket.CMSG_SPACE(4 * 4))
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(payload) - len(payload) % 4
+            fds.extend(struct.unpack(f"{usable // 4}i", payload[:usable]))
+    try:
+        if not data:
+            raise ValueError("no request")
+        rest = client.receive_exactly(conn, _REQUEST_HEADER.size - len(data))
+        size = _REQUEST_HEADER.unpack(data + (rest or b""))[0]
+        if size > _MAX_REQUEST:
+            raise ValueError("request too large")
+        body = client.receive_exactly(conn, size)
+        request = json.loads(body) if body is not None else None
+        if not isinstance(request, dict):
+            raise ValueError("malformed request")
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return request, fds
+
+
+def _work(channel: socket.socket) -> None:
+    """A worker: start an egglog child on the rule files, wait for a
+    command, become the client's command (descriptors, directory,
+    environment, umask), run it, tell the client its status and exit."""
+    code = 1
+    conn: socket.socket | None = None
+    try:
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        from hardboiled.select import eqsat
+        from hardboiled.select.rule_files import prestart_rules
+
+        prestart_rules()
+        try:
+            request, fds = _receive(channel)
+        except (OSError, ValueError):
+            os._exit(0)  # the server stopped
+        conn = socket.socket(fileno=fds[0])
+        conn.sendall(client.PID_FRAME.pack(b"P", os.getpid()))
+        if eqsat._warm is not None:
+            eqsat._warm.started = time.perf_counter()  # its time counts from the command, as a child's would
+        for target, fd in enumerate(fds[1:]):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.umask(int(request["umask"]))
+        _open_standard_streams(request.get("encodings") or ["utf-8"] * 3)
+        sys.modules["__main__"].__package__ = request.get("main_package")
+        sys.argv = [str(request.get("argv0") or "hardboiled"), *request["argv"]]
+        code = _run(list(request["argv"]))
+    except BaseException:  # in the server's own code: Python's report and status
+        traceback.print_exc()
+        sys.stderr.flush()
+    finally:
+        if conn is not None:
+            try:
+                conn.sendall(client.STATUS_FRAME.pack(b"X", code))
+            except OSError:
+                pass  # the client is gone
+        os._exit(code)
+
+
+def _open_standard_streams(encodings: list[str]) -> None:
+    """Streams on the client's descriptors, buffered as Python buffers a
+    command's own: standard error by line, standard output by line only on
+    a terminal."""
+    stdin = open(0, encoding=encodings[0], closefd=False)
+    stdout = open(1, "w", buffering=1 if os.isatty(1) else -1, encoding=encodings[1], closefd=False)
+    stderr = open(2, "w", buffering=1, encoding=encodings[2], errors="backslashreplace", closefd=False)
+    sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
+
+
+def _run(argv: list[str]) -> int:
+    """The command, as the ``hardboiled`` entry point runs it: its exit
+    status, after its exit handlers ran and its output was flushed."""
+    from hardboiled.cli import direct
+
+    try:
+        direct.main(argv)
+        code = 0
+    except SystemExit as exit:
+        if exit.code is None or isinstance(exit.code, int):
+            code = exit.code or 0
+        else:
+            sys.stderr.write(f"{exit.code}\n")
+            code = 1
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        code = 128 + signal.SIGINT
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    return code
+
+
+def main() -> None:
+    serve(sys.argv[1], float(sys.argv[2]))
+
+
+if __name__ == "__main__":
+    main()

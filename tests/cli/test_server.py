@@ -1,0 +1,163 @@
+"""The compile server (cli/server.py, cli/client.py): a command it runs
+reads, writes, prints and exits exactly as it does alone; signals reach
+it; a server of other code, or in a directory others could write, is
+never asked."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ..conftest import FIXTURES, HARDBOILED, ROOT
+
+pytestmark = pytest.mark.slow
+
+LOG = FIXTURES / "amx_bf16_matmul_std_single" / "debug.log"
+STMT = FIXTURES / "amx_bf16_matmul_std_single" / "vectorizing.stmt"
+
+
+@pytest.fixture
+def cache_dir() -> Iterator[Path]:
+    """A cache directory of its own, with a short path: a Unix socket's
+    path is at most 107 bytes, and pytest's tmp_path can be longer."""
+    directory = Path(tempfile.mkdtemp(prefix="hbs-"))
+    try:
+        yield directory
+    finally:
+        run(directory, "server", "stop")
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def run(cache: Path, *args: str, server: bool = True, stdin: bytes = b"", cwd: Path | None = None,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    full_env = dict(os.environ, HARDBOILED_CACHE_DIR=str(cache), HARDBOILED_NO_SERVER="0" if server else "1")
+    full_env.update(env or {})
+    return subprocess.run([str(HARDBOILED), *args], input=stdin, capture_output=True, env=full_env,
+                          cwd=cwd or ROOT, timeout=300)
+
+
+def untimed(stderr: bytes) -> bytes:
+    """The summary line's seconds are the only part that may differ."""
+    return re.sub(rb"; \d+\.\d+ s$", b"; T s", stderr, flags=re.M)
+
+
+def served(cache: Path) -> int:
+    """How many commands the server for this build has run (status's answer)."""
+    from hardboiled.cli import client
+
+    old = os.environ.get("HARDBOILED_CACHE_DIR")
+    os.environ["HARDBOILED_CACHE_DIR"] = str(cache)
+    try:
+        status = client.status(client.socket_path(client.server_directory()))
+    finally:
+        if old is None:
+            del os.environ["HARDBOILED_CACHE_DIR"]
+        else:
+            os.environ["HARDBOILED_CACHE_DIR"] = old
+    assert status is not None, "no server answers"
+    return int(status["served"])
+
+
+def start(cache: Path) -> None:
+    started = run(cache, "server", "start")
+    assert started.returncode == 0, started.stderr
+    assert b"server started: pid " in started.stdout
+
+
+def test_start_status_and_stop(cache_dir: Path) -> None:
+    assert run(cache_dir, "server", "status").returncode == 1
+    start(cache_dir)
+    again = run(cache_dir, "server", "start")
+    assert again.returncode == 0 and b"already running" in again.stdout
+    status = run(cache_dir, "server", "status")
+    assert status.returncode == 0 and b"server running: pid " in status.stdout
+    stopped = run(cache_dir, "server", "stop")
+    assert stopped.returncode == 0 and b"server stopped: pid " in stopped.stdout
+    assert run(cache_dir, "server", "status").returncode == 1
+    assert b"no server was running" in run(cache_dir, "server", "stop").stdout
+
+
+def test_a_command_it_runs_prints_writes_and_exits_as_it_would_alone(cache_dir: Path, tmp_path: Path) -> None:
+    start(cache_dir)
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(LOG, work / "matmul.log")
+    commands: list[tuple[tuple[str, ...], bytes]] = [
+        (("compile", "matmul.log", "--no-cache", "-o", "out.c", "--emit", "c"), b""),  # relative paths: the cwd
+        (("compile", "matmul.log", "--no-cache", "-q"), b""),                                  # to standard output
+        (("compile", "-", "--no-cache", "-q"), STMT.read_bytes()),                            # from standard input
+        (("compile", "missing.log"), b""),                                                    # exit 2, a diagnostic
+        (("parse", "-"), b"let x = 1\n"),                                                     # exit 2 at line 1
+        (("compile", "matmul.log", "--bogus-option"), b""),                                   # click's usage error
+        (("--version",), b""),
+    ]
+    before = served(cache_dir)
+    written = []
+
+    def outputs() -> dict[str, bytes]:
+        """What the command wrote in its directory, removed for the next."""
+        found = {p.name: p.read_bytes() for p in work.iterdir() if p.name != "matmul.log"}
+        for name in found:
+            (work / name).unlink()
+        return found
+
+    for args, stdin in commands:
+        alone = run(cache_dir, *args, server=False, stdin=stdin, cwd=work)
+        alone_files = outputs()
+        through = run(cache_dir, *args, stdin=stdin, cwd=work)
+        through_files = outputs()
+        assert (through.returncode, through.stdout, untimed(through.stderr)) == (
+            alone.returncode, alone.stdout, untimed(alone.stderr)), args
+        assert through_files == alone_files, args
+        written.append(sorted(through_files))
+    assert served(cache_dir) == before + len(commands)
+    assert written[0] == ["out.c", "out.h"]  # the first command's outputs, in its directory
+
+
+def test_signals_sent_to_the_command_reach_the_worker(cache_dir: Path) -> None:
+    """``parse -`` waits on an open pipe: SIGTERM and SIGINT sent to the
+    command end the worker as they end the command alone (143, 130)."""
+    start(cache_dir)
+    env = dict(os.environ, HARDBOILED_CACHE_DIR=str(cache_dir), HARDBOILED_NO_SERVER="0")
+    for signum, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+        before = served(cache_dir)
+        proc = subprocess.Popen([str(HARDBOILED), "parse", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env)
+        deadline = time.monotonic() + 30
+        while served(cache_dir) == before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # the worker is reading its standard input
+        proc.send_signal(signum)
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == code, stderr
+        assert b"Traceback" not in stderr
+
+
+def test_a_server_of_other_code_or_in_a_directory_others_can_write_is_not_asked(cache_dir: Path,
+                                                                               tmp_path: Path) -> None:
+    start(cache_dir)
+    before = served(cache_dir)
+    rules = tmp_path / "rules"
+    shutil.copytree(ROOT / "rules", rules)
+    (rules / "axioms.egg").write_text((rules / "axioms.egg").read_text() + "\n; another build\n")
+    other = run(cache_dir, "compile", str(LOG), "--no-cache", "-q", env={"HARDBOILED_RULES_DIR": str(rules)})
+    assert other.returncode == 0, other.stderr
+    assert served(cache_dir) == before  # its code signature names another socket
+
+    (cache_dir / "server").chmod(0o777)
+    try:
+        assert run(cache_dir, "--version").returncode == 0
+        assert served(cache_dir) == before
+        refused = run(cache_dir, "server", "start")
+        assert refused.returncode == 2 and b"writable by other users" in refused.stderr
+    finally:
+        (cache_dir / "server").chmod(0o700)
