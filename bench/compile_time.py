@@ -5,6 +5,8 @@
   (tests/fixtures/halide/amx_bf16_matmul_std_single/debug.log), against
   Halide 21 lowering the same pipeline (``compile_to_lowered_stmt``), both
   as whole processes; and the same compile answered by the cache.
+  **P2s** is the same through a compile server (``hardboiled server
+  start``, cli/server.py) that the measured processes hand their command to.
 * **P1**, selection for conv1d against HardBoiled's own egglog programs for
   conv1d (upstream egglog's tests/hardboiled_conv1d_{32,128}.egg, shipped
   in bench/data/hardboiled_egglog with their licence): whole processes
@@ -24,7 +26,7 @@ kept in bench/results/compile_time_dumps. ``--tree DIR`` measures another
 checkout of hardboiled (``git worktree add /tmp/before REV``) with this
 script's inputs, for before/after figures.
 
-    .venv/bin/python bench/compile_time.py [--tree DIR] [--repeat N] [--parts p1,p2,p3,parse]
+    .venv/bin/python bench/compile_time.py [--tree DIR] [--repeat N] [--parts p1,p2,p2s,p3,parse]
         [--loop-taps 16,...] [--unrolled-taps 64,...,4096]
 """
 
@@ -218,6 +220,38 @@ def p2(tree: Path, repeat: int) -> dict[str, Any]:
             "cache_ratio": hit / halide["seconds"], "direct_ratio": direct["seconds"] / halide["seconds"]}
 
 
+def p2_server(tree: Path, repeat: int, halide_s: float) -> dict[str, Any]:
+    """P2 again, through a compile server (``hardboiled server start``):
+    a cold compile once the server's waiting worker has its egglog child
+    ready (after a pause), the same back to back, a whole-file cache hit
+    and a direct-mode hit. A tree without the server says so."""
+    # A short directory: a Unix socket's path is at most 107 bytes.
+    with tempfile.TemporaryDirectory(prefix="hbb-") as tmp:
+        env = dict(os.environ, PYTHONPATH=str(tree), HARDBOILED_CACHE_DIR=f"{tmp}/c", HARDBOILED_NO_SERVER="0")
+        server = [sys.executable, "-m", "hardboiled", "server"]
+        started = subprocess.run([*server, "start"], env=env, cwd=_NEUTRAL_DIR, capture_output=True, text=True)
+        if started.returncode != 0:
+            return {"server": f"none (exit {started.returncode})"}
+        try:
+            cold, env = hardboiled(tree, "compile", str(MATMUL_LOG), "--no-cache", "-q", "-o", f"{tmp}/out.stmt")
+            env.update(HARDBOILED_CACHE_DIR=f"{tmp}/c", HARDBOILED_NO_SERVER="0")
+            rested = []
+            for _ in range(repeat):
+                time.sleep(3)  # the next worker starts its egglog child on the rule files meanwhile
+                rested.append(measure(cold, env)["seconds"])
+            back_to_back = median_run(cold, repeat, env)["seconds"]
+            cached = [*cold[:-4], "--cache-dir", f"{tmp}/cache", "-q", "-o", f"{tmp}/out.stmt"]
+            measure(cached, env)
+            hits = [measure([*cached[:-1], f"{tmp}/out{i}.stmt"], env)["seconds"] for i in range(repeat)]
+            measure(cached, env)
+            direct = median_run(cached, repeat, env)["seconds"]
+        finally:
+            subprocess.run([*server, "stop"], env=env, cwd=_NEUTRAL_DIR, capture_output=True)
+    figures = {"compile_s": statistics.median(rested), "back_to_back_s": back_to_back,
+               "cache_hit_s": statistics.median(hits), "direct_s": direct}
+    return {"server": "running", **figures, **{k.replace("_s", "_ratio"): v / halide_s for k, v in figures.items()}}
+
+
 def p1(tree: Path, repeat: int) -> list[dict[str, Any]]:
     rows = []
     for taps in (32, 128):
@@ -332,7 +366,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=ROOT, help="the hardboiled checkout to measure")
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure; medians are reported")
-    parser.add_argument("--parts", default="p2,p1,p3,parse")
+    parser.add_argument("--parts", default="p2,p2s,p1,p3,parse")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--loop-taps", default=",".join(map(str, LOOP_TAPS)),
                         help="P3's conv1d loop-form sizes (taps), comma-separated")
@@ -369,6 +403,16 @@ def main() -> int:
               f"({_fmt(f['compile_ratio'], 'x')})")
         print(f"  cache hit {_fmt(f['cache_hit_s'], ' s', 3)} ({_fmt(f['cache_ratio'], 'x')}); the same command "
               f"line again (direct mode) {_fmt(f['direct_s'], ' s', 3)} ({_fmt(f['direct_ratio'], 'x')})")
+    if "p2s" in parts:
+        halide_s = figures["p2"]["halide_s"] if "p2" in figures else \
+            median_run([sys.executable, __file__, "--halide-lowering"], args.repeat)["seconds"]
+        f = figures["p2s"] = p2_server(tree, args.repeat, halide_s)
+        print(f"\nP2  through a compile server ({f['server']}), against Halide's lowering {_fmt(halide_s, ' s', 3)}")
+        if f["server"] == "running":
+            print(f"  compile {_fmt(f['compile_s'], ' s', 3)} ({_fmt(f['compile_ratio'], 'x')}), back to back "
+                  f"{_fmt(f['back_to_back_s'], ' s', 3)} ({_fmt(f['back_to_back_ratio'], 'x')}); cache hit "
+                  f"{_fmt(f['cache_hit_s'], ' s', 3)} ({_fmt(f['cache_hit_ratio'], 'x')}); direct mode "
+                  f"{_fmt(f['direct_s'], ' s', 3)} ({_fmt(f['direct_ratio'], 'x')})")
     if "p1" in parts:
         rows = figures["p1"] = p1(tree, args.repeat)
         print("\nP1  conv1d selection against HardBoiled's egglog programs")

@@ -23,17 +23,16 @@ can write) leaves the command to run by itself, as it would without one.
 
 from __future__ import annotations
 
-import array
-import hashlib
-import json
+import marshal
 import os
-import signal
-import socket
 import struct
 import sys
 
+# socket, signal and hashlib (25 ms together) load only where a server's
+# directory exists: the common command, with no server, goes on at once.
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (20 ms at every start)
 if TYPE_CHECKING:
+    import socket
     from typing import Any
 
 SERVER_DIRECTORY = "server"
@@ -44,12 +43,12 @@ PID_FRAME = struct.Struct("!cq")
 STATUS_FRAME = struct.Struct("!ci")
 """The last: b"X" and the worker's exit status (128 + N for signal N)."""
 REQUEST_HEADER = struct.Struct("!I")
-"""A request's length, before its JSON."""
+"""A request's length, before the request (marshalled)."""
 DEFAULT_IDLE_TIMEOUT_S = 3 * 3600
 
 
 def server_directory() -> str:
-    from hardboiled.support.cache import default_cache_dir
+    from hardboiled.support.identity import default_cache_dir
 
     return os.path.join(default_cache_dir(), SERVER_DIRECTORY)
 
@@ -57,10 +56,18 @@ def server_directory() -> str:
 def socket_path(directory: str) -> str:
     """The socket of the server for this build: hardboiled's code (by
     signature), egglog's build and the Python running it."""
-    from hardboiled.support.cache import code_signature, egglog_identity
+    import hashlib
+
+    from hardboiled.support.identity import code_signature, egglog_identity
 
     identity = hashlib.sha256(f"{code_signature()}\0{egglog_identity()}\0{sys.version}".encode()).hexdigest()
     return os.path.join(directory, f"{identity[:20]}.sock")
+
+
+def _code_signature() -> str:
+    from hardboiled.support.identity import code_signature
+
+    return code_signature()  # worked out already, for the socket's name
 
 
 def connect(path: str) -> socket.socket | None:
@@ -68,6 +75,8 @@ def connect(path: str) -> socket.socket | None:
     is at most 107 bytes, and a socket no server listens on refuses."""
     if len(os.fsencode(path)) > 100:
         return None
+    import socket
+
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(path)
@@ -78,8 +87,13 @@ def connect(path: str) -> socket.socket | None:
 
 
 def send_request(sock: socket.socket, request: dict[str, object], fds: list[int]) -> None:
-    """A length-prefixed JSON request; the descriptors ride on its first byte."""
-    payload = json.dumps(request).encode()
+    """A length-prefixed request; the descriptors ride on its first byte.
+    marshal, not JSON: it costs no import (json loads re), and both ends
+    are the same Python (the socket's name says which)."""
+    import array
+    import socket
+
+    payload = marshal.dumps(request)
     data = REQUEST_HEADER.pack(len(payload)) + payload
     ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
     sent = sock.sendmsg([data], ancillary)
@@ -105,11 +119,9 @@ def forward(argv: list[str]) -> int | None:
     directory = server_directory()
     if not os.path.isdir(directory):  # the common case, checked before anything is hashed
         return None
-    from pathlib import Path
+    from hardboiled.support.identity import path_problem
 
-    from hardboiled.support.cache import path_problem
-
-    if path_problem(Path(directory)) is not None:  # another user could have put a socket there
+    if path_problem(directory) is not None:  # another user could have put a socket there
         return None
     sock = connect(socket_path(directory))
     if sock is None:
@@ -124,7 +136,7 @@ def forward(argv: list[str]) -> int | None:
         main_module = sys.modules.get("__main__")
         request = {"argv": argv, "argv0": sys.argv[0] if sys.argv else "hardboiled",
                    "main_package": getattr(main_module, "__package__", None),  # how click names the program
-                   "cwd": cwd, "env": dict(os.environ), "umask": mask,
+                   "cwd": cwd, "env": dict(os.environ), "umask": mask, "code_signature": _code_signature(),
                    "encodings": [getattr(stream, "encoding", None) or "utf-8"
                                  for stream in (sys.stdin, sys.stdout, sys.stderr)]}
         with _SignalsPassedOn() as signals:
@@ -143,8 +155,6 @@ class _SignalsPassedOn:
     """While the server runs the command, the signals that would have ended
     it go to its worker; one that comes before the worker is known waits
     for it, or, if the command runs here after all, is raised here again."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self) -> None:
         self._worker: int | None = None
@@ -175,11 +185,16 @@ class _SignalsPassedOn:
             self._send(signum)
 
     def __enter__(self) -> _SignalsPassedOn:
-        self.previous = [signal.signal(signum, self._pass_on) for signum in self.SIGNALS]
+        import signal
+
+        self.signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        self.previous = [signal.signal(signum, self._pass_on) for signum in self.signals]
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for number, handler in zip(self.SIGNALS, self.previous, strict=True):
+        import signal
+
+        for number, handler in zip(self.signals, self.previous, strict=True):
             signal.signal(number, handler)
         if self._worker is None:
             for signum in self.pending:
@@ -209,13 +224,12 @@ def start(idle_timeout_s: float) -> tuple[bool, dict[str, Any]]:
     """Start a server for this build unless one runs: (started, its status)."""
     import subprocess
     import time
-    from pathlib import Path
 
-    from hardboiled.support.cache import path_problem
+    from hardboiled.support.identity import path_problem
 
     directory = server_directory()
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    problem = path_problem(Path(directory))
+    problem = path_problem(directory)
     if problem is not None:
         raise OSError(f"'{directory}' {problem}")
     path = socket_path(directory)
@@ -273,7 +287,7 @@ def _control(path: str, command: str) -> dict[str, Any] | None:
             if header is None:
                 return None
             body = receive_exactly(sock, REQUEST_HEADER.unpack(header)[0])
-            answer = json.loads(body) if body is not None else None
-        except (OSError, ValueError):
+            answer = marshal.loads(body) if body is not None else None
+        except (OSError, ValueError, EOFError, TypeError):
             return None
     return answer if isinstance(answer, dict) else None

@@ -197,7 +197,7 @@ def _cache_directory_named_in(argv: list[str]) -> Path | None:
 
 
 def invocation_key(argv: list[str]) -> str:
-    from hardboiled.support.cache import code_signature, egglog_identity
+    from hardboiled.support.identity import code_signature, egglog_identity
 
     try:
         cwd = os.getcwd()

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import atexit
 import importlib
-import json
+import marshal
 import os
 import pkgutil
 import select
@@ -119,15 +119,13 @@ class _Server:
         if time.monotonic() - self.checked < 10:
             return False
         self.checked = time.monotonic()
-        from hardboiled.support import cache
+        from hardboiled.support import identity
 
-        for cached in (cache.code_signature, cache.egglog_identity):
-            cached.cache_clear()
+        identity.forget()
         try:
             return client.socket_path(os.path.dirname(self.path)) != self.path
         finally:
-            for cached in (cache.code_signature, cache.egglog_identity):
-                cached.cache_clear()
+            identity.forget()
 
     def still_ours(self) -> bool:
         try:
@@ -208,7 +206,7 @@ class _Server:
     def _control(self, conn: socket.socket, command: str) -> None:
         answer = {"pid": os.getpid(), "socket": self.path, "uptime_s": round(time.monotonic() - self.started, 1),
                   "idle_timeout_s": self.idle_timeout_s, "running": len(self.running), "served": self.served}
-        payload = json.dumps(answer).encode()
+        payload = marshal.dumps(answer)
         try:
             conn.sendall(_REQUEST_HEADER.pack(len(payload)) + payload)
         except OSError:
@@ -262,7 +260,10 @@ def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
         if size > _MAX_REQUEST:
             raise ValueError("request too large")
         body = client.receive_exactly(conn, size)
-        request = json.loads(body) if body is not None else None
+        try:
+            request = marshal.loads(body) if body is not None else None
+        except (EOFError, TypeError) as exc:
+            raise ValueError("malformed request") from exc
         if not isinstance(request, dict):
             raise ValueError("malformed request")
     except BaseException:
@@ -284,8 +285,10 @@ def _work(channel: socket.socket) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         from hardboiled.select import eqsat
         from hardboiled.select.rule_files import prestart_rules
+        from hardboiled.support import identity
 
         prestart_rules()
+        identity.code_signature(), identity.code_identity(), identity.egglog_identity()  # as the command will ask
         try:
             request, fds = _receive(channel)
         except (OSError, ValueError):
@@ -301,6 +304,8 @@ def _work(channel: socket.socket) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         os.umask(int(request["umask"]))
+        if identity.code_signature() != request.get("code_signature"):
+            identity.forget()  # other rules (HARDBOILED_RULES_DIR), or code changed since the fork: ask again
         _open_standard_streams(request.get("encodings") or ["utf-8"] * 3)
         sys.modules["__main__"].__package__ = request.get("main_package")
         sys.argv = [str(request.get("argv0") or "hardboiled"), *request["argv"]]

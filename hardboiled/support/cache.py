@@ -16,13 +16,14 @@ others can write (docs/security.md).
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import os
 import stat
 from pathlib import Path
 
+from hardboiled.support import identity
+from hardboiled.support.identity import code_identity, egglog_identity, path_problem
 from hardboiled.support.version import VERSION
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (20 ms at every start)
@@ -39,96 +40,7 @@ CACHE_FORMAT = 9
 
 
 def default_cache_dir() -> Path:
-    override = os.environ.get("HARDBOILED_CACHE_DIR")
-    if override:
-        return Path(override)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "hardboiled"
-
-
-@functools.cache
-def egglog_identity() -> str:
-    """egglog's build: the size and time of its compiled module (found
-    without importing egglog, nor importlib.metadata: a cache hit must be
-    quick)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("egglog")
-    if spec is None or not spec.submodule_search_locations:
-        return "absent"
-    for location in spec.submodule_search_locations:
-        for path in sorted(Path(location).glob("bindings*")):
-            stat = path.stat()
-            return f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}"
-    return "unknown"
-
-
-_CODE_SUFFIXES = (".py", ".egg", ".lark", ".h")
-
-
-def _code_roots() -> list[Path]:
-    """Where hardboiled's code and data live: the package, the rule files
-    and grammars (beside it in a checkout), and HARDBOILED_RULES_DIR."""
-    package = Path(__file__).resolve().parent.parent
-    roots = [package]
-    if not (package / "rules").is_dir():  # a checkout: they are not inside the package
-        roots += [package.parent / "rules", package.parent / "grammars"]
-    override = os.environ.get("HARDBOILED_RULES_DIR")
-    if override:
-        roots.append(Path(override))
-    return roots
-
-
-def _code_files() -> list[tuple[Path, str]]:
-    """Every source, rule file, grammar and runtime header, with its path
-    relative to its root, in a fixed order."""
-    files: list[tuple[Path, str]] = []
-
-    def visit(directory: str, relative: str) -> None:
-        try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError:
-            return
-        for entry in entries:
-            if entry.name == "__pycache__":
-                continue
-            if entry.is_dir():
-                visit(entry.path, f"{relative}{entry.name}/")
-            elif entry.name.endswith(_CODE_SUFFIXES) and entry.is_file():
-                files.append((Path(entry.path), relative + entry.name))
-
-    for root in _code_roots():
-        visit(str(root), "")
-    return files
-
-
-@functools.cache
-def code_identity() -> str:
-    """A digest of hardboiled's code and data: every source, rule file
-    (HARDBOILED_RULES_DIR's too), grammar and runtime header."""
-    digest = hashlib.sha256()
-    for path, relative in _code_files():
-        digest.update(relative.encode() + b"\0")
-        try:
-            digest.update(path.read_bytes())
-        except OSError:
-            digest.update(b"unreadable")
-    return digest.hexdigest()
-
-
-@functools.cache
-def code_signature() -> str:
-    """The same files as ``code_identity``, by name, size and modification
-    time, without reading them (as make and Python's bytecode cache judge
-    freshness): cheap enough for every start of the command (cli/direct.py)."""
-    digest = hashlib.sha256()
-    for path, relative in _code_files():
-        try:
-            stat = path.stat()
-            digest.update(f"{relative}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
-        except OSError:
-            digest.update(f"{relative}\0unreadable\0".encode())
-    return digest.hexdigest()
+    return Path(identity.default_cache_dir())
 
 
 def cache_key(texts: list[str], roots: list[str]) -> str:
@@ -141,24 +53,6 @@ def cache_key(texts: list[str], roots: list[str]) -> str:
     for text in texts:
         digest.update(b"\0" + str(len(text)).encode() + b"\0" + text.encode())
     return digest.hexdigest()
-
-
-def path_problem(path: Path) -> str | None:
-    """Why another user could have put ``path`` (a cache directory, or a
-    file or directory in it) there, or None: a symbolic link, something
-    owned by another user, or something others may write. A cache entry
-    is trusted as a compile result, so none of these is read."""
-    try:
-        status = os.lstat(path)
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror or exc})"
-    if stat.S_ISLNK(status.st_mode):
-        return "is a symbolic link"
-    if status.st_uid != os.geteuid():
-        return "belongs to another user"
-    if status.st_mode & 0o022:
-        return "is writable by other users"
-    return None
 
 
 def cache_directory_problem(directory: Path) -> str | None:

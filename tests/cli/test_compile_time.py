@@ -37,19 +37,19 @@ def test_a_cache_hit_loads_no_parser_ir_or_selector(tmp_path: Path) -> None:
 def test_a_cache_entry_made_by_other_code_is_not_served(tmp_path: Path, monkeypatch) -> None:
     """The key holds a digest of hardboiled's code: a rule file that
     changes (HARDBOILED_RULES_DIR) changes the key."""
-    from hardboiled.support import cache
+    from hardboiled.support import cache, identity
 
     before = cache.cache_key(["x"], [])
     rules = tmp_path / "rules"
     rules.mkdir()
     (rules / "extra.egg").write_text("; a different rule set\n")
     monkeypatch.setenv("HARDBOILED_RULES_DIR", str(rules))
-    cache.code_identity.cache_clear()
+    identity.forget()
     try:
         assert cache.cache_key(["x"], []) != before
     finally:
         monkeypatch.delenv("HARDBOILED_RULES_DIR")
-        cache.code_identity.cache_clear()
+        identity.forget()
     assert cache.cache_key(["x"], []) == before
 
 
