@@ -13,11 +13,13 @@ with. So a run through the server reads, writes, prints, colours and
 exits exactly as it would have alone; signals sent to the command
 (Ctrl-C, SIGTERM) go on to the worker.
 
-Nothing here loads more than the standard library and support/cache.py's
-code signature, which names the socket: a server of other code (an edit, a
-new egglog) is never asked, and anything that goes wrong before the
-server has the request (no server, a stale socket, a directory others
-can write) leaves the command to run by itself, as it would without one.
+Nothing here loads more than the standard library's light modules and
+support/identity.py, and socket, signal and hashlib only where a server
+directory exists. The socket is named by hardboiled's code signature: a
+server of other code (an edit, a new egglog) is never asked. Anything that
+goes wrong before a worker takes the command (no server, a stale socket, a
+directory others can write, resource limits the worker does not run under)
+leaves the command to run by itself, as it would without a server.
 ``HARDBOILED_NO_SERVER=1`` does that on purpose.
 """
 
@@ -62,6 +64,20 @@ def socket_path(directory: str) -> str:
 
     identity = hashlib.sha256(f"{code_signature()}\0{egglog_identity()}\0{sys.version}".encode()).hexdigest()
     return os.path.join(directory, f"{identity[:20]}.sock")
+
+
+LIMITED_RESOURCES = ("RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_STACK", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE",
+                     "RLIMIT_NPROC", "RLIMIT_CORE", "RLIMIT_MEMLOCK")
+"""The limits (``ulimit``) a command runs under: a worker runs a command
+only under the same ones (it cannot raise its own, and an address-space
+limit counts everything the server loaded), else the command runs here."""
+
+
+def resource_limits() -> dict[str, list[int]]:
+    import resource
+
+    return {name: list(resource.getrlimit(getattr(resource, name)))
+            for name in LIMITED_RESOURCES if hasattr(resource, name)}
 
 
 def _code_signature() -> str:
@@ -137,6 +153,7 @@ def forward(argv: list[str]) -> int | None:
         request = {"argv": argv, "argv0": sys.argv[0] if sys.argv else "hardboiled",
                    "main_package": getattr(main_module, "__package__", None),  # how click names the program
                    "cwd": cwd, "env": dict(os.environ), "umask": mask, "code_signature": _code_signature(),
+                   "limits": resource_limits(),
                    "encodings": [getattr(stream, "encoding", None) or "utf-8"
                                  for stream in (sys.stdin, sys.stdout, sys.stderr)]}
         with _SignalsPassedOn() as signals:
@@ -145,8 +162,8 @@ def forward(argv: list[str]) -> int | None:
                 answer = receive_exactly(sock, PID_FRAME.size)
             except OSError:
                 answer = None
-            if answer is None:
-                return None  # refused before the request was taken: nothing ran; the command runs here
+            if answer is None or answer[:1] != b"P":
+                return None  # refused before it ran (b"R": other resource limits): the command runs here
             signals.worker = PID_FRAME.unpack(answer)[1]
             return _status(sock)
 

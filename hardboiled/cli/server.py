@@ -44,6 +44,8 @@ from typing import Any
 from hardboiled.cli import client
 
 _REQUEST_HEADER = client.REQUEST_HEADER
+_REFUSED = 75
+"""A worker's exit status when it handed a command back (other limits)."""
 _MAX_REQUEST = 16 << 20
 _NOT_PRELOADED = ("hardboiled.__main__", "hardboiled.halide", "hardboiled.cli.manpage", "hardboiled.cli.server")
 """Modules a command never imports (the Halide bridge loads halide) or
@@ -82,6 +84,7 @@ class _Server:
         self.spare: tuple[int, socket.socket] | None = None
         self.running: dict[int, socket.socket] = {}
         self.served = 0
+        self.refused = 0
 
     def serve(self) -> None:
         while True:
@@ -163,6 +166,8 @@ class _Server:
             conn = self.running.pop(pid, None)
             if conn is None:
                 continue
+            if os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == _REFUSED:
+                self.refused += 1
             with conn:
                 if os.WIFSIGNALED(wait_status):
                     try:
@@ -205,7 +210,8 @@ class _Server:
 
     def _control(self, conn: socket.socket, command: str) -> None:
         answer = {"pid": os.getpid(), "socket": self.path, "uptime_s": round(time.monotonic() - self.started, 1),
-                  "idle_timeout_s": self.idle_timeout_s, "running": len(self.running), "served": self.served}
+                  "idle_timeout_s": self.idle_timeout_s, "running": len(self.running), "served": self.served,
+                  "refused": self.refused}
         payload = marshal.dumps(answer)
         try:
             conn.sendall(_REQUEST_HEADER.pack(len(payload)) + payload)
@@ -294,6 +300,10 @@ def _work(channel: socket.socket) -> None:
         except (OSError, ValueError):
             os._exit(0)  # the server stopped
         conn = socket.socket(fileno=fds[0])
+        if request.get("limits") != client.resource_limits():
+            conn.sendall(client.PID_FRAME.pack(b"R", 0))  # not under the command's limits: it runs by itself
+            conn.close()
+            os._exit(_REFUSED)
         conn.sendall(client.PID_FRAME.pack(b"P", os.getpid()))
         if eqsat._warm is not None:
             eqsat._warm.started = time.perf_counter()  # its time counts from the command, as a child's would

@@ -38,11 +38,11 @@ def cache_dir() -> Iterator[Path]:
 
 
 def run(cache: Path, *args: str, server: bool = True, stdin: bytes = b"", cwd: Path | None = None,
-        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+        env: dict[str, str] | None = None, preexec_fn=None) -> subprocess.CompletedProcess[bytes]:
     full_env = dict(os.environ, HARDBOILED_CACHE_DIR=str(cache), HARDBOILED_NO_SERVER="0" if server else "1")
     full_env.update(env or {})
     return subprocess.run([str(HARDBOILED), *args], input=stdin, capture_output=True, env=full_env,
-                          cwd=cwd or ROOT, timeout=300)
+                          cwd=cwd or ROOT, timeout=300, preexec_fn=preexec_fn)
 
 
 def untimed(stderr: bytes) -> bytes:
@@ -50,8 +50,9 @@ def untimed(stderr: bytes) -> bytes:
     return re.sub(rb"; \d+\.\d+ s$", b"; T s", stderr, flags=re.M)
 
 
-def served(cache: Path) -> int:
-    """How many commands the server for this build has run (status's answer)."""
+def served(cache: Path, what: str = "served") -> int:
+    """How many commands the server for this build was handed (status's
+    answer), or handed back (``what="refused"``)."""
     from hardboiled.cli import client
 
     old = os.environ.get("HARDBOILED_CACHE_DIR")
@@ -64,7 +65,7 @@ def served(cache: Path) -> int:
         else:
             os.environ["HARDBOILED_CACHE_DIR"] = old
     assert status is not None, "no server answers"
-    return int(status["served"])
+    return int(status[what])
 
 
 def start(cache: Path) -> None:
@@ -161,3 +162,27 @@ def test_a_server_of_other_code_or_in_a_directory_others_can_write_is_not_asked(
         assert refused.returncode == 2 and b"writable by other users" in refused.stderr
     finally:
         (cache_dir / "server").chmod(0o700)
+
+
+def test_a_command_under_other_resource_limits_runs_by_itself(cache_dir: Path) -> None:
+    """A worker cannot take on the command's limits (it cannot raise its
+    own, and an address-space limit would count all the server loaded): it
+    hands the command back, and the command runs as it would alone."""
+    import resource
+
+    start(cache_dir)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+    def fewer_files() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 512) - 1, hard))
+
+    before = served(cache_dir, "refused")
+    args = ("compile", str(LOG), "--no-cache", "-q")
+    alone = run(cache_dir, *args, server=False, preexec_fn=fewer_files)
+    limited = run(cache_dir, *args, preexec_fn=fewer_files)
+    assert (limited.returncode, limited.stdout, limited.stderr) == (alone.returncode, alone.stdout, alone.stderr)
+    assert alone.returncode == 0 and alone.stdout
+    deadline = time.monotonic() + 30
+    while served(cache_dir, "refused") == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert served(cache_dir, "refused") == before + 1
