@@ -37,6 +37,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 import time
 import traceback
 from typing import Any
@@ -300,6 +301,7 @@ def _work(channel: socket.socket) -> None:
         except (OSError, ValueError):
             os._exit(0)  # the server stopped
         conn = socket.socket(fileno=fds[0])
+        conn.setblocking(True)  # the server's timeout made the shared descriptor non-blocking
         if request.get("limits") != client.resource_limits():
             conn.sendall(client.PID_FRAME.pack(b"R", 0))  # not under the command's limits: it runs by itself
             conn.close()
@@ -307,19 +309,13 @@ def _work(channel: socket.socket) -> None:
         conn.sendall(client.PID_FRAME.pack(b"P", os.getpid()))
         if eqsat._warm is not None:
             eqsat._warm.started = time.perf_counter()  # its time counts from the command, as a child's would
-        for target, fd in enumerate(fds[1:]):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        os.umask(int(request["umask"]))
+        _become_the_command(request, fds[1:])
         if identity.code_signature() != request.get("code_signature"):
             identity.forget()  # other rules (HARDBOILED_RULES_DIR), or code changed since the fork: ask again
-        _open_standard_streams(request.get("encodings") or ["utf-8"] * 3)
-        sys.modules["__main__"].__package__ = request.get("main_package")
-        sys.argv = [str(request.get("argv0") or "hardboiled"), *request["argv"]]
+        finished = threading.Event()
+        threading.Thread(target=_end_with_the_client, args=(conn, finished), daemon=True).start()
         code = _run(list(request["argv"]))
+        finished.set()
     except BaseException:  # in the server's own code: Python's report and status
         traceback.print_exc()
         sys.stderr.flush()
@@ -330,6 +326,35 @@ def _work(channel: socket.socket) -> None:
             except OSError:
                 pass  # the client is gone
         os._exit(code)
+
+
+def _become_the_command(request: dict[str, Any], fds: list[int]) -> None:
+    """The client's standard descriptors, directory, environment, umask and
+    program name."""
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.umask(int(request["umask"]))
+    _open_standard_streams(request.get("encodings") or ["utf-8"] * 3)
+    sys.modules["__main__"].__package__ = request.get("main_package")
+    sys.argv = [str(request.get("argv0") or "hardboiled"), *request["argv"]]
+
+
+def _end_with_the_client(conn: socket.socket, finished: threading.Event) -> None:
+    """The client sends nothing after its request: the end of its
+    connection means it is gone (SIGKILL, say), and the command ends as a
+    terminated one does (exit 143, nothing half-written), not writing
+    outputs that nobody waits for."""
+    try:
+        while conn.recv(1):
+            pass
+    except OSError:
+        pass
+    if not finished.is_set():
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _open_standard_streams(encodings: list[str]) -> None:

@@ -68,6 +68,11 @@ def served(cache: Path, what: str = "served") -> int:
     return int(status[what])
 
 
+def running(cache: Path) -> int:
+    """How many commands the server's workers are running."""
+    return served(cache, "running")
+
+
 def start(cache: Path) -> None:
     started = run(cache, "server", "start")
     assert started.returncode == 0, started.stderr
@@ -126,21 +131,28 @@ def test_a_command_it_runs_prints_writes_and_exits_as_it_would_alone(cache_dir: 
 
 def test_signals_sent_to_the_command_reach_the_worker(cache_dir: Path) -> None:
     """``parse -`` waits on an open pipe: SIGTERM and SIGINT sent to the
-    command end the worker as they end the command alone (143, 130)."""
+    command end it through the server as they end it alone (143, 130; a
+    read of standard input in progress ends when the input closes)."""
     start(cache_dir)
-    env = dict(os.environ, HARDBOILED_CACHE_DIR=str(cache_dir), HARDBOILED_NO_SERVER="0")
-    for signum, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+
+    def interrupted(signum: int, server: bool) -> tuple[int, bytes]:
+        env = dict(os.environ, HARDBOILED_CACHE_DIR=str(cache_dir), HARDBOILED_NO_SERVER="0" if server else "1")
         before = served(cache_dir)
         proc = subprocess.Popen([str(HARDBOILED), "parse", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=env)
         deadline = time.monotonic() + 30
-        while served(cache_dir) == before and time.monotonic() < deadline:
+        while server and served(cache_dir) == before and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(0.3)  # the worker is reading its standard input
+        time.sleep(1.0)  # the command (its worker) is reading its standard input
         proc.send_signal(signum)
+        time.sleep(1.0)  # the signal has landed
         _, stderr = proc.communicate(timeout=60)
-        assert proc.returncode == code, stderr
-        assert b"Traceback" not in stderr
+        return proc.returncode, stderr
+
+    for signum, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+        alone, through = interrupted(signum, False), interrupted(signum, True)
+        assert through == alone and alone[0] == code, (through, alone)
+        assert b"Traceback" not in through[1]
 
 
 def test_a_server_of_other_code_or_in_a_directory_others_can_write_is_not_asked(cache_dir: Path,
@@ -186,3 +198,27 @@ def test_a_command_under_other_resource_limits_runs_by_itself(cache_dir: Path) -
     while served(cache_dir, "refused") == before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert served(cache_dir, "refused") == before + 1
+
+
+def test_a_command_whose_client_is_killed_ends_without_writing(cache_dir: Path, tmp_path: Path) -> None:
+    """SIGKILL cannot be passed on: the worker sees its client's connection
+    end and ends as a terminated command does, leaving no output."""
+    start(cache_dir)
+    env = dict(os.environ, HARDBOILED_CACHE_DIR=str(cache_dir), HARDBOILED_NO_SERVER="0")
+    before = served(cache_dir)
+    out = tmp_path / "out.stmt"
+    proc = subprocess.Popen([str(HARDBOILED), "compile", "-", "--no-cache", "-o", str(out)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 30
+    while served(cache_dir) == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait(timeout=30)
+    assert proc.stdin is not None
+    proc.stdin.write(STMT.read_bytes())  # what the worker would have compiled, had it gone on
+    proc.stdin.close()
+    deadline = time.monotonic() + 30
+    while running(cache_dir) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert running(cache_dir) == 0
+    assert not out.exists()
