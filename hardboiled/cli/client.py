@@ -43,7 +43,7 @@ SERVER_DIRECTORY = "server"
 PID_FRAME = struct.Struct("!cq")
 """The server's first answer: b"P" and the worker's process id."""
 STATUS_FRAME = struct.Struct("!ci")
-"""The last: b"X" and the worker's exit status (128 + N for signal N)."""
+"""The last: b"X" and the worker's exit status (-N when signal N ended it)."""
 REQUEST_HEADER = struct.Struct("!I")
 """A request's length, before the request (marshalled)."""
 DEFAULT_IDLE_TIMEOUT_S = 3 * 3600
@@ -78,6 +78,18 @@ def resource_limits() -> dict[str, list[int]]:
 
     return {name: list(resource.getrlimit(getattr(resource, name)))
             for name in LIMITED_RESOURCES if hasattr(resource, name)}
+
+
+def _standard_descriptors_open() -> bool:
+    """A closed standard input, output or error would be the socket's
+    descriptor (the lowest free one), handed to the worker as its own: such
+    a command runs here."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            return False
+    return True
 
 
 def _code_signature() -> str:
@@ -139,6 +151,8 @@ def forward(argv: list[str]) -> int | None:
 
     if path_problem(directory) is not None:  # another user could have put a socket there
         return None
+    if not _standard_descriptors_open():
+        return None
     sock = connect(socket_path(directory))
     if sock is None:
         return None
@@ -165,7 +179,14 @@ def forward(argv: list[str]) -> int | None:
             if answer is None or answer[:1] != b"P":
                 return None  # refused before it ran (b"R": other resource limits): the command runs here
             signals.worker = PID_FRAME.unpack(answer)[1]
-            return _status(sock)
+            status = _status(sock)
+    if status < 0:  # a signal ended the worker: it ends the command too, as it would have here
+        import signal
+
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+        return 128 - status
+    return status
 
 
 class _SignalsPassedOn:

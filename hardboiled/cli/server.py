@@ -14,7 +14,8 @@ to listening. The worker tells the client its process id (so that the
 client can pass signals on), takes the client's working directory,
 environment and umask, runs the command exactly as ``hardboiled`` would
 (cli/direct.py) and sends its exit status; where a signal ends a worker,
-the server sends 128 + N for signal N.
+the server sends the signal's number, and the client ends by the same
+signal.
 
 The server itself is single-threaded and never compiles: a fork copies
 nothing half-done, and what a command caches (the code signature, say)
@@ -153,7 +154,7 @@ class _Server:
 
     def _reap(self) -> None:
         """Collect ended workers. One that a signal ended told its client
-        nothing: the server tells it the status (128 + N for signal N)."""
+        nothing: the server tells it (-N for signal N)."""
         while True:
             try:
                 pid, wait_status = os.waitpid(-1, os.WNOHANG)
@@ -172,7 +173,7 @@ class _Server:
             with conn:
                 if os.WIFSIGNALED(wait_status):
                     try:
-                        conn.sendall(client.STATUS_FRAME.pack(b"X", 128 + os.WTERMSIG(wait_status)))
+                        conn.sendall(client.STATUS_FRAME.pack(b"X", -os.WTERMSIG(wait_status)))
                     except OSError:
                         pass  # the client is gone
 
@@ -331,13 +332,15 @@ def _work(channel: socket.socket) -> None:
 def _become_the_command(request: dict[str, Any], fds: list[int]) -> None:
     """The client's standard descriptors, directory, environment, umask and
     program name."""
+    from hardboiled.support import fileio
+
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    os.umask(int(request["umask"]))
+    fileio.adopt_umask(int(request["umask"]))
     _open_standard_streams(request.get("encodings") or ["utf-8"] * 3)
     sys.modules["__main__"].__package__ = request.get("main_package")
     sys.argv = [str(request.get("argv0") or "hardboiled"), *request["argv"]]

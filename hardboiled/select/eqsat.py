@@ -106,6 +106,7 @@ class _WarmChild:
         self.prelude = [(c.filename, c.text) for c in prelude]
         self.memory_mb = memory_mb
         self.started = time.perf_counter()
+        self.owner = os.getpid()
         self.proc = _spawn(memory_mb)
         # More than a pipe's worth of rules: written from a thread, so that
         # the parent goes on while the child starts up and reads them.
@@ -121,14 +122,25 @@ class _WarmChild:
     def _write(self, data: bytes) -> None:
         try:
             assert self.proc.stdin is not None
-            self.proc.stdin.write(data)
-            self.proc.stdin.flush()
+            view = memoryview(data)
+            while view:  # unbuffered (_spawn): a write may take part
+                view = view[self.proc.stdin.write(view) or 0:]
         except (OSError, ValueError):
             pass  # it died: run_egglog reports how
 
     def serves(self, chunks: list[ProgramChunk], memory_mb: int) -> bool:
         head = [(c.filename, c.text) for c in chunks[: len(self.prelude)]]
         return memory_mb == self.memory_mb and head == self.prelude and self.proc.poll() is None
+
+    def let_go(self) -> None:
+        """In a process that inherited this child through a fork (a ``-j``
+        worker of the compile server's worker, cli/server.py): close this
+        process's copies of its pipes, so that the child sees its input end
+        when its owner's run ends, and leave it to its owner. Unbuffered
+        pipes (_spawn) hold no lock that the fork could have copied held."""
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
 
     def discard(self) -> None:
         if self.proc.poll() is None:
@@ -146,6 +158,7 @@ def prestart(prelude: list[ProgramChunk], memory_mb: int = DEFAULT_MEMORY_MB) ->
     files): the next ``run_egglog`` whose program starts with these chunks
     sends only the rest, and does not wait for the child to start."""
     global _warm
+    _let_go_of_inherited()
     if _warm is not None and _warm.serves(prelude, memory_mb):
         return  # started ahead already (the compile server's worker, cli/server.py)
     discard_prestarted()
@@ -155,9 +168,18 @@ def prestart(prelude: list[ProgramChunk], memory_mb: int = DEFAULT_MEMORY_MB) ->
         _warm = None
 
 
+def _let_go_of_inherited() -> None:
+    """A prestarted child this process did not start is its parent's."""
+    global _warm
+    if _warm is not None and _warm.owner != os.getpid():
+        _warm.let_go()
+        _warm = None
+
+
 def discard_prestarted() -> None:
     """Stop a prestarted child that no run used."""
     global _warm
+    _let_go_of_inherited()
     if _warm is not None:
         _warm.discard()
         _warm = None
@@ -166,7 +188,8 @@ def discard_prestarted() -> None:
 def _spawn(memory_mb: int) -> subprocess.Popen[bytes]:
     """The child: killed with its parent, tracked until it is waited for
     (support/children.py)."""
-    return children.track(subprocess.Popen([sys.executable, "-m", "hardboiled.select.eqsat"], stdin=subprocess.PIPE,
+    return children.track(subprocess.Popen([sys.executable, "-m", "hardboiled.select.eqsat"], bufsize=0,
+                                           stdin=subprocess.PIPE,
                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                            preexec_fn=children.preexec(children.memory_limit(memory_mb))))
 
@@ -198,6 +221,7 @@ def run_egglog(
     run each scope (in the prestarted child, when it has run the program's
     first chunks)."""
     global _warm
+    _let_go_of_inherited()
     warm, _warm = _warm, None
     if warm is not None and warm.serves(chunks, memory_mb):
         warm.writer.join()

@@ -33,6 +33,11 @@ def display_name(path: str) -> str:
 def read_input_bytes(path: str) -> bytes:
     """The bytes of ``path``, or of standard input for ``-``."""
     if path == STDIO:
+        if sys.stdin is None:  # started with its standard input closed (<&-)
+            from hardboiled.support.diagnostics import Diagnostic, InputError, Location
+
+            raise InputError(Diagnostic("error", "cannot read standard input: it is closed",
+                                        Location(display_name(path), 1, 1)))
         return sys.stdin.buffer.read()
     try:
         return Path(path).read_bytes()
@@ -60,6 +65,14 @@ def _read_umask() -> int:
 
 
 _UMASK = _read_umask()
+
+
+def adopt_umask(mask: int) -> None:
+    """Set the process's umask, and the copy read at import: the compile
+    server's worker takes its client's (cli/server.py)."""
+    global _UMASK
+    os.umask(mask)
+    _UMASK = mask
 
 _COMMITS = threading.Lock()
 _commits_held = False

@@ -105,21 +105,30 @@ def test_a_command_it_runs_prints_writes_and_exits_as_it_would_alone(cache_dir: 
         (("parse", "-"), b"let x = 1\n"),                                                     # exit 2 at line 1
         (("compile", "matmul.log", "--bogus-option"), b""),                                   # click's usage error
         (("--version",), b""),
+        (("compile", "matmul.log", str(STMT), "--no-cache", "-j", "2", "-o", "batch/"), b""),  # a process pool
     ]
     before = served(cache_dir)
     written = []
 
-    def outputs() -> dict[str, bytes]:
-        """What the command wrote in its directory, removed for the next."""
-        found = {p.name: p.read_bytes() for p in work.iterdir() if p.name != "matmul.log"}
-        for name in found:
-            (work / name).unlink()
+    def outputs() -> dict[str, tuple[bytes, int]]:
+        """What the command wrote below its directory, with each file's
+        mode, removed for the next."""
+        found = {str(p.relative_to(work)): (p.read_bytes(), p.stat().st_mode) for p in sorted(work.rglob("*"))
+                 if p.is_file() and p.name != "matmul.log"}
+        for p in sorted(work.iterdir()):
+            if p.is_dir():
+                shutil.rmtree(p)
+            elif p.name != "matmul.log":
+                p.unlink()
         return found
 
+    def private() -> None:
+        os.umask(0o077)  # the files a command writes take its umask
+
     for args, stdin in commands:
-        alone = run(cache_dir, *args, server=False, stdin=stdin, cwd=work)
+        alone = run(cache_dir, *args, server=False, stdin=stdin, cwd=work, preexec_fn=private)
         alone_files = outputs()
-        through = run(cache_dir, *args, stdin=stdin, cwd=work)
+        through = run(cache_dir, *args, stdin=stdin, cwd=work, preexec_fn=private)
         through_files = outputs()
         assert (through.returncode, through.stdout, untimed(through.stderr)) == (
             alone.returncode, alone.stdout, untimed(alone.stderr)), args
@@ -127,12 +136,14 @@ def test_a_command_it_runs_prints_writes_and_exits_as_it_would_alone(cache_dir: 
         written.append(sorted(through_files))
     assert served(cache_dir) == before + len(commands)
     assert written[0] == ["out.c", "out.h"]  # the first command's outputs, in its directory
+    assert written[-1] == ["batch/matmul.stmt", "batch/vectorizing.stmt"]
 
 
 def test_signals_sent_to_the_command_reach_the_worker(cache_dir: Path) -> None:
     """``parse -`` waits on an open pipe: SIGTERM and SIGINT sent to the
     command end it through the server as they end it alone (143, 130; a
-    read of standard input in progress ends when the input closes)."""
+    read of standard input in progress ends when the input closes), and
+    SIGHUP, which hardboiled does not catch, kills both by that signal."""
     start(cache_dir)
 
     def interrupted(signum: int, server: bool) -> tuple[int, bytes]:
@@ -149,7 +160,7 @@ def test_signals_sent_to_the_command_reach_the_worker(cache_dir: Path) -> None:
         _, stderr = proc.communicate(timeout=60)
         return proc.returncode, stderr
 
-    for signum, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+    for signum, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, -signal.SIGHUP)):
         alone, through = interrupted(signum, False), interrupted(signum, True)
         assert through == alone and alone[0] == code, (through, alone)
         assert b"Traceback" not in through[1]
@@ -222,3 +233,19 @@ def test_a_command_whose_client_is_killed_ends_without_writing(cache_dir: Path, 
         time.sleep(0.05)
     assert running(cache_dir) == 0
     assert not out.exists()
+
+
+def test_a_command_with_a_closed_standard_descriptor_runs_by_itself(cache_dir: Path) -> None:
+    """A closed standard input would be the socket's descriptor, handed to
+    the worker as its input: such a command runs here, and says so."""
+    start(cache_dir)
+    before = served(cache_dir)
+    results = []
+    for server in (False, True):
+        env = dict(os.environ, HARDBOILED_CACHE_DIR=str(cache_dir), HARDBOILED_NO_SERVER="0" if server else "1")
+        proc = subprocess.run([str(HARDBOILED), "parse", "-"], capture_output=True, env=env, timeout=60,
+                              preexec_fn=lambda: os.close(0))
+        results.append((proc.returncode, proc.stdout, proc.stderr))
+    assert results[0] == results[1]
+    assert results[0][0] == 2 and b"cannot read standard input: it is closed" in results[0][2]
+    assert served(cache_dir) == before
