@@ -171,6 +171,7 @@ def forward(argv: list[str]) -> int | None:
                    "encodings": [getattr(stream, "encoding", None) or "utf-8"
                                  for stream in (sys.stdin, sys.stdout, sys.stderr)]}
         with _SignalsPassedOn() as signals:
+            request["ignored_signals"] = signals.ignored
             try:
                 send_request(sock, request, [0, 1, 2])
                 answer = receive_exactly(sock, PID_FRAME.size)
@@ -191,8 +192,12 @@ def forward(argv: list[str]) -> int | None:
 
 class _SignalsPassedOn:
     """While the server runs the command, the signals that would have ended
-    it go to its worker; one that comes before the worker is known waits
-    for it, or, if the command runs here after all, is raised here again."""
+    it go to its worker (one that comes before the worker is known waits
+    for it, or, if the command runs here after all, is raised here again);
+    a stop from the terminal (Ctrl-Z) stops the worker, then the command,
+    and the command's continuing continues the worker. A signal the
+    command was started ignoring (nohup, a script's background job) is
+    left alone, and the worker ignores it too."""
 
     def __init__(self) -> None:
         self._worker: int | None = None
@@ -222,17 +227,30 @@ class _SignalsPassedOn:
         else:
             self._send(signum)
 
+    def _stop(self, signum: int, frame: object) -> None:
+        import signal
+
+        # SIGSTOP: the server's session has no terminal, and the kernel
+        # drops a terminal stop sent into a process group no shell watches.
+        self._send(signal.SIGSTOP)
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTSTP)  # stops here, until SIGCONT
+        signal.signal(signal.SIGTSTP, self._stop)
+
     def __enter__(self) -> _SignalsPassedOn:
         import signal
 
-        self.signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-        self.previous = [signal.signal(signum, self._pass_on) for signum in self.signals]
+        handlers = {signal.SIGINT: self._pass_on, signal.SIGTERM: self._pass_on, signal.SIGHUP: self._pass_on,
+                    signal.SIGTSTP: self._stop, signal.SIGCONT: self._pass_on}
+        self.ignored = [int(signum) for signum in handlers if signal.getsignal(signum) == signal.SIG_IGN]
+        self.previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()
+                         if signum not in self.ignored}
         return self
 
     def __exit__(self, *exc: object) -> None:
         import signal
 
-        for number, handler in zip(self.signals, self.previous, strict=True):
+        for number, handler in self.previous.items():
             signal.signal(number, handler)
         if self._worker is None:
             for signum in self.pending:

@@ -344,6 +344,8 @@ def _become_the_command(request: dict[str, Any], fds: list[int]) -> None:
     _open_standard_streams(request.get("encodings") or ["utf-8"] * 3)
     sys.modules["__main__"].__package__ = request.get("main_package")
     sys.argv = [str(request.get("argv0") or "hardboiled"), *request["argv"]]
+    for signum in request.get("ignored_signals") or ():
+        signal.signal(signum, signal.SIG_IGN)  # as the command was started (nohup, say)
 
 
 def _end_with_the_client(conn: socket.socket, finished: threading.Event) -> None:
@@ -357,6 +359,9 @@ def _end_with_the_client(conn: socket.socket, finished: threading.Event) -> None
     except OSError:
         pass
     if not finished.is_set():
+        quiet = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            os.dup2(quiet, fd)  # a killed command says nothing more where it printed
         os.kill(os.getpid(), signal.SIGTERM)
 
 

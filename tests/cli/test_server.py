@@ -166,6 +166,28 @@ def test_signals_sent_to_the_command_reach_the_worker(cache_dir: Path) -> None:
         assert b"Traceback" not in through[1]
 
 
+def test_a_signal_the_command_was_started_ignoring_is_ignored_through_the_server(cache_dir: Path) -> None:
+    """nohup: SIGHUP ignored from the start stays ignored, and the command
+    goes on to read its input and print it, as it does alone."""
+    start(cache_dir)
+
+    def nohup() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    results = []
+    for server in (False, True):
+        env = dict(os.environ, HARDBOILED_CACHE_DIR=str(cache_dir), HARDBOILED_NO_SERVER="0" if server else "1")
+        proc = subprocess.Popen([str(HARDBOILED), "parse", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env, preexec_fn=nohup)
+        time.sleep(1.5)
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        stdout, stderr = proc.communicate(STMT.read_bytes(), timeout=60)
+        results.append((proc.returncode, stdout, stderr))
+    assert results[0] == results[1]
+    assert results[0][0] == 0 and results[0][1] == STMT.read_bytes()
+
+
 def test_a_server_of_other_code_or_in_a_directory_others_can_write_is_not_asked(cache_dir: Path,
                                                                                tmp_path: Path) -> None:
     start(cache_dir)
@@ -233,6 +255,7 @@ def test_a_command_whose_client_is_killed_ends_without_writing(cache_dir: Path, 
         time.sleep(0.05)
     assert running(cache_dir) == 0
     assert not out.exists()
+    assert proc.stderr is not None and proc.stderr.read() == b""  # nor a word where it printed
 
 
 def test_a_command_with_a_closed_standard_descriptor_runs_by_itself(cache_dir: Path) -> None:
