@@ -14,6 +14,10 @@ def main(args: list[str] | None = None) -> None:
 
     from hardboiled.cli.client import forward
 
+    if sys.stderr is None:  # started with its standard error closed (2>&-): its messages go nowhere
+        import os
+
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the process's stream, open until it exits
     argv = list(sys.argv[1:] if args is None else args)
     code = forward(argv)
     if code is not None:

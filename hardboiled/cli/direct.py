@@ -141,16 +141,38 @@ def replay(argv: list[str]) -> int | None:
         writes = [(str(path), str(text), how == "follow") for path, text, how in entry["writes"]]
         if not all(Path(path).parent.is_dir() and _named_on_command_line(path, argv) for path, _, _ in writes):
             return None
+        stdout, stderr, code = str(entry["stdout"]), str(entry["stderr"]), int(entry["exit_code"])
         with OutputTransaction() as outputs:
             for path, text, follow_links in writes:
                 outputs.add(path, text, follow_links=follow_links)
-        stdout, stderr, code = str(entry["stdout"]), str(entry["stderr"]), int(entry["exit_code"])
     except Exception:  # a stale or damaged record, an output that cannot be written: the
         return None     # ordinary command line answers (and reports what is wrong)
-    sys.stdout.write(stdout)
-    sys.stdout.flush()
+    failed = _print_recorded(stdout, argv)
+    if failed is not None:
+        return failed
     sys.stderr.write(stderr)
     return code
+
+
+def _print_recorded(stdout: str, argv: list[str]) -> int | None:
+    """Print what the run printed; the exit status where standard output
+    cannot take it (closed, full: the diagnostic the command line gives; a
+    reader that went away: success, as the command line ends), else None."""
+    if not stdout:
+        return None
+    from hardboiled.support.fileio import write_standard_output
+
+    try:
+        write_standard_output([stdout])
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # InputError: cannot write standard output
+        from hardboiled.cli.errors import _diagnostics_format_in, report
+
+        report(exc.diagnostic, _diagnostics_format_in(argv))  # type: ignore[attr-defined]
+        return int(exc.exit_code)  # type: ignore[attr-defined]
+    return None
 
 
 def _written_by_this_user_alone(record: Path, cache_directory: Path) -> bool:
@@ -244,8 +266,12 @@ class _Recording:
         self.cache_directory: Path | None = None
 
     def __enter__(self) -> None:
-        self.stdout, self.stderr = _Tee(sys.stdout), _Tee(sys.stderr)
         self.saved = sys.stdout, sys.stderr
+        if sys.stdout is None or sys.stderr is None:  # a closed stream (>&-): nothing to record or replay
+            self.record_nothing = True
+            return
+        self.record_nothing = False
+        self.stdout, self.stderr = _Tee(sys.stdout), _Tee(sys.stderr)
         sys.stdout, sys.stderr = self.stdout, self.stderr
 
     def __exit__(self, *exc: object) -> None:
@@ -259,7 +285,7 @@ class _Recording:
         self.record = {"reads": [(path, _digest(data)) for path, data in reads], "writes": writes}
 
     def finish(self, exit_code: object) -> None:
-        if self.record is None or self.cache_directory is None:
+        if self.record is None or self.cache_directory is None or self.record_nothing:
             return
         stderr = "".join(self.stderr.text)
         if stderr and is_terminal(self.saved[1]):

@@ -206,10 +206,8 @@ class OutputTransaction:
         _unfinished.discard(self)
         for target, payload, follow_links in self._in_place:
             _write_in_place(target, payload, follow_links)
-        for text in self._stdout:
-            sys.stdout.write(text)
         if self._stdout:
-            sys.stdout.flush()
+            write_standard_output(self._stdout)
 
     def discard(self) -> None:
         """Remove every temporary file; replace nothing."""
@@ -301,6 +299,26 @@ def _status(target: Path, follow_links: bool) -> os.stat_result | None:
         return os.stat(target) if follow_links else os.lstat(target)
     except FileNotFoundError:
         return None
+
+
+def write_standard_output(texts: list[str]) -> None:
+    """Standard output closed (>&-) or full (>/dev/full) is a diagnostic,
+    like any output that cannot be written; a reader that went away
+    (BrokenPipeError) is the command line's to treat as the end."""
+    from hardboiled.support.diagnostics import Diagnostic, InputError
+
+    if sys.stdout is None:
+        raise InputError(Diagnostic("error", "cannot write standard output: it is closed"))
+    try:
+        for text in texts:
+            sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        # What is buffered goes nowhere now, not into a second failure when Python exits.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise InputError(Diagnostic("error", f"cannot write standard output: {exc.strerror or exc}")) from None
 
 
 def _cannot_write(target: Path, exc: OSError) -> InputError:

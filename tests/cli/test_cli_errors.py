@@ -120,3 +120,45 @@ def test_a_schedule_file_may_only_combine_the_shipped_rulesets(tmp_path: Path, t
     assert result.returncode == ExitCode.INPUT_ERROR, stderr
     assert stderr.startswith(f"{schedule}:{line}:{column}: error: {message}"), stderr
     assert "note: a schedule file may contain: (run-schedule S...)" in stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stream", ["closed standard output", "full standard output", "closed standard error",
+                                    "closed standard input"])
+def test_a_closed_or_full_standard_stream_is_a_diagnostic_also_when_a_record_answers(stream: str,
+                                                                                  tmp_path: Path) -> None:
+    """>&-, >/dev/full, 2>&-, <&-: the ordinary command line and a direct-
+    mode answer (the third run of the same command) end alike, with a
+    diagnostic where one can be printed, never a traceback."""
+    import os
+    import subprocess
+
+    from ..conftest import CACHE_DIR, HARDBOILED
+
+    args = [str(HARDBOILED), "compile", "-" if "input" in stream else STMT, "--cache-dir", str(tmp_path / "c"),
+            "-q"]
+    for _ in range(2):  # the second run records what the cache answered
+        subprocess.run(args, capture_output=True, stdin=subprocess.DEVNULL, check=False, timeout=120,
+                       env=dict(os.environ, HARDBOILED_CACHE_DIR=CACHE_DIR))
+
+    def redirect() -> None:
+        if stream == "closed standard output":
+            os.close(1)
+        elif stream == "full standard output":
+            os.dup2(os.open("/dev/full", os.O_WRONLY), 1)
+        elif stream == "closed standard error":
+            os.close(2)
+        else:
+            os.close(0)
+
+    runs = [subprocess.run(args + extra, capture_output="output" not in stream, preexec_fn=redirect, timeout=120,
+                           stderr=subprocess.PIPE if "output" in stream else None,
+                           env=dict(os.environ, HARDBOILED_CACHE_DIR=CACHE_DIR))
+            for extra in ([], ["--no-cache"])]
+    for run in runs:
+        assert b"Traceback" not in (run.stderr or b"")
+        if stream == "closed standard error":
+            assert run.returncode == 0
+        else:
+            assert run.returncode == ExitCode.INPUT_ERROR, run.stderr
+            assert b"cannot " in run.stderr and b"standard " in run.stderr
