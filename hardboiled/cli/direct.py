@@ -160,18 +160,22 @@ def _print_recorded(stdout: str, argv: list[str]) -> int | None:
     reader that went away: success, as the command line ends), else None."""
     if not stdout:
         return None
-    from hardboiled.support.fileio import write_standard_output
+    from hardboiled.support.fileio import silence_standard_output, write_standard_output
 
     try:
         write_standard_output([stdout])
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        silence_standard_output()
         return 0
-    except Exception as exc:  # InputError: cannot write standard output
+    except Exception as exc:
+        from hardboiled.support.diagnostics import HardboiledError
+
+        if not isinstance(exc, HardboiledError):  # only "cannot write standard output" is the user's
+            raise
         from hardboiled.cli.errors import _diagnostics_format_in, report
 
-        report(exc.diagnostic, _diagnostics_format_in(argv))  # type: ignore[attr-defined]
-        return int(exc.exit_code)  # type: ignore[attr-defined]
+        report(exc.diagnostic, _diagnostics_format_in(argv))
+        return int(exc.exit_code)
     return None
 
 

@@ -17,6 +17,7 @@ import click
 
 from hardboiled.cli.terminal import color_enabled, print_colored
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, Terminated, internal_error
+from hardboiled.support.fileio import silence_standard_output
 
 F = TypeVar("F", bound=Callable[..., None])
 
@@ -59,7 +60,7 @@ def handles_errors(command: F) -> F:
             sys.exit(int(ExitCode.TERMINATED))
         except BrokenPipeError:
             # The reader of our output went away (e.g. `| head`): not an error.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            silence_standard_output()
             sys.exit(int(ExitCode.SUCCESS))
         except Exception as exc:  # the last line of defence
             from hardboiled.support.environment import environment_fault

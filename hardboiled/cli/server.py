@@ -45,7 +45,6 @@ from typing import Any
 
 from hardboiled.cli import client
 
-_REQUEST_HEADER = client.REQUEST_HEADER
 _REFUSED = 75
 """A worker's exit status when it handed a command back (other limits)."""
 _MAX_REQUEST = 16 << 20
@@ -216,7 +215,7 @@ class _Server:
                   "refused": self.refused}
         payload = marshal.dumps(answer)
         try:
-            conn.sendall(_REQUEST_HEADER.pack(len(payload)) + payload)
+            conn.sendall(client.REQUEST_HEADER.pack(len(payload)) + payload)
         except OSError:
             pass  # the asker is gone
         if command == "stop":
@@ -255,7 +254,7 @@ def _listen(path: str) -> socket.socket:
 def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     """A request (cli/client.py's send_request) and the descriptors it carried."""
     fds: list[int] = []
-    data, ancillary, _, _ = conn.recvmsg(_REQUEST_HEADER.size, socket.CMSG_SPACE(4 * 4))
+    data, ancillary, _, _ = conn.recvmsg(client.REQUEST_HEADER.size, socket.CMSG_SPACE(4 * 4))
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             usable = len(payload) - len(payload) % 4
@@ -263,8 +262,8 @@ def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     try:
         if not data:
             raise ValueError("no request")
-        rest = client.receive_exactly(conn, _REQUEST_HEADER.size - len(data))
-        size = _REQUEST_HEADER.unpack(data + (rest or b""))[0]
+        rest = client.receive_exactly(conn, client.REQUEST_HEADER.size - len(data))
+        size = client.REQUEST_HEADER.unpack(data + (rest or b""))[0]
         if size > _MAX_REQUEST:
             raise ValueError("request too large")
         body = client.receive_exactly(conn, size)

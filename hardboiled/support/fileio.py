@@ -301,6 +301,13 @@ def _status(target: Path, follow_links: bool) -> os.stat_result | None:
         return None
 
 
+def silence_standard_output() -> None:
+    """Point standard output at /dev/null: once it has failed (a reader
+    gone, a full disk), what is still buffered must not fail again when
+    Python flushes it at exit."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def write_standard_output(texts: list[str]) -> None:
     """Standard output closed (>&-) or full (>/dev/full) is a diagnostic,
     like any output that cannot be written; a reader that went away
@@ -316,8 +323,7 @@ def write_standard_output(texts: list[str]) -> None:
     except BrokenPipeError:
         raise
     except OSError as exc:
-        # What is buffered goes nowhere now, not into a second failure when Python exits.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        silence_standard_output()  # what is buffered goes nowhere now, not into a second failure at exit
         raise InputError(Diagnostic("error", f"cannot write standard output: {exc.strerror or exc}")) from None
 
 

@@ -72,10 +72,7 @@ def _remembered(kind: str, work_out: Callable[[], str]) -> str:
 def code_roots() -> list[str]:
     """Where hardboiled's code and data live: the package (its rules and
     grammars inside it, in a checkout as links), and HARDBOILED_RULES_DIR."""
-    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    roots = [package]
-    if not os.path.isdir(os.path.join(package, "rules")):  # an older layout: beside the package
-        roots += [os.path.join(os.path.dirname(package), "rules"), os.path.join(os.path.dirname(package), "grammars")]
+    roots = [os.path.dirname(os.path.dirname(os.path.realpath(__file__)))]
     override = os.environ.get("HARDBOILED_RULES_DIR")
     if override:
         roots.append(override)
