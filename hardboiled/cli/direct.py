@@ -63,13 +63,24 @@ def main(args: list[str] | None = None) -> None:
     except ValueError:
         previous = None  # not the main thread (a caller embedding the command): its own handlers stand
     try:
-        # Inside the try: a SIGTERM that lands while this loads is an
-        # ordinary termination too, not a traceback.
-        from hardboiled.support.limits import fit_address_limit
+        try:
+            # Inside the try: a SIGTERM that lands while this loads is an
+            # ordinary termination too, not a traceback.
+            from hardboiled.support.limits import fit_address_limit
 
-        fit_address_limit()
-        _main(argv)
+            fit_address_limit()
+            _main(argv)
+        finally:
+            # The work is done (or undone): a SIGTERM from here on, during the
+            # interpreter's shutdown, ends the process as it would have before,
+            # not with a traceback from an exit handler.
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
     except Terminated:
+        # Also one that landed in the finally above, before the handler was
+        # put back (the handler may still be ours: put it back again).
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         from hardboiled.support.diagnostics import ExitCode
         from hardboiled.support.fileio import discard_unfinished
 
@@ -77,12 +88,6 @@ def main(args: list[str] | None = None) -> None:
 
         sys.stderr.write("hardboiled: error: terminated\n")
         sys.exit(int(ExitCode.TERMINATED))
-    finally:
-        # The work is done (or undone): a SIGTERM from here on, during the
-        # interpreter's shutdown, ends the process as it would have before,
-        # not with a traceback from an exit handler.
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def _terminate(signum: int, frame: object) -> None:

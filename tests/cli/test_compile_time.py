@@ -203,3 +203,36 @@ def test_a_record_others_could_have_planted_is_not_followed(tmp_path: Path) -> N
     planted = _probe(args, tmp_path)
     assert planted.returncode == 0 and "'click'" in planted.stderr
     assert not (tmp_path.parent / "planted.txt").exists()
+
+
+def test_a_sigterm_as_the_command_restores_its_handler_ends_it_as_terminated(monkeypatch) -> None:
+    """A SIGTERM whose handler runs in direct mode's finally, before the
+    previous handler is back (the work just ended), is exit 143, not a
+    traceback; the previous handler is back either way. The signal is
+    simulated where the race put it: at the first restore."""
+    import signal
+
+    import pytest
+
+    from hardboiled.cli import direct
+
+    real_signal = signal.signal
+    restores = []
+
+    def signal_landing_at_the_restore(signum: int, handler):  # type: ignore[no-untyped-def]
+        if handler is not direct._terminate:
+            restores.append(handler)
+            if len(restores) == 1:
+                direct._terminate(signum, None)
+        return real_signal(signum, handler)
+
+    def work_done(argv: list[str]) -> None:
+        raise SystemExit(0)
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(direct, "_main", work_done)
+    monkeypatch.setattr(direct.signal, "signal", signal_landing_at_the_restore)
+    with pytest.raises(SystemExit) as info:
+        direct.main(["--version"])
+    assert info.value.code == 143
+    assert restores == [before, before] and signal.getsignal(signal.SIGTERM) is before
