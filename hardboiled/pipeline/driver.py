@@ -75,7 +75,7 @@ def _compile(name: str, data: bytes | None, options: CompileOptions, read_error:
         prestart_rules(options.selection.memory_mb)
     from hardboiled.pipeline.compilation import Compilation
     from hardboiled.pipeline.runner import run_pipeline
-    from hardboiled.select.eqsat import discard_prestarted
+    from hardboiled.select.eqsat import discard_unused
     from hardboiled.support.deep import call_deep
 
     compilation = Compilation(name, data or b"")
@@ -102,7 +102,7 @@ def _compile(name: str, data: bytes | None, options: CompileOptions, read_error:
         result.exit_code = int(fault.exit_code if fault is not None else ExitCode.INTERNAL_ERROR)
         return result
     finally:
-        discard_prestarted()
+        discard_unused()
     return result
 
 

@@ -25,10 +25,12 @@ the same in egglog 13.2 and 14.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
 import os
 import re
+import selectors
 import signal
 import subprocess
 import sys
@@ -100,13 +102,24 @@ class EqsatResult:
 class _WarmChild:
     """An egglog child started ahead of time, which has already run the
     first chunks of the program (the rule files) while the parent was still
-    parsing and extracting; ``run_egglog`` sends it the rest."""
+    parsing and extracting; ``run_egglog`` sends it the rest.
+
+    A child this process's main thread started is kept after it answers
+    (``keep`` in the request): it runs each program's own chunks between
+    ``(push)`` and ``(pop)``, so that the next compile in this process (a
+    batch, a ``-j`` worker, the API, the test suite) finds the rules run
+    already. ``PR_SET_PDEATHSIG`` (support/children.py) kills a child when
+    the thread that started it ends, so one started by another thread is
+    not kept."""
 
     def __init__(self, prelude: list[ProgramChunk], memory_mb: int):
         self.prelude = [(c.filename, c.text) for c in prelude]
         self.memory_mb = memory_mb
         self.started = time.perf_counter()
         self.owner = os.getpid()
+        self.keepable = threading.current_thread() is threading.main_thread()
+        self.served = 0
+        self.idle_since = time.monotonic()
         self.proc = _spawn(memory_mb)
         # More than a pipe's worth of rules: written from a thread, so that
         # the parent goes on while the child starts up and reads them.
@@ -130,7 +143,8 @@ class _WarmChild:
 
     def serves(self, chunks: list[ProgramChunk], memory_mb: int) -> bool:
         head = [(c.filename, c.text) for c in chunks[: len(self.prelude)]]
-        return memory_mb == self.memory_mb and head == self.prelude and self.proc.poll() is None
+        fresh = not self.served or time.monotonic() - self.idle_since < _REUSE_WITHIN_S
+        return memory_mb == self.memory_mb and head == self.prelude and fresh and self.proc.poll() is None
 
     def let_go(self) -> None:
         """In a process that inherited this child through a fork (a ``-j``
@@ -146,9 +160,15 @@ class _WarmChild:
         if self.proc.poll() is None:
             self.proc.kill()
         self.writer.join()
-        self.proc.communicate()
-        children.untrack(self.proc)
+        _finish(self.proc)
 
+
+_REUSE_WITHIN_S = 30.0
+"""A kept child idle for longer is not used again: it leaves by itself
+after ``_IDLE_EXIT_S``, and must not be found leaving."""
+_IDLE_EXIT_S = 60.0
+"""A kept child with no request for this long exits (its parent may
+never compile again, and it holds the rules' e-graph)."""
 
 _warm: _WarmChild | None = None
 
@@ -160,7 +180,7 @@ def prestart(prelude: list[ProgramChunk], memory_mb: int = DEFAULT_MEMORY_MB) ->
     global _warm
     _let_go_of_inherited()
     if _warm is not None and _warm.serves(prelude, memory_mb):
-        return  # started ahead already (the compile server's worker, cli/server.py)
+        return  # started ahead already (the compile server's worker, cli/server.py), or kept from the last run
     discard_prestarted()
     try:
         _warm = _WarmChild(prelude, memory_mb)
@@ -177,12 +197,22 @@ def _let_go_of_inherited() -> None:
 
 
 def discard_prestarted() -> None:
-    """Stop a prestarted child that no run used."""
+    """Stop the prestarted or kept child."""
     global _warm
     _let_go_of_inherited()
     if _warm is not None:
         _warm.discard()
         _warm = None
+
+
+atexit.register(discard_prestarted)
+
+
+def discard_unused() -> None:
+    """Stop a prestarted child that no run used (a compile that did not
+    saturate after all); a kept one stays for the next compile."""
+    if _warm is not None and not _warm.served:
+        discard_prestarted()
 
 
 def _spawn(memory_mb: int) -> subprocess.Popen[bytes]:
@@ -194,18 +224,74 @@ def _spawn(memory_mb: int) -> subprocess.Popen[bytes]:
                                            preexec_fn=children.preexec(children.memory_limit(memory_mb))))
 
 
+def _finish(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """Close the child's input, read the rest of its output and wait for it."""
+    if proc.stdin is not None and not proc.stdin.closed:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+    out, err = bytearray(), bytearray()
+    for stream, into in ((proc.stdout, out), (proc.stderr, err)):
+        if stream is not None and not stream.closed:
+            while chunk := stream.read(1 << 16):
+                into += chunk
+            stream.close()
+    proc.wait()
+    children.untrack(proc)
+    return bytes(out), bytes(err)
+
+
 def _chunks_json(chunks: tuple[ProgramChunk, ...] | list[ProgramChunk]) -> list[dict[str, str]]:
     return [{"filename": c.filename, "text": c.text} for c in chunks]
 
 
 def _message(chunks: list[ProgramChunk], roots: list[str] | None, measure_size: bool,
-             scopes: tuple[Scope, ...] = ()) -> bytes:
+             scopes: tuple[Scope, ...] = (), keep: bool = False) -> bytes:
     """One line of the child's input: chunks to run, then (with ``roots``)
     what to extract and the scopes to run; the child answers after a
-    message with roots."""
+    message with roots, in one line, and then (with ``keep``) goes back to
+    the e-graph it had before that message and waits for the next one."""
     return json.dumps({"chunks": _chunks_json(chunks), "roots": roots, "measure_size": measure_size,
                        "scopes": [{"chunks": _chunks_json(s.chunks), "roots": list(s.roots)} for s in scopes],
-                       }).encode() + b"\n"
+                       "keep": keep}).encode() + b"\n"
+
+
+def _exchange(proc: subprocess.Popen[bytes], message: bytes, deadline: float) -> tuple[bytes | None, bytes]:
+    """Send ``message``, and read the answer's line: (the line, or None
+    when the child's output ended first; what it wrote to stderr).
+    ``subprocess.TimeoutExpired`` at ``deadline`` (``time.monotonic``)."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    out, err = bytearray(), bytearray()
+    view = memoryview(message)
+    with selectors.DefaultSelector() as selector:
+        os.set_blocking(proc.stdin.fileno(), False)
+        selector.register(proc.stdin, selectors.EVENT_WRITE)
+        selector.register(proc.stdout, selectors.EVENT_READ, out)
+        selector.register(proc.stderr, selectors.EVENT_READ, err)
+        while b"\n" not in out:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise subprocess.TimeoutExpired(proc.args, 0)
+            for key, _ in selector.select(remaining):
+                if key.fileobj is proc.stdin:
+                    try:
+                        view = view[proc.stdin.write(view) or 0:]
+                    except BrokenPipeError:  # it died: its output ends too
+                        view = view[:0]
+                    if not view:
+                        selector.unregister(proc.stdin)
+                    continue
+                chunk = os.read(key.fd, 1 << 16)
+                if chunk:
+                    key.data.extend(chunk)
+                elif key.fileobj is proc.stdout:
+                    return None, bytes(err)
+                else:
+                    selector.unregister(key.fileobj)
+    line, _, rest = bytes(out).partition(b"\n")
+    assert not rest, "one answer per request"
+    return line, bytes(err)
 
 
 def run_egglog(
@@ -218,24 +304,45 @@ def run_egglog(
     scopes: tuple[Scope, ...] = (),
 ) -> EqsatResult:
     """Run an egglog program in a child process and extract ``roots``, then
-    run each scope (in the prestarted child, when it has run the program's
-    first chunks)."""
+    run each scope (in the prestarted or kept child, when it has run the
+    program's first chunks)."""
     global _warm
     _let_go_of_inherited()
     warm, _warm = _warm, None
-    if warm is not None and warm.serves(chunks, memory_mb):
+    if warm is not None and not warm.serves(chunks, memory_mb):
+        warm.discard()
+        warm = None
+    if warm is not None:
         warm.writer.join()
-        proc, rest, start = warm.proc, chunks[len(warm.prelude):], warm.started
-    else:
-        if warm is not None:
-            warm.discard()
-        proc, rest, start = _spawn(memory_mb), chunks, time.perf_counter()
+        start = warm.started if not warm.served else time.perf_counter()
+        rest = chunks[len(warm.prelude):]
+        answer = _ask(warm.proc, _message(rest, roots, measure_size, scopes, keep=warm.keepable),
+                      timeout_s, memory_mb, chunks, reused=warm.served > 0)
+        if answer is not None:
+            if warm.keepable and warm.proc.poll() is None and "error" not in answer and _warm is None:
+                warm.served += 1
+                warm.idle_since = time.monotonic()
+                _warm = warm
+            else:
+                warm.discard()
+            return _result(answer, time.perf_counter() - start)
+        # A kept child that has gone (killed from outside): a fresh one runs the whole program.
+    start = time.perf_counter()
+    answer = _ask(_spawn(memory_mb), _message(chunks, roots, measure_size, scopes), timeout_s, memory_mb, chunks)
+    assert answer is not None
+    return _result(answer, time.perf_counter() - start)
+
+
+def _ask(proc: subprocess.Popen[bytes], message: bytes, timeout_s: float, memory_mb: int,
+         chunks: list[ProgramChunk], reused: bool = False) -> dict[str, Any] | None:
+    """The child's answer to ``message`` (None: a ``reused`` child had
+    gone before it answered); a child that does not answer is waited for,
+    and its failure raised."""
     try:
-        stdout, stderr = proc.communicate(_message(rest, roots, measure_size, scopes), timeout=timeout_s)
+        line, stderr = _exchange(proc, message, time.monotonic() + timeout_s)
     except BaseException as exc:  # the time limit, or an interrupt: the child must not outlive this
         proc.kill()
-        proc.communicate()
-        children.untrack(proc)
+        _finish(proc)
         if not isinstance(exc, subprocess.TimeoutExpired):
             raise
         raise ResourceLimitError(
@@ -245,25 +352,34 @@ def run_egglog(
                 notes=("raise the limit with --egglog-timeout, or lower --iterations",),
             )
         ) from None
-    seconds = time.perf_counter() - start
-    children.untrack(proc)
-    if proc.returncode != 0:
-        raise _child_failure(subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), memory_mb)
+    if line is None:
+        rest, more = _finish(proc)
+        if reused:
+            return None
+        raise _child_failure(subprocess.CompletedProcess(proc.args, proc.returncode, rest, stderr + more), memory_mb)
     try:
-        answer = json.loads(stdout)
+        answer: dict[str, Any] = json.loads(line)
     except json.JSONDecodeError:
+        proc.kill()
+        _finish(proc)
         raise EgglogError(Diagnostic("error", "egglog child process answered with malformed output")) from None
     if "fault" in answer:
+        _finish(proc)
         fault = answer["fault"]
         raise classify_fault(fault["kind"], fault["message"], "the egglog child process") or \
             EgglogError(Diagnostic("error", f"egglog child process failed: {fault['kind']}: {fault['message']}"))
     if "error" in answer:
+        _finish(proc)
         diagnostic = _egglog_diagnostic(answer["error"])
         if any(c.users and c.filename == answer["error"].get("filename") for c in chunks):
             raise InputError(dataclasses.replace(diagnostic, notes=(
                 *diagnostic.notes, "this rule file comes from HARDBOILED_RULES_DIR; unset it to use the "
                 "installed rules")))
         raise EgglogError(diagnostic)
+    return answer
+
+
+def _result(answer: dict[str, Any], seconds: float) -> EqsatResult:
     size = answer.get("size")
     return EqsatResult(
         terms=tuple(answer["terms"]),
@@ -406,20 +522,55 @@ def _top_level_forms(text: str) -> list[str]:
     return forms
 
 
-def _serve(messages: Any) -> dict[str, Any]:
-    """Run each message's chunks in one e-graph; answer the first message
-    that names roots (or the first error)."""
+def _serve(stdin: int, stdout: int) -> dict[str, Any] | None:
+    """Run each message's chunks in one e-graph, and answer each message
+    that names roots, in a line of its own. After a request with ``keep``,
+    go back to the e-graph before it and wait for the next; otherwise (or
+    after an error) return: the last answer, for ``main`` to write."""
     b = _load_bindings()
     egraph = b.EGraph()
-    report: dict[str, Any] = {}
-    for line in messages:
+    push, pop = (egraph.parse_program(text, filename="<request>") for text in ("(push)", "(pop)"))
+    for line in _lines(stdin):
         request = json.loads(line)
-        error = _run_chunks(b, egraph, request["chunks"], report)
-        if error is not None:
-            return error
-        if request.get("roots") is not None:
-            return _answer(b, egraph, request, report)
-    return {"error": {"message": "the parent asked for nothing to extract"}}
+        if request.get("roots") is None:
+            error = _run_chunks(b, egraph, request["chunks"], {})
+            if error is not None:
+                return error
+            continue
+        keep = bool(request.get("keep"))
+        if keep:
+            egraph.run_program(*push)
+        report: dict[str, Any] = {}
+        answer = _run_chunks(b, egraph, request["chunks"], report) or _answer(b, egraph, request, report)
+        if not keep or "error" in answer:
+            return answer
+        _write_all(stdout, json.dumps(answer).encode() + b"\n")
+        egraph.run_program(*pop)
+    return None
+
+
+def _lines(fd: int) -> Any:
+    """The lines of ``fd``, until it ends or stays silent for ``_IDLE_EXIT_S``
+    between lines."""
+    import select
+
+    pending = b""
+    while True:
+        while b"\n" in pending:
+            line, _, pending = pending.partition(b"\n")
+            yield line
+        if not pending and not select.select([fd], [], [], _IDLE_EXIT_S)[0]:
+            return
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return
+        pending += chunk
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _run_chunks(b: Any, egraph: Any, chunks: list[dict[str, str]], report: dict[str, Any]) -> dict[str, Any] | None:
@@ -485,11 +636,11 @@ def _extract(b: Any, egraph: Any, roots: list[str]) -> dict[str, Any]:
 
 def main() -> int:
     try:
-        answer = _serve(sys.stdin.buffer)
+        answer = _serve(sys.stdin.fileno(), sys.stdout.fileno())
     except (ImportError, MemoryError) as exc:  # the machine's fault: the parent says so (support/environment.py)
         answer = {"fault": {"kind": type(exc).__name__, "message": str(exc)}}
-    sys.stdout.write(json.dumps(answer))
-    sys.stdout.flush()
+    if answer is not None:
+        _write_all(sys.stdout.fileno(), json.dumps(answer).encode() + b"\n")
     # Skip interpreter teardown: freeing a large e-graph can take longer than
     # building it, and the answer is already out.
     os._exit(0)

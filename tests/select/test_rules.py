@@ -16,7 +16,7 @@ import pytest
 from hardboiled import ir
 from hardboiled.select.eqsat import EgglogError, ProgramChunk, run_egglog
 from hardboiled.select.facts import amx_facts, wmma_facts
-from hardboiled.select.rules import RULE_FILES, rule_chunks
+from hardboiled.select.rules import RULE_FILES, load_schedule, rule_chunks
 from hardboiled.targets.amx import AMX_TILE, AMXDotProduct, AMXElement
 
 from ..conftest import ROOT
@@ -67,7 +67,7 @@ def test_a_prestarted_child_runs_the_rest_of_the_program_and_a_stale_one_is_repl
     prestarted on other chunks is killed and a fresh one runs the whole
     program; one nobody used is stopped."""
     from hardboiled.select import eqsat
-    from hardboiled.select.rule_files import prestart_rules, rule_file_chunks
+    from hardboiled.select.rule_files import prestart_rules
 
     chunks = rule_chunks()
     probe = ProgramChunk("probe.egg", "(let $x (IntImm (Ty (IntT) 32 1) 1))\n")
@@ -76,11 +76,12 @@ def test_a_prestarted_child_runs_the_rest_of_the_program_and_a_stale_one_is_repl
     warm_child = eqsat._warm
     assert warm_child is not None and warm_child.serves(chunks, eqsat.DEFAULT_MEMORY_MB)
     warm = run_egglog([*chunks, probe], ["$x"], measure_size=False)
-    assert eqsat._warm is None and warm_child.proc.returncode == 0
+    assert eqsat._warm is warm_child and warm_child.served == 1  # kept for the next compile
+    eqsat.discard_prestarted()
     assert warm.terms == cold.terms and warm.costs == cold.costs
-    eqsat.prestart(rule_file_chunks()[:1])  # another prelude: not this program's first chunks
+    eqsat.prestart([probe])  # another prelude: not this program's first chunks
     stale = eqsat._warm
-    assert stale is not None and not stale.serves([probe], eqsat.DEFAULT_MEMORY_MB)
+    assert stale is not None and not stale.serves(chunks, eqsat.DEFAULT_MEMORY_MB)
     assert run_egglog([*chunks, probe], ["$x"], measure_size=False).terms == cold.terms
     assert stale.proc.returncode is not None  # killed, not left behind
     prestart_rules()
@@ -89,6 +90,85 @@ def test_a_prestarted_child_runs_the_rest_of_the_program_and_a_stale_one_is_repl
     assert eqsat._warm is unused and unused is not None and unused.proc.poll() is None
     eqsat.discard_prestarted()
     assert unused.proc.returncode is not None and eqsat._warm is None
+
+
+def test_a_kept_child_answers_each_program_as_a_cold_child_does() -> None:
+    """A child this thread started is kept after it answers: the next
+    program that starts with the same rules is run in it, between (push)
+    and (pop), and nothing of the programs before it is left in its
+    e-graph (the size it measures counts every node)."""
+    from hardboiled.select import eqsat
+    from hardboiled.select.rule_files import prestart_rules
+
+    chunks = rule_chunks()
+    i32 = "(Ty (IntT) 32 1)"
+    first = ProgramChunk("first.egg", f"(let $x (Bop (Add) (IntImm {i32} 1) (Var {i32} \"a\")))\n"
+                                      f"(let $y (Bop (Mul) (IntImm {i32} 3) (Var {i32} \"b\")))\n"
+                                      + load_schedule(None, 3).text)
+    second = ProgramChunk("second.egg", f"(let $x (IntImm {i32} 7))\n")
+    cold = [run_egglog([*chunks, program], ["$x"]) for program in (first, second)]
+    eqsat.discard_prestarted()
+    prestart_rules()
+    child = eqsat._warm
+    assert child is not None
+    for program, expected in [(first, cold[0]), (second, cold[1]), (first, cold[0]), (second, cold[1])]:
+        prestart_rules()  # as each compile does: the kept child serves
+        assert eqsat._warm is child
+        warm = run_egglog([*chunks, program], ["$x"])
+        assert (warm.terms, warm.costs, warm.size) == (expected.terms, expected.costs, expected.size)
+    assert child.served == 4 and child.proc.poll() is None
+    eqsat.discard_prestarted()
+    assert child.proc.returncode is not None
+
+
+def test_a_kept_child_that_went_away_or_failed_is_replaced() -> None:
+    """A kept child killed from outside is not reported as a failure: a
+    fresh child runs the program. After an error the child is not kept."""
+    import signal
+
+    from hardboiled.select import eqsat
+    from hardboiled.select.rule_files import prestart_rules
+
+    chunks = rule_chunks()
+    probe = ProgramChunk("probe.egg", "(let $x (IntImm (Ty (IntT) 32 1) 1))\n")
+    prestart_rules()
+    cold = run_egglog([*chunks, probe], ["$x"], measure_size=False)
+    kept = eqsat._warm
+    assert kept is not None and kept.served == 1
+    kept.proc.send_signal(signal.SIGKILL)
+    kept.proc.wait()
+    eqsat._warm = kept  # as if it died just after prestart found it alive
+    assert run_egglog([*chunks, probe], ["$x"], measure_size=False).terms == cold.terms
+    prestart_rules()
+    failing = eqsat._warm
+    with pytest.raises(EgglogError):
+        run_egglog([*chunks, ProgramChunk("wrong.egg", "(check (= 1 2))\n")], [], measure_size=False)
+    assert eqsat._warm is None and failing is not None and failing.proc.returncode is not None
+
+
+def test_a_child_started_by_another_thread_is_not_kept() -> None:
+    """PR_SET_PDEATHSIG kills a child when the thread that started it ends."""
+    import threading
+
+    from hardboiled.select import eqsat
+    from hardboiled.select.rule_files import prestart_rules
+
+    eqsat.discard_prestarted()
+    seen = []
+
+    def compile_in_a_thread() -> None:
+        prestart_rules()
+        seen.append(eqsat._warm)
+        run_egglog([*rule_chunks(), ProgramChunk("probe.egg", "(let $x (IntImm (Ty (IntT) 32 1) 1))\n")], ["$x"],
+                   measure_size=False)
+        seen.append(eqsat._warm)
+
+    thread = threading.Thread(target=compile_in_a_thread)
+    thread.start()
+    thread.join()
+    child, after = seen
+    assert child is not None and not child.keepable
+    assert after is None and child.proc.returncode is not None
 
 
 # --------------------------------------------------------------------------
