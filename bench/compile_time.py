@@ -18,6 +18,10 @@
   statement per 8-tap chunk inside a loop) and unrolled (one statement per
   chunk), wall time and peak memory of the whole compile, with the slope of
   log(time) against log(size) fitted over the sizes that finished.
+* **A batch**: one command compiling a dozen AMX fixtures, and the same
+  verified and run as C: seconds per input (the egglog child kept from
+  input to input, and the original's interpretation shared by --verify and
+  --run).
 * **Parsing**: MB/s of ``hardboiled parse`` on a large statement, and one
   stage read out of a 50 MB debug log.
 
@@ -26,7 +30,7 @@ kept in bench/results/compile_time_dumps. ``--tree DIR`` measures another
 checkout of hardboiled (``git worktree add /tmp/before REV``) with this
 script's inputs, for before/after figures.
 
-    .venv/bin/python bench/compile_time.py [--tree DIR] [--repeat N] [--parts p1,p2,p2s,p3,parse]
+    .venv/bin/python bench/compile_time.py [--tree DIR] [--repeat N] [--parts p1,p2,p2s,batch,p3,parse]
         [--loop-taps 16,...] [--unrolled-taps 64,...,4096]
 """
 
@@ -252,6 +256,26 @@ def p2_server(tree: Path, repeat: int, halide_s: float) -> dict[str, Any]:
     return {"server": "running", **figures, **{k.replace("_s", "_ratio"): v / halide_s for k, v in figures.items()}}
 
 
+BATCH_INPUTS = 12
+"""How many AMX fixtures the batch figures compile in one command."""
+
+
+def batch(tree: Path, repeat: int) -> dict[str, Any]:
+    """One command compiling ``BATCH_INPUTS`` AMX fixtures (``-j 1``, no
+    cache): the rewritten IR alone, then verified and run as C (which
+    interprets each original program); seconds per input."""
+    inputs = sorted(ROOT.glob("tests/fixtures/halide/amx_*/vectorizing.stmt"))[:BATCH_INPUTS]
+    figures: dict[str, Any] = {"inputs": len(inputs)}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, extra in (("compile", ()), ("verify_run", ("--verify", "--run", "--emit", "c"))):
+            command, env = hardboiled(tree, "compile", *map(str, inputs), "--no-cache", "-q", "-j", "1",
+                                      *extra, "-o", f"{tmp}/{name}")
+            run = median_run(command, repeat, env)
+            figures[f"{name}_s"] = run["seconds"] / len(inputs)
+            figures[f"{name}_outcome"] = outcome(run)
+    return figures
+
+
 def p1(tree: Path, repeat: int) -> list[dict[str, Any]]:
     rows = []
     for taps in (32, 128):
@@ -366,7 +390,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=ROOT, help="the hardboiled checkout to measure")
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure; medians are reported")
-    parser.add_argument("--parts", default="p2,p2s,p1,p3,parse")
+    parser.add_argument("--parts", default="p2,p2s,batch,p1,p3,parse")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--loop-taps", default=",".join(map(str, LOOP_TAPS)),
                         help="P3's conv1d loop-form sizes (taps), comma-separated")
@@ -413,6 +437,11 @@ def main() -> int:
                   f"{_fmt(f['back_to_back_s'], ' s', 3)} ({_fmt(f['back_to_back_ratio'], 'x')}); cache hit "
                   f"{_fmt(f['cache_hit_s'], ' s', 3)} ({_fmt(f['cache_hit_ratio'], 'x')}); direct mode "
                   f"{_fmt(f['direct_s'], ' s', 3)} ({_fmt(f['direct_ratio'], 'x')})")
+    if "batch" in parts:
+        f = figures["batch"] = batch(tree, args.repeat)
+        print(f"\nA batch: {f['inputs']} AMX fixtures in one command (-j 1, --no-cache), seconds per input")
+        print(f"  compile {_fmt(f['compile_s'], ' s', 3)} {f['compile_outcome']}; --verify --run "
+              f"{_fmt(f['verify_run_s'], ' s', 3)} {f['verify_run_outcome']}")
     if "p1" in parts:
         rows = figures["p1"] = p1(tree, args.repeat)
         print("\nP1  conv1d selection against HardBoiled's egglog programs")

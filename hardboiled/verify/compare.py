@@ -366,6 +366,29 @@ def _run_with_sizes(original: ir.Stmt, params: dict[str, float], seed: int,
     ))
 
 
+_last_runs: tuple[tuple[tuple[object, ...], OriginalRun], ...] = ()
+"""The last runs of ``original_run_for`` (one per shape of a
+verification): their keys (the objects themselves, so that no other
+object can take their ids) and the runs."""
+
+
+def original_run_for(original: ir.Stmt, differing: Divergence, params: Mapping[str, float], seed: int,
+                     inputs: Mapping[str, np.ndarray] | None, shape: Shape = SHAPES[0]) -> OriginalRun:
+    """``run_original_program`` bounding the error where ``differing``
+    says, run once for the same question: a compile verifies, then runs the
+    generated C (verify/run.py) and compares it with the same run of the
+    original. The interpreter is deterministic (same program, buffers and
+    seed, same answer), and the consumers copy what they change."""
+    global _last_runs
+    key = (original, inputs, differing, tuple(sorted(params.items())), seed, shape)
+    for last, run in _last_runs:
+        if last[0] is original and last[1] is inputs and last[2:] == key[2:]:
+            return run
+    run = run_original_program(original, params, seed, inputs, shape, differing)
+    _last_runs = (*_last_runs[1 - len(SHAPES):], (key, run))
+    return run
+
+
 def verify(original: ir.Stmt, rewritten: ir.Stmt, *, seed: int = DEFAULT_SEED,
            params: Mapping[str, float] | None = None, timeout_s: float = INTERPRETER_TIMEOUT_S,
            inputs: Mapping[str, np.ndarray] | None = None,
@@ -381,7 +404,7 @@ def verify(original: ir.Stmt, rewritten: ir.Stmt, *, seed: int = DEFAULT_SEED,
     with time_limit(timeout_s):
         for shape in shapes:
             try:
-                run = run_original_program(original, params or {}, seed, inputs, shape, differing)
+                run = original_run_for(original, differing, params or {}, seed, inputs, shape)
             except (ProgramAssertFailed, HardboiledError) as exc:
                 if shape is shapes[0] or isinstance(exc, ResourceLimitError):
                     raise

@@ -257,3 +257,29 @@ def test_a_mismatch_names_the_first_pass_that_broke_the_program(monkeypatch: pyt
     notes = [n for d in result.diagnostics for n in d.notes]
     assert "the first pass whose output computes something else: stage-wmma-operands " \
            "(--print-after stage-wmma-operands shows it)" in notes
+
+
+def test_running_the_generated_c_compares_it_with_verification_s_run_of_the_original(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """--verify --run interprets the original once per buffer layout: the
+    generated C is compared with the run verification made of the same
+    program, on the same buffers and seed (the interpreter is
+    deterministic), not with a second run of it."""
+    from hardboiled.pipeline.driver import compile_text
+    from hardboiled.pipeline.options import CompileOptions
+    from hardboiled.verify import compare
+
+    runs: list[str] = []
+    real_run = compare.run_original_program
+
+    def counted(original, params, seed, inputs, shape, differing=None):  # type: ignore[no-untyped-def]
+        runs.append(shape.name)
+        return real_run(original, params, seed, inputs, shape, differing)
+
+    monkeypatch.setattr(compare, "run_original_program", counted)
+    path = FIXTURES / "amx_bf16_matmul_std_single" / "vectorizing.stmt"
+    options = CompileOptions.from_flags(selection=SelectionOptions(cache_dir=None), verify=True, run=True, emit=("c",))
+    result = compile_text(str(path), path.read_bytes(), options)
+    assert result.exit_code == 0, [d.render_text() for d in result.diagnostics]
+    assert result.report["verification"]["ok"] and result.report["run"]["ok"]
+    assert len(runs) >= 2 and len(set(runs)) == len(runs), runs  # each layout once, the first one not again
