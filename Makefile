@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: help install man test test-fast lint fixtures sweep-fixtures app-fixtures goldens terms scanner bench sweep app apps clean
+.PHONY: help install man test test-fast lint fixtures sweep-fixtures app-fixtures operation-fixtures goldens terms scanner bench sweep app apps clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -40,6 +40,11 @@ sweep-fixtures: ## Regenerate the schedule sweep in tests/fixtures/sweep with th
 
 app-fixtures: ## Regenerate tests/fixtures/apps (the applications at test size) with the halide package
 	$(BIN)/python apps/run.py --fixtures
+
+operation-fixtures: ## Regenerate tests/fixtures/operations (every operation of the table through Halide's JIT, and as CUDA stages)
+	rm -rf tests/fixtures/operations
+	$(BIN)/python tools/operation_cases.py tests/fixtures/operations/host
+	$(BIN)/python tools/operation_cases.py tests/fixtures/operations/cuda --target x86-64-linux-cuda-cuda_capability_80
 
 app: ## One application end to end (APP=conv1d; SIZE=paper for the paper's size): dump, tensorize, verify, build
 	$(BIN)/python apps/run.py $(APP) --size $(or $(SIZE),test) $(if $(filter paper,$(SIZE)),--no-verify,)

@@ -12,6 +12,10 @@ stage), OUT_DIR/NAME.npy for every input and output (the JIT's results),
 and OUT_DIR/cases.json (each output's input type). For a CUDA target each
 output is a GPU stage and nothing is realized (no GPU here): the IR alone. The interpreter runs
 the stage on the same inputs in tests/ir/test_operations_vs_halide.py.
+
+``make operation-fixtures`` writes both into tests/fixtures/operations
+(host/ and cuda/), which the tests read: the seeded inputs make the output
+the same on every run with the same Halide.
 """
 
 from __future__ import annotations
@@ -116,7 +120,8 @@ def child(out: Path, target: str, seed: int) -> None:
             param.dim(0).set_bounds(0, N).set_stride(1)
             params.append(param)
             inputs[name] = data
-            np.save(out / f"{name}.npy", data)
+            if "cuda" not in target:  # realized on the host only
+                np.save(out / f"{name}.npy", data)
     for case, (types, expression) in CASES.items():
         for type_name in types:
             t = _halide_type(hl, type_name)
@@ -137,7 +142,9 @@ def child(out: Path, target: str, seed: int) -> None:
             outputs.append(f)
             meta[f.name()] = dict(case=case, type=type_name)
     pipeline = hl.Pipeline(outputs)
-    pipeline.compile_to_lowered_stmt(str(out / "lowered.stmt"), params, hl.StmtOutputFormat.Text, hl.Target(target))
+    # Lowering prints the stages (HL_DEBUG_CODEGEN=2) that main keeps; the
+    # statement file itself is left in the temporary working directory.
+    pipeline.compile_to_lowered_stmt("lowered.stmt", params, hl.StmtOutputFormat.Text, hl.Target(target))
     (out / "cases.json").write_text(json.dumps(meta, indent=1))
     if "cuda" in target:
         return  # no GPU to realize it on here: the IR alone

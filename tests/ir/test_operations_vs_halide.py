@@ -3,7 +3,9 @@
 tools/operation_cases.py builds one pipeline with an output per operation
 and input type (173 of them), realizes it with the JIT on seeded random
 inputs and writes what Halide printed for it ("Lowering after
-vectorizing:"). Here the interpreter runs that stage on the same inputs:
+vectorizing:"), into tests/fixtures/operations (``make
+operation-fixtures``; cuda/ holds the same as GPU stages). Here the
+interpreter runs that stage on the same inputs:
 integers must be equal; floats equal to a few units in the last place
 (the C library's transcendental functions are not correctly rounded, and
 fast_inverse is a 12-bit approximation on the hardware). The C emitter
@@ -13,8 +15,6 @@ each entry)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import ml_dtypes
@@ -29,8 +29,6 @@ from hardboiled.verify.interp import BufferT, Interpreter
 
 from ..conftest import ROOT
 
-pytest.importorskip("halide")
-
 N = 64
 _ULPS = {"float16": 1, "float32": 4, "float64": 4}
 _WIDER = {"pow": 8}
@@ -39,11 +37,32 @@ _APPROXIMATE = {"fast_inverse": 2.0 ** -11, "fast_inverse_sqrt": 2.0 ** -11}
 """Relative error of the hardware's approximations (rcpps, rsqrtps: 12 bits)."""
 
 
+OPERATIONS = ROOT / "tests" / "fixtures" / "operations"
+
+
 @pytest.fixture(scope="module")
-def cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("operations")
-    subprocess.run([sys.executable, str(ROOT / "tools" / "operation_cases.py"), str(out)], check=True)
-    return out
+def cases() -> Path:
+    return OPERATIONS / "host"
+
+
+def test_the_fixtures_hold_every_case_of_the_tool_that_writes_them() -> None:
+    """tests/fixtures/operations is current: every operation and type of
+    tools/operation_cases.py's table, each output with its inputs' values
+    and the JIT's results (``make operation-fixtures`` after a change)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("operation_cases", ROOT / "tools" / "operation_cases.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    expected = {f"o_{case}_{type_name}": {"case": case, "type": type_name}
+                for case, (types, _) in tool.CASES.items() for type_name in types}
+    for target in ("host", "cuda"):
+        assert json.loads((OPERATIONS / target / "cases.json").read_text()) == expected, target
+        assert "Lowering after" not in (OPERATIONS / target / "vectorizing.stmt").read_text()[:200]
+    arrays = {path.stem for path in (OPERATIONS / "host").glob("*.npy")}
+    inputs = {f"{role}_{t}" for role in "abc" for t in tool.INT_TYPES + tool.FLOAT_TYPES}
+    assert arrays == set(expected) | inputs
 
 
 def _buffers(out: Path, meta: dict[str, dict[str, str]]) -> dict[str, BufferT]:
@@ -139,9 +158,7 @@ def test_the_generated_cuda_of_every_operation_builds(tmp_path: Path) -> None:
 
     if shutil.which("nvcc") is None:
         pytest.skip("no nvcc")
-    out = tmp_path / "cuda"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "operation_cases.py"), str(out), "--target",
-                    "x86-64-linux-cuda-cuda_capability_80"], check=True)
+    out = OPERATIONS / "cuda"
     stmt = parse_input((out / "vectorizing.stmt").read_text(), "vectorizing.stmt").ir
     assert isinstance(stmt, ir.Stmt)
     called = {n.name for n in ir.walk(stmt) if isinstance(n, ir.Call)}
