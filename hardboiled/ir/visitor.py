@@ -43,24 +43,23 @@ def method_suffix_of(name: str) -> str:
 class Visitor(Generic[R]):
     """Type-dispatched visitor; subclasses define ``visit_<node>`` methods."""
 
-    _methods: ClassVar[dict[type, str | None]]
+    _functions: ClassVar[dict[type, Callable[[Any, Any], Any] | None]]
+    """Each node type's ``visit_<node>`` function (None: ``visit_default``),
+    looked up once per class: the interpreter visits millions of nodes."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._methods = {}
+        cls._functions = {}
 
     def visit(self, node: Any) -> R:
-        kind = type(node)
         try:
-            name = self._methods[kind]
+            function = self._functions[type(node)]
         except KeyError:
-            candidate = "visit_" + method_suffix(kind)
-            name = candidate if hasattr(self, candidate) else None
-            self._methods[kind] = name
-        if name is None:
+            function = self._functions[type(node)] = getattr(type(self), "visit_" + method_suffix(type(node)), None)
+        if function is None:
             return self.visit_default(node)
-        method: Callable[[Any], R] = getattr(self, name)
-        return method(node)
+        result: R = function(self, node)
+        return result
 
     def visit_default(self, node: Any) -> R:
         raise NotImplementedError(f"{type(self).__name__} has no visit_{method_suffix(type(node))}")

@@ -448,10 +448,11 @@ class Interpreter(Visitor[Any]):
         index = self.eval(s.index).astype(np.int64, copy=False) + pointer.offset
         value = self.eval(s.value)
         mask = None if s.predicate is None else self.eval(s.predicate)
-        shape = np.broadcast_shapes(index.shape, value.shape, () if mask is None else np.shape(mask))
-        index, value = np.broadcast_to(index, shape), np.broadcast_to(value, shape)
-        if mask is not None:
-            mask = np.broadcast_to(mask, shape)
+        if mask is not None or index.shape != value.shape:  # else nothing to broadcast (the common case)
+            shape = np.broadcast_shapes(index.shape, value.shape, () if mask is None else np.shape(mask))
+            index, value = np.broadcast_to(index, shape), np.broadcast_to(value, shape)
+            if mask is not None:
+                mask = np.broadcast_to(mask, shape)
         self._check_access(pointer, index, s.name, mask)
         if mask is not None:
             index, value = index[mask], value[mask]
@@ -462,9 +463,9 @@ class Interpreter(Visitor[Any]):
             pointer.defined.write(index)
 
     # ----------------------------------------------------------- expressions
-    def eval(self, e: ir.Expr) -> Value:
-        value: Value = self.visit(e)
-        return value
+    eval = Visitor.visit
+    """An expression's value (``visit`` itself: the interpreter's most
+    frequent call, without a frame of its own)."""
 
     def visit_default(self, node: Any) -> Any:
         if isinstance(node, ir.Stmt):
@@ -508,6 +509,8 @@ class Interpreter(Visitor[Any]):
 
     def visit_binary(self, e: ir.Binary) -> Value:
         a, b = self.eval(e.a), self.eval(e.b)
+        if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype.kind != "O" and b.dtype.kind != "O":
+            return binary(e.op, a, b)  # numbers (the common case, checked first)
         if isinstance(a, np.ndarray) and a.dtype == object or isinstance(b, np.ndarray) and b.dtype == object:
             return self._handle_compare(e.op, a, b)
         if isinstance(a, Pointer) or isinstance(b, Pointer):
@@ -635,6 +638,8 @@ class Interpreter(Visitor[Any]):
 
     @staticmethod
     def _check_bounds(pointer: Pointer, index: np.ndarray, name: str) -> None:
+        if index.size == 1 and 0 <= index.item() < pointer.array.size:
+            return  # a scalar access in bounds (the common case: no reductions over the index)
         if index.size and (index.min() < 0 or index.max() >= pointer.array.size):
             raise fail(
                 f"access to '{name}' out of bounds: element {int(index.min())}..{int(index.max())} "
@@ -645,7 +650,7 @@ class Interpreter(Visitor[Any]):
 def _as_loaded(values: np.ndarray, dtype: np.dtype, name: str) -> np.ndarray:
     """Elements read from memory as the load's type: the same bits when the
     sizes agree (Halide reinterprets), an error otherwise."""
-    if values.dtype == dtype or dtype == np.dtype(object):
+    if values.dtype == dtype or dtype.kind == "O":
         return values
     if values.dtype.itemsize != dtype.itemsize:
         raise fail(f"load of {dtype} from '{name}', which holds {values.dtype}")
@@ -653,10 +658,16 @@ def _as_loaded(values: np.ndarray, dtype: np.dtype, name: str) -> np.ndarray:
 
 
 def _array_type(array: np.ndarray, value: np.ndarray) -> ir.Type:
-    for (code, bits), dt in DTYPES.items():
-        if np.dtype(dt) == array.dtype:
-            return ir.Type(code, bits)
-    raise fail(f"cannot store {value.dtype} into {array.dtype}")
+    element = _TYPE_OF_DTYPE.get(array.dtype)
+    if element is None:
+        raise fail(f"cannot store {value.dtype} into {array.dtype}")
+    return element
+
+
+_TYPE_OF_DTYPE: dict[np.dtype, ir.Type] = {}
+"""The Halide type of each dtype DTYPES holds (the first that holds it)."""
+for (_code, _bits), _scalar in DTYPES.items():
+    _TYPE_OF_DTYPE.setdefault(np.dtype(_scalar), ir.Type(_code, _bits))
 
 
 def _reduce_add(groups: np.ndarray) -> np.ndarray:

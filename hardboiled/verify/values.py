@@ -99,11 +99,17 @@ DTYPES = {
 """The numpy dtype that holds each Halide element type, (code, bits)."""
 
 
+_DTYPE_OBJECTS = {(code.value, bits): np.dtype(scalar) for (code, bits), scalar in DTYPES.items()}
+"""DTYPES as dtype objects, by the code's value: an enum member hashes in
+Python, a string in C (the interpreter asks millions of times)."""
+_HANDLE = np.dtype(object)
+
+
 def dtype_of(t: ir.Type) -> np.dtype:
     """The dtype of ``t``'s lanes; handles are Python objects."""
-    if t.is_handle:
-        return np.dtype(object)
-    return np.dtype(DTYPES[(t.code, t.bits)])
+    if t.code is ir.TypeCode.HANDLE:
+        return _HANDLE
+    return _DTYPE_OBJECTS[(t.code._value_, t.bits)]
 
 
 @dataclass
@@ -211,10 +217,13 @@ def cast_array(values: np.ndarray, t: ir.Type) -> np.ndarray:
     source = values.dtype
     if target == source:
         return values
-    if np.issubdtype(target, np.integer) or target == np.bool_:
+    # dtype.kind rather than np.issubdtype (the same answer, without its
+    # Python-level work: the interpreter casts millions of times): "i" and
+    # "u" are numpy's integers, "f" its floats; bfloat16 is neither.
+    if target.kind in "iu" or target == np.bool_:
         if target == np.bool_:
             return values != 0
-        if np.issubdtype(source, np.floating) or source == ml_dtypes.bfloat16:
+        if source.kind == "f" or source == ml_dtypes.bfloat16:
             wide = np.trunc(values.astype(np.float64, copy=False))
             wide = np.nan_to_num(wide, nan=0.0, posinf=0.0, neginf=0.0)
             return wide.astype(np.int64, copy=False).astype(target, copy=False)
@@ -278,10 +287,10 @@ _EXACT = {
 """Operators whose numpy result is already Halide's."""
 
 
-_ELEMENTWISE = {**{op: (function, True) for op, function in _WRAPPING.items()},
-                **{op: (function, False) for op, function in _EXACT.items()}}
+_ELEMENTWISE = {**{op._value_: (function, True) for op, function in _WRAPPING.items()},
+                **{op._value_: (function, False) for op, function in _EXACT.items()}}
 """Each operator numpy computes in one call, and whether its result is cast
-back to the operands' type."""
+back to the operands' type; by the operator's value (hashed in C)."""
 
 
 def binary(op: ir.BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -292,7 +301,7 @@ def binary(op: ir.BinOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a_lanes, b_lanes = a.shape[-1], b.shape[-1]
     if a_lanes != b_lanes and a_lanes != 1 and b_lanes != 1:
         raise fail(f"operands of '{op.value}' have {a_lanes} and {b_lanes} lanes")
-    elementwise = _ELEMENTWISE.get(op)
+    elementwise = _ELEMENTWISE.get(op._value_)
     if elementwise is not None:
         function, wraps = elementwise
         return function(a, b).astype(a.dtype, copy=False) if wraps else function(a, b)
