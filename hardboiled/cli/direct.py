@@ -78,14 +78,16 @@ def main(args: list[str] | None = None) -> None:
                 signal.signal(signal.SIGTERM, previous)
     except Terminated:
         # Also one that landed in the finally above, before the handler was
-        # put back (the handler may still be ours: put it back again).
+        # put back. Another SIGTERM is ignored while the clean-up runs (it
+        # must not stop half-way); then the previous handler is back.
         if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         from hardboiled.support.diagnostics import ExitCode
         from hardboiled.support.fileio import discard_unfinished
 
         discard_unfinished()
-
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         sys.stderr.write("hardboiled: error: terminated\n")
         sys.exit(int(ExitCode.TERMINATED))
 

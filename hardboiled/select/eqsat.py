@@ -104,20 +104,21 @@ class _WarmChild:
     first chunks of the program (the rule files) while the parent was still
     parsing and extracting; ``run_egglog`` sends it the rest.
 
-    A child this process's main thread started is kept after it answers
-    (``keep`` in the request): it runs each program's own chunks between
-    ``(push)`` and ``(pop)``, so that the next compile in this process (a
-    batch, a ``-j`` worker, the API, the test suite) finds the rules run
-    already. ``PR_SET_PDEATHSIG`` (support/children.py) kills a child when
-    the thread that started it ends, so one started by another thread is
-    not kept."""
+    It is kept after it answers (``keep`` in the request): it runs each
+    program's own chunks between ``(push)`` and ``(pop)``, so that the next
+    compile in this process (a batch, a ``-j`` worker, the API, the test
+    suite) finds the rules run already. ``PR_SET_PDEATHSIG``
+    (support/children.py) kills a child when the thread that started it
+    ends: one whose thread has ended is not used again, and one that dies
+    all the same (its thread ended as the request went out) is replaced by
+    a fresh child that runs the whole program."""
 
     def __init__(self, prelude: list[ProgramChunk], memory_mb: int):
         self.prelude = [(c.filename, c.text) for c in prelude]
         self.memory_mb = memory_mb
         self.started = time.perf_counter()
         self.owner = os.getpid()
-        self.keepable = threading.current_thread() is threading.main_thread()
+        self.thread = threading.current_thread()
         self.served = 0
         self.idle_since = time.monotonic()
         self.proc = _spawn(memory_mb)
@@ -143,14 +144,15 @@ class _WarmChild:
 
     def serves(self, chunks: list[ProgramChunk], memory_mb: int) -> bool:
         head = [(c.filename, c.text) for c in chunks[: len(self.prelude)]]
-        fresh = not self.served or time.monotonic() - self.idle_since < _REUSE_WITHIN_S
+        fresh = not self.served or (time.monotonic() - self.idle_since < _REUSE_WITHIN_S and self.thread.is_alive())
         return memory_mb == self.memory_mb and head == self.prelude and fresh and self.proc.poll() is None
 
     def let_go(self) -> None:
         """In a process that inherited this child through a fork (a ``-j``
         worker of the compile server's worker, cli/server.py): close this
-        process's copies of its pipes, so that the child sees its input end
-        when its owner's run ends, and leave it to its owner. Unbuffered
+        process's copies of its pipes, so that only its owner holds them
+        (the child sees its input end when its owner is done with it), and
+        leave it to its owner. Unbuffered
         pipes (_spawn) hold no lock that the fork could have copied held."""
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
@@ -211,6 +213,7 @@ atexit.register(discard_prestarted)
 def discard_unused() -> None:
     """Stop a prestarted child that no run used (a compile that did not
     saturate after all); a kept one stays for the next compile."""
+    _let_go_of_inherited()
     if _warm is not None and not _warm.served:
         discard_prestarted()
 
@@ -290,8 +293,7 @@ def _exchange(proc: subprocess.Popen[bytes], message: bytes, deadline: float) ->
                 else:
                     selector.unregister(key.fileobj)
     line, _, rest = bytes(out).partition(b"\n")
-    assert not rest, "one answer per request"
-    return line, bytes(err)
+    return (line if not rest else b"", bytes(err))  # more than one answer: malformed
 
 
 def run_egglog(
@@ -308,38 +310,47 @@ def run_egglog(
     program's first chunks)."""
     global _warm
     _let_go_of_inherited()
+    deadline = time.monotonic() + timeout_s  # for the program, also when a kept child must be replaced
     warm, _warm = _warm, None
     if warm is not None and not warm.serves(chunks, memory_mb):
         warm.discard()
         warm = None
     if warm is not None:
-        warm.writer.join()
-        start = warm.started if not warm.served else time.perf_counter()
-        rest = chunks[len(warm.prelude):]
-        answer = _ask(warm.proc, _message(rest, roots, measure_size, scopes, keep=warm.keepable),
-                      timeout_s, memory_mb, chunks, reused=warm.served > 0)
-        if answer is not None:
-            if warm.keepable and warm.proc.poll() is None and "error" not in answer and _warm is None:
+        try:
+            warm.writer.join()
+            start = warm.started if not warm.served else time.perf_counter()
+            rest = chunks[len(warm.prelude):]
+            answer = _ask(warm.proc, _message(rest, roots, measure_size, scopes, keep=True), deadline, timeout_s,
+                          memory_mb, chunks, reused=warm.served > 0)
+            if answer is not None and warm.thread.is_alive() and warm.proc.poll() is None and _warm is None:
                 warm.served += 1
                 warm.idle_since = time.monotonic()
-                _warm = warm
-            else:
+                _warm, warm = warm, None
+        finally:
+            if warm is not None:  # not kept: gone, failed, interrupted, or another took its place
                 warm.discard()
+        if answer is not None:
             return _result(answer, time.perf_counter() - start)
-        # A kept child that has gone (killed from outside): a fresh one runs the whole program.
+        # A kept child that has gone (its thread ended, or killed from outside): a fresh one runs the whole program.
     start = time.perf_counter()
-    answer = _ask(_spawn(memory_mb), _message(chunks, roots, measure_size, scopes), timeout_s, memory_mb, chunks)
+    proc = _spawn(memory_mb)
+    try:
+        answer = _ask(proc, _message(chunks, roots, measure_size, scopes), deadline, timeout_s, memory_mb, chunks)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _finish(proc)
     assert answer is not None
     return _result(answer, time.perf_counter() - start)
 
 
-def _ask(proc: subprocess.Popen[bytes], message: bytes, timeout_s: float, memory_mb: int,
+def _ask(proc: subprocess.Popen[bytes], message: bytes, deadline: float, timeout_s: float, memory_mb: int,
          chunks: list[ProgramChunk], reused: bool = False) -> dict[str, Any] | None:
     """The child's answer to ``message`` (None: a ``reused`` child had
     gone before it answered); a child that does not answer is waited for,
     and its failure raised."""
     try:
-        line, stderr = _exchange(proc, message, time.monotonic() + timeout_s)
+        line, stderr = _exchange(proc, message, deadline)
     except BaseException as exc:  # the time limit, or an interrupt: the child must not outlive this
         proc.kill()
         _finish(proc)
@@ -530,7 +541,8 @@ def _serve(stdin: int, stdout: int) -> dict[str, Any] | None:
     b = _load_bindings()
     egraph = b.EGraph()
     push, pop = (egraph.parse_program(text, filename="<request>") for text in ("(push)", "(pop)"))
-    for line in _lines(stdin):
+    idle: list[float | None] = [None]  # no limit until the first answer (_lines)
+    for line in _lines(stdin, idle):
         request = json.loads(line)
         if request.get("roots") is None:
             error = _run_chunks(b, egraph, request["chunks"], {})
@@ -545,13 +557,15 @@ def _serve(stdin: int, stdout: int) -> dict[str, Any] | None:
         if not keep or "error" in answer:
             return answer
         _write_all(stdout, json.dumps(answer).encode() + b"\n")
+        idle[0] = _IDLE_EXIT_S
         egraph.run_program(*pop)
     return None
 
 
-def _lines(fd: int) -> Any:
-    """The lines of ``fd``, until it ends or stays silent for ``_IDLE_EXIT_S``
-    between lines."""
+def _lines(fd: int, idle_s: list[float | None]) -> Any:
+    """The lines of ``fd``, until it ends or stays silent between lines for
+    ``idle_s[0]`` seconds (None: for ever; a prestarted child waits for its
+    first request however long its parent takes to parse)."""
     import select
 
     pending = b""
@@ -559,7 +573,7 @@ def _lines(fd: int) -> Any:
         while b"\n" in pending:
             line, _, pending = pending.partition(b"\n")
             yield line
-        if not pending and not select.select([fd], [], [], _IDLE_EXIT_S)[0]:
+        if not pending and not select.select([fd], [], [], idle_s[0])[0]:
             return
         chunk = os.read(fd, 1 << 20)
         if not chunk:

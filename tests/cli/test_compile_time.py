@@ -235,4 +235,4 @@ def test_a_sigterm_as_the_command_restores_its_handler_ends_it_as_terminated(mon
     with pytest.raises(SystemExit) as info:
         direct.main(["--version"])
     assert info.value.code == 143
-    assert restores == [before, before] and signal.getsignal(signal.SIGTERM) is before
+    assert restores == [before, signal.SIG_IGN, before] and signal.getsignal(signal.SIGTERM) is before

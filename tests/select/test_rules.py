@@ -8,6 +8,7 @@ selector loads them, so the rules are tested exactly as they run.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from pathlib import Path
 
@@ -146,29 +147,49 @@ def test_a_kept_child_that_went_away_or_failed_is_replaced() -> None:
     assert eqsat._warm is None and failing is not None and failing.proc.returncode is not None
 
 
-def test_a_child_started_by_another_thread_is_not_kept() -> None:
-    """PR_SET_PDEATHSIG kills a child when the thread that started it ends."""
+def test_a_child_nobody_prestarted_is_waited_for() -> None:
+    """A run without a prestarted child (the API's) leaves no process, no
+    pipe and no tracked child behind."""
+    from hardboiled.select import eqsat
+    from hardboiled.support import children
+
+    eqsat.discard_prestarted()
+    probe = ProgramChunk("probe.egg", "(let $x (IntImm (Ty (IntT) 32 1) 1))\n")
+    run_egglog([*rule_chunks(), probe], ["$x"], measure_size=False)  # anything loaded once is loaded
+    descriptors, tracked = len(os.listdir("/proc/self/fd")), set(children._live)
+    for _ in range(3):
+        run_egglog([*rule_chunks(), probe], ["$x"], measure_size=False)
+    assert len(os.listdir("/proc/self/fd")) == descriptors and set(children._live) == tracked
+
+
+def test_a_kept_child_whose_thread_ended_is_not_used_again() -> None:
+    """PR_SET_PDEATHSIG kills a child when the thread that started it ends:
+    a batch compiling on one thread keeps its child from input to input,
+    and the next compile after that thread is gone starts another."""
     import threading
 
     from hardboiled.select import eqsat
     from hardboiled.select.rule_files import prestart_rules
 
     eqsat.discard_prestarted()
+    probe = ProgramChunk("probe.egg", "(let $x (IntImm (Ty (IntT) 32 1) 1))\n")
     seen = []
 
-    def compile_in_a_thread() -> None:
-        prestart_rules()
-        seen.append(eqsat._warm)
-        run_egglog([*rule_chunks(), ProgramChunk("probe.egg", "(let $x (IntImm (Ty (IntT) 32 1) 1))\n")], ["$x"],
-                   measure_size=False)
-        seen.append(eqsat._warm)
+    def batch_in_a_thread() -> None:
+        for _ in range(2):
+            prestart_rules()
+            seen.append(eqsat._warm)
+            run_egglog([*rule_chunks(), probe], ["$x"], measure_size=False)
 
-    thread = threading.Thread(target=compile_in_a_thread)
+    thread = threading.Thread(target=batch_in_a_thread)
     thread.start()
     thread.join()
-    child, after = seen
-    assert child is not None and not child.keepable
-    assert after is None and child.proc.returncode is not None
+    first, second = seen
+    assert first is second and first is not None and first.served == 2
+    prestart_rules()
+    assert eqsat._warm is not first and first.proc.returncode is not None
+    assert run_egglog([*rule_chunks(), probe], ["$x"], measure_size=False).terms
+    eqsat.discard_prestarted()
 
 
 # --------------------------------------------------------------------------
