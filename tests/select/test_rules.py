@@ -268,3 +268,24 @@ def test_the_amx_rules_hold_no_hardware_number(rule_file: str) -> None:
     code = "\n".join(line.split(";", 1)[0] for line in (ROOT / "rules" / rule_file).read_text().splitlines())
     code = re.sub(r'"[^"]*"', '""', code).replace("(IntImm (Ty (IntT) 32 1) ", "(IntImm INDEX-TYPE ")
     assert set(_CODE_NUMBER.findall(code)) <= {"0", "1"}
+
+
+def test_a_command_s_batch_declares_the_rules_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command compiles its inputs on one thread (the deep-stack one):
+    the egglog child it starts for the first input serves the others."""
+    from hardboiled.cli.commands import main
+    from hardboiled.select import eqsat
+
+    from ..conftest import FIXTURES
+
+    eqsat.discard_prestarted()
+    spawned: list[int] = []
+    spawn = eqsat._spawn
+    monkeypatch.setattr(eqsat, "_spawn", lambda memory_mb: spawned.append(memory_mb) or spawn(memory_mb))
+    inputs = [str(FIXTURES / name / "vectorizing.stmt")
+              for name in ("amx_bf16_matmul_std_single", "amx_bf16_matmul_vnni_single", "amx_bf16_std_ref")]
+    with pytest.raises(SystemExit) as info:
+        main.main(["compile", *inputs, "--no-cache", "-q", "-j", "1", "-o", str(tmp_path / "out")])
+    eqsat.discard_prestarted()
+    assert info.value.code == 0 and len(list((tmp_path / "out").iterdir())) == 3
+    assert len(spawned) == 1
