@@ -129,16 +129,13 @@ class _WarmChild:
             self.writer.start()
         except RuntimeError:  # no memory for the thread's stack: the child must not be left behind
             self.proc.kill()
-            self.proc.communicate()
-            children.untrack(self.proc)
+            _finish(self.proc)
             raise
 
     def _write(self, data: bytes) -> None:
         try:
             assert self.proc.stdin is not None
-            view = memoryview(data)
-            while view:  # unbuffered (_spawn): a write may take part
-                view = view[self.proc.stdin.write(view) or 0:]
+            _write_all(self.proc.stdin.fileno(), data)  # blocking until run_egglog's exchange
         except (OSError, ValueError):
             pass  # it died: run_egglog reports how
 

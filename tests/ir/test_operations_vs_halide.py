@@ -15,6 +15,7 @@ each entry)."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import ml_dtypes
@@ -49,12 +50,8 @@ def test_the_fixtures_hold_every_case_of_the_tool_that_writes_them() -> None:
     """tests/fixtures/operations is current: every operation and type of
     tools/operation_cases.py's table, each output with its inputs' values
     and the JIT's results (``make operation-fixtures`` after a change)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("operation_cases", ROOT / "tools" / "operation_cases.py")
-    assert spec is not None and spec.loader is not None
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    sys.path.insert(0, str(ROOT / "tools"))
+    import operation_cases as tool
     expected = {f"o_{case}_{type_name}": {"case": case, "type": type_name}
                 for case, (types, _) in tool.CASES.items() for type_name in types}
     for target in ("host", "cuda"):
