@@ -355,6 +355,12 @@ class CFamilyEmitter(EntryPoints, CallSpelling, Visitor[Any]):
         if elem is None:
             raise codegen_error(f"store to '{s.name}', which is neither a pipeline buffer nor allocated")
         buf = self.cname(s.name)
+        source = s.value
+        if (s.predicate is None and isinstance(source, ir.Load) and source.type.lanes == 1
+                and source.predicate is None and self.element_types.get(source.name) == elem):
+            # a copy of one element moves its bits: a 16-bit float is not converted to float and back
+            self.emit(f"{buf}[{self.expr(s.index)}] = {self.cname(source.name)}[{self.expr(source.index)}];")
+            return
         value = self.expr(s.value)
         index = self.expr(s.index)
         lanes = s.value.type.lanes

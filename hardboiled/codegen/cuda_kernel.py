@@ -39,9 +39,11 @@ from hardboiled.codegen.c_text import (
     cast_expr,
     codegen_error,
     from_storage,
+    half_bits,
     storage_type,
     to_storage,
 )
+from hardboiled.codegen.lane_tables import affine_form, c_expression
 from hardboiled.ir import operations
 from hardboiled.legalize.gpu_mapping import (
     AXES,
@@ -428,9 +430,8 @@ class KernelGenerator(CFamilyEmitter):
         else:
             first, step = "(int)threadIdx.x", WMMA_TENSOR_CORE.warp_size
         i = self._spread_lane(first, value.type.lanes, step)
-        elem = self.element_types[s.name]
         # Written first: shuffle tables are emitted before the loop.
-        lane_value = to_storage(elem)(self._lane_value(value, i))
+        lane_value = self._lane_bits(value, i)
         index = self._lane_value(s.index, i)
         self._spread_loop(first, value.type.lanes, step)
         self.emit(f"{self.cname(s.name)}[{index}] = {lane_value};")
@@ -497,22 +498,49 @@ class KernelGenerator(CFamilyEmitter):
             return (f"({self._lane_value(e.condition, i)} ? {self._lane_value(e.true_value, i)} : "
                     f"{self._lane_value(e.false_value, i)})")
         if isinstance(e, ir.Shuffle):
-            return self._shuffled_lane(e, i)
+            return self._shuffled_lane(e, i, self._lane_value)
         raise codegen_error(f"no per-lane form for {type(e).__name__}")
 
-    def _shuffled_lane(self, e: ir.Shuffle, i: str) -> str:
-        """Lane i is lane table[i] of the vectors laid end to end: one
-        comparison per vector picks the one that holds it."""
-        table = self.temp()
-        self.emit(f"static const int32_t {table}[{len(e.indices)}] = {{{', '.join(map(str, e.indices))}}};")
-        picked = f"{table}[{i}]"
+    def _lane_bits(self, e: ir.Expr, i: str) -> str:
+        """Lane i of ``e`` as stored in memory (a 16-bit float's bits): what
+        only moves data (loads of its own type, shuffles, selects,
+        broadcasts) moves the bits, and only what computes converts. A fill
+        of a Tensor Core operand is all moves: converting each element to
+        float and back cost conv2d two thirds of its time on an H200."""
+        elem = e.type.element()
+        if isinstance(e, ir.FloatImm) and elem == ir.Float(16) and (bits := half_bits(e.value)) is not None:
+            return bits
+        if e.type.lanes > 1:
+            if isinstance(e, ir.Load) and e.predicate is None and self.element_types.get(e.name) == elem:
+                return f"{self.cname(e.name)}[{self._lane_value(e.index, i)}]"
+            if isinstance(e, ir.Broadcast):
+                inner = e.value.type.lanes
+                return self._lane_bits(e.value, f"({i} % {inner})" if inner > 1 else "0")
+            if isinstance(e, ir.Select):
+                return (f"({self._lane_value(e.condition, i)} ? {self._lane_bits(e.true_value, i)} : "
+                        f"{self._lane_bits(e.false_value, i)})")
+            if isinstance(e, ir.Shuffle):
+                return self._shuffled_lane(e, i, self._lane_bits)
+        return to_storage(elem)(self._lane_value(e, i))
+
+    def _shuffled_lane(self, e: ir.Shuffle, i: str, lane: Callable[[ir.Expr, str], str]) -> str:
+        """Lane i is lane t(i) of the vectors laid end to end: one
+        comparison per vector picks the one that holds it. t is arithmetic
+        where lane_tables finds a form for it, else a table in memory."""
+        form = affine_form(e.indices)
+        if form is not None:
+            picked = c_expression(form, i)
+        else:
+            table = self.temp()
+            self.emit(f"static const int32_t {table}[{len(e.indices)}] = {{{', '.join(map(str, e.indices))}}};")
+            picked = f"{table}[{i}]"
         offsets, offset = [], 0
         for vector in e.vectors:
             offsets.append(offset)
             offset += vector.type.lanes
-        text = self._lane_value(e.vectors[-1], f"({picked} - {offsets[-1]})")
+        text = lane(e.vectors[-1], f"({picked} - {offsets[-1]})")
         for vector, start, end in reversed(list(zip(e.vectors[:-1], offsets[:-1], offsets[1:]))):
-            text = f"({picked} < {end} ? {self._lane_value(vector, f'({picked} - {start})')} : {text})"
+            text = f"({picked} < {end} ? {lane(vector, f'({picked} - {start})')} : {text})"
         return text
 
     # ------------------------------------------------------------ WMMA

@@ -98,6 +98,24 @@ def test_application_lowers_verifies_and_builds(name: str, tmp_path_factory: pyt
         assert any(m.startswith("ran the generated C") for m in result.messages), messages
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(n for n, a in APPS.items() if a.accelerator == "wmma"))
+def test_kernel_fills_move_bits_and_compute_their_lanes(name: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Static figures of the kernels (docs/performance.md, third H200 run):
+    no lane is looked up in a table in memory (each shuffle of the
+    applications has an arithmetic form, codegen/lane_tables.py), and no
+    line converts a 16-bit float to float and back (the applications' only
+    such lines were copies: operand fills and staging)."""
+    result, _ = _compiled(name, tmp_path_factory)
+    source = next(iter(result.outputs.values()))
+    kernels = re.findall(r"__global__ void .*?\n}\n", source, flags=re.S)
+    assert len(kernels) == KERNELS.get(name, 1)
+    for kernel in kernels:
+        assert "static const int32_t" not in kernel
+        round_trips = [line for line in kernel.splitlines() if "hb_f32_to_f16(" in line and "hb_f16_to_f32(" in line]
+        assert not round_trips, round_trips[0][-300:]
+
+
 def test_host_stages_beside_gpu_stages_run_as_one_thread_kernels(tmp_path_factory: pytest.TempPathFactory) -> None:
     """The recursive filter computes its taps on the host (compute_root with no
     GPU schedule): the wrapper, which holds device pointers, launches that

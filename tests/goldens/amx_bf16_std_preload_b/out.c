@@ -31,8 +31,13 @@ static inline float hb_bf16_to_f32(uint16_t h) {
   uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f;
 }
 static inline float hb_round_bf16(float f) { return hb_bf16_to_f32(hb_f32_to_bf16(f)); }
-/* IEEE half precision in portable C (compilers differ on _Float16). */
+/* IEEE half precision in portable C (compilers differ on _Float16); in CUDA
+   device code, the GPU's own conversions, with the same rounding (to nearest
+   even) and the same results but for the bits of a NaN. */
 static inline float hb_f16_to_f32(uint16_t h) {
+#ifdef __CUDA_ARCH__
+  return __half2float(__ushort_as_half(h));
+#else
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, u;
   float f;
   if (exp == 0) {
@@ -46,8 +51,12 @@ static inline float hb_f16_to_f32(uint16_t h) {
   }
   memcpy(&f, &u, 4);
   return f;
+#endif
 }
 static inline uint16_t hb_f32_to_f16(float f) {
+#ifdef __CUDA_ARCH__
+  return __half_as_ushort(__float2half_rn(f));
+#else
   uint32_t u; memcpy(&u, &f, 4);
   uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);          /* NaN */
@@ -58,6 +67,7 @@ static inline uint16_t hb_f32_to_f16(float f) {
   }
   a += 0xfffu + ((a >> 13) & 1u);                                  /* round to nearest even */
   return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
+#endif
 }
 static inline float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
 /* Index arithmetic is int32, as in Halide: 1 when a buffer argument's

@@ -35,8 +35,13 @@ static inline __host__ __device__ float hb_bf16_to_f32(uint16_t h) {
   uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f;
 }
 static inline __host__ __device__ float hb_round_bf16(float f) { return hb_bf16_to_f32(hb_f32_to_bf16(f)); }
-/* IEEE half precision in portable C (compilers differ on _Float16). */
+/* IEEE half precision in portable C (compilers differ on _Float16); in CUDA
+   device code, the GPU's own conversions, with the same rounding (to nearest
+   even) and the same results but for the bits of a NaN. */
 static inline __host__ __device__ float hb_f16_to_f32(uint16_t h) {
+#ifdef __CUDA_ARCH__
+  return __half2float(__ushort_as_half(h));
+#else
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, u;
   float f;
   if (exp == 0) {
@@ -50,8 +55,12 @@ static inline __host__ __device__ float hb_f16_to_f32(uint16_t h) {
   }
   memcpy(&f, &u, 4);
   return f;
+#endif
 }
 static inline __host__ __device__ uint16_t hb_f32_to_f16(float f) {
+#ifdef __CUDA_ARCH__
+  return __half_as_ushort(__float2half_rn(f));
+#else
   uint32_t u; memcpy(&u, &f, 4);
   uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);          /* NaN */
@@ -62,6 +71,7 @@ static inline __host__ __device__ uint16_t hb_f32_to_f16(float f) {
   }
   a += 0xfffu + ((a >> 13) & 1u);                                  /* round to nearest even */
   return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
+#endif
 }
 static inline __host__ __device__ float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
 /* Index arithmetic is int32, as in Halide: 1 when a buffer argument's
@@ -124,54 +134,50 @@ static __global__ void vectorizing_k0(uint16_t *__restrict__ I, uint16_t *__rest
           __shared__ __align__(32) uint16_t K_toeplitz_3[128];
           __syncthreads();
           /* K.toeplitz.3[ramp(0, 1, 128)] = (float16x128)spread_over_threads(shuffle((float16x8)K[ramp((((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0) + 8, 1... */
-          static const int32_t t1[128] = {0, 8, 8, 8, 8, 8, 8, 8, 1, 0, 8, 8, 8, 8, 8, 8, 2, 1, 0, 8, 8, 8, 8, 8, 3, 2, 1, 0, 8, 8, 8, 8, 4, 3, 2, 1, 0, 8, 8, 8, 5, 4, 3, 2, 1, 0, 8, 8, 6, 5, 4, 3, 2, 1, 0, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 7, 6, 5, 4, 3, 2, 1, 8, 8, 7, 6, 5, 4, 3, 2, 8, 8, 8, 7, 6, 5, 4, 3, 8, 8, 8, 8, 7, 6, 5, 4, 8, 8, 8, 8, 8, 7, 6, 5, 8, 8, 8, 8, 8, 8, 7, 6, 8, 8, 8, 8, 8, 8, 8, 7, 8, 8, 8, 8, 8, 8, 8, 8};
           #pragma unroll
           for (int hb_k = 0; hb_k < 4; hb_k++) {
-            K_toeplitz_3[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = hb_f32_to_f16((t1[(hb_thread + hb_k * 32)] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + (t1[(hb_thread + hb_k * 32)] - 0) * ((int32_t)1)))]) : 0.0f));
+            K_toeplitz_3[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = (((((((hb_thread + hb_k * 32)) / 8) - (((hb_thread + hb_k * 32)) % 8)) >= 0 && ((((hb_thread + hb_k * 32)) / 8) - (((hb_thread + hb_k * 32)) % 8)) <= 7) ? ((((hb_thread + hb_k * 32)) / 8) - (((hb_thread + hb_k * 32)) % 8)) : 8) < 8 ? K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + (((((((hb_thread + hb_k * 32)) / 8) - (((hb_thread + hb_k * 32)) % 8)) >= 0 && ((((hb_thread + hb_k * 32)) / 8) - (((hb_thread + hb_k * 32)) % 8)) <= 7) ? ((((hb_thread + hb_k * 32)) / 8) - (((hb_thread + hb_k * 32)) % 8)) : 8) - 0) * ((int32_t)1)))] : ((uint16_t)0x0000u));
           }
           /* allocate I.padded.2[float16 * 512] */
           {
             __shared__ __align__(32) uint16_t I_padded_2[512];
             /* I.padded.2[ramp(0, 1, 512)] = (float16x512)spread_over_threads(shuffle((float16x480)I[ramp(ramp((((output.s0.x.xo.block_id_x*256) + ((conv.s1.rk$y ... */
-            static const int32_t t2[512] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 480, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 480, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 480, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 480, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 480, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 480, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 480, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 480, 120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134, 480, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 480, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159, 160, 161, 162, 163, 164, 480, 165, 166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 480, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 480, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 480, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 480, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 480, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 480, 255, 256, 257, 258, 259, 260, 261, 262, 263, 264, 265, 266, 267, 268, 269, 480, 270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 280, 281, 282, 283, 284, 480, 285, 286, 287, 288, 289, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 480, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 480, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 480, 330, 331, 332, 333, 334, 335, 336, 337, 338, 339, 340, 341, 342, 343, 344, 480, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 480, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 480, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 480, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 404, 480, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 418, 419, 480, 420, 421, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 480, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 445, 446, 447, 448, 449, 480, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 480, 465, 466, 467, 468, 469, 470, 471, 472, 473, 474, 475, 476, 477, 478, 479, 480};
             #pragma unroll
             for (int hb_k = 0; hb_k < 16; hb_k++) {
-              I_padded_2[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = hb_f32_to_f16((t2[(hb_thread + hb_k * 32)] < 480 ? hb_f16_to_f32(I[((int32_t)(((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)256))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y + (uint32_t)output_s0_y_yo_block_id_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)8))) + ((t2[(hb_thread + hb_k * 32)] - 0) % 15) * ((int32_t)1))) + ((t2[(hb_thread + hb_k * 32)] - 0) / 15) * ((int32_t)8)))]) : 0.0f));
+              I_padded_2[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = (((((((hb_thread + hb_k * 32)) % 16)) <= 14) ? (15 * (((hb_thread + hb_k * 32)) / 16) + (((hb_thread + hb_k * 32)) % 16)) : 480) < 480 ? I[((int32_t)(((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)256))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y + (uint32_t)output_s0_y_yo_block_id_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + (uint32_t)((int32_t)8))) + ((((((((hb_thread + hb_k * 32)) % 16)) <= 14) ? (15 * (((hb_thread + hb_k * 32)) / 16) + (((hb_thread + hb_k * 32)) % 16)) : 480) - 0) % 15) * ((int32_t)1))) + ((((((((hb_thread + hb_k * 32)) % 16)) <= 14) ? (15 * (((hb_thread + hb_k * 32)) / 16) + (((hb_thread + hb_k * 32)) % 16)) : 480) - 0) / 15) * ((int32_t)8)))] : ((uint16_t)0x0000u));
             }
             /* allocate K.toeplitz.1[float16 * 128] */
             {
               __shared__ __align__(32) uint16_t K_toeplitz_1[128];
               /* K.toeplitz.1[ramp(0, 1, 128)] = (float16x128)spread_over_threads(shuffle((float16x8)K[ramp(((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0, 1, 8)],... */
-              static const int32_t t3[128] = {0, 8, 8, 8, 8, 8, 8, 8, 1, 0, 8, 8, 8, 8, 8, 8, 2, 1, 0, 8, 8, 8, 8, 8, 3, 2, 1, 0, 8, 8, 8, 8, 4, 3, 2, 1, 0, 8, 8, 8, 5, 4, 3, 2, 1, 0, 8, 8, 6, 5, 4, 3, 2, 1, 0, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 7, 6, 5, 4, 3, 2, 1, 8, 8, 7, 6, 5, 4, 3, 2, 8, 8, 8, 7, 6, 5, 4, 3, 8, 8, 8, 8, 7, 6, 5, 4, 8, 8, 8, 8, 8, 7, 6, 5, 8, 8, 8, 8, 8, 8, 7, 6, 8, 8, 8, 8, 8, 8, 8, 7, 8, 8, 8, 8, 8, 8, 8, 8};
               #pragma unroll
               for (int hb_k = 0; hb_k < 4; hb_k++) {
-                K_toeplitz_1[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = hb_f32_to_f16((t3[(hb_thread + hb_k * 32)] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (t3[(hb_thread + hb_k * 32)] - 0) * ((int32_t)1)))]) : 0.0f));
+                K_toeplitz_1[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = (((((((hb_thread + hb_k * 32)) / 8) - (((hb_thread + hb_k * 32)) % 8)) >= 0 && ((((hb_thread + hb_k * 32)) / 8) - (((hb_thread + hb_k * 32)) % 8)) <= 7) ? ((((hb_thread + hb_k * 32)) / 8) - (((hb_thread + hb_k * 32)) % 8)) : 8) < 8 ? K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (((((((hb_thread + hb_k * 32)) / 8) - (((hb_thread + hb_k * 32)) % 8)) >= 0 && ((((hb_thread + hb_k * 32)) / 8) - (((hb_thread + hb_k * 32)) % 8)) <= 7) ? ((((hb_thread + hb_k * 32)) / 8) - (((hb_thread + hb_k * 32)) % 8)) : 8) - 0) * ((int32_t)1)))] : ((uint16_t)0x0000u));
               }
               /* allocate I.padded.0[float16 * 512] */
               {
                 __shared__ __align__(32) uint16_t I_padded_0[512];
                 /* I.padded.0[ramp(0, 1, 512)] = (float16x512)spread_over_threads(shuffle((float16x480)I[ramp(ramp(((output.s0.x.xo.block_id_x*256) + ((conv.s1.rk$y +... */
-                static const int32_t t4[512] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 480, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 480, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 480, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 480, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 480, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 480, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 480, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 480, 120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134, 480, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 480, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159, 160, 161, 162, 163, 164, 480, 165, 166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 480, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 480, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 480, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 480, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 480, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 480, 255, 256, 257, 258, 259, 260, 261, 262, 263, 264, 265, 266, 267, 268, 269, 480, 270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 280, 281, 282, 283, 284, 480, 285, 286, 287, 288, 289, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 480, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 480, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329, 480, 330, 331, 332, 333, 334, 335, 336, 337, 338, 339, 340, 341, 342, 343, 344, 480, 345, 346, 347, 348, 349, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 480, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371, 372, 373, 374, 480, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388, 389, 480, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 401, 402, 403, 404, 480, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 418, 419, 480, 420, 421, 422, 423, 424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 480, 435, 436, 437, 438, 439, 440, 441, 442, 443, 444, 445, 446, 447, 448, 449, 480, 450, 451, 452, 453, 454, 455, 456, 457, 458, 459, 460, 461, 462, 463, 464, 480, 465, 466, 467, 468, 469, 470, 471, 472, 473, 474, 475, 476, 477, 478, 479, 480};
                 #pragma unroll
                 for (int hb_k = 0; hb_k < 16; hb_k++) {
-                  I_padded_0[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = hb_f32_to_f16((t4[(hb_thread + hb_k * 32)] < 480 ? hb_f16_to_f32(I[((int32_t)(((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)256))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y + (uint32_t)output_s0_y_yo_block_id_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + ((t4[(hb_thread + hb_k * 32)] - 0) % 15) * ((int32_t)1))) + ((t4[(hb_thread + hb_k * 32)] - 0) / 15) * ((int32_t)8)))]) : 0.0f));
+                  I_padded_0[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = (((((((hb_thread + hb_k * 32)) % 16)) <= 14) ? (15 * (((hb_thread + hb_k * 32)) / 16) + (((hb_thread + hb_k * 32)) % 16)) : 480) < 480 ? I[((int32_t)(((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)256))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y + (uint32_t)output_s0_y_yo_block_id_y)) * (uint32_t)I_stride_1)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))) + ((((((((hb_thread + hb_k * 32)) % 16)) <= 14) ? (15 * (((hb_thread + hb_k * 32)) / 16) + (((hb_thread + hb_k * 32)) % 16)) : 480) - 0) % 15) * ((int32_t)1))) + ((((((((hb_thread + hb_k * 32)) % 16)) <= 14) ? (15 * (((hb_thread + hb_k * 32)) / 16) + (((hb_thread + hb_k * 32)) % 16)) : 480) - 0) / 15) * ((int32_t)8)))] : ((uint16_t)0x0000u));
                 }
                 __syncthreads();
                 /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
                 {
                   const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
                   /* conv[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32((float16x512)wmma.load.a.sync.aligned.row.m32n8k16.f16((void *)... */
-                  wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t5;
-                  wmma::load_matrix_sync(t5, (const __half *)I_padded_0 + (((int32_t)0)), ((int32_t)16));
-                  wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t6;
-                  wmma::load_matrix_sync(t6, (const __half *)K_toeplitz_1 + (((int32_t)0)), ((int32_t)8));
-                  wmma::mma_sync(conv[0], t5, t6, conv[0]);
+                  wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t1;
+                  wmma::load_matrix_sync(t1, (const __half *)I_padded_0 + (((int32_t)0)), ((int32_t)16));
+                  wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t2;
+                  wmma::load_matrix_sync(t2, (const __half *)K_toeplitz_1 + (((int32_t)0)), ((int32_t)8));
+                  wmma::mma_sync(conv[0], t1, t2, conv[0]);
                   /* conv[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32((float16x512)wmma.load.a.sync.aligned.row.m32n8k16.f16((void *)... */
-                  wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t7;
-                  wmma::load_matrix_sync(t7, (const __half *)I_padded_2 + (((int32_t)0)), ((int32_t)16));
-                  wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t8;
-                  wmma::load_matrix_sync(t8, (const __half *)K_toeplitz_3 + (((int32_t)0)), ((int32_t)8));
-                  wmma::mma_sync(conv[0], t7, t8, conv[0]);
+                  wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t3;
+                  wmma::load_matrix_sync(t3, (const __half *)I_padded_2 + (((int32_t)0)), ((int32_t)16));
+                  wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t4;
+                  wmma::load_matrix_sync(t4, (const __half *)K_toeplitz_3 + (((int32_t)0)), ((int32_t)8));
+                  wmma::mma_sync(conv[0], t3, t4, conv[0]);
                 }
               }
             }

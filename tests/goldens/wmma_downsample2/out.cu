@@ -35,8 +35,13 @@ static inline __host__ __device__ float hb_bf16_to_f32(uint16_t h) {
   uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f;
 }
 static inline __host__ __device__ float hb_round_bf16(float f) { return hb_bf16_to_f32(hb_f32_to_bf16(f)); }
-/* IEEE half precision in portable C (compilers differ on _Float16). */
+/* IEEE half precision in portable C (compilers differ on _Float16); in CUDA
+   device code, the GPU's own conversions, with the same rounding (to nearest
+   even) and the same results but for the bits of a NaN. */
 static inline __host__ __device__ float hb_f16_to_f32(uint16_t h) {
+#ifdef __CUDA_ARCH__
+  return __half2float(__ushort_as_half(h));
+#else
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, u;
   float f;
   if (exp == 0) {
@@ -50,8 +55,12 @@ static inline __host__ __device__ float hb_f16_to_f32(uint16_t h) {
   }
   memcpy(&f, &u, 4);
   return f;
+#endif
 }
 static inline __host__ __device__ uint16_t hb_f32_to_f16(float f) {
+#ifdef __CUDA_ARCH__
+  return __half_as_ushort(__float2half_rn(f));
+#else
   uint32_t u; memcpy(&u, &f, 4);
   uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);          /* NaN */
@@ -62,6 +71,7 @@ static inline __host__ __device__ uint16_t hb_f32_to_f16(float f) {
   }
   a += 0xfffu + ((a >> 13) & 1u);                                  /* round to nearest even */
   return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
+#endif
 }
 static inline __host__ __device__ float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
 /* Index arithmetic is int32, as in Halide: 1 when a buffer argument's
@@ -124,37 +134,33 @@ static __global__ void vectorizing_k0(uint16_t *__restrict__ I, uint16_t *__rest
           __shared__ __align__(32) uint16_t K_toeplitz_3[128];
           __syncthreads();
           /* K.toeplitz.3[ramp(0, 1, 128)] = (float16x128)spread_over_threads(shuffle((float16x8)K[ramp((((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0) + 8, 1... */
-          static const int32_t t1[128] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 8, 8, 8, 8, 8, 7, 5, 3, 8, 8, 8, 8, 8, 8, 6, 4, 8, 8, 8, 8, 8, 8, 7, 5, 8, 8, 8, 8, 8, 8, 8, 6, 8, 8, 8, 8, 8, 8, 8, 7};
           #pragma unroll
           for (int hb_k = 0; hb_k < 4; hb_k++) {
-            K_toeplitz_3[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = hb_f32_to_f16((t1[(hb_thread + hb_k * 32)] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + (t1[(hb_thread + hb_k * 32)] - 0) * ((int32_t)1)))]) : 0.0f));
+            K_toeplitz_3[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = (((((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8) + 6) <= 7 && ((((hb_thread + hb_k * 32)) / 8) + 6) >= 16) ? ((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8) + 6) : 8) < 8 ? K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + (((((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8) + 6) <= 7 && ((((hb_thread + hb_k * 32)) / 8) + 6) >= 16) ? ((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8) + 6) : 8) - 0) * ((int32_t)1)))] : ((uint16_t)0x0000u));
           }
           /* allocate K.toeplitz.2[float16 * 128] */
           {
             __shared__ __align__(32) uint16_t K_toeplitz_2[128];
             /* K.toeplitz.2[ramp(0, 1, 128)] = (float16x128)spread_over_threads(shuffle((float16x8)K[ramp((((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0) + 8, 1... */
-            static const int32_t t2[128] = {0, 8, 8, 8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8, 8, 8, 2, 0, 8, 8, 8, 8, 8, 8, 3, 1, 8, 8, 8, 8, 8, 8, 4, 2, 0, 8, 8, 8, 8, 8, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1};
             #pragma unroll
             for (int hb_k = 0; hb_k < 4; hb_k++) {
-              K_toeplitz_2[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = hb_f32_to_f16((t2[(hb_thread + hb_k * 32)] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + (t2[(hb_thread + hb_k * 32)] - 0) * ((int32_t)1)))]) : 0.0f));
+              K_toeplitz_2[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = (((((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8)) >= 0 && ((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8)) <= 7) ? ((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8)) : 8) < 8 ? K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (uint32_t)((int32_t)8))) + (((((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8)) >= 0 && ((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8)) <= 7) ? ((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8)) : 8) - 0) * ((int32_t)1)))] : ((uint16_t)0x0000u));
             }
             /* allocate K.toeplitz.1[float16 * 128] */
             {
               __shared__ __align__(32) uint16_t K_toeplitz_1[128];
               /* K.toeplitz.1[ramp(0, 1, 128)] = (float16x128)spread_over_threads(shuffle((float16x8)K[ramp(((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0, 1, 8)],... */
-              static const int32_t t3[128] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 8, 8, 8, 8, 8, 7, 5, 3, 8, 8, 8, 8, 8, 8, 6, 4, 8, 8, 8, 8, 8, 8, 7, 5, 8, 8, 8, 8, 8, 8, 8, 6, 8, 8, 8, 8, 8, 8, 8, 7};
               #pragma unroll
               for (int hb_k = 0; hb_k < 4; hb_k++) {
-                K_toeplitz_1[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = hb_f32_to_f16((t3[(hb_thread + hb_k * 32)] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (t3[(hb_thread + hb_k * 32)] - 0) * ((int32_t)1)))]) : 0.0f));
+                K_toeplitz_1[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = (((((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8) + 6) <= 7 && ((((hb_thread + hb_k * 32)) / 8) + 6) >= 16) ? ((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8) + 6) : 8) < 8 ? K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (((((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8) + 6) <= 7 && ((((hb_thread + hb_k * 32)) / 8) + 6) >= 16) ? ((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8) + 6) : 8) - 0) * ((int32_t)1)))] : ((uint16_t)0x0000u));
               }
               /* allocate K.toeplitz.0[float16 * 128] */
               {
                 __shared__ __align__(32) uint16_t K_toeplitz_0[128];
                 /* K.toeplitz.0[ramp(0, 1, 128)] = (float16x128)spread_over_threads(shuffle((float16x8)K[ramp(((conv.s1.rk$y - K.min.1)*K.stride.1) - K.min.0, 1, 8)],... */
-                static const int32_t t4[128] = {0, 8, 8, 8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8, 8, 8, 2, 0, 8, 8, 8, 8, 8, 8, 3, 1, 8, 8, 8, 8, 8, 8, 4, 2, 0, 8, 8, 8, 8, 8, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1, 8, 8, 8, 8, 8, 6, 4, 2, 0, 8, 8, 8, 8, 7, 5, 3, 1};
                 #pragma unroll
                 for (int hb_k = 0; hb_k < 4; hb_k++) {
-                  K_toeplitz_0[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = hb_f32_to_f16((t4[(hb_thread + hb_k * 32)] < 8 ? hb_f16_to_f32(K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (t4[(hb_thread + hb_k * 32)] - 0) * ((int32_t)1)))]) : 0.0f));
+                  K_toeplitz_0[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = (((((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8)) >= 0 && ((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8)) <= 7) ? ((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8)) : 8) < 8 ? K[((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y - (uint32_t)K_min_1)) * (uint32_t)K_stride_1)) - (uint32_t)K_min_0)) + (((((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8)) >= 0 && ((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8)) <= 7) ? ((((hb_thread + hb_k * 32)) / 8) - 2 * (((hb_thread + hb_k * 32)) % 8)) : 8) - 0) * ((int32_t)1)))] : ((uint16_t)0x0000u));
                 }
                 /* allocate I.wmma_stage.0[float16 * 512] in GPUShared */
                 {
@@ -181,17 +187,17 @@ static __global__ void vectorizing_k0(uint16_t *__restrict__ I, uint16_t *__rest
                       }
                       __syncwarp();
                       /* conv[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32((float16x512)wmma.load.a.sync.aligned.row.m32n8k16.f16((void *)... */
-                      wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t5;
-                      wmma::load_matrix_sync(t5, (const __half *)I_wmma_stage_0 + (((int32_t)0)), ((int32_t)16));
-                      wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t6;
-                      wmma::load_matrix_sync(t6, (const __half *)K_toeplitz_1 + (((int32_t)0)), ((int32_t)8));
-                      wmma::fragment<wmma::accumulator, 32, 8, 16, float> t7;
-                      wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t8;
-                      wmma::load_matrix_sync(t8, (const __half *)I_wmma_stage_1 + (((int32_t)0)), ((int32_t)16));
-                      wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t9;
-                      wmma::load_matrix_sync(t9, (const __half *)K_toeplitz_0 + (((int32_t)0)), ((int32_t)8));
-                      wmma::mma_sync(t7, t8, t9, conv[0]);
-                      wmma::mma_sync(conv[0], t5, t6, t7);
+                      wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t1;
+                      wmma::load_matrix_sync(t1, (const __half *)I_wmma_stage_0 + (((int32_t)0)), ((int32_t)16));
+                      wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t2;
+                      wmma::load_matrix_sync(t2, (const __half *)K_toeplitz_1 + (((int32_t)0)), ((int32_t)8));
+                      wmma::fragment<wmma::accumulator, 32, 8, 16, float> t3;
+                      wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t4;
+                      wmma::load_matrix_sync(t4, (const __half *)I_wmma_stage_1 + (((int32_t)0)), ((int32_t)16));
+                      wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t5;
+                      wmma::load_matrix_sync(t5, (const __half *)K_toeplitz_0 + (((int32_t)0)), ((int32_t)8));
+                      wmma::mma_sync(t3, t4, t5, conv[0]);
+                      wmma::mma_sync(conv[0], t1, t2, t3);
                     }
                   }
                 }
@@ -220,17 +226,17 @@ static __global__ void vectorizing_k0(uint16_t *__restrict__ I, uint16_t *__rest
                       }
                       __syncwarp();
                       /* conv[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m32n8k16.f32.f32((float16x512)wmma.load.a.sync.aligned.row.m32n8k16.f16((void *)... */
-                      wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t10;
-                      wmma::load_matrix_sync(t10, (const __half *)I_wmma_stage_2 + (((int32_t)0)), ((int32_t)16));
-                      wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t11;
-                      wmma::load_matrix_sync(t11, (const __half *)K_toeplitz_3 + (((int32_t)0)), ((int32_t)8));
-                      wmma::fragment<wmma::accumulator, 32, 8, 16, float> t12;
-                      wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t13;
-                      wmma::load_matrix_sync(t13, (const __half *)I_wmma_stage_3 + (((int32_t)0)), ((int32_t)16));
-                      wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t14;
-                      wmma::load_matrix_sync(t14, (const __half *)K_toeplitz_2 + (((int32_t)0)), ((int32_t)8));
-                      wmma::mma_sync(t12, t13, t14, conv[0]);
-                      wmma::mma_sync(conv[0], t10, t11, t12);
+                      wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t6;
+                      wmma::load_matrix_sync(t6, (const __half *)I_wmma_stage_2 + (((int32_t)0)), ((int32_t)16));
+                      wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t7;
+                      wmma::load_matrix_sync(t7, (const __half *)K_toeplitz_3 + (((int32_t)0)), ((int32_t)8));
+                      wmma::fragment<wmma::accumulator, 32, 8, 16, float> t8;
+                      wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> t9;
+                      wmma::load_matrix_sync(t9, (const __half *)I_wmma_stage_3 + (((int32_t)0)), ((int32_t)16));
+                      wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> t10;
+                      wmma::load_matrix_sync(t10, (const __half *)K_toeplitz_2 + (((int32_t)0)), ((int32_t)8));
+                      wmma::mma_sync(t8, t9, t10, conv[0]);
+                      wmma::mma_sync(conv[0], t6, t7, t8);
                     }
                   }
                 }

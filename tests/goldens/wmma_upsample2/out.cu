@@ -35,8 +35,13 @@ static inline __host__ __device__ float hb_bf16_to_f32(uint16_t h) {
   uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f;
 }
 static inline __host__ __device__ float hb_round_bf16(float f) { return hb_bf16_to_f32(hb_f32_to_bf16(f)); }
-/* IEEE half precision in portable C (compilers differ on _Float16). */
+/* IEEE half precision in portable C (compilers differ on _Float16); in CUDA
+   device code, the GPU's own conversions, with the same rounding (to nearest
+   even) and the same results but for the bits of a NaN. */
 static inline __host__ __device__ float hb_f16_to_f32(uint16_t h) {
+#ifdef __CUDA_ARCH__
+  return __half2float(__ushort_as_half(h));
+#else
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, u;
   float f;
   if (exp == 0) {
@@ -50,8 +55,12 @@ static inline __host__ __device__ float hb_f16_to_f32(uint16_t h) {
   }
   memcpy(&f, &u, 4);
   return f;
+#endif
 }
 static inline __host__ __device__ uint16_t hb_f32_to_f16(float f) {
+#ifdef __CUDA_ARCH__
+  return __half_as_ushort(__float2half_rn(f));
+#else
   uint32_t u; memcpy(&u, &f, 4);
   uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);          /* NaN */
@@ -62,6 +71,7 @@ static inline __host__ __device__ uint16_t hb_f32_to_f16(float f) {
   }
   a += 0xfffu + ((a >> 13) & 1u);                                  /* round to nearest even */
   return (uint16_t)(sign | ((a >> 13) - (112u << 10)));
+#endif
 }
 static inline __host__ __device__ float hb_round_f16(float f) { return hb_f16_to_f32(hb_f32_to_f16(f)); }
 /* Index arithmetic is int32, as in Halide: 1 when a buffer argument's
@@ -114,7 +124,7 @@ static __global__ void vectorizing_k0(uint16_t *__restrict__ K, uint16_t *__rest
                 int32_t kernel_phases_s0_x_lo = ((int32_t)0), kernel_phases_s0_x_end = kernel_phases_s0_x_lo + ((int32_t)8);
                 for (int32_t kernel_phases_s0_x = kernel_phases_s0_x_lo; kernel_phases_s0_x < kernel_phases_s0_x_end; kernel_phases_s0_x++) {
                   /* kernel_phases[(kernel_phases.s0.dy*128) + ((kernel_phases.s0.dx*64) + ((kernel_phases.s0.y*8) + kernel_phases.s0.x))] = (float16)K[((((kernel_phase... */
-                  kernel_phases[((int32_t)((uint32_t)((int32_t)((uint32_t)kernel_phases_s0_dy * (uint32_t)((int32_t)128))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)kernel_phases_s0_dx * (uint32_t)((int32_t)64))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)kernel_phases_s0_y * (uint32_t)((int32_t)8))) + (uint32_t)kernel_phases_s0_x))))))] = hb_f32_to_f16(hb_f16_to_f32(K[((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)kernel_phases_s0_y * (uint32_t)((int32_t)2))) + (uint32_t)kernel_phases_s0_dy)) * (uint32_t)K_stride_1)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)kernel_phases_s0_x * (uint32_t)((int32_t)2))) + (uint32_t)kernel_phases_s0_dx)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)K_min_1 * (uint32_t)K_stride_1)) + (uint32_t)K_min_0))))]));
+                  kernel_phases[((int32_t)((uint32_t)((int32_t)((uint32_t)kernel_phases_s0_dy * (uint32_t)((int32_t)128))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)kernel_phases_s0_dx * (uint32_t)((int32_t)64))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)kernel_phases_s0_y * (uint32_t)((int32_t)8))) + (uint32_t)kernel_phases_s0_x))))))] = K[((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)kernel_phases_s0_y * (uint32_t)((int32_t)2))) + (uint32_t)kernel_phases_s0_dy)) * (uint32_t)K_stride_1)) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)kernel_phases_s0_x * (uint32_t)((int32_t)2))) + (uint32_t)kernel_phases_s0_dx)))) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)K_min_1 * (uint32_t)K_stride_1)) + (uint32_t)K_min_0))))];
                 }
               }
             }
@@ -154,30 +164,28 @@ static __global__ void vectorizing_k1(uint16_t *__restrict__ I, uint16_t *__rest
           __shared__ __align__(32) uint16_t kernel_phases_toeplitz_1[512];
           __syncthreads();
           /* kernel_phases.toeplitz.1[ramp(0, 1, 512)] = (float16x512)spread_over_threads(shuffle((float16x32)kernel_phases[ramp(ramp(conv.s1.rk$y*8, 1, 8), x8(... */
-          static const int32_t t1[512] = {0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 32, 32, 32, 32, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 0, 8, 16, 24, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 1, 9, 17, 25, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 2, 10, 18, 26, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 3, 11, 19, 27, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 4, 12, 20, 28, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 5, 13, 21, 29, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 6, 14, 22, 30, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 7, 15, 23, 31, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32};
           #pragma unroll
           for (int hb_k = 0; hb_k < 16; hb_k++) {
-            kernel_phases_toeplitz_1[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = hb_f32_to_f16((t1[(hb_thread + hb_k * 32)] < 32 ? hb_f16_to_f32(kernel_phases[((int32_t)(((int32_t)(((int32_t)((uint32_t)conv_s1_rk_y * (uint32_t)((int32_t)8))) + ((t1[(hb_thread + hb_k * 32)] - 0) % 8) * ((int32_t)1))) + ((t1[(hb_thread + hb_k * 32)] - 0) / 8) * ((int32_t)64)))]) : 0.0f));
+            kernel_phases_toeplitz_1[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = (((((((hb_thread + hb_k * 32)) / 32) - ((((hb_thread + hb_k * 32)) / 4) % 8)) >= 0 && ((((hb_thread + hb_k * 32)) / 32) - ((((hb_thread + hb_k * 32)) / 4) % 8)) <= 7) ? ((((hb_thread + hb_k * 32)) / 32) - ((((hb_thread + hb_k * 32)) / 4) % 8) + 8 * (((hb_thread + hb_k * 32)) % 4)) : 32) < 32 ? kernel_phases[((int32_t)(((int32_t)(((int32_t)((uint32_t)conv_s1_rk_y * (uint32_t)((int32_t)8))) + ((((((((hb_thread + hb_k * 32)) / 32) - ((((hb_thread + hb_k * 32)) / 4) % 8)) >= 0 && ((((hb_thread + hb_k * 32)) / 32) - ((((hb_thread + hb_k * 32)) / 4) % 8)) <= 7) ? ((((hb_thread + hb_k * 32)) / 32) - ((((hb_thread + hb_k * 32)) / 4) % 8) + 8 * (((hb_thread + hb_k * 32)) % 4)) : 32) - 0) % 8) * ((int32_t)1))) + ((((((((hb_thread + hb_k * 32)) / 32) - ((((hb_thread + hb_k * 32)) / 4) % 8)) >= 0 && ((((hb_thread + hb_k * 32)) / 32) - ((((hb_thread + hb_k * 32)) / 4) % 8)) <= 7) ? ((((hb_thread + hb_k * 32)) / 32) - ((((hb_thread + hb_k * 32)) / 4) % 8) + 8 * (((hb_thread + hb_k * 32)) % 4)) : 32) - 0) / 8) * ((int32_t)64)))] : ((uint16_t)0x0000u));
           }
           /* allocate I.padded.0[float16 * 128] */
           {
             __shared__ __align__(32) uint16_t I_padded_0[128];
             /* I.padded.0[ramp(0, 1, 128)] = (float16x128)spread_over_threads(shuffle((float16x120)I[ramp(ramp((output.s0.x.xo.block_id_x*64) + (((conv.s1.rk$y + ... */
-            static const int32_t t2[128] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 120, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 120, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 120, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 120, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 120, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 120, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 120, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120};
             #pragma unroll
             for (int hb_k = 0; hb_k < 4; hb_k++) {
-              I_padded_0[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = hb_f32_to_f16((t2[(hb_thread + hb_k * 32)] < 120 ? hb_f16_to_f32(I[((int32_t)(((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)64))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y + (uint32_t)output_s0_y_yo_block_id_y)) * (uint32_t)I_stride_1)) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))))) + ((t2[(hb_thread + hb_k * 32)] - 0) % 15) * ((int32_t)1))) + ((t2[(hb_thread + hb_k * 32)] - 0) / 15) * ((int32_t)8)))]) : 0.0f));
+              I_padded_0[((int32_t)(((int32_t)0) + (hb_thread + hb_k * 32) * ((int32_t)1)))] = (((((((hb_thread + hb_k * 32)) % 16)) <= 14) ? (15 * (((hb_thread + hb_k * 32)) / 16) + (((hb_thread + hb_k * 32)) % 16)) : 120) < 120 ? I[((int32_t)(((int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)64))) + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)conv_s1_rk_y + (uint32_t)output_s0_y_yo_block_id_y)) * (uint32_t)I_stride_1)) - (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)I_min_1 * (uint32_t)I_stride_1)) + (uint32_t)I_min_0)))))) + ((((((((hb_thread + hb_k * 32)) % 16)) <= 14) ? (15 * (((hb_thread + hb_k * 32)) / 16) + (((hb_thread + hb_k * 32)) % 16)) : 120) - 0) % 15) * ((int32_t)1))) + ((((((((hb_thread + hb_k * 32)) % 16)) <= 14) ? (15 * (((hb_thread + hb_k * 32)) / 16) + (((hb_thread + hb_k * 32)) % 16)) : 120) - 0) / 15) * ((int32_t)8)))] : ((uint16_t)0x0000u));
             }
             __syncthreads();
             /* gpu_lane<CUDA> (wmma.lane, 0, 32) { */
             {
               const int32_t wmma_lane = (int32_t)threadIdx.x; (void)wmma_lane;
               /* conv[ramp(0, 1, 256)] = (float32x256)wmma.mma.sync.aligned.row.row.m8n32k16.f32.f32((float16x128)wmma.load.a.sync.aligned.row.m8n32k16.f16((void *)... */
-              wmma::fragment<wmma::matrix_a, 8, 32, 16, __half, wmma::row_major> t3;
-              wmma::load_matrix_sync(t3, (const __half *)I_padded_0 + (((int32_t)0)), ((int32_t)16));
-              wmma::fragment<wmma::matrix_b, 8, 32, 16, __half, wmma::row_major> t4;
-              wmma::load_matrix_sync(t4, (const __half *)kernel_phases_toeplitz_1 + (((int32_t)0)), ((int32_t)32));
-              wmma::mma_sync(conv[0], t3, t4, conv[0]);
+              wmma::fragment<wmma::matrix_a, 8, 32, 16, __half, wmma::row_major> t1;
+              wmma::load_matrix_sync(t1, (const __half *)I_padded_0 + (((int32_t)0)), ((int32_t)16));
+              wmma::fragment<wmma::matrix_b, 8, 32, 16, __half, wmma::row_major> t2;
+              wmma::load_matrix_sync(t2, (const __half *)kernel_phases_toeplitz_1 + (((int32_t)0)), ((int32_t)32));
+              wmma::mma_sync(conv[0], t1, t2, conv[0]);
             }
           }
         }
@@ -196,45 +204,45 @@ static __global__ void vectorizing_k1(uint16_t *__restrict__ I, uint16_t *__rest
       __syncthreads();
       if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
         /* output[ramp(ramp(((output.s0.x.xo.block_id_x*64) + (output.s0.y.yo.block_id_y*output.stride.1))*2, 1, 128), x128(output.stride.1), 2)] = (float32x2... */
-        int32_t t5[128];
-        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t5[j * 1 + k] = ((int32_t)0);
+        int32_t t3[128];
+        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t3[j * 1 + k] = ((int32_t)0);
+        int32_t t4[128];
+        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t4[j * 1 + k] = ((int32_t)2);
+        int32_t t5[256];
+        for (int j = 0; j < 2; j++) for (int k = 0; k < 128; k++) t5[j * 128 + k] = (int32_t)(t3[k] + j * t4[k]);
         int32_t t6[128];
-        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t6[j * 1 + k] = ((int32_t)2);
+        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t6[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
         int32_t t7[256];
-        for (int j = 0; j < 2; j++) for (int k = 0; k < 128; k++) t7[j * 128 + k] = (int32_t)(t5[k] + j * t6[k]);
-        int32_t t8[128];
-        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t8[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
+        for (int j = 0; j < 2; j++) for (int k = 0; k < 128; k++) t7[j * 128 + k] = t6[k];
+        int32_t t8[256];
+        for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t8[j * 1 + k] = ((int32_t)2);
         int32_t t9[256];
-        for (int j = 0; j < 2; j++) for (int k = 0; k < 128; k++) t9[j * 128 + k] = t8[k];
+        for (int i = 0; i < 256; i++) t9[i] = ((int32_t)hb_div(t7[i], t8[i]));
         int32_t t10[256];
-        for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t10[j * 1 + k] = ((int32_t)2);
+        for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t10[j * 1 + k] = ((int32_t)4);
         int32_t t11[256];
-        for (int i = 0; i < 256; i++) t11[i] = ((int32_t)hb_div(t9[i], t10[i]));
-        int32_t t12[256];
-        for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t12[j * 1 + k] = ((int32_t)4);
+        for (int i = 0; i < 256; i++) t11[i] = ((int32_t)((uint32_t)t9[i] * (uint32_t)t10[i]));
+        int32_t t12[128];
+        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t12[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
         int32_t t13[256];
-        for (int i = 0; i < 256; i++) t13[i] = ((int32_t)((uint32_t)t11[i] * (uint32_t)t12[i]));
-        int32_t t14[128];
-        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t14[j * 1 + k] = (int32_t)(((int32_t)0) + j * ((int32_t)1));
+        for (int j = 0; j < 2; j++) for (int k = 0; k < 128; k++) t13[j * 128 + k] = t12[k];
+        int32_t t14[256];
+        for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t14[j * 1 + k] = ((int32_t)2);
         int32_t t15[256];
-        for (int j = 0; j < 2; j++) for (int k = 0; k < 128; k++) t15[j * 128 + k] = t14[k];
+        for (int i = 0; i < 256; i++) t15[i] = ((int32_t)hb_mod(t13[i], t14[i]));
         int32_t t16[256];
-        for (int j = 0; j < 256; j++) for (int k = 0; k < 1; k++) t16[j * 1 + k] = ((int32_t)2);
+        for (int i = 0; i < 256; i++) t16[i] = ((int32_t)((uint32_t)t11[i] + (uint32_t)t15[i]));
         int32_t t17[256];
-        for (int i = 0; i < 256; i++) t17[i] = ((int32_t)hb_mod(t15[i], t16[i]));
-        int32_t t18[256];
-        for (int i = 0; i < 256; i++) t18[i] = ((int32_t)((uint32_t)t13[i] + (uint32_t)t17[i]));
-        int32_t t19[256];
-        for (int i = 0; i < 256; i++) t19[i] = ((int32_t)((uint32_t)t7[i] + (uint32_t)t18[i]));
-        float t20[256];
-        for (int i = 0; i < 256; i++) t20[i] = conv_spill_0[t19[i]];
-        int32_t t21[128];
-        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t21[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)64))) + (uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)output_stride_1)))) * (uint32_t)((int32_t)2))) + j * ((int32_t)1));
-        int32_t t22[128];
-        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t22[j * 1 + k] = output_stride_1;
-        int32_t t23[256];
-        for (int j = 0; j < 2; j++) for (int k = 0; k < 128; k++) t23[j * 128 + k] = (int32_t)(t21[k] + j * t22[k]);
-        for (int i = 0; i < 256; i++) output[t23[i]] = t20[i];
+        for (int i = 0; i < 256; i++) t17[i] = ((int32_t)((uint32_t)t5[i] + (uint32_t)t16[i]));
+        float t18[256];
+        for (int i = 0; i < 256; i++) t18[i] = conv_spill_0[t17[i]];
+        int32_t t19[128];
+        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t19[j * 1 + k] = (int32_t)(((int32_t)((uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)output_s0_x_xo_block_id_x * (uint32_t)((int32_t)64))) + (uint32_t)((int32_t)((uint32_t)output_s0_y_yo_block_id_y * (uint32_t)output_stride_1)))) * (uint32_t)((int32_t)2))) + j * ((int32_t)1));
+        int32_t t20[128];
+        for (int j = 0; j < 128; j++) for (int k = 0; k < 1; k++) t20[j * 1 + k] = output_stride_1;
+        int32_t t21[256];
+        for (int j = 0; j < 2; j++) for (int k = 0; k < 128; k++) t21[j * 128 + k] = (int32_t)(t19[k] + j * t20[k]);
+        for (int i = 0; i < 256; i++) output[t21[i]] = t18[i];
       }
       __syncthreads();
     }
