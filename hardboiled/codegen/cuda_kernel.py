@@ -430,8 +430,12 @@ class KernelGenerator(CFamilyEmitter):
         else:
             first, step = "(int)threadIdx.x", WMMA_TENSOR_CORE.warp_size
         i = self._spread_lane(first, value.type.lanes, step)
+        elem = self.element_types[s.name]
         # Written first: shuffle tables are emitted before the loop.
-        lane_value = self._lane_bits(value, i)
+        if value.type.element() == elem:
+            lane_value = self._lane_bits(value, i)
+        else:  # a literal typed float16 stored into bfloat16, say: converted to the buffer's type
+            lane_value = to_storage(elem)(self._lane_value(value, i))
         index = self._lane_value(s.index, i)
         self._spread_loop(first, value.type.lanes, step)
         self.emit(f"{self.cname(s.name)}[{index}] = {lane_value};")

@@ -29,6 +29,10 @@ MAX_DIGITS = 3
 """Digits of a lane index tried, most significant first: a row and a
 column, or a row, a group and a place in the group (upsample's phases)."""
 
+MAX_FULL_CHECKS = 4
+"""Candidates that fit every lane but the padding, checked against the
+whole table before the table is kept as it is."""
+
 
 @dataclass(frozen=True, slots=True)
 class AffineForm:
@@ -63,9 +67,11 @@ class AffineForm:
 
 
 def affine_form(table: Sequence[int]) -> AffineForm | None:
-    """The simplest form that reproduces ``table`` exactly, or None. A wrong
-    candidate fails on one of the first lanes it checks, so a table without
-    a form costs little more than one with."""
+    """The simplest form that reproduces ``table`` exactly, or None. Most
+    wrong candidates fail on one of the first lanes they check; a candidate
+    that fits every lane but the padding costs a pass over the table, and
+    after MAX_FULL_CHECKS of those the table stays a table (an identity
+    with one stray lane fits every place chain so)."""
     if len(table) < 2:
         return None
     # the padding lane: the value most lanes share, or one past either end
@@ -75,11 +81,20 @@ def affine_form(table: Sequence[int]) -> AffineForm | None:
     fallbacks += [v for v in (max(table), min(table)) if v not in fallbacks]
     inside = {fallback: [i for i, v in enumerate(table) if v != fallback] for fallback in fallbacks}
     members = {fallback: set(lanes) for fallback, lanes in inside.items()}
+    full_checks = 0
     for places in _place_chains(len(table)):
         for fallback in fallbacks:
-            form = _fit(table, places, fallback, inside[fallback], members[fallback])
-            if form is not None:
+            form = _fit(table, places, inside[fallback], members[fallback])
+            if form is None:
+                continue
+            if fallback is None:
                 return form
+            boxed = _boxed(form, table, fallback, inside[fallback])
+            if boxed is not None:
+                return boxed
+            full_checks += 1
+            if full_checks == MAX_FULL_CHECKS:
+                return None
     return None
 
 
@@ -93,24 +108,27 @@ def _place_chains(lanes: int) -> Iterator[tuple[int, ...]]:
                   if lanes % p == 0]
 
 
-def _fit(table: Sequence[int], places: tuple[int, ...], fallback: int | None, inside: list[int],
-         members: set[int]) -> AffineForm | None:
-    """The form over ``places`` whose padding lane is ``fallback`` (None: no
-    padding), or None; ``inside`` lists the other lanes, ``members`` too."""
+def _fit(table: Sequence[int], places: tuple[int, ...], inside: list[int], members: set[int]) -> AffineForm | None:
+    """The affine form over ``places`` of the lanes ``inside`` (``members``
+    too), without bounds, or None."""
     if not inside:
         return None
     steps = tuple(_step(table, places, inside, members, k) for k in range(len(places)))
     plain = AffineForm(places, steps, 0, (), None)
-    offset = table[inside[0]] - plain.at(inside[0])
-    form = AffineForm(places, steps, offset, (), None)
+    form = AffineForm(places, steps, table[inside[0]] - plain.at(inside[0]), (), None)
     if any(form.at(i) != table[i] for i in inside):
         return None
-    if fallback is None:
-        return form if len(inside) == len(table) else None
+    return form
+
+
+def _boxed(form: AffineForm, table: Sequence[int], fallback: int, inside: list[int]) -> AffineForm | None:
+    """``form`` inside the box its ``inside`` lanes span, ``fallback``
+    outside, with the fewest bounds; None if that does not reproduce the
+    table."""
     terms = [form.terms(i) for i in inside]
     bounds = [bound for k in range(len(terms[0]))
               for bound in ((k, ">=", min(t[k] for t in terms)), (k, "<=", max(t[k] for t in terms)))]
-    return _with_fewest_bounds(AffineForm(places, steps, offset, tuple(bounds), fallback), table)
+    return _with_fewest_bounds(AffineForm(form.places, form.steps, form.offset, tuple(bounds), fallback), table)
 
 
 def _step(table: Sequence[int], places: tuple[int, ...], inside: list[int], members: set[int], k: int) -> int:

@@ -726,3 +726,38 @@ def test_a_device_buffer_is_held_to_int32_elements_not_to_host_bytes() -> None:
         generate_cuda(program("65536 * 32768"))
     with pytest.raises(CodegenError, match="passes 2\\^31 - 1 bytes, Halide's limit"):
         generate_c(program("1073741824"))
+
+
+_FILLS_KERNEL = """\
+gpu_block<CUDA> (out.s0.b.block_id_x, 0, 4) {
+ allocate padded[float16 * 64] in Auto
+ padded[ramp(0, 1, 64)] = shuffle(concat_vectors(image[ramp(out.s0.b.block_id_x*60, 1, 60)], 0.000000h), %s)
+ allocate band[bfloat16 * 8] in Auto
+ band[ramp(0, 1, 8)] = concat_vectors(x4(1.000000h), x4(0.000000h))
+ allocate scaled[float16 * 64] in Auto
+ scaled[ramp(0, 1, 64)] = padded[ramp(0, 1, 64)]*x64(2.000000h)
+ gpu_thread<CUDA> (out.s0.t.thread_id_x, 0, 2) {
+  out[out.s0.b.block_id_x*2 + out.s0.t.thread_id_x] = scaled[out.s0.t.thread_id_x] + float16(band[out.s0.t.thread_id_x])
+ }
+}
+"""
+
+
+def test_fills_move_bits_compute_their_lanes_and_convert_only_what_computes() -> None:
+    """A padded row (15 lanes of the image, then the zero, in rows of 16):
+    its lanes' sources are arithmetic on the lane index, not a table in
+    memory, and the float16 elements and the zero move as bits. A float16
+    literal stored into a bfloat16 buffer is converted to bfloat16 (its bits
+    as float16 would read as another number), and a product converts."""
+    indices = ", ".join(str(15 * (i // 16) + i % 16 if i % 16 < 15 else 60) for i in range(64))
+    types = {"out": ir.Float(16), "image": ir.Float(16)}
+    _, body, definition = _kernel(_FILLS_KERNEL % indices, types)
+    fills = {name: next(line for line in body.splitlines() if line.strip().startswith(f"{name}[")) for name in
+             ("padded", "band", "scaled")}
+    assert "static const int32_t" not in body
+    assert "% 16)) <= 14) ? (15 * " in fills["padded"]
+    assert "hb_f16_to_f32" not in fills["padded"] and "hb_f32_to_f16" not in fills["padded"]
+    assert "((uint16_t)0x0000u)" in fills["padded"]
+    assert fills["band"].count("hb_f32_to_bf16(") == 1 and "0x3c00" not in fills["band"]
+    assert "hb_f32_to_f16(" in fills["scaled"] and "hb_f16_to_f32(" in fills["scaled"]
+    _compiles(definition)
