@@ -44,6 +44,7 @@ from hardboiled.codegen.c_text import (
     cast_expr,
     codegen_error,
     from_storage,
+    half_bits,
     helper_functions,
     include_lines,
     storage_type,
@@ -355,11 +356,9 @@ class CFamilyEmitter(EntryPoints, CallSpelling, Visitor[Any]):
         if elem is None:
             raise codegen_error(f"store to '{s.name}', which is neither a pipeline buffer nor allocated")
         buf = self.cname(s.name)
-        source = s.value
-        if (s.predicate is None and isinstance(source, ir.Load) and source.type.lanes == 1
-                and source.predicate is None and self.element_types.get(source.name) == elem):
+        if s.predicate is None and s.value.type == elem and self._moves_bits(s.value, elem):
             # a copy of one element moves its bits: a 16-bit float is not converted to float and back
-            self.emit(f"{buf}[{self.expr(s.index)}] = {self.cname(source.name)}[{self.expr(source.index)}];")
+            self.emit(f"{buf}[{self.expr(s.index)}] = {self._bits(s.value)};")
             return
         value = self.expr(s.value)
         index = self.expr(s.index)
@@ -377,6 +376,27 @@ class CFamilyEmitter(EntryPoints, CallSpelling, Visitor[Any]):
             self.emit(f"{buf}[{index}] = {to_memory(value)};")
         else:
             self.emit(f"for (int i = 0; i < {lanes}; i++) {buf}[{index}[i]] = {to_memory(value + '[i]')};")
+
+    def _moves_bits(self, e: ir.Expr, elem: ir.Type) -> bool:
+        """Whether the scalar ``e`` of type ``elem`` only moves data: a load
+        from a buffer of that type, a float16 constant, or a select of such
+        (a zero-stuffed or padded copy)."""
+        if isinstance(e, ir.Load):
+            return e.predicate is None and e.type == elem and self.element_types.get(e.name) == elem
+        if isinstance(e, ir.FloatImm):
+            return elem == ir.Float(16) and half_bits(e.value) is not None
+        if isinstance(e, ir.Select):
+            return self._moves_bits(e.true_value, elem) and self._moves_bits(e.false_value, elem)
+        return False
+
+    def _bits(self, e: ir.Expr) -> str:
+        """``e`` (``_moves_bits``) in its storage type."""
+        if isinstance(e, ir.Load):
+            return f"{self.cname(e.name)}[{self.expr(e.index)}]"
+        if isinstance(e, ir.FloatImm):
+            return str(half_bits(e.value))
+        assert isinstance(e, ir.Select)
+        return f"({self.expr(e.condition)} ? {self._bits(e.true_value)} : {self._bits(e.false_value)})"
 
     # ------------------------------------------------------------ expressions
     def expr(self, e: ir.Expr) -> str:

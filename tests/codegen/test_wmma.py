@@ -738,6 +738,7 @@ gpu_block<CUDA> (out.s0.b.block_id_x, 0, 4) {
  scaled[ramp(0, 1, 64)] = padded[ramp(0, 1, 64)]*x64(2.000000h)
  gpu_thread<CUDA> (out.s0.t.thread_id_x, 0, 2) {
   out[out.s0.b.block_id_x*2 + out.s0.t.thread_id_x] = scaled[out.s0.t.thread_id_x] + float16(band[out.s0.t.thread_id_x])
+  out[out.s0.b.block_id_x*2 + out.s0.t.thread_id_x + 8] = select(out.s0.t.thread_id_x == 0, padded[out.s0.t.thread_id_x], 0.500000h)
  }
 }
 """
@@ -748,7 +749,9 @@ def test_fills_move_bits_compute_their_lanes_and_convert_only_what_computes() ->
     its lanes' sources are arithmetic on the lane index, not a table in
     memory, and the float16 elements and the zero move as bits. A float16
     literal stored into a bfloat16 buffer is converted to bfloat16 (its bits
-    as float16 would read as another number), and a product converts."""
+    as float16 would read as another number), and a product converts. A
+    scalar copy that selects an element or a constant (a zero-stuffed
+    kernel) moves bits too."""
     indices = ", ".join(str(15 * (i // 16) + i % 16 if i % 16 < 15 else 60) for i in range(64))
     types = {"out": ir.Float(16), "image": ir.Float(16)}
     _, body, definition = _kernel(_FILLS_KERNEL % indices, types)
@@ -760,4 +763,6 @@ def test_fills_move_bits_compute_their_lanes_and_convert_only_what_computes() ->
     assert "((uint16_t)0x0000u)" in fills["padded"]
     assert fills["band"].count("hb_f32_to_bf16(") == 1 and "0x3c00" not in fills["band"]
     assert "hb_f32_to_f16(" in fills["scaled"] and "hb_f16_to_f32(" in fills["scaled"]
+    stuffed = [line for line in body.splitlines() if line.strip().startswith("out[") and "0x3800u" in line]
+    assert len(stuffed) == 1 and "padded[out_s0_t_thread_id_x]" in stuffed[0] and "hb_f" not in stuffed[0]
     _compiles(definition)
