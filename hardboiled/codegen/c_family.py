@@ -379,14 +379,18 @@ class CFamilyEmitter(EntryPoints, CallSpelling, Visitor[Any]):
 
     def _moves_bits(self, e: ir.Expr, elem: ir.Type) -> bool:
         """Whether the scalar ``e`` of type ``elem`` only moves data: a load
-        from a buffer of that type, a float16 constant, or a select of such
-        (a zero-stuffed or padded copy)."""
+        from a buffer of that type, a float16 constant, a select of such (a
+        zero-stuffed or padded copy), or a call that stands for one
+        (``likely``, by the operations table)."""
         if isinstance(e, ir.Load):
             return e.predicate is None and e.type == elem and self.element_types.get(e.name) == elem
         if isinstance(e, ir.FloatImm):
             return elem == ir.Float(16) and half_bits(e.value) is not None
         if isinstance(e, ir.Select):
             return self._moves_bits(e.true_value, elem) and self._moves_bits(e.false_value, elem)
+        if isinstance(e, ir.Call):  # a hint such as likely(...) stands for its argument
+            same = operations.equivalent_ir(e)
+            return same is not None and same.type == elem and self._moves_bits(same, elem)
         return False
 
     def _bits(self, e: ir.Expr) -> str:
@@ -395,6 +399,10 @@ class CFamilyEmitter(EntryPoints, CallSpelling, Visitor[Any]):
             return f"{self.cname(e.name)}[{self.expr(e.index)}]"
         if isinstance(e, ir.FloatImm):
             return str(half_bits(e.value))
+        if isinstance(e, ir.Call):
+            same = operations.equivalent_ir(e)
+            assert same is not None
+            return self._bits(same)
         assert isinstance(e, ir.Select)
         return f"({self.expr(e.condition)} ? {self._bits(e.true_value)} : {self._bits(e.false_value)})"
 

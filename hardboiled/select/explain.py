@@ -142,8 +142,7 @@ def _explain_wmma_matmul(reduce: ir.VectorReduce) -> str:
     only = (f"hardware limit: Tensor Cores multiply {element.type} operands only in {shapes} fragments; "
             if element is not None and element.shapes else "")
     if not any(s.m * s.n == m_n and s.k == k for s in element_shapes):
-        return (f"{only}the product is {m_n} outputs with a reduction of {k}; no WMMA fragment shape "
-                f"({shapes}) has that size")
+        return _size_miss(reduce, only, shapes)
     tile = _tile_of(operands[0], m_n)
     if only and tile is not None and not any((s.m, s.n) == tile for s in element_shapes):
         rows, cols = tile
@@ -159,6 +158,42 @@ def _explain_wmma_matmul(reduce: ir.VectorReduce) -> str:
         "K x N, row-major xM(ramp(ramp(base, ldm, K), xK(1), N)) or column-major "
         f"xM(ramp(ramp(base, 1, K), xK(ldm), N)). Fragment shapes: {shapes}"
     )
+
+
+def _size_miss(reduce: ir.VectorReduce, only: str, shapes: str) -> str:
+    """A product the size of no fragment: a boundary condition that hides a
+    window where the product shows one (not for a type whose own shapes are
+    the limit), else the size."""
+    hidden = None if only else _bounded_operand(reduce)
+    if hidden is not None:
+        return hidden
+    m_n = reduce.type.lanes
+    return (f"{only}the product is {m_n} outputs with a reduction of {reduce.value.type.lanes // m_n}; no WMMA "
+            f"fragment shape ({shapes}) has that size")
+
+
+def _bounded_operand(reduce: ir.VectorReduce) -> str | None:
+    """A product the size of no fragment whose operand reads its buffer
+    through a boundary condition (a select, min or max in the product, as
+    constant_exterior and repeat_edge inline them): the sliding-window rules
+    make Toeplitz operands of a plain window only, so the condition, not the
+    size, is what to change. None for a product without one."""
+    product = reduce.value
+    assert isinstance(product, ir.Binary)
+    for label, operand in (("A", product.a), ("B", product.b)):
+        inner = operand
+        while isinstance(inner, ir.Cast):
+            inner = inner.value
+        load = next((n for n in ir.walk(inner) if isinstance(n, ir.Load)), None)
+        bounded = any(isinstance(n, ir.Select) or (isinstance(n, ir.Binary) and n.op.is_function_style)
+                      for n in ir.walk(inner))
+        if load is not None and bounded:
+            return (f"operand {label} reads '{load.name}' through a boundary condition (a select, min or max "
+                    "inside the product), which hides the window a convolution's Toeplitz operands are made "
+                    "of: they are made of a plain load. In the schedule, compute the bounded input as a Func of "
+                    "its own on the GPU, e.g. padded(x, y) = bounded(x, y) with padded.compute_root() and a "
+                    "gpu_tile, so that the product reads a plain load of it")
+    return None
 
 
 def _tile_of(a: ir.Load, outputs: int) -> tuple[int, int] | None:
