@@ -32,9 +32,9 @@ lint: ## Style (ruff), types (mypy) and the one-way imports between stages (lint
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-fixtures: ## Regenerate tests/fixtures/halide and tests/fixtures/boundary with the halide package
+fixtures: ## Regenerate tests/fixtures/halide and tests/fixtures/windows with the halide package
 	$(BIN)/python tools/gen_fixtures.py
-	$(BIN)/python tools/gen_boundary_fixtures.py
+	$(BIN)/python tools/gen_window_fixtures.py
 
 sweep-fixtures: ## Regenerate the schedule sweep in tests/fixtures/sweep with the halide package
 	$(BIN)/python tools/gen_sweep.py

@@ -164,7 +164,7 @@ def _size_miss(reduce: ir.VectorReduce, only: str, shapes: str) -> str:
     """A product the size of no fragment: a boundary condition that hides a
     window where the product shows one (not for a type whose own shapes are
     the limit), else the size."""
-    hidden = None if only else _bounded_operand(reduce)
+    hidden = None if only else (_bounded_operand(reduce) or _spaced_taps(reduce))
     if hidden is not None:
         return hidden
     m_n = reduce.type.lanes
@@ -193,6 +193,32 @@ def _bounded_operand(reduce: ir.VectorReduce) -> str | None:
                     "of: they are made of a plain load. In the schedule, compute the bounded input as a Func of "
                     "its own on the GPU, e.g. padded(x, y) = bounded(x, y) with padded.compute_root() and a "
                     "gpu_tile, so that the product reads a plain load of it")
+    return None
+
+
+def _spaced_taps(reduce: ir.VectorReduce) -> str | None:
+    """A window whose taps lie a constant number of elements apart
+    (ramp(ramp(base, d, K), xK(stride), N), 1 < d < K: a dilated
+    convolution): Toeplitz operands are made of windows of adjacent taps.
+    A spacing of K or more is more likely a column of a 2-D window, which
+    this does not claim to know. None for a product without one."""
+    product = reduce.value
+    assert isinstance(product, ir.Binary)
+    k = product.type.lanes // reduce.type.lanes
+    for label, operand in (("A", product.a), ("B", product.b)):
+        load = next((n for n in ir.walk(operand) if isinstance(n, ir.Load)), None)
+        index = load.index if load is not None else None
+        if not (isinstance(index, ir.Ramp) and isinstance(index.base, ir.Ramp) and index.base.lanes == k):
+            continue
+        spacing = index.base.stride
+        if isinstance(spacing, ir.IntImm) and 1 < spacing.value < k:
+            assert load is not None
+            d = spacing.value
+            return (f"operand {label} reads '{load.name}' as a window whose taps are {d} elements apart (a "
+                    "dilated convolution); a convolution's Toeplitz operands are made of windows of adjacent "
+                    f"taps. In the schedule, convolve over adjacent elements with the kernel spread out: a Func "
+                    f"of {d} times the taps, select(k % {d} == 0, kernel(k / {d}), 0), computed at root with a "
+                    "gpu_tile")
     return None
 
 

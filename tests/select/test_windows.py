@@ -1,9 +1,10 @@
-"""A convolution over a zero-padded image (constant_exterior), two
-schedules dumped by real Halide 21 (tools/gen_boundary_fixtures.py): with
-the boundary condition inlined into the product, the miss says that the
-condition hides the window and what to change in the schedule; with it
-computed at root, as that message advises, the convolution lowers,
-verifies and builds, and the bounded copy moves float16 bits."""
+"""1-D convolutions whose window a schedule hides from the sliding-window
+rules, dumped by real Halide 21 (tools/gen_window_fixtures.py): a boundary
+condition inlined into the product, and taps two elements apart. Each miss
+says what hides the window and what to change in the schedule; the
+schedule it advises (the bounded image computed at root, the kernel spread
+out with zeros) lowers, verifies and builds, and its copies move float16
+bits."""
 
 from __future__ import annotations
 
@@ -21,9 +22,17 @@ from hardboiled.select.options import SelectionOptions
 from ..conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
-import gen_boundary_fixtures as generator  # noqa: E402
+import gen_window_fixtures as generator  # noqa: E402
 
-FIXTURES = ROOT / "tests" / "fixtures" / "boundary"
+FIXTURES = ROOT / "tests" / "fixtures" / "windows"
+MISSES = {
+    "conv1d_bounded_inline": ("operand A reads 'image' through a boundary condition", "compute_root()"),
+    "conv1d_dilated_inline": ("operand A reads 'image' as a window whose taps are 2 elements apart",
+                              "select(k % 2 == 0, kernel(k / 2), 0)"),
+}
+ADVISED = {"conv1d_bounded_at_root": 2, "conv1d_dilated_stuffed": 2}
+"""The schedule each miss advises, and its kernels (the copy or spread
+kernel at root, and the convolution)."""
 
 
 def _compile(name: str, build: Path | None = None):
@@ -35,29 +44,31 @@ def _compile(name: str, build: Path | None = None):
 
 
 def test_the_fixtures_are_the_generator_s() -> None:
-    assert sorted(p.stem for p in FIXTURES.glob("*.stmt")) == sorted(generator.CASES)
+    assert sorted(p.stem for p in FIXTURES.glob("*.stmt")) == sorted(generator.CASES) == sorted([*MISSES, *ADVISED])
 
 
-def test_an_inlined_boundary_condition_is_named_with_what_to_change() -> None:
-    result = _compile("conv1d_bounded_inline")
+@pytest.mark.parametrize("name", sorted(MISSES))
+def test_a_hidden_window_is_named_with_what_to_change(name: str) -> None:
+    result = _compile(name)
     assert result.exit_code == 1
     notes = [note for d in result.diagnostics for note in d.notes]
-    assert any("operand A reads 'image' through a boundary condition" in note and "compute_root()" in note
-               for note in notes), notes
+    cause, change = MISSES[name]
+    assert any(cause in note and change in note for note in notes), notes
     assert not any("no WMMA fragment shape" in note for note in notes)
 
 
 @pytest.mark.slow
-def test_the_boundary_condition_at_root_lowers_verifies_and_moves_bits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", sorted(ADVISED))
+def test_the_advised_schedule_lowers_verifies_and_moves_bits(name: str, tmp_path: Path) -> None:
     nvcc = shutil.which("nvcc") is not None
-    result = _compile("conv1d_bounded_at_root", tmp_path / "kernel.ptx" if nvcc else None)
+    result = _compile(name, tmp_path / "kernel.ptx" if nvcc else None)
     messages = "\n".join([*result.messages, *(d.message for d in result.diagnostics)])
     assert result.exit_code == 0, messages
     assert all(s["lowered"] for s in result.report["statements"]), messages
     assert any(m.startswith("verify (seed 0):") and "MISMATCH" not in m for m in result.messages), messages
     source = next(iter(result.outputs.values()))
     kernels = re.findall(r"__global__ void .*?\n}\n", source, flags=re.S)
-    assert len(kernels) == 2  # the bounded copy, and the convolution
+    assert len(kernels) == ADVISED[name]
     for kernel in kernels:
         assert "static const int32_t" not in kernel
         assert not [line for line in kernel.splitlines() if "hb_f32_to_f16(" in line and "hb_f16_to_f32(" in line]
