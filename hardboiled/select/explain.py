@@ -185,8 +185,10 @@ def _bounded_operand(reduce: ir.VectorReduce) -> str | None:
         while isinstance(inner, ir.Cast):
             inner = inner.value
         load = next((n for n in ir.walk(inner) if isinstance(n, ir.Load)), None)
-        bounded = any(isinstance(n, ir.Select) or (isinstance(n, ir.Binary) and n.op.is_function_style)
-                      for n in ir.walk(inner))
+        # per lane: a scalar min in the window's base address (a tail's clamp) is no boundary condition
+        bounded = any(n.type.lanes > 1 and (isinstance(n, ir.Select) or
+                                            (isinstance(n, ir.Binary) and n.op.is_function_style))
+                      for n in ir.walk(inner) if isinstance(n, ir.Expr))
         if load is not None and bounded:
             return (f"operand {label} reads '{load.name}' through a boundary condition (a select, min or max "
                     "inside the product), which hides the window a convolution's Toeplitz operands are made "
@@ -197,18 +199,20 @@ def _bounded_operand(reduce: ir.VectorReduce) -> str | None:
 
 
 def _spaced_taps(reduce: ir.VectorReduce) -> str | None:
-    """A window whose taps lie a constant number of elements apart
-    (ramp(ramp(base, d, K), xK(stride), N), 1 < d < K: a dilated
-    convolution): Toeplitz operands are made of windows of adjacent taps.
-    A spacing of K or more is more likely a column of a 2-D window, which
-    this does not claim to know. None for a product without one."""
+    """A window whose taps lie a constant number of elements apart while
+    its outputs are adjacent (ramp(ramp(base, d, K), xK(1), N), 1 < d < K:
+    a dilated convolution): Toeplitz operands are made of windows of
+    adjacent taps. Outputs d apart too are a plain window over interleaved
+    data, and a spacing of K or more is more likely a column of a 2-D
+    window: neither is claimed. None for a product without one."""
     product = reduce.value
     assert isinstance(product, ir.Binary)
     k = product.type.lanes // reduce.type.lanes
     for label, operand in (("A", product.a), ("B", product.b)):
         load = next((n for n in ir.walk(operand) if isinstance(n, ir.Load)), None)
         index = load.index if load is not None else None
-        if not (isinstance(index, ir.Ramp) and isinstance(index.base, ir.Ramp) and index.base.lanes == k):
+        if not (isinstance(index, ir.Ramp) and isinstance(index.base, ir.Ramp) and index.base.lanes == k
+                and isinstance(index.stride, ir.Broadcast) and index.stride.value == ir.IntImm(1)):
             continue
         spacing = index.base.stride
         if isinstance(spacing, ir.IntImm) and 1 < spacing.value < k:

@@ -74,3 +74,21 @@ def test_the_advised_schedule_lowers_verifies_and_moves_bits(name: str, tmp_path
         assert not [line for line in kernel.splitlines() if "hb_f32_to_f16(" in line and "hb_f16_to_f32(" in line]
     if nvcc:
         assert re.search(r"\bwmma\.mma\.sync", (tmp_path / "kernel.ptx").read_text())
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    # a scalar clamp of the window's base address (a tail's) is no boundary condition: the dilation is named
+    ("ramp(ramp(output.s0.y.by.block_id_y*288, 2, 8)", "ramp(ramp(min(output.s0.y.by.block_id_y*288, 1000), 2, 8)",
+     "taps are 2 elements apart"),
+    # outputs as far apart as the taps: a plain window over interleaved data, no dilation claimed
+    (", 2, 8), x8(1), 256)", ", 2, 8), x8(2), 256)", "no WMMA fragment shape"),
+])
+def test_only_what_hides_a_window_is_named(old: str, new: str, expected: str) -> None:
+    text = (FIXTURES / "conv1d_dilated_inline.stmt").read_text()
+    assert old in text
+    options = CompileOptions.from_flags(
+        selection=SelectionOptions(store_in={"conv": "WMMAAccumulator"}, cache_dir=None), emit=("cuda",))
+    result = compile_text("edited.stmt", text.replace(old, new).encode(), options)
+    notes = [note for d in result.diagnostics for note in d.notes]
+    assert result.exit_code == 1 and any(expected in note for note in notes), notes
+    assert not any("boundary condition" in note for note in notes)
