@@ -514,9 +514,9 @@ class KernelGenerator(CFamilyEmitter):
         elem = e.type.element()
         if isinstance(e, ir.FloatImm) and elem == ir.Float(16) and (bits := half_bits(e.value)) is not None:
             return bits
+        if isinstance(e, ir.Load) and e.predicate is None and self.element_types.get(e.name) == elem:
+            return f"{self.cname(e.name)}[{self._lane_value(e.index, i)}]"  # one lane, or a broadcast's scalar
         if e.type.lanes > 1:
-            if isinstance(e, ir.Load) and e.predicate is None and self.element_types.get(e.name) == elem:
-                return f"{self.cname(e.name)}[{self._lane_value(e.index, i)}]"
             if isinstance(e, ir.Broadcast):
                 inner = e.value.type.lanes
                 return self._lane_bits(e.value, f"({i} % {inner})" if inner > 1 else "0")

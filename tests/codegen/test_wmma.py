@@ -734,11 +734,14 @@ gpu_block<CUDA> (out.s0.b.block_id_x, 0, 4) {
  padded[ramp(0, 1, 64)] = shuffle(concat_vectors(image[ramp(out.s0.b.block_id_x*60, 1, 60)], 0.000000h), %s)
  allocate band[bfloat16 * 8] in Auto
  band[ramp(0, 1, 8)] = concat_vectors(x4(1.000000h), x4(0.000000h))
+ allocate splat[float16 * 8] in Auto
+ splat[ramp(0, 1, 8)] = x8(image[out.s0.b.block_id_x])
  allocate scaled[float16 * 64] in Auto
  scaled[ramp(0, 1, 64)] = padded[ramp(0, 1, 64)]*x64(2.000000h)
  gpu_thread<CUDA> (out.s0.t.thread_id_x, 0, 2) {
   out[out.s0.b.block_id_x*2 + out.s0.t.thread_id_x] = scaled[out.s0.t.thread_id_x] + float16(band[out.s0.t.thread_id_x])
   out[out.s0.b.block_id_x*2 + out.s0.t.thread_id_x + 8] = select(out.s0.t.thread_id_x == 0, padded[out.s0.t.thread_id_x], 0.500000h)
+  out[out.s0.b.block_id_x*2 + out.s0.t.thread_id_x + 16] = splat[out.s0.t.thread_id_x]
  }
 }
 """
@@ -747,20 +750,21 @@ gpu_block<CUDA> (out.s0.b.block_id_x, 0, 4) {
 def test_fills_move_bits_compute_their_lanes_and_convert_only_what_computes() -> None:
     """A padded row (15 lanes of the image, then the zero, in rows of 16):
     its lanes' sources are arithmetic on the lane index, not a table in
-    memory, and the float16 elements and the zero move as bits. A float16
-    literal stored into a bfloat16 buffer is converted to bfloat16 (its bits
-    as float16 would read as another number), and a product converts. A
-    scalar copy that selects an element or a constant (a zero-stuffed
-    kernel) moves bits too."""
+    memory, and the float16 elements and the zero move as bits, as does a
+    broadcast element. A float16 literal stored into a bfloat16 buffer is
+    converted to bfloat16 (its bits as float16 would read as another
+    number), and a product converts. A scalar copy that selects an element
+    or a constant (a zero-stuffed kernel) moves bits too."""
     indices = ", ".join(str(15 * (i // 16) + i % 16 if i % 16 < 15 else 60) for i in range(64))
     types = {"out": ir.Float(16), "image": ir.Float(16)}
     _, body, definition = _kernel(_FILLS_KERNEL % indices, types)
     fills = {name: next(line for line in body.splitlines() if line.strip().startswith(f"{name}[")) for name in
-             ("padded", "band", "scaled")}
+             ("padded", "band", "splat", "scaled")}
     assert "static const int32_t" not in body
     assert "% 16)) <= 14) ? (15 * " in fills["padded"]
     assert "hb_f16_to_f32" not in fills["padded"] and "hb_f32_to_f16" not in fills["padded"]
     assert "((uint16_t)0x0000u)" in fills["padded"]
+    assert "image[" in fills["splat"] and "hb_f" not in fills["splat"]  # a broadcast scalar moves bits too
     assert fills["band"].count("hb_f32_to_bf16(") == 1 and "0x3c00" not in fills["band"]
     assert "hb_f32_to_f16(" in fills["scaled"] and "hb_f16_to_f32(" in fills["scaled"]
     stuffed = [line for line in body.splitlines() if line.strip().startswith("out[") and "0x3800u" in line]
