@@ -39,7 +39,6 @@ from hardboiled.codegen.c_text import (
     cast_expr,
     codegen_error,
     from_storage,
-    half_bits,
     storage_type,
     to_storage,
 )
@@ -512,19 +511,18 @@ class KernelGenerator(CFamilyEmitter):
         of a Tensor Core operand is all moves: converting each element to
         float and back cost conv2d two thirds of its time on an H200."""
         elem = e.type.element()
-        if isinstance(e, ir.FloatImm) and elem == ir.Float(16) and (bits := half_bits(e.value)) is not None:
-            return bits
+        if e.type.lanes == 1:  # one lane, or a broadcast's scalar: as a scalar copy moves it
+            return self._bits(e) if self._moves_bits(e, elem) else to_storage(elem)(self._lane_value(e, i))
         if isinstance(e, ir.Load) and e.predicate is None and self.element_types.get(e.name) == elem:
-            return f"{self.cname(e.name)}[{self._lane_value(e.index, i)}]"  # one lane, or a broadcast's scalar
-        if e.type.lanes > 1:
-            if isinstance(e, ir.Broadcast):
-                inner = e.value.type.lanes
-                return self._lane_bits(e.value, f"({i} % {inner})" if inner > 1 else "0")
-            if isinstance(e, ir.Select):
-                return (f"({self._lane_value(e.condition, i)} ? {self._lane_bits(e.true_value, i)} : "
-                        f"{self._lane_bits(e.false_value, i)})")
-            if isinstance(e, ir.Shuffle):
-                return self._shuffled_lane(e, i, self._lane_bits)
+            return f"{self.cname(e.name)}[{self._lane_value(e.index, i)}]"
+        if isinstance(e, ir.Broadcast):
+            inner = e.value.type.lanes
+            return self._lane_bits(e.value, f"({i} % {inner})" if inner > 1 else "0")
+        if isinstance(e, ir.Select):
+            return (f"({self._lane_value(e.condition, i)} ? {self._lane_bits(e.true_value, i)} : "
+                    f"{self._lane_bits(e.false_value, i)})")
+        if isinstance(e, ir.Shuffle):
+            return self._shuffled_lane(e, i, self._lane_bits)
         return to_storage(elem)(self._lane_value(e, i))
 
     def _shuffled_lane(self, e: ir.Shuffle, i: str, lane: Callable[[ir.Expr, str], str]) -> str:

@@ -142,7 +142,7 @@ def _explain_wmma_matmul(reduce: ir.VectorReduce) -> str:
     only = (f"hardware limit: Tensor Cores multiply {element.type} operands only in {shapes} fragments; "
             if element is not None and element.shapes else "")
     if not any(s.m * s.n == m_n and s.k == k for s in element_shapes):
-        return _size_miss(reduce, only, shapes)
+        return _size_miss(reduce, operands, only, shapes)
     tile = _tile_of(operands[0], m_n)
     if only and tile is not None and not any((s.m, s.n) == tile for s in element_shapes):
         rows, cols = tile
@@ -160,36 +160,33 @@ def _explain_wmma_matmul(reduce: ir.VectorReduce) -> str:
     )
 
 
-def _size_miss(reduce: ir.VectorReduce, only: str, shapes: str) -> str:
-    """A product the size of no fragment: a boundary condition that hides a
-    window where the product shows one (not for a type whose own shapes are
-    the limit), else the size."""
-    hidden = None if only else (_bounded_operand(reduce) or _spaced_taps(reduce))
+def _size_miss(reduce: ir.VectorReduce, loads: tuple[ir.Load, ir.Load], only: str, shapes: str) -> str:
+    """A product the size of no fragment: a boundary condition or spaced
+    taps that hide a window where the product shows one (not for a type
+    whose own shapes are the limit), else the size. ``loads`` are the
+    operands' loads (``_product_operands``)."""
+    m_n = reduce.type.lanes
+    k = reduce.value.type.lanes // m_n
+    hidden = None if only else (_bounded_operand(reduce, loads) or _spaced_taps(loads, k))
     if hidden is not None:
         return hidden
-    m_n = reduce.type.lanes
-    return (f"{only}the product is {m_n} outputs with a reduction of {reduce.value.type.lanes // m_n}; no WMMA "
-            f"fragment shape ({shapes}) has that size")
+    return (f"{only}the product is {m_n} outputs with a reduction of {k}; no WMMA fragment shape ({shapes}) "
+            "has that size")
 
 
-def _bounded_operand(reduce: ir.VectorReduce) -> str | None:
-    """A product the size of no fragment whose operand reads its buffer
-    through a boundary condition (a select, min or max in the product, as
-    constant_exterior and repeat_edge inline them): the sliding-window rules
-    make Toeplitz operands of a plain window only, so the condition, not the
-    size, is what to change. None for a product without one."""
+def _bounded_operand(reduce: ir.VectorReduce, loads: tuple[ir.Load, ir.Load]) -> str | None:
+    """An operand that reads its buffer through a boundary condition (a
+    select, min or max in the product, as constant_exterior and repeat_edge
+    inline them): the sliding-window rules make Toeplitz operands of a plain
+    window only, so the condition, not the size, is what to change. None for
+    a product without one."""
     product = reduce.value
     assert isinstance(product, ir.Binary)
-    for label, operand in (("A", product.a), ("B", product.b)):
-        inner = operand
-        while isinstance(inner, ir.Cast):
-            inner = inner.value
-        load = next((n for n in ir.walk(inner) if isinstance(n, ir.Load)), None)
+    for label, operand, load in zip("AB", (product.a, product.b), loads):
         # per lane: a scalar min in the window's base address (a tail's clamp) is no boundary condition
-        bounded = any(n.type.lanes > 1 and (isinstance(n, ir.Select) or
-                                            (isinstance(n, ir.Binary) and n.op.is_function_style))
-                      for n in ir.walk(inner) if isinstance(n, ir.Expr))
-        if load is not None and bounded:
+        if any(n.type.lanes > 1 and (isinstance(n, ir.Select) or
+                                     (isinstance(n, ir.Binary) and n.op.is_function_style))
+               for n in ir.walk(operand) if isinstance(n, ir.Expr)):
             return (f"operand {label} reads '{load.name}' through a boundary condition (a select, min or max "
                     "inside the product), which hides the window a convolution's Toeplitz operands are made "
                     "of: they are made of a plain load. In the schedule, compute the bounded input as a Func of "
@@ -198,25 +195,20 @@ def _bounded_operand(reduce: ir.VectorReduce) -> str | None:
     return None
 
 
-def _spaced_taps(reduce: ir.VectorReduce) -> str | None:
-    """A window whose taps lie a constant number of elements apart while
-    its outputs are adjacent (ramp(ramp(base, d, K), xK(1), N), 1 < d < K:
-    a dilated convolution): Toeplitz operands are made of windows of
-    adjacent taps. Outputs d apart too are a plain window over interleaved
-    data, and a spacing of K or more is more likely a column of a 2-D
-    window: neither is claimed. None for a product without one."""
-    product = reduce.value
-    assert isinstance(product, ir.Binary)
-    k = product.type.lanes // reduce.type.lanes
-    for label, operand in (("A", product.a), ("B", product.b)):
-        load = next((n for n in ir.walk(operand) if isinstance(n, ir.Load)), None)
-        index = load.index if load is not None else None
+def _spaced_taps(loads: tuple[ir.Load, ir.Load], k: int) -> str | None:
+    """A window of ``k`` taps that lie a constant number of elements apart
+    while its outputs are adjacent (ramp(ramp(base, d, K), xK(1), N),
+    1 < d < K: a dilated convolution): Toeplitz operands are made of windows
+    of adjacent taps. Outputs d apart too are a plain window over
+    interleaved data, and a spacing of K or more is more likely a column of
+    a 2-D window: neither is claimed. None for a product without one."""
+    for label, load in zip("AB", loads):
+        index = load.index
         if not (isinstance(index, ir.Ramp) and isinstance(index.base, ir.Ramp) and index.base.lanes == k
                 and isinstance(index.stride, ir.Broadcast) and index.stride.value == ir.IntImm(1)):
             continue
         spacing = index.base.stride
         if isinstance(spacing, ir.IntImm) and 1 < spacing.value < k:
-            assert load is not None
             d = spacing.value
             return (f"operand {label} reads '{load.name}' as a window whose taps are {d} elements apart (a "
                     "dilated convolution); a convolution's Toeplitz operands are made of windows of adjacent "
