@@ -20,7 +20,6 @@ positions included, over every real dump in the fixtures.
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,9 +27,10 @@ from functools import lru_cache
 from typing import Any
 
 from hardboiled.frontend.grammar import current_scanner_table, stored_scanner_table
-from hardboiled.frontend.syntax_tree import Token, Tree
+from hardboiled.frontend.syntax_tree import Lines, Token, Tree
 
 _END = "$END"
+_new_str = str.__new__
 _LITERALS = {"INT": "int_lit", "FLOAT": "float_lit", "STRING": "string_lit"}
 """The literal terminals, and the rule each reads as."""
 
@@ -69,7 +69,6 @@ class _Reader:
     def __init__(self, text: str, scanner: _Scanner):
         self.text = text
         self.keywords = scanner.keywords
-        self.newline_kinds = scanner.newline_kinds
         literal_kinds = scanner.literal_kinds
         # One pass of the regular expression over the whole text; a
         # character no terminal reads leaves a gap between matches.
@@ -85,7 +84,7 @@ class _Reader:
         self.kinds.append(_END)
         self.values.append("")
         self.ends.append(len(text))
-        self.line_starts: list[int] | None = None
+        self.lines = Lines(text)
         self.index = 0
         self.kind, self.value = self.kinds[0], self.values[0]
 
@@ -96,24 +95,13 @@ class _Reader:
 
     def take(self) -> Token:
         """The current token as a ``Token``, then advance."""
-        kind, value, end = self.kind, self.value, self.ends[self.index]
-        start = end - len(value)
-        line, line_start = self._line(start)
-        token = Token(value)
-        token.type, token.start_pos = kind, start
-        token.line, token.column = line, start - line_start + 1
-        if kind in self.newline_kinds and "\n" in value:
-            line, line_start = self._line(end)
-        token.end_line, token.end_column, token.end_pos = line, end - line_start + 1, end
-        self.advance()
+        value = self.value
+        end = self.ends[self.index]
+        token = _new_str(Token, value)
+        token.type, token.start_pos, token.end_pos, token.lines = self.kind, end - len(value), end, self.lines
+        index = self.index = self.index + 1
+        self.kind, self.value = self.kinds[index], self.values[index]
         return token
-
-    def _line(self, position: int) -> tuple[int, int]:
-        """The line of a position, and where that line starts."""
-        if self.line_starts is None:
-            self.line_starts = [0, *(m.end() for m in re.finditer("\n", self.text))]
-        line = bisect.bisect_right(self.line_starts, position)
-        return line, self.line_starts[line - 1]
 
     def expect(self, kind: str) -> None:
         if self.kind != kind:

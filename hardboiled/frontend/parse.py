@@ -31,7 +31,10 @@ All errors are ``InputError`` diagnostics pointing into the original file.
 
 from __future__ import annotations
 
+import gc
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import cast
 
@@ -41,6 +44,7 @@ from hardboiled.frontend.grammar import halide_parser
 from hardboiled.frontend.stages import DEFAULT_STAGE, is_debug_log, select_stage
 from hardboiled.frontend.statements import TreeBuilder
 from hardboiled.frontend.syntax_tree import Tree
+from hardboiled.support.deep import call_deep, on_deep_stack
 from hardboiled.support.diagnostics import InputError, error_at
 
 _TYPE_ASSERT_RE = re.compile(r"assert\(([^\s()]+)\.type == \(uint32\)(\d{1,10}),")
@@ -116,9 +120,41 @@ def _parse(
     ends_mid_line = not text.endswith("\n")
     if ends_mid_line:
         text += "\n"
+    with _collection_paused():
+        try:
+            return _read(text, filename, line_offset, buffer_types, ends_mid_line)
+        except RecursionError:
+            if on_deep_stack():
+                raise
+        # Nested deeper than this caller's stack allows (the reader and the
+        # builder recurse once per level): read on the compile's deep
+        # stack, as the command line and the API read everything.
+        return call_deep(_read, text, filename, line_offset, buffer_types, ends_mid_line)
+
+
+@contextmanager
+def _collection_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a text is read: reading
+    makes hundreds of thousands of tokens, trees and IR nodes, none of them
+    in a cycle, and each collection of the older generations walks every
+    one still alive (a third of the reading time of a megabyte dump)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _read(
+    text: str, filename: str, line_offset: int, buffer_types: dict[str, ir.Type] | None, ends_mid_line: bool
+) -> tuple[ir.Stmt | ir.Module, tuple[int, ...]]:
     try:
         tree = parse_tree(text)
-    except (Unhandled, RecursionError):
+    except (Unhandled, RecursionError) as exc:
+        if isinstance(exc, RecursionError) and not on_deep_stack():
+            raise  # read again on a deep stack (_parse)
         # Lark reads what the fast reader does not, and words every syntax error.
         from lark.exceptions import UnexpectedInput
 

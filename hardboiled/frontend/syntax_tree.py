@@ -11,21 +11,70 @@ by these classes.
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 
 class Token(str):
     """A terminal: its text, its kind (the grammar's terminal name) and
-    where it is (1-based line and column, offsets from the start)."""
+    where it is (1-based line and column, offsets from the start).
 
-    __slots__ = ("type", "line", "column", "start_pos", "end_line", "end_column", "end_pos")
+    The reader knows only the offsets of a token when it makes it: lines
+    and columns are worked out from its ``Lines`` when asked, which is
+    rarely (a store's line, a diagnostic), and a dump has a hundred
+    thousand tokens."""
+
+    __slots__ = ("type", "start_pos", "end_pos", "lines")
     type: str
-    line: int
-    column: int
     start_pos: int
-    end_line: int
-    end_column: int
     end_pos: int
+    lines: Lines
+
+    @property
+    def line(self) -> int:
+        return self.lines.line_of(self.start_pos)
+
+    @property
+    def column(self) -> int:
+        return self.start_pos - self.lines.start_of(self.line) + 1
+
+    @property
+    def end_line(self) -> int:
+        # A token with line breaks in it (a statement's end) ends on the
+        # line after its last one, as Lark counts.
+        return self.lines.line_of(self.end_pos) if "\n" in self else self.line
+
+    @property
+    def end_column(self) -> int:
+        return self.end_pos - self.lines.start_of(self.end_line) + 1
+
+
+class Lines:
+    """Where each line of a text starts, found once, on first use."""
+
+    __slots__ = ("text", "_starts")
+
+    def __init__(self, text: str):
+        self.text = text
+        self._starts: list[int] | None = None
+
+    def _line_starts(self) -> list[int]:
+        if self._starts is None:
+            starts = [0]
+            find, at = self.text.find, self.text.find("\n")
+            while at >= 0:
+                starts.append(at + 1)
+                at = find("\n", at + 1)
+            self._starts = starts
+        return self._starts
+
+    def line_of(self, position: int) -> int:
+        """The 1-based line of an offset."""
+        return bisect.bisect_right(self._line_starts(), position)
+
+    def start_of(self, line: int) -> int:
+        """The offset where a 1-based line starts."""
+        return self._line_starts()[line - 1]
 
 
 class Tree:

@@ -32,13 +32,19 @@ FRAME_BYTES = STACK_FRAME_BYTES
 stack over this)."""
 
 
+def on_deep_stack() -> bool:
+    """Whether this thread is a deep call's (its recursion limit is the
+    deep stack's)."""
+    return threading.current_thread().name == THREAD_NAME
+
+
 def call_deep(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``function(*args, **kwargs)`` on a thread with a deep stack; its
     result or its exception (SystemExit included), as if called here. An
     interrupt reaches the calling thread, which is the main one. An input
     that nests deeper than even that stack holds is ``OutOfMemory``
     (exit 4, ``environment.too_deep``), a limit of the machine, not a bug."""
-    if threading.current_thread().name == THREAD_NAME:
+    if on_deep_stack():
         return function(*args, **kwargs)  # already on a deep stack (a command calling a compile)
     outcome: dict[str, Any] = {}
     limit = {"frames": 0}

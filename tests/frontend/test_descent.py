@@ -179,3 +179,42 @@ def test_the_shipped_scanner_table_is_the_grammars() -> None:
 
 
 _MATMUL = ROOT / "tests" / "fixtures" / "halide" / "amx_bf16_matmul_std_single" / "debug.log"
+
+
+def test_reads_text_nested_deeper_than_the_recursion_limit_without_lark() -> None:
+    """A caller on an ordinary stack (the default 1,000 frames) still gets
+    the fast reader for deeply parenthesized text: it is read again on the
+    compile's deep stack, not left to Lark."""
+    depth = 400
+    code = ("import gc, sys\n"
+            "from hardboiled.frontend.parse import parse_input\n"
+            f"text = 'f(' + '(' * {depth} + 'x' + ' + 1)' * {depth} + ')\\n'\n"
+            "parsed = parse_input(text)\n"
+            "print(gc.isenabled(), sorted(m for m in sys.modules if m == 'lark' or m.startswith('lark.')))\n")
+    printed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert printed.strip() == "True []"
+
+
+def test_the_collector_is_back_on_after_a_syntax_error() -> None:
+    import gc
+
+    from hardboiled.frontend.parse import parse_input
+    from hardboiled.support.diagnostics import InputError
+
+    assert gc.isenabled()
+    with pytest.raises(InputError):
+        parse_input("x = = 1\n")
+    assert gc.isenabled()
+
+
+@pytest.mark.parametrize(("regex", "may"), [
+    (r"\ \*\ ", True), (r"[A-Za-z_][A-Za-z0-9_]*", False), (r"(\r?\n[\t \f]*)+", False), (r"-?\d+", False),
+    (r"a?\s", True), (r"(?= )x", False), (r"[^x]", True), (r"x*", True), (r"(?:foo|\sbar)", True),
+    (r"\w+", False), (r"\S", True),
+])
+def test_which_terminals_may_start_with_a_space(regex: str, may: bool) -> None:
+    """The scanner skips a run of spaces at once except before these
+    (frontend/lexer.py); a wrong "no" would change what it reads."""
+    from hardboiled.frontend.lexer import _may_start_with
+
+    assert _may_start_with(regex, lambda c: c in " \t\f") is may
