@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 from hardboiled.frontend.grammar import current_scanner_table, stored_scanner_table
@@ -31,6 +32,7 @@ from hardboiled.frontend.syntax_tree import Lines, Token, Tree
 
 _END = "$END"
 _new_str = str.__new__
+_NO_TERMINAL = "__NO_TERMINAL"  # frontend/lexer.py's NO_TERMINAL (not imported: it loads Lark)
 _LITERALS = {"INT": "int_lit", "FLOAT": "float_lit", "STRING": "string_lit"}
 """The literal terminals, and the rule each reads as."""
 
@@ -45,16 +47,26 @@ class _Scanner:
     scanner table)."""
 
     pattern: re.Pattern[str]
+    kinds: tuple[str, ...]
+    """The kind of a token by the index of its group in ``pattern``: its
+    terminal's name, or its text for punctuation and keywords."""
+    no_terminal: int
+    """The group of a character where no terminal starts."""
     keywords: frozenset[str]
-    literal_kinds: frozenset[str]
-    newline_kinds: frozenset[str]
 
 
 @lru_cache(maxsize=1)
 def _scanner() -> _Scanner:
     table = stored_scanner_table() or current_scanner_table()
-    return _Scanner(re.compile(table["pattern"]), frozenset(table["keywords"]), frozenset(table["literal_kinds"]),
-                    frozenset(table["newline_kinds"]))
+    pattern = re.compile(table["pattern"])
+    literals = table["literals"]
+    kinds = [""] * (pattern.groups + 1)
+    for name, group in pattern.groupindex.items():
+        kinds[group] = literals.get(name, name)
+    return _Scanner(pattern, tuple(kinds), pattern.groupindex[_NO_TERMINAL], frozenset(table["keywords"]))
+
+
+_last_group = attrgetter("lastindex")
 
 
 def parse_tree(text: str) -> Tree:
@@ -69,18 +81,16 @@ class _Reader:
     def __init__(self, text: str, scanner: _Scanner):
         self.text = text
         self.keywords = scanner.keywords
-        literal_kinds = scanner.literal_kinds
-        # One pass of the regular expression over the whole text; a
-        # character no terminal reads leaves a gap between matches.
+        # One pass of the regular expression over the whole text, and the
+        # tokens' kinds, texts and ends taken out of the matches at C's
+        # speed (map, no Python frame per token).
         matches = list(scanner.pattern.finditer(text))
-        ends = [m.end() for m in matches]
-        if [m.start() for m in matches] != [0, *ends[:-1]] or text[ends[-1] if ends else 0:].strip(" \t\f"):
+        groups = list(map(_last_group, matches))
+        if scanner.no_terminal in groups:
             raise Unhandled
-        names = [m.lastgroup or "" for m in matches]
-        self.values = [m.group(name) for m, name in zip(matches, names)]
-        # Punctuation and keywords have their text as their kind.
-        self.kinds = [value if name in literal_kinds else name for name, value in zip(names, self.values)]
-        self.ends = ends
+        self.kinds = list(map(scanner.kinds.__getitem__, groups))
+        self.values = list(map(re.Match.group, matches, groups))
+        self.ends = list(map(re.Match.end, matches))
         self.kinds.append(_END)
         self.values.append("")
         self.ends.append(len(text))

@@ -33,6 +33,8 @@ _CONTEXTUAL = frozenset(
      "HANDLE_TYPE", "REINTERPRET", "FLOAT"}
 )
 _IGNORE = "__IGNORE"
+NO_TERMINAL = "__NO_TERMINAL"
+"""The scanner table's name for a character where no terminal starts."""
 
 
 def _order(terminals: list[TerminalDef]) -> list[TerminalDef]:
@@ -56,8 +58,9 @@ def _alternation(terminals: list[TerminalDef], ignore: list[str]) -> re.Pattern[
 def scanner_table(conf: LexerConf) -> dict[str, Any]:
     """What the recursive-descent reader (descent.py) needs of the grammar's
     terminals, as data: one pattern that skips spaces and reads the next
-    terminal, the keywords, and the terminals that are literal text (whose
-    text the reader uses as their kind).
+    terminal (or, where none starts, the one character ``NO_TERMINAL``),
+    the keywords, and the terminals that are literal text with their text
+    (which the reader uses as their kind).
 
     A space is skipped only where no terminal starts. Few terminals can
     start with a space (`` * `` between allocation extents), so the
@@ -71,11 +74,10 @@ def scanner_table(conf: LexerConf) -> dict[str, Any]:
                  if _may_start_with(t.pattern.to_regexp(), lambda c: skipped.match(c) is not None)]
     prefix = f"(?:{skip}*?(?={'|'.join(space_led)})|{skip}*+)" if space_led else f"{skip}*+"
     return {
-        "pattern": f"{prefix}(?:{_choices(lexer.scanned)})",
+        "pattern": f"{prefix}(?:{_choices(lexer.scanned)}|(?P<{NO_TERMINAL}>.))",
         "keywords": sorted(lexer.keywords),
-        "literal_kinds": sorted(t.name for t in lexer.scanned
-                                if t.pattern.type == "str" and t.name != "_ALLOC_TIMES"),
-        "newline_kinds": sorted(lexer.newline_types),
+        "literals": {t.name: t.pattern.value for t in sorted(lexer.scanned, key=lambda t: t.name)
+                     if t.pattern.type == "str" and t.name != "_ALLOC_TIMES"},
     }
 
 
