@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from hardboiled.select.options import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
+from hardboiled.select.rounds import schedule_parts
 from hardboiled.support import children
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, InputError, Location
 from hardboiled.support.environment import OutOfMemory, classify_fault
@@ -588,9 +589,9 @@ def _run_chunks(b: Any, egraph: Any, chunks: list[dict[str, str]], report: dict[
     """Run the chunks; an error answer, or None."""
     for chunk in chunks:
         try:
-            commands = [command for form in _top_level_forms(chunk["text"])
-                        for command in egraph.parse_program(form, filename=chunk["filename"])]
-            outputs = egraph.run_program(*commands)
+            outputs = []
+            for form in _top_level_forms(chunk["text"]):
+                outputs += _run_form(b, egraph, form, chunk["filename"], report)
         except b.EggSmolError as exc:
             return {"error": {"message": str(exc), "filename": chunk["filename"], "text": chunk["text"]}}
         except BaseException as exc:  # a Rust panic: pyo3's PanicException is a BaseException
@@ -602,6 +603,25 @@ def _run_chunks(b: Any, egraph: Any, chunks: list[dict[str, str]], report: dict[
             if isinstance(output, b.RunScheduleOutput):
                 report["updated"] = report.get("updated", False) or bool(output.report.updated)
     return None
+
+
+def _run_form(b: Any, egraph: Any, form: str, filename: str, report: dict[str, Any]) -> list[Any]:
+    """Run one top-level form; a schedule's repeat stops at the round that
+    changes nothing (select/rounds.py). ``report["rounds"]`` counts the
+    rounds the schedules ran."""
+    parts = schedule_parts(form)
+    if parts is None:
+        return list(egraph.run_program(*egraph.parse_program(form, filename=filename)))
+    outputs: list[Any] = []
+    for part, rounds in parts:
+        commands = egraph.parse_program(part, filename=filename)
+        for _ in range(rounds):
+            output = egraph.run_program(*commands)
+            outputs += output
+            report["rounds"] = report.get("rounds", 0) + 1
+            if not any(isinstance(o, b.RunScheduleOutput) and o.report.updated for o in output):
+                break
+    return outputs
 
 
 def _answer(b: Any, egraph: Any, request: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:

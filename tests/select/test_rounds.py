@@ -1,0 +1,73 @@
+"""A schedule's repeat runs round by round and stops at its fixpoint
+(hardboiled/select/rounds.py, select/eqsat.py's ``_run_form``): the
+e-graph it leaves, and so every extracted term, is the one egglog's own
+``(repeat N ...)`` leaves, in fewer rounds."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from hardboiled.select.eqsat import ProgramChunk, run_egglog
+from hardboiled.select.rounds import schedule_parts
+from hardboiled.select.rules import load_schedule
+
+
+def test_the_default_schedule_is_one_repeat_read_in_place() -> None:
+    schedule = load_schedule(None, 17).text
+    start = schedule.index("(run-schedule")
+    form = "\n" * 3 + schedule[start:]
+    ((part, rounds),) = schedule_parts(form)  # type: ignore[misc]
+    assert rounds == 17
+    assert len(part) == len(form) and part.count("\n") == form.count("\n")  # egglog's positions stay
+    assert "repeat" not in part and part.strip().startswith("(run-schedule")
+    assert "(run amx-lowering)" in part
+
+
+def test_each_part_of_a_schedule_runs_in_turn() -> None:
+    form = "(run-schedule (run a) (repeat 3 (run b) (run c)) ; a comment\n (saturate (run d)))"
+    parts = schedule_parts(form)
+    assert parts is not None
+    assert [rounds for _, rounds in parts] == [1, 3, 1]
+    assert [" ".join(part.split()) for part, _ in parts] == [
+        "(run-schedule (run a) )", "(run-schedule (run b) (run c) )", "(run-schedule (saturate (run d)))"]
+
+
+@pytest.mark.parametrize("form", ["(rule ((= a b)) ((union a b)))", "(run-schedule", "(run-schedule)",
+                                  '(run-schedule (run "a"))', "(run-schedule (run a)) (run b)"])
+def test_any_other_form_is_left_to_egglog(form: str) -> None:
+    assert schedule_parts(form) is None
+
+
+def test_a_repeat_with_no_count_or_no_schedule_runs_as_written() -> None:
+    assert schedule_parts("(run-schedule (repeat x (run a)))") == [("(run-schedule (repeat x (run a)))", 1)]
+    assert schedule_parts("(run-schedule (repeat 2))") == [("(run-schedule (repeat 2))", 1)]
+
+
+_CHAIN = """
+(datatype N (Num i64) (Done))
+(ruleset grow)
+(rule ((= x (Num n)) (< n LIMIT)) ((union x (Num (+ n 1)))) :ruleset grow)
+(rule ((= x (Num LIMIT))) ((union x (Done))) :ruleset grow)
+(let $x (Num 0))
+"""
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_repeat_that_reaches_its_fixpoint_stops_there_with_egglogs_result(seed: int) -> None:
+    """A chain that grows one link per round, and ends in a cheaper term
+    once it is LIMIT long: a repeat of more rounds stops a round or two
+    after that, and what it extracts is what egglog's own repeat extracts
+    (here in a form this does not read, inside a ``seq``)."""
+    rng = random.Random(seed)
+    limit, repeat = rng.randrange(1, 12), rng.randrange(1, 25)
+    program = ProgramChunk("chain.egg", _CHAIN.replace("LIMIT", str(limit)))
+    ours = run_egglog([program, ProgramChunk("s.egg", f"(run-schedule (repeat {repeat} (run grow)))")], ["$x"],
+                      measure_size=False)
+    theirs = run_egglog([program, ProgramChunk("s.egg", f"(run-schedule (seq (repeat {repeat} (run grow))))")],
+                        ["$x"], measure_size=False)
+    assert ours.terms == theirs.terms and ours.costs == theirs.costs
+    assert (ours.terms == ("(Done)",)) == (repeat > limit)
+    assert min(repeat, limit + 1) <= ours.run_report["rounds"] <= min(repeat, limit + 2)
+    assert theirs.run_report["rounds"] == 1  # egglog ran all its rounds itself
