@@ -62,23 +62,60 @@ def scanner_table(conf: LexerConf) -> dict[str, Any]:
     the keywords, and the terminals that are literal text with their text
     (which the reader uses as their kind).
 
-    A space is skipped only where no terminal starts. Few terminals can
-    start with a space (`` * `` between allocation extents), so the
-    pattern skips a run of spaces at once, and stops inside one only where
-    such a terminal follows; trying every terminal at every space first
-    (a lazy skip) made the scan a third slower."""
+    Spaces are skipped as Lark's lexer skips them: a run of them at once,
+    unless a terminal that starts with a space (`` * `` between allocation
+    extents) starts where the run does. Where what is skipped is a run of
+    single characters, the pattern says just that, without backtracking.
+    (The lazy skip of runs that Lark's patterns allow, ``(?:[ ]+)*?``, tries
+    every way of cutting a run of spaces into runs where the text after it
+    reads as no terminal: exponential in its length.)"""
     lexer = HalideLexer(conf)
     skip = f"(?:{'|'.join(lexer.ignore)})"
     skipped = re.compile(skip)
     space_led = [t.pattern.to_regexp() for t in lexer.scanned
                  if _may_start_with(t.pattern.to_regexp(), lambda c: skipped.match(c) is not None)]
-    prefix = f"(?:{skip}*?(?={'|'.join(space_led)})|{skip}*+)" if space_led else f"{skip}*+"
+    characters = _run_of_characters(lexer.ignore)
+    if characters is None:
+        prefix = f"{skip}*?"  # what Lark skips, as Lark does
+    else:
+        one = "[" + "".join(f"\\x{ord(c):02x}" for c in sorted(characters)) + "]"
+        prefix = f"(?>(?!{'|'.join(space_led)}){one}+)?" if space_led else f"{one}*+"
     return {
         "pattern": f"{prefix}(?:{_choices(lexer.scanned)}|(?P<{NO_TERMINAL}>.))",
         "keywords": sorted(lexer.keywords),
         "literals": {t.name: t.pattern.value for t in sorted(lexer.scanned, key=lambda t: t.name)
                      if t.pattern.type == "str" and t.name != "_ALLOC_TIMES"},
     }
+
+
+def _run_of_characters(patterns: list[str]) -> set[str] | None:
+    """The characters, if each of ``patterns`` is one character of a set
+    or a run of them (``[ \\t]+``), so that skipping any sequence of their
+    matches is skipping any run of these characters; else None."""
+    from re import _constants as sre
+    from re import _parser
+
+    characters: set[str] = set()
+    for pattern in patterns:
+        items = list(_parser.parse(pattern))
+        while len(items) == 1 and items[0][0] is sre.SUBPATTERN:
+            items = list(items[0][1][-1])
+        if len(items) == 1 and items[0][0] in (sre.MAX_REPEAT, sre.POSSESSIVE_REPEAT) and items[0][1][0] >= 1:
+            items = list(items[0][1][2])
+        if len(items) != 1:
+            return None
+        op, argument = items[0]
+        members = [(sre.LITERAL, argument)] if op is sre.LITERAL else list(argument) if op is sre.IN else []
+        for member, value in members:
+            if member is sre.LITERAL:
+                characters.add(chr(value))
+            elif member is sre.RANGE and value[1] - value[0] < 256:
+                characters.update(map(chr, range(value[0], value[1] + 1)))
+            else:
+                return None
+        if not members:
+            return None
+    return characters or None
 
 
 def _may_start_with(regex: str, test: Callable[[str], bool]) -> bool:

@@ -218,3 +218,16 @@ def test_which_terminals_may_start_with_a_space(regex: str, may: bool) -> None:
     from hardboiled.frontend.lexer import _may_start_with
 
     assert _may_start_with(regex, lambda c: c in " \t\f") is may
+
+
+@pytest.mark.parametrize("spaces", [1, 2, 40, 5000])
+def test_a_run_of_spaces_is_skipped_at_once_as_larks_lexer_skips_it(spaces: int) -> None:
+    """The scanner skips a run of spaces in one step (a lazy skip of runs
+    tried every way of cutting one where no terminal follows: 2**40 here),
+    and reads `` * `` only where it starts the run, as Lark's lexer does."""
+    gap = " " * spaces
+    assert _check(f"allocate a[int32 * 16 * 4]\nfor (x, 0,{gap}4) {{\n a[x]{gap}={gap}x{gap}+ 1\n}}\nfree a\n")
+    # A spaced `*` after a longer run is no extent separator for Lark: the
+    # reader must not read it as one (it leaves such text to Lark).
+    _check(f"allocate a[int32{gap}* 16]\nfree a\n")
+    assert not _check(f"f(x{gap}`)\n")  # no terminal after the run: Lark's syntax error
