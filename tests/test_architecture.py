@@ -45,7 +45,23 @@ def test_only_eqsat_imports_egglog() -> None:
     ours = {m for m in graph.modules if m.startswith("hardboiled")}
     importers = {m for m in ours if any(i == "egglog" or i.startswith("egglog.")
                                          for i in graph.find_modules_directly_imported_by(m))}
-    assert importers == {"hardboiled.select.eqsat"}
+    assert importers == {"hardboiled.select.eqsat_child"}  # select.eqsat's child process
+
+
+def test_the_egglog_child_loads_only_what_it_runs() -> None:
+    """The child starts for every compile a server or a kept child does not
+    answer: it imports no dataclasses, subprocess, threading or
+    diagnostics (select/eqsat.py's), nor the rest of hardboiled."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "import hardboiled.select.eqsat_child\n"
+            "print(sorted(m for m in sys.modules if m.startswith('hardboiled') or m in "
+            "('dataclasses', 'subprocess', 'threading', 'typing', 'pathlib', 'numpy', 'egglog')))\n")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == str(["hardboiled", "hardboiled.select", "hardboiled.select.eqsat_child",
+                                  "hardboiled.select.rounds", "hardboiled.support", "hardboiled.support.version"])
 
 
 MAX_MODULE_LINES = 700

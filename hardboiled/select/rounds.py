@@ -5,7 +5,7 @@ nothing. Such a round leaves the e-graph as it found it, so every later
 round would too: the rest are wasted. The default schedule repeats 20
 rounds, and most programs reach their fixpoint in a handful (the AMX
 matmul in 5: three quarters of its saturation time went to rounds that
-changed nothing). The egglog child (select/eqsat.py) runs a top-level
+changed nothing). The egglog child (select/eqsat_child.py) runs a top-level
 ``(run-schedule ...)`` one part at a time with ``schedule_parts``, and a
 repeat one round at a time until a round reports no update; the e-graph it
 ends with, and so every extraction, is the one egglog's own repeat would

@@ -1,5 +1,5 @@
 """A schedule's repeat runs round by round and stops at its fixpoint
-(hardboiled/select/rounds.py, select/eqsat.py's ``_run_form``): the
+(hardboiled/select/rounds.py, select/eqsat_child.py's ``_run_form``): the
 e-graph it leaves, and so every extracted term, is the one egglog's own
 ``(repeat N ...)`` leaves, in fewer rounds."""
 
