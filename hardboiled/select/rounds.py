@@ -26,6 +26,8 @@ def schedule_parts(form: str) -> list[tuple[str, int]] | None:
     1 for anything else). Each part is ``form`` with everything else blanked
     (newlines kept), so that egglog's positions stay those of the file.
     None for any other form, or one this does not read."""
+    if not form.lstrip().startswith("(run-schedule"):
+        return None  # a rule, a store, a check: not read character by character
     spans = _spans(form)
     if spans is None:
         return None
