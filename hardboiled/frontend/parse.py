@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import gc
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -121,15 +122,23 @@ def _parse(
     if ends_mid_line:
         text += "\n"
     with _collection_paused():
+        deep = on_deep_stack()
         try:
-            return _read(text, filename, line_offset, buffer_types, ends_mid_line)
+            return _read(text, filename, line_offset, buffer_types, ends_mid_line, deep)
         except RecursionError:
-            if on_deep_stack():
+            if deep:
                 raise
         # Nested deeper than this caller's stack allows (the reader and the
-        # builder recurse once per level): read on the compile's deep
-        # stack, as the command line and the API read everything.
-        return call_deep(_read, text, filename, line_offset, buffer_types, ends_mid_line)
+        # builder recurse once per level): read again on the compile's deep
+        # stack, as the command line and the API read everything (or here,
+        # where no thread can be made: then Lark reads what the fast reader
+        # cannot).
+        return call_deep(_read, text, filename, line_offset, buffer_types, ends_mid_line, True)
+
+
+_pause_lock = threading.Lock()
+_pauses = 0
+_enable_after = False
 
 
 @contextmanager
@@ -137,24 +146,36 @@ def _collection_paused() -> Iterator[None]:
     """The cyclic garbage collector off while a text is read: reading
     makes hundreds of thousands of tokens, trees and IR nodes, none of them
     in a cycle, and each collection of the older generations walks every
-    one still alive (a third of the reading time of a megabyte dump)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
+    one still alive (a third of the reading time of a megabyte dump).
+    Reads in several threads (the API) share one pause: the last to end
+    puts the collector back as the first found it."""
+    global _pauses, _enable_after
+    with _pause_lock:
+        if _pauses == 0:
+            _enable_after = gc.isenabled()
+            gc.disable()
+        _pauses += 1
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _enable_after:
+                gc.enable()
 
 
 def _read(
-    text: str, filename: str, line_offset: int, buffer_types: dict[str, ir.Type] | None, ends_mid_line: bool
+    text: str, filename: str, line_offset: int, buffer_types: dict[str, ir.Type] | None, ends_mid_line: bool,
+    last_try: bool,
 ) -> tuple[ir.Stmt | ir.Module, tuple[int, ...]]:
+    """Read ``text``; a reader that runs out of stack on the first of two
+    tries raises (``_parse`` tries again deeper), on the last leaves the
+    text to Lark."""
     try:
         tree = parse_tree(text)
     except (Unhandled, RecursionError) as exc:
-        if isinstance(exc, RecursionError) and not on_deep_stack():
-            raise  # read again on a deep stack (_parse)
+        if isinstance(exc, RecursionError) and not last_try:
+            raise
         # Lark reads what the fast reader does not, and words every syntax error.
         from lark.exceptions import UnexpectedInput
 

@@ -1,15 +1,19 @@
 """A schedule's ``(repeat N S...)`` run round by round, to its fixpoint.
 
 egglog runs ``(repeat N S...)`` N times even after a round has changed
-nothing. Such a round leaves the e-graph as it found it, so every later
-round would too: the rest are wasted. The default schedule repeats 20
-rounds, and most programs reach their fixpoint in a handful (the AMX
-matmul in 5: three quarters of its saturation time went to rounds that
-changed nothing). The egglog child (select/eqsat_child.py) runs a top-level
-``(run-schedule ...)`` one part at a time with ``schedule_parts``, and a
-repeat one round at a time until a round reports no update; the e-graph it
-ends with, and so every extraction, is the one egglog's own repeat would
-leave.
+nothing. A round that reports no update added nothing to the database,
+and egglog matches each rule against what is new since that rule last
+ran: in a plain schedule (``_plain``: runs of rulesets, repeat, saturate,
+seq) every later round finds nothing to do either, and the rest are
+wasted. The default schedule repeats 20 rounds, and most programs reach
+their fixpoint in a handful (the AMX matmul in 5: three quarters of its
+saturation time went to rounds that changed nothing). The egglog child
+(select/eqsat_child.py) runs a plain top-level ``(run-schedule ...)`` one
+part at a time with ``schedule_parts``, and a repeat one round at a time
+until a round reports no update; the e-graph it ends with, and so every
+extraction, is the one egglog's own repeat would leave. Anything else
+(``:until``, which reads the whole database; a ``let-scheduler``, whose
+state the parts share) runs as written.
 
 This module reads text only (the child imports it; it loads nothing).
 """
@@ -25,7 +29,8 @@ def schedule_parts(form: str) -> list[tuple[str, int]] | None:
     rounds it may take (a repeat's count, the repeat itself taken away;
     1 for anything else). Each part is ``form`` with everything else blanked
     (newlines kept), so that egglog's positions stay those of the file.
-    None for any other form, or one this does not read."""
+    None for any other form, for one this does not read, and for a schedule
+    that is not plain (``_plain``): egglog runs those as written."""
     if not form.lstrip().startswith("(run-schedule"):
         return None  # a rule, a store, a check: not read character by character
     spans = _spans(form)
@@ -33,6 +38,8 @@ def schedule_parts(form: str) -> list[tuple[str, int]] | None:
         return None
     start, end, children = spans
     if len(children) < 2 or _atom(form, children[0]) != "run-schedule":
+        return None
+    if not all(_plain(form, child) for child in children[1:]):
         return None
     head_end = children[0][1]
     parts = []
@@ -91,9 +98,42 @@ def _atom(text: str, span: _Span) -> str | None:
     return None if children or text[start] == "(" else text[start:end]
 
 
+_COMBINATORS = {"repeat": 1, "saturate": 0, "seq": 0}
+"""The combinators a plain schedule is made of, with how many counts come
+before their schedules."""
+
+
+def _plain(text: str, span: _Span) -> bool:
+    """Whether a schedule is made of ``(run RULESET)``, ``repeat``,
+    ``saturate`` and ``seq`` only (the schedules rules.py's
+    ``check_schedule`` lets a schedule file hold). Only for such a schedule
+    does a round that adds nothing mean a fixpoint: egglog matches a rule
+    against what is new since it last ran, so a round that added nothing
+    leaves the next nothing to match. A schedule that reads the whole
+    database (``:until``), or that keeps state across its parts (a
+    ``let-scheduler`` and its ``run-with``), is run as written."""
+    children = span[2]
+    if not children:
+        return False
+    head = _atom(text, children[0])
+    if head == "run":
+        return len(children) == 2 and _name(text, children[1])
+    if head not in _COMBINATORS:
+        return False
+    counts = _COMBINATORS[head]
+    if len(children) < 2 + counts or any(_count(text, c) is None for c in children[1:1 + counts]):
+        return False
+    return all(_plain(text, child) for child in children[1 + counts:])
+
+
+def _name(text: str, span: _Span) -> bool:
+    atom = _atom(text, span)
+    return atom is not None and not atom.startswith(":")
+
+
 def _count(text: str, span: _Span) -> int | None:
     atom = _atom(text, span)
-    return int(atom) if atom is not None and atom.isdigit() and len(atom) <= 18 else None
+    return int(atom) if atom is not None and atom.isascii() and atom.isdigit() and len(atom) <= 18 else None
 
 
 def _blank_except(text: str, kept: tuple[tuple[int, int], ...]) -> str:

@@ -231,3 +231,19 @@ def test_a_run_of_spaces_is_skipped_at_once_as_larks_lexer_skips_it(spaces: int)
     # reader must not read it as one (it leaves such text to Lark).
     _check(f"allocate a[int32{gap}* 16]\nfree a\n")
     assert not _check(f"f(x{gap}`)\n")  # no terminal after the run: Lark's syntax error
+
+
+def test_deep_text_is_left_to_lark_where_no_deep_stack_can_be_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a tight ``ulimit -v`` no deep thread starts and the retry runs
+    where it was called: the fast reader runs out of stack again, and Lark
+    reads the text, as before the retry existed (found by review)."""
+    import hardboiled.support.deep as deep
+    from hardboiled.frontend.parse import parse_input
+
+    def no_thread(run: object, limit: dict[str, int]) -> None:
+        limit["frames"] = sys.getrecursionlimit()
+
+    monkeypatch.setattr(deep, "_start", no_thread)
+    depth = 300
+    parsed = parse_input("a[0] = f(" + "(" * depth + "x" + " + 1)" * depth + ")\n")
+    assert parsed.kind == "stmt"
