@@ -20,7 +20,7 @@ exceptions) matches Lark's contextual lexer.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from lark.common import LexerConf
@@ -70,14 +70,12 @@ def scanner_table(conf: LexerConf) -> dict[str, Any]:
     every way of cutting a run of spaces into runs where the text after it
     reads as no terminal: exponential in its length.)"""
     lexer = HalideLexer(conf)
-    skip = f"(?:{'|'.join(lexer.ignore)})"
-    skipped = re.compile(skip)
-    space_led = [t.pattern.to_regexp() for t in lexer.scanned
-                 if _may_start_with(t.pattern.to_regexp(), lambda c: skipped.match(c) is not None)]
     characters = _run_of_characters(lexer.ignore)
     if characters is None:
-        prefix = f"{skip}*?"  # what Lark skips, as Lark does
+        prefix = f"(?:{'|'.join(lexer.ignore)})*?"  # what Lark skips, as Lark does
     else:
+        space_led = [t.pattern.to_regexp() for t in lexer.scanned
+                     if _may_start_with(t.pattern.to_regexp(), characters)]
         one = "[" + "".join(f"\\x{ord(c):02x}" for c in sorted(characters)) + "]"
         prefix = f"(?>(?!{'|'.join(space_led)}){one}+)?" if space_led else f"{one}*+"
     return {
@@ -118,21 +116,21 @@ def _run_of_characters(patterns: list[str]) -> set[str] | None:
     return characters or None
 
 
-def _may_start_with(regex: str, test: Callable[[str], bool]) -> bool:
-    """Whether a match of ``regex`` may start with a character for which
-    ``test`` holds (or be empty). Anything this does not follow counts as
-    yes: a wrong yes only costs speed, a wrong no would change the scan."""
+def _may_start_with(regex: str, characters: set[str]) -> bool:
+    """Whether a match of ``regex`` may start with one of ``characters`` (or
+    be empty). Anything this does not follow counts as yes: a wrong yes
+    only costs speed, a wrong no would change the scan."""
     from re import _constants as sre
     from re import _parser
 
     def starts(items: Any) -> bool | None:
         """True or False as the sequence's first character may or may not
-        pass ``test``; None if the sequence may match nothing."""
+        be one of ``characters``; None if the sequence may match nothing."""
         for op, argument in items:
             if op is sre.LITERAL:
-                return test(chr(argument))
+                return chr(argument) in characters
             if op is sre.IN:
-                return any(_set_may_hold(member, value, test) for member, value in argument)
+                return any(_set_may_hold(member, value, characters) for member, value in argument)
             if op is sre.SUBPATTERN:
                 first = starts(argument[-1])
             elif op is sre.BRANCH:
@@ -153,16 +151,30 @@ def _may_start_with(regex: str, test: Callable[[str], bool]) -> bool:
     return starts(_parser.parse(regex)) is not False
 
 
-def _set_may_hold(member: Any, value: Any, test: Callable[[str], bool]) -> bool:
+def _set_may_hold(member: Any, value: Any, characters: set[str]) -> bool:
+    """Whether one member of a character set (``[...]``) may match one of
+    ``characters``."""
     from re import _constants as sre
 
     if member is sre.LITERAL:
-        return test(chr(value))
+        return chr(value) in characters
     if member is sre.RANGE:
-        return any(test(chr(code)) for code in range(value[0], min(value[1], 0x2FF) + 1)) or value[1] > 0x2FF
-    if member is sre.CATEGORY:
-        return value not in (sre.CATEGORY_DIGIT, sre.CATEGORY_WORD)
+        return any(value[0] <= ord(c) <= value[1] for c in characters)
+    if member is sre.CATEGORY and value in _CATEGORIES:
+        return any(re.fullmatch(_CATEGORIES[value], c) for c in characters)
     return True  # a negated set, or what this does not follow
+
+
+def _categories() -> dict[Any, str]:
+    from re import _constants as sre
+
+    return {sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_NOT_DIGIT: r"\D", sre.CATEGORY_SPACE: r"\s",
+            sre.CATEGORY_NOT_SPACE: r"\S", sre.CATEGORY_WORD: r"\w", sre.CATEGORY_NOT_WORD: r"\W"}
+
+
+_CATEGORIES = _categories()
+"""The classes ``\\d``, ``\\s``, ``\\w`` and their complements, as
+``re`` parses them, and as patterns that test one character."""
 
 
 class HalideLexer(Lexer):

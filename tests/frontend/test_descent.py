@@ -210,14 +210,23 @@ def test_the_collector_is_back_on_after_a_syntax_error() -> None:
 @pytest.mark.parametrize(("regex", "may"), [
     (r"\ \*\ ", True), (r"[A-Za-z_][A-Za-z0-9_]*", False), (r"(\r?\n[\t \f]*)+", False), (r"-?\d+", False),
     (r"a?\s", True), (r"(?= )x", False), (r"[^x]", True), (r"x*", True), (r"(?:foo|\sbar)", True),
-    (r"\w+", False), (r"\S", True),
+    (r"\w+", False), (r"\S", False), (r"\s", True), (r"[^ ]", True), (r"[\t-\r]", True), (r"[a-z\d]", False),
 ])
 def test_which_terminals_may_start_with_a_space(regex: str, may: bool) -> None:
     """The scanner skips a run of spaces at once except before these
     (frontend/lexer.py); a wrong "no" would change what it reads."""
     from hardboiled.frontend.lexer import _may_start_with
 
-    assert _may_start_with(regex, lambda c: c in " \t\f") is may
+    assert _may_start_with(regex, {" ", "\t", "\f"}) is may
+
+
+def test_which_terminals_may_start_with_other_characters() -> None:
+    """The classes are tested on the characters asked about, not assumed
+    to be about spaces."""
+    from hardboiled.frontend.lexer import _may_start_with
+
+    assert _may_start_with(r"\d+", {"7"}) and _may_start_with(r"\w", {"_"}) and not _may_start_with(r"\D", {"7"})
+    assert _may_start_with(r"[\d]", {"\u0663"}) and not _may_start_with(r"\s", {"x"})
 
 
 @pytest.mark.parametrize("spaces", [1, 2, 40, 5000])
