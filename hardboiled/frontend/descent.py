@@ -109,8 +109,7 @@ class _Reader:
         end = self.ends[self.index]
         token = _new_str(Token, value)
         token.type, token.start_pos, token.end_pos, token.lines = self.kind, end - len(value), end, self.lines
-        index = self.index = self.index + 1
-        self.kind, self.value = self.kinds[index], self.values[index]
+        self.advance()
         return token
 
     def expect(self, kind: str) -> None:

@@ -98,9 +98,10 @@ def _atom(text: str, span: _Span) -> str | None:
     return None if children or text[start] == "(" else text[start:end]
 
 
-_COMBINATORS = {"repeat": 1, "saturate": 0, "seq": 0}
-"""The combinators a plain schedule is made of, with how many counts come
-before their schedules."""
+COMBINATORS = {"repeat": 1, "saturate": 0, "seq": 0}
+"""The combinators a plain schedule is made of (and a schedule file may
+use: rules.py's ``check_schedule``), with how many counts come before
+their schedules."""
 
 
 def _plain(text: str, span: _Span) -> bool:
@@ -118,9 +119,9 @@ def _plain(text: str, span: _Span) -> bool:
     head = _atom(text, children[0])
     if head == "run":
         return len(children) == 2 and _name(text, children[1])
-    if head not in _COMBINATORS:
+    if head not in COMBINATORS:
         return False
-    counts = _COMBINATORS[head]
+    counts = COMBINATORS[head]
     if len(children) < 2 + counts or any(_count(text, c) is None for c in children[1:1 + counts]):
         return False
     return all(_plain(text, child) for child in children[1 + counts:])

@@ -25,6 +25,7 @@ from hardboiled.select.eqsat import (
 )
 from hardboiled.select.extract import ScopeGroup
 from hardboiled.select.facts import amx_facts, wmma_facts
+from hardboiled.select.rounds import COMBINATORS
 from hardboiled.select.rule_files import RULE_FILES as RULE_FILES  # re-exported
 from hardboiled.select.rule_files import rule_file_chunks
 from hardboiled.select.rule_files import rule_text as rule_text
@@ -110,9 +111,6 @@ def load_schedule(path: str | None, iterations: int | None) -> Schedule:
 
 _TOKEN_RE = re.compile(r"\s+|;[^\n]*|\(|\)|[^\s();]+")
 _COUNT_RE = re.compile(r"[0-9]{1,18}")
-_COMBINATORS = {"seq": 0, "saturate": 0, "repeat": 1}
-"""Schedule combinators a schedule file may use, with how many counts
-come before their schedules."""
 SCHEDULE_FORMS = ("(run-schedule S...) where S is (run RULESET), (repeat N S...), (saturate S...) or (seq S...); "
                   "(run RULESET N); N is a positive integer or @ITERATIONS@")
 
@@ -151,10 +149,10 @@ def _check_combinator(form: _Form, known: set[str], text: str, path: str) -> Non
     if head == "run":
         _check_run(form, known, text, path, top_level=False)
         return
-    if head not in _COMBINATORS or not isinstance(form.items, tuple):
+    if head not in COMBINATORS or not isinstance(form.items, tuple):
         raise _schedule_error(text, path, form.offset, "not a schedule: expected run, repeat, saturate or seq",
                               known)
-    counts = _COMBINATORS[head]
+    counts = COMBINATORS[head]
     rest = form.items[1 + counts:]
     for count in form.items[1:1 + counts]:
         _check_count(count, text, path)
