@@ -15,6 +15,8 @@ install: ## Create .venv and install hardboiled with its test tools
 	$(BIN)/pip install --quiet -e ".[dev]"
 	@# Bytecode now: an editable install run with PYTHONDONTWRITEBYTECODE would recompile every module each time.
 	$(BIN)/python -m compileall -q hardboiled > /dev/null
+	@# And the code of the dataclasses' methods, which every command otherwise compiles as it starts (support/dataclass_code.py).
+	$(BIN)/python -c 'from hardboiled.support import dataclass_code; dataclass_code.build()'
 	@# The manual page where man finds it beside .venv/bin: man hardboiled, with .venv/bin on PATH.
 	install -D -m 644 docs/hardboiled.1 $(VENV)/share/man/man1/hardboiled.1
 

@@ -7,7 +7,10 @@ both are imported on first use, so that ``import hardboiled`` stays cheap.
 
 from __future__ import annotations
 
+from hardboiled.support import dataclass_code
 from hardboiled.support.version import VERSION
+
+dataclass_code.install()  # before any of the package's classes: their methods' code is kept (support/dataclass_code.py)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (20 ms at every start)
 if TYPE_CHECKING:
