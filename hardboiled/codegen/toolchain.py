@@ -11,8 +11,9 @@
 * CUDA: ``compile_cuda`` runs ``nvcc`` (``$NVCC`` or the one on PATH) to
   PTX or a cubin for one ``sm_XX`` architecture, sm_75 or newer (CUDA 13
   rejects Volta); its failures are ``ToolchainError`` too.
-* ``run_kernel`` loads a built shared library with ctypes and calls the
-  kernel on ``BufferT`` buffers (the ones the interpreter uses).
+* verify/run.py's ``run_kernel`` loads a built shared library with ctypes
+  and calls the kernel on ``BufferT`` buffers (the ones the interpreter
+  uses); ``--run`` calls it in a child (verify/kernel_call.py).
 """
 
 from __future__ import annotations

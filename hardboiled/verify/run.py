@@ -14,7 +14,9 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
 
 from hardboiled import ir
 from hardboiled.codegen.abi import (
@@ -28,6 +30,7 @@ from hardboiled.codegen.toolchain import ToolchainError, compile_c, cpu_has_amx,
 from hardboiled.ir.buffers import scalar_params
 from hardboiled.support import children
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
+from hardboiled.verify import kernel_call
 from hardboiled.verify.compare import (
     DEFAULT_SEED,
     ORIGINAL,
@@ -41,80 +44,53 @@ from hardboiled.verify.divergence import divergence
 from hardboiled.verify.inputs import DEFAULT_OUTPUT_EXTENTS, make_buffers, scalar_draws
 from hardboiled.verify.interp import INTERPRETER_TIMEOUT_S, BufferT, time_limit
 
-if TYPE_CHECKING:
-    import numpy as np
+
+def plain_arguments(arguments: list[KernelArgument]) -> list[kernel_call.Argument]:
+    """The kernel's arguments as verify/kernel_call.py takes them."""
+    def kind(t: ir.Type) -> str:
+        return "f" if t.is_float else "u" if t.code is ir.TypeCode.UINT else "i"
+
+    return [(a.buffer, a.scalar, kind(a.type), a.type.bits, HALIDE_TYPE_CODES[a.type.code], a.dimensions)
+            for a in arguments]
 
 
-class HalideType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+def _address(buf: BufferT) -> kernel_call.Buffer:
+    return buf.data.ctypes.data, buf.mins, buf.extents, buf.strides
 
 
-class HalideDimension(ctypes.Structure):
-    _fields_ = [("min", ctypes.c_int32), ("extent", ctypes.c_int32), ("stride", ctypes.c_int32),
-                ("flags", ctypes.c_uint32)]
+def _addresses(buffers: Mapping[str, BufferT]) -> dict[str, kernel_call.Buffer]:
+    return {name: _address(buf) for name, buf in buffers.items()}
 
 
-class HalideBuffer(ctypes.Structure):
-    """halide_buffer_t, as HalideRuntime.h lays it out."""
-
-    _fields_ = [("device", ctypes.c_uint64), ("device_interface", ctypes.c_void_p), ("host", ctypes.c_void_p),
-                ("flags", ctypes.c_uint64), ("type", HalideType), ("dimensions", ctypes.c_int32),
-                ("dim", ctypes.POINTER(HalideDimension)), ("padding", ctypes.c_void_p)]
+HalideBuffer = kernel_call.HalideBuffer
+HalideDimension = kernel_call.HalideDimension
+HalideType = kernel_call.HalideType
 
 
-def halide_buffer(buf: BufferT, argument: KernelArgument) -> HalideBuffer:
+def halide_buffer(buf: BufferT, argument: KernelArgument) -> kernel_call.HalideBuffer:
     """A halide_buffer_t describing ``buf`` (which must outlive it)."""
-    dims = (HalideDimension * max(1, len(buf.extents)))(
-        *(HalideDimension(m, e, s, 0) for m, e, s in zip(buf.mins, buf.extents, buf.strides)))
-    result = HalideBuffer(0, None, buf.data.ctypes.data, 0,
-                          HalideType(HALIDE_TYPE_CODES[argument.type.code], argument.type.bits, 1),
-                          len(buf.extents), dims, None)
-    result._dims = dims  # kept alive with the struct
-    return result
+    return kernel_call.halide_buffer(_address(buf), plain_arguments([argument])[0])
 
 
 def scalar_argument(argument: KernelArgument, value: Any) -> object:
     """A scalar param's value as the C type the kernel takes it in."""
-    t = argument.type
-    if t.is_float:
-        return (ctypes.c_double if t.bits == 64 else ctypes.c_float)(float(value))
-    c_int = {8: ctypes.c_int8, 16: ctypes.c_int16, 32: ctypes.c_int32, 64: ctypes.c_int64}
-    c_uint = {1: ctypes.c_bool, 8: ctypes.c_uint8, 16: ctypes.c_uint16, 32: ctypes.c_uint32, 64: ctypes.c_uint64}
-    return (c_uint if t.code is ir.TypeCode.UINT else c_int)[t.bits](int(value))
+    return kernel_call.scalar_argument(plain_arguments([argument])[0], value)
 
 
 def run_kernel(library: Path, function: str, arguments: list[KernelArgument], buffers: dict[str, BufferT],
                scalars: Mapping[str, Any] | None = None) -> int:
     """Call the kernel's halide_buffer_t entry point ``function`` on
-    ``buffers`` and ``scalars`` (in ``arguments`` order)."""
-    kernel = getattr(ctypes.CDLL(str(library)), function)
-    kernel.restype = ctypes.c_int
-    args: list[object] = []
-    for a in arguments:
-        if a.scalar:
-            args.append(scalar_argument(a, (scalars or {})[a.buffer]))
-        else:
-            struct = halide_buffer(buffers[a.buffer], a)
-            args.append(ctypes.byref(struct))
-    return int(kernel(*args))
+    ``buffers`` and ``scalars`` (in ``arguments`` order), in this process."""
+    return kernel_call.call_entry(ctypes.CDLL(str(library)), "halide_buffer_t", function,
+                                  plain_arguments(arguments), _addresses(buffers), scalars or {})
 
 
-def run_raw_kernel(library: Path, function: str, arguments: list[KernelArgument],
-                   buffers: dict[str, BufferT], scalars: Mapping[str, Any] | None = None) -> int:
-    """Call the kernel's raw entry point (``function``_raw) on ``buffers``
-    and ``scalars``."""
-    kernel = getattr(ctypes.CDLL(str(library)), raw_entry_point(function))
-    kernel.restype = ctypes.c_int
-    args: list[object] = []
-    for argument in arguments:
-        if argument.scalar:
-            args.append(scalar_argument(argument, (scalars or {})[argument.buffer]))
-            continue
-        buf = buffers[argument.buffer]
-        args.append(ctypes.c_void_p(buf.data.ctypes.data))
-        for d in range(argument.dimensions):
-            args.extend(ctypes.c_int32(v) for v in (buf.mins[d], buf.extents[d], buf.strides[d]))
-    return int(kernel(*args))
+ENTRY_POINT_NAMES = ("raw", "halide_buffer_t")
+"""The entry points --run calls, in order (verify/kernel_call.py's ``ENTRY_POINTS``)."""
+
+
+def entry_symbol(entry: str, function: str) -> str:
+    return raw_entry_point(function) if entry == "raw" else function
 
 
 def calls_on_verification_inputs(original: ir.Stmt, rewritten: ir.Stmt, seed: int = DEFAULT_SEED,
@@ -133,10 +109,8 @@ def calls_on_verification_inputs(original: ir.Stmt, rewritten: ir.Stmt, seed: in
     return calls
 
 
-ENTRY_POINTS = {"raw": run_raw_kernel, "halide_buffer_t": run_kernel}
-"""How each entry point of a kernel is called, by name."""
 KERNEL_TIMEOUT_S = 120.0
-"""How long the generated code may run on the verification inputs."""
+"""How long each entry point of the generated code may run on the verification inputs."""
 KERNEL_MEMORY_MB = 4096
 """The address space the child running the generated code may use."""
 
@@ -153,30 +127,65 @@ def run_isolated(entry: str, library: Path, function: str, arguments: list[Kerne
     time and memory limit, and bring its outputs back into ``buffers``.
     A kernel that writes out of bounds or overflows its stack then kills
     the child, not hardboiled, and is reported with its signal."""
+    (outcome,) = run_in_child(library, function, arguments, [(entry, buffers)], scalars)
+    if isinstance(outcome, KernelCrashed):
+        raise outcome
+    return outcome
+
+
+def run_in_child(library: Path, function: str, arguments: list[KernelArgument],
+                 calls: list[tuple[str, dict[str, BufferT]]],
+                 scalars: Mapping[str, Any] | None = None) -> list[int | KernelCrashed]:
+    """Call each ``(entry point, buffers)`` of ``calls`` in turn, in one child
+    process (verify/kernel_call.py), and bring each call's outputs back into
+    its buffers. Per call, in order: its status, or how it was lost (the
+    child crashed or ran out of time during it, so no later call ran
+    either). A library the child cannot load is a ToolchainError."""
+    values = {name: _plain_number(value) for name, value in (scalars or {}).items()}
+    plain = plain_arguments(arguments)
+    header = [(entry, entry_symbol(entry, function), plain,
+               [(name, buf.data.nbytes, buf.mins, buf.extents, buf.strides) for name, buf in buffers.items()], values)
+              for entry, buffers in calls]
     with children.temporary_directory("hardboiled-kernel-") as tmp:
-        request, answer = tmp / "request.pickle", tmp / "answer.pickle"
-        values = {name: _plain_number(value) for name, value in (scalars or {}).items()}
-        request.write_bytes(pickle.dumps((entry, str(library), function, arguments, buffers, values)))
+        request = tmp / "request"
+        with open(request, "wb") as stream:
+            pickle.dump((str(library), header), stream)
+            for _, buffers in calls:
+                for buf in buffers.values():
+                    stream.write(np.ascontiguousarray(buf.data).view(np.uint8).data)
+        command = [sys.executable, "-I", "-S", kernel_call.__file__, str(request), str(tmp)]
         try:
-            proc = children.run([sys.executable, "-m", "hardboiled.verify.run", str(request), str(answer)],
-                                KERNEL_TIMEOUT_S, setup=(children.memory_limit(KERNEL_MEMORY_MB),))
+            proc: subprocess.CompletedProcess[str] | None = children.run(
+                command, KERNEL_TIMEOUT_S * len(calls), setup=(children.memory_limit(KERNEL_MEMORY_MB),))
         except subprocess.TimeoutExpired:
-            raise KernelCrashed(Diagnostic(
-                "error", f"the generated kernel's {entry} entry point did not finish within {KERNEL_TIMEOUT_S:g} s",
-            )) from None
-        if proc.returncode == _CANNOT_LOAD:
+            proc = None
+        if proc is not None and proc.returncode == kernel_call.CANNOT_LOAD:
             raise ToolchainError(Diagnostic("error", f"the built kernel '{library.name}' cannot be loaded",
                                             notes=(proc.stderr.strip()[-500:],)))
-        if proc.returncode != 0 or not answer.exists():
-            raise KernelCrashed(Diagnostic("error", f"the generated kernel's {entry} entry point "
-                                           + _how_it_ended(proc.returncode, proc.stderr),
-                                           notes=("the code ran in a child process, which alone was lost; "
-                                                  "this is a bug in the generated code, or a buffer too large "
-                                                  f"for the {KERNEL_MEMORY_MB} MB the child may use",)))
-        status, results = pickle.loads(answer.read_bytes())
-    for name, data in results.items():
-        buffers[name].data[...] = data
-    return int(status)
+        outcomes: list[int | KernelCrashed] = []
+        for index, (entry, buffers) in enumerate(calls):
+            answer = Path(kernel_call.answer_path(str(tmp), index))
+            if not answer.exists():
+                outcomes.extend(_lost(entry, proc) for entry, _ in calls[index:])
+                break
+            with open(answer, "rb") as stream:
+                outcomes.append(int(pickle.load(stream)))
+                for buf in buffers.values():
+                    data = np.frombuffer(stream.read(buf.data.nbytes), dtype=buf.data.dtype)
+                    buf.data[...] = data.reshape(buf.data.shape)
+    return outcomes
+
+
+def _lost(entry: str, proc: subprocess.CompletedProcess[str] | None) -> KernelCrashed:
+    """What to say of a call that left no answer."""
+    if proc is None:
+        return KernelCrashed(Diagnostic(
+            "error", f"the generated kernel's {entry} entry point did not finish within {KERNEL_TIMEOUT_S:g} s"))
+    return KernelCrashed(Diagnostic("error", f"the generated kernel's {entry} entry point "
+                                    + _how_it_ended(proc.returncode, proc.stderr),
+                                    notes=("the code ran in a child process, which alone was lost; "
+                                           "this is a bug in the generated code, or a buffer too large "
+                                           f"for the {KERNEL_MEMORY_MB} MB the child may use",)))
 
 
 def _plain_number(value: Any) -> Any:
@@ -194,25 +203,6 @@ def _how_it_ended(returncode: int, stderr: str) -> str:
         return f"crashed ({name})"
     last = stderr.strip().splitlines()[-1:] or ["no message"]
     return f"failed (exit status {returncode}: {last[0][:200]})"
-
-
-_CANNOT_LOAD = 3
-"""The child's exit status when the library it was given cannot be loaded
-(a compiler that wrote a broken shared object, a missing symbol): a
-toolchain failure, not a crash of the generated code."""
-
-
-def _child_main(request: str, answer: str) -> None:
-    """In the child: call the entry point, write its status and outputs."""
-    entry, library, function, arguments, buffers, scalars = pickle.loads(Path(request).read_bytes())
-    try:
-        getattr(ctypes.CDLL(library), function)
-    except (OSError, AttributeError) as exc:  # not a shared object, or not the one generated for this kernel
-        sys.stderr.write(f"{exc}\n")
-        sys.exit(_CANNOT_LOAD)
-    status = ENTRY_POINTS[entry](Path(library), function, arguments, buffers, scalars)
-    results = {name: buf.data for name, buf in buffers.items()}
-    Path(answer).write_bytes(pickle.dumps((status, results)))
 
 
 def run_generated_c(original: ir.Stmt, rewritten: ir.Stmt, source: str, *, cc: str | None = None,
@@ -259,9 +249,12 @@ def run_built_kernel(original: ir.Stmt, rewritten: ir.Stmt, library: Path, funct
                                                              poison_seed(seed, ORIGINAL), run.scalars)
     arguments = kernel_signature(rewritten, order)
     result = VerificationResult(seed, ())
-    for entry in ENTRY_POINTS:
-        actual = copy.deepcopy(buffers)
-        status = run_isolated(entry, library, function, arguments, actual, run.scalars)
+    # Each entry point on its own copy of the inputs, in one child; the
+    # first that goes wrong is what is reported.
+    calls = [(entry, copy.deepcopy(buffers)) for entry in ENTRY_POINT_NAMES]
+    for (entry, actual), status in zip(calls, run_in_child(library, function, arguments, calls, run.scalars)):
+        if isinstance(status, KernelCrashed):
+            raise status
         if status != 0:
             return VerificationResult(seed, (), f"the generated kernel's {entry} entry point returned {status} "
                                                 "(a failed check)")
@@ -270,6 +263,3 @@ def run_built_kernel(original: ir.Stmt, rewritten: ir.Stmt, library: Path, funct
             return result
     return result
 
-
-if __name__ == "__main__":  # python -m hardboiled.verify.run REQUEST ANSWER (run_isolated's child)
-    _child_main(sys.argv[1], sys.argv[2])
