@@ -106,11 +106,40 @@ def _compile(name: str, data: bytes | None, options: CompileOptions, read_error:
     return result
 
 
+ACCELERATOR_MEMORY = (b"AMXTile", b"WMMAAccumulator")
+"""What an input that will need equality saturation names (or --store-in does)."""
+
+
 def _will_saturate(data: bytes, options: CompileOptions) -> bool:
     """Whether this input is likely to need equality saturation: it names
     accelerator memory, or --store-in does (a wrong guess costs a child
     process started for nothing, or one started later)."""
-    return bool(options.selection.store_in) or b"AMXTile" in data or b"WMMAAccumulator" in data
+    return bool(options.selection.store_in) or any(memory in data for memory in ACCELERATOR_MEMORY)
+
+
+def prestart_for_command_line(args: list[str]) -> None:
+    """Start the egglog child on the rule files before the command line
+    loads (click and the options take 50 ms, the child's start and rules
+    about as long again): for a compile, in this process (no ``-j``), of a
+    file that names accelerator memory. ``_compile`` then finds it started;
+    a compile the cache answers, or one whose options differ from the
+    defaults the child was started with, lets it go (select/eqsat.py)."""
+    import mmap
+
+    if any(arg.startswith(("-j", "--jobs")) for arg in args):
+        return
+    for arg in args:
+        if arg.startswith("-") or not os.path.isfile(arg):
+            continue
+        try:
+            with open(arg, "rb") as stream, mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                if any(data.find(memory) >= 0 for memory in ACCELERATOR_MEMORY):
+                    from hardboiled.select.rule_files import prestart_rules
+
+                    prestart_rules()
+                    return
+        except (OSError, ValueError):  # unreadable, or empty (mmap refuses 0 bytes): the compile says so
+            continue
 
 
 def _take_state(c: Compilation, result: FileResult) -> None:
