@@ -117,16 +117,26 @@ def _will_saturate(data: bytes, options: CompileOptions) -> bool:
     return bool(options.selection.store_in) or any(memory in data for memory in ACCELERATOR_MEMORY)
 
 
+def _jobs(args: list[str]) -> str | None:
+    """The value of ``-j``/``--jobs`` on a command line, read without click."""
+    for index, arg in enumerate(args):
+        if arg in ("-j", "--jobs"):
+            return args[index + 1] if index + 1 < len(args) else ""
+        if arg.startswith(("--jobs=", "-j")):
+            return arg.removeprefix("--jobs=").removeprefix("-j")
+    return None
+
+
 def prestart_for_command_line(args: list[str]) -> None:
     """Start the egglog child on the rule files before the command line
     loads (click and the options take 50 ms, the child's start and rules
-    about as long again): for a compile, in this process (no ``-j``), of a
-    file that names accelerator memory. ``_compile`` then finds it started;
+    about as long again): for a compile, in this process (no ``-j`` but
+    ``-j 1``), of a file that names accelerator memory. ``_compile`` then finds it started;
     a compile the cache answers, or one whose options differ from the
     defaults the child was started with, lets it go (select/eqsat.py)."""
     import mmap
 
-    if any(arg.startswith(("-j", "--jobs")) for arg in args):
+    if _jobs(args) not in (None, "1"):
         return
     for arg in args:
         if arg.startswith("-") or not os.path.isfile(arg):

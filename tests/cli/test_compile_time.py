@@ -246,6 +246,9 @@ def test_a_sigterm_as_the_command_restores_its_handler_ends_it_as_terminated(mon
     (["{plain}", "-o", "{out}"], False),  # nothing to saturate: no child
     (["{marked}", "-j", "2"], False),  # the workers start their own
     (["{marked}", "--jobs=2"], False),
+    (["{marked}", "-j", "1"], True),  # in this process
+    (["-j1", "{marked}"], True),
+    (["{marked}", "-j0"], False),  # a worker per core
     (["-"], False),
     (["{empty}"], False),
 ])
