@@ -30,7 +30,7 @@ kept in bench/results/compile_time_dumps. ``--tree DIR`` measures another
 checkout of hardboiled (``git worktree add /tmp/before REV``) with this
 script's inputs, for before/after figures.
 
-    .venv/bin/python bench/compile_time.py [--tree DIR] [--repeat N] [--parts p1,p2,p2s,batch,p3,parse]
+    .venv/bin/python bench/compile_time.py [--tree DIR] [--repeat N] [--parts p1,p2,p2s,batch,p3,p3j,parse]
         [--loop-taps 16,...] [--unrolled-taps 64,...,4096]
 """
 
@@ -337,6 +337,18 @@ def p3(tree: Path, loop_taps: tuple[int, ...] = LOOP_TAPS, unrolled_taps: tuple[
     return curves
 
 
+def p3_side_by_side(tree: Path, taps: int) -> dict[str, Any]:
+    """The largest unrolled conv1d again with ``-j 0`` (one job per core):
+    one input, its scopes saturated side by side where the tree can."""
+    source = dump(f"conv1d-unrolled-k{taps}")
+    with tempfile.TemporaryDirectory() as tmp:
+        command, env = hardboiled(tree, "compile", str(source), "--store-in", "conv=WMMAAccumulator", "--no-cache",
+                                  "-q", "-j", "0", "--emit", "cuda", "-o", f"{tmp}/o.cu")
+        run = measure(command, env)
+    return {"taps": taps, "jobs": os.cpu_count(), "seconds": run["seconds"], "peak_mib": run["peak_mib"],
+            "outcome": outcome(run)}
+
+
 _PARSE_ALL = (
     "import sys, time\n"
     "from hardboiled.frontend.parse import parse_input\n"
@@ -385,12 +397,28 @@ def _sizes(text: str) -> tuple[int, ...]:
     return tuple(int(taps) for taps in text.split(",") if taps)
 
 
+def _scaling(tree: Path, parts: set[str], args: argparse.Namespace, figures: dict[str, Any]) -> None:
+    """P3, and P3's largest unrolled size with -j 0."""
+    if "p3" in parts:
+        curves = figures["p3"] = p3(tree, _sizes(args.loop_taps), _sizes(args.unrolled_taps))
+        print("\nP3  conv1d scaling, whole compile (--emit cuda)")
+        for form, curve in curves.items():
+            print(f"  {form} (slope of log time on log statements: {_fmt(curve['slope'])})")
+            for r in curve["rows"]:
+                print(f"    k={r['taps']:<4} {r['statements']:>4} statements  {_fmt(r['seconds'], ' s'):>9}  "
+                      f"{_fmt(r['peak_mib'], ' MiB', 0):>9}  {r['outcome']}")
+    if "p3j" in parts:
+        f = figures["p3j"] = p3_side_by_side(tree, max(_sizes(args.unrolled_taps)))
+        print(f"\nP3  conv1d unrolled, k={f['taps']}, with -j 0 ({f['jobs']} jobs): {_fmt(f['seconds'], ' s')}  "
+              f"{_fmt(f['peak_mib'], ' MiB', 0)}  {f['outcome']}")
+
+
 def main() -> int:
     global TIMEOUT_S
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=ROOT, help="the hardboiled checkout to measure")
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure; medians are reported")
-    parser.add_argument("--parts", default="p2,p2s,batch,p1,p3,parse")
+    parser.add_argument("--parts", default="p2,p2s,batch,p1,p3,p3j,parse")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--loop-taps", default=",".join(map(str, LOOP_TAPS)),
                         help="P3's conv1d loop-form sizes (taps), comma-separated")
@@ -452,14 +480,7 @@ def main() -> int:
                   f"{_fmt(r['whole_ratio'], 'x', 3):>7}   | "
                   f"{_fmt(r['theirs_piece_s'], '', 3):>12} {_fmt(r['ours_piece_s'], '', 3):>14} "
                   f"{_fmt(r['piece_ratio'], 'x', 3):>9}")
-    if "p3" in parts:
-        curves = figures["p3"] = p3(tree, _sizes(args.loop_taps), _sizes(args.unrolled_taps))
-        print("\nP3  conv1d scaling, whole compile (--emit cuda)")
-        for form, curve in curves.items():
-            print(f"  {form} (slope of log time on log statements: {_fmt(curve['slope'])})")
-            for r in curve["rows"]:
-                print(f"    k={r['taps']:<4} {r['statements']:>4} statements  {_fmt(r['seconds'], ' s'):>9}  "
-                      f"{_fmt(r['peak_mib'], ' MiB', 0):>9}  {r['outcome']}")
+    _scaling(tree, parts, args, figures)
     if "parse" in parts:
         f = figures["parse"] = parsing(tree)
         print("\nParsing")

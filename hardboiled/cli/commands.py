@@ -279,7 +279,8 @@ def parse_command(input_path: str, stage: str | None, buffer_types: tuple[str, .
               "$XDG_CACHE_HOME/hardboiled or ~/.cache/hardboiled).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
-              help="Inputs compiled in parallel (0: one per CPU).")
+              help="Inputs compiled in parallel (0: one per CPU); with one input, egglog processes that "
+              "saturate its statements side by side.")
 @click.option("--report", "report_format", type=click.Choice(["text", "json"]), default="text",
               show_default=True,
               help="The summary on standard error: text (a table on a terminal) or JSON (schema: "
@@ -332,7 +333,10 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     _check_entry_point(entry_point, input_paths)
     selection = _selection_options(store_in, schedule_path, iterations, allow_fallback, egglog_timeout,
                                    egglog_memory, None if no_cache else str(cache_dir or _default_cache_dir()))
-    selection = dataclasses.replace(selection, verbose=verbose)
+    workers = jobs or (os.cpu_count() or 1)
+    # One input: -j's workers saturate its scopes side by side instead.
+    selection = dataclasses.replace(selection, verbose=verbose,
+                                    saturation_jobs=workers if len(input_paths) == 1 else 1)
     if selection.cache_dir is not None:
         _check_cache_directory(Path(selection.cache_dir))
     options = CompileOptions.from_flags(
@@ -345,7 +349,7 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
         verify_ir=verify_ir,
     )
     source_inputs = [_read_input(path) for path in input_paths]
-    results = _run_batch(source_inputs, options, jobs or (os.cpu_count() or 1), quiet)
+    results = _run_batch(source_inputs, options, workers, quiet)
     written = write_results(results, [name for name, _, _ in source_inputs], kinds, output_path,
                             diagnostics_format,
                             None if report_file is None else (report_file, reports_json(results)))

@@ -328,8 +328,13 @@ def run_egglog(
         if answer is not None:
             return _result(answer, time.perf_counter() - start)
         # A kept child that has gone (its thread ended, or killed from outside): a fresh one runs the whole program.
+    return _run_fresh(_spawn(memory_mb), chunks, roots, measure_size, scopes, deadline, timeout_s, memory_mb)
+
+
+def _run_fresh(proc: subprocess.Popen[bytes], chunks: list[ProgramChunk], roots: list[str], measure_size: bool,
+               scopes: tuple[Scope, ...], deadline: float, timeout_s: float, memory_mb: int) -> EqsatResult:
+    """The whole program in ``proc``, a child just started."""
     start = time.perf_counter()
-    proc = _spawn(memory_mb)
     try:
         answer = _ask(proc, _message(chunks, roots, measure_size, scopes), deadline, timeout_s, memory_mb, chunks)
     finally:
@@ -338,6 +343,95 @@ def run_egglog(
         _finish(proc)
     assert answer is not None
     return _result(answer, time.perf_counter() - start)
+
+
+def run_egglog_side_by_side(chunks: list[ProgramChunk], batches: list[tuple[Scope, ...]], *,
+                            timeout_s: float = DEFAULT_TIMEOUT_S,
+                            memory_mb: int = DEFAULT_MEMORY_MB) -> EqsatResult:
+    """Saturate each batch of scopes at the same time, each in a child of
+    its own: the first in the prestarted or kept child (``run_egglog``),
+    the others in fresh ones, which declare the shared chunks first. A
+    scope runs between ``(push)`` and ``(pop)`` on the shared chunks alone,
+    so the child that runs it changes nothing it extracts
+    (tests/select/test_side_by_side.py compares). The answer is the one a
+    single child running every batch in turn would give: terms and costs
+    in batch order, sizes and rounds added up. Each child has the whole
+    time and memory limit; where no second child or thread can be started,
+    the batches run in one."""
+    everything = tuple(scope for batch in batches for scope in batch)
+    if len(batches) > 1:
+        deadline = time.monotonic() + timeout_s
+        procs: list[subprocess.Popen[bytes]] = []
+        try:
+            for _ in batches[1:]:
+                procs.append(_spawn(memory_mb))
+        except OSError:  # no memory for another child now
+            _kill(procs)
+            for proc in procs:
+                _finish(proc)
+            procs = []
+        if procs:
+            return _side_by_side(chunks, batches, procs, deadline, timeout_s, memory_mb)
+    return run_egglog(chunks, [], timeout_s=timeout_s, memory_mb=memory_mb, scopes=everything)
+
+
+def _side_by_side(chunks: list[ProgramChunk], batches: list[tuple[Scope, ...]], procs: list[subprocess.Popen[bytes]],
+                  deadline: float, timeout_s: float, memory_mb: int) -> EqsatResult:
+    outcomes: list[EqsatResult | BaseException | None] = [None] * len(procs)
+
+    def saturate(index: int) -> None:
+        try:
+            outcomes[index] = _run_fresh(procs[index], chunks, [], True, batches[index + 1], deadline, timeout_s,
+                                         memory_mb)
+        except BaseException as exc:  # raised in the calling thread, below
+            outcomes[index] = exc
+
+    started: list[threading.Thread] = []
+    try:
+        for index in range(len(procs)):
+            thread = threading.Thread(target=saturate, args=(index,), name=f"hardboiled-egglog-{index + 1}",
+                                      daemon=True)
+            thread.start()
+            started.append(thread)
+    except RuntimeError:  # no memory for a thread now: one child runs every batch
+        _kill(procs)
+        for thread in started:
+            thread.join()
+        for proc in procs[len(started):]:
+            _finish(proc)
+        return run_egglog(chunks, [], timeout_s=timeout_s, memory_mb=memory_mb,
+                          scopes=tuple(scope for batch in batches for scope in batch))
+    try:
+        first = run_egglog(chunks, [], timeout_s=timeout_s, memory_mb=memory_mb, scopes=batches[0])
+    except BaseException:  # a limit, an interrupt: the other children must not outlive it
+        _kill(procs)
+        raise
+    finally:
+        for thread in started:
+            thread.join()
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return _merged([first, *(o for o in outcomes if isinstance(o, EqsatResult))])
+
+
+def _kill(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _merged(results: list[EqsatResult]) -> EqsatResult:
+    """Several children's answers as one child's: in order, sizes and
+    counts added up, flags or-ed."""
+    report: dict[str, Any] = {}
+    for result in results:
+        for key, value in result.run_report.items():
+            report[key] = (bool(report.get(key)) or value) if isinstance(value, bool) else report.get(key, 0) + value
+    sizes = [r.size for r in results]
+    size = EgraphSize(sum(s.nodes for s in sizes if s), sum(s.classes for s in sizes if s)) if all(sizes) else None
+    return EqsatResult(tuple(t for r in results for t in r.terms), tuple(c for r in results for c in r.costs), size,
+                       max(r.seconds for r in results), report)
 
 
 def _ask(proc: subprocess.Popen[bytes], message: bytes, deadline: float, timeout_s: float, memory_mb: int,

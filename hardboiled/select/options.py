@@ -46,6 +46,10 @@ class SelectionOptions:
     partial tiles at an output's edge (select/specialize.py). A store of
     one that cannot be lowered is a warning, and the copy stays in
     ordinary memory, computed as Halide computes it."""
+    saturation_jobs: int = 1
+    """How many egglog children may saturate an input's scopes side by
+    side (``-j`` with one input): each declares the rules, then runs its
+    share of the scopes; what they extract is what one child would."""
     rewrite_check: RewriteCheck | None = None
     """Run on every store selection lowers, before it is put in the
     program: a rewrite that fails it is a miss, never emitted."""

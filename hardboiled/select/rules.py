@@ -21,7 +21,7 @@ from hardboiled.select.eqsat import (
     EqsatResult,
     ProgramChunk,
     Scope,
-    run_egglog,
+    run_egglog_side_by_side,
 )
 from hardboiled.select.extract import ScopeGroup
 from hardboiled.select.facts import amx_facts, wmma_facts
@@ -252,6 +252,27 @@ def _scope(terms: list[str], group: ScopeGroup, schedule: Schedule) -> Scope:
                  tuple(f"$s{i}" for i in group.stores))
 
 
+def side_by_side(scopes: tuple[Scope, ...], jobs: int) -> list[tuple[Scope, ...]]:
+    """The scopes in at most ``jobs`` runs of consecutive scopes with about
+    as much program text each: what each child saturates."""
+    count = max(1, min(jobs, len(scopes)))
+    sizes = [sum(len(chunk.text) for chunk in scope.chunks) for scope in scopes]
+    total = sum(sizes) or 1
+    batches: list[tuple[Scope, ...]] = []
+    start = done = 0
+    for index, size in enumerate(sizes):
+        if len(batches) == count - 1:
+            break
+        done += size
+        # Close the batch here once it holds its share, or where every
+        # batch still to come needs one of the scopes left.
+        if done * count >= total * (len(batches) + 1) or len(scopes) - index - 1 == count - 1 - len(batches):
+            batches.append(scopes[start:index + 1])
+            start = index + 1
+    batches.append(scopes[start:])
+    return [batch for batch in batches if batch]
+
+
 def _in_term_order(result: EqsatResult, order: list[int]) -> EqsatResult:
     """Put back in term order what came back in scope order."""
     terms, costs = [""] * len(order), [0] * len(order)
@@ -273,13 +294,15 @@ def saturate(
     cache: ResultCache | None = None,
     window_shape: WMMAShape | None = None,
     groups: list[ScopeGroup] | None = None,
+    jobs: int = 1,
 ) -> EqsatResult:
     """Run the rules on the encoded stores; ``cache`` skips a run whose whole
     program was seen before. ``window_shape``: the fragment shape for
     sliding windows (the cost model's choice for these stores). ``groups``:
     the stores (indices into ``terms``, each extracted from one group)
     saturated in each (push)/(pop) scope; by default one scope holds them
-    all. The terms come back in the order of ``terms``."""
+    all. ``jobs``: how many egglog children may saturate the scopes side
+    by side. The terms come back in the order of ``terms``."""
     chunks = rule_chunks(window_shape)
     groups = groups if groups is not None else [ScopeGroup(tuple(range(len(terms))))]
     scopes = tuple(_scope(terms, group, schedule) for group in groups if group.stores)
@@ -287,7 +310,7 @@ def saturate(
     if cache is not None and (cached := _cached_result(cache, key)) is not None:
         return cached
     result = _run_scopes(chunks, scopes, [i for group in groups for i in group.stores], schedule,
-                         timeout_s, memory_mb)
+                         timeout_s, memory_mb, jobs)
     if cache is not None:
         _remember(cache, key, result)
     return result
@@ -316,12 +339,13 @@ def _remember(cache: ResultCache, key: str, result: EqsatResult) -> None:
 
 
 def _run_scopes(chunks: list[ProgramChunk], scopes: tuple[Scope, ...], order: list[int], schedule: Schedule,
-                timeout_s: float, memory_mb: int) -> EqsatResult:
-    """Saturate each scope in an egglog child; the terms come back in term
-    order (``order``: the term of each extracted root, in scope order)."""
+                timeout_s: float, memory_mb: int, jobs: int = 1) -> EqsatResult:
+    """Saturate each scope in an egglog child (up to ``jobs`` children side
+    by side); the terms come back in term order (``order``: the term of
+    each extracted root, in scope order)."""
     try:
-        return _in_term_order(run_egglog(chunks, [], timeout_s=timeout_s, memory_mb=memory_mb, scopes=scopes),
-                              order)
+        return _in_term_order(run_egglog_side_by_side(chunks, side_by_side(scopes, jobs), timeout_s=timeout_s,
+                                                      memory_mb=memory_mb), order)
     except EgglogError as exc:
         location = exc.diagnostic.location
         if schedule.source != "default" and location is not None and location.filename == schedule.source:

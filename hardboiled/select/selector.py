@@ -302,7 +302,7 @@ def _saturate(terms: list[str], lowerable: list[SelectedStore], schedule: Schedu
     cache = ResultCache(Path(options.cache_dir)) if options.cache_dir else None
     window_shape = WMMA_TENSOR_CORE.best_window_shape(sliding_windows(s.store for s in lowerable))
     return saturate(terms, schedule, timeout_s=options.timeout_s, memory_mb=options.memory_mb, cache=cache,
-                    window_shape=window_shape, groups=groups)
+                    window_shape=window_shape, groups=groups, jobs=options.saturation_jobs)
 
 
 def _decode_selected(selected: list[SelectedStore], terms: dict[int, str], decoder: Decoder, encoding: Encoding,
