@@ -32,7 +32,7 @@ def test_the_scopes_are_cut_into_runs_in_order_one_per_child_at_most(seed: int) 
 
 
 CASES = {"halide/amx_bf16_matmul_std_tiled/vectorizing.stmt": {},
-         "halide/wmma_conv_layer/vectorizing.stmt": {},
+         "halide/wmma_conv_layer/vectorizing.stmt": {"conv": "WMMAAccumulator"},
          "apps/conv_layer_c32.stmt": {"conv": "WMMAAccumulator"}}  # the application's accumulator
 
 
@@ -53,7 +53,12 @@ def test_side_by_side_children_extract_what_one_child_extracts(case: str, monkey
     assert results[0].report["lowered"] >= 2
     for result in results[1:]:
         assert result.exit_code == 0 and result.outputs["ir"] == results[0].outputs["ir"]
-        assert result.report["statements"] == results[0].report["statements"]
+        assert _untimed(result.report["statements"]) == _untimed(results[0].report["statements"])
+
+
+def _untimed(statements: list[dict]) -> list[dict]:
+    """What the report says of each statement, but how long it took."""
+    return [{key: value for key, value in s.items() if key != "seconds"} for s in statements]
 
 
 def test_dash_j_with_one_input_saturates_side_by_side_to_the_same_bytes(tmp_path: Path) -> None:
