@@ -139,36 +139,33 @@ def _aligned(size: int) -> tuple[object, memoryview, int]:
 def child_main(request: str, answers: str) -> int:
     """Read the request: the library, and per call its entry point, the
     entry point's symbol, arguments, buffers (name, bytes, mins, extents,
-    strides; the bytes follow the pickled header, in order) and scalars. Make the calls
-    in order, each answer written (status, then each buffer's bytes) before
-    the next call starts."""
+    strides; the bytes follow the pickled header, call after call) and
+    scalars. Make the calls in order, each answer written (status, then
+    each buffer's bytes) before the next call starts; only the running
+    call's buffers are in memory."""
     with open(request, "rb") as stream:
         library_path, calls = pickle.load(stream)
-        memory = []
-        for _, _, _, layouts, _ in calls:
-            views = {}
-            for name, size, _, _, _ in layouts:
-                views[name] = _aligned(size)
-                if stream.readinto(views[name][1]) != size:
-                    sys.stderr.write("the request ends before its buffers do\n")
-                    return CANNOT_LOAD
-            memory.append(views)
-    try:
-        library = ctypes.CDLL(library_path)
-        for _, symbol, *_ in calls:
-            getattr(library, symbol)
-    except (OSError, AttributeError) as exc:  # not a shared object, or not the one generated for this kernel
-        sys.stderr.write(f"{exc}\n")
-        return CANNOT_LOAD
-    for index, ((entry, symbol, arguments, layouts, scalars), views) in enumerate(zip(calls, memory)):
-        buffers = {name: (views[name][2], mins, extents, strides) for name, _, mins, extents, strides in layouts}
-        status = call_entry(library, entry, symbol, arguments, buffers, scalars)
-        partial = answer_path(answers, index) + ".partial"
-        with open(partial, "wb") as out:
-            pickle.dump(status, out)
-            for name, *_ in layouts:
-                out.write(views[name][1])
-        os.replace(partial, answer_path(answers, index))
+        try:
+            library = ctypes.CDLL(library_path)
+            for _, symbol, *_ in calls:
+                getattr(library, symbol)
+        except (OSError, AttributeError) as exc:  # not a shared object, or not the one generated for this kernel
+            sys.stderr.write(f"{exc}\n")
+            return CANNOT_LOAD
+        for index, (entry, symbol, arguments, layouts, scalars) in enumerate(calls):
+            memory = {}
+            for name, size, *_ in layouts:
+                memory[name] = _aligned(size)
+                if stream.readinto(memory[name][1]) != size:
+                    raise EOFError("the request ends before its buffers do")
+            buffers = {name: (memory[name][2], mins, extents, strides) for name, _, mins, extents, strides in layouts}
+            status = call_entry(library, entry, symbol, arguments, buffers, scalars)
+            partial = answer_path(answers, index) + ".partial"
+            with open(partial, "wb") as out:
+                pickle.dump(status, out)
+                for name, *_ in layouts:
+                    out.write(memory[name][1])
+            os.replace(partial, answer_path(answers, index))
     return 0
 
 
