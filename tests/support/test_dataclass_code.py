@@ -114,21 +114,24 @@ def test_a_text_the_file_does_not_hold_is_compiled(kept: Path) -> None:
 def test_install_serves_dataclasses_once_it_is_imported() -> None:
     """A process that has not loaded dataclasses (a cache hit) does not
     load it for this; the first import serves it."""
-    probe = ("import sys\nimport hardboiled\nassert 'dataclasses' not in sys.modules\n"
-             "import dataclasses\nfrom hardboiled.support import dataclass_code\n"
-             "assert dataclasses.exec is dataclass_code._exec\n"
-             "import hardboiled.ir\nassert dataclass_code.seen\n")
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
+    _probe("import sys\nimport hardboiled\nassert 'dataclasses' not in sys.modules\n"
+           "import dataclasses\nfrom hardboiled.support import dataclass_code\n"
+           "assert dataclasses.exec is dataclass_code._exec\n"
+           "import hardboiled.ir\nassert dataclass_code.seen\n")
 
 
 def test_the_installed_file_covers_every_class_of_a_compile() -> None:
     """``make install`` wrote the file: importing the pipeline compiles nothing."""
-    probe = ("from hardboiled.support import dataclass_code\n"
-             "import hardboiled.cli.commands, hardboiled.pipeline.runner, hardboiled.frontend.parse\n"
-             "known = dataclass_code._known or {}\n"
-             "print(len(dataclass_code.seen), sum(1 for t in dataclass_code.seen if t not in known))\n")
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
+    printed = _probe("from hardboiled.support import dataclass_code\n"
+                     "import hardboiled.cli.commands, hardboiled.pipeline.runner, hardboiled.frontend.parse\n"
+                     "known = dataclass_code._known or {}\n"
+                     "print(len(dataclass_code.seen), sum(1 for t in dataclass_code.seen if t not in known))\n")
+    texts, compiled = map(int, printed.split())
+    assert texts > 300 and compiled == 0, printed
+
+
+def _probe(code: str) -> str:
+    """What a fresh Python running ``code`` prints (it must succeed)."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
-    texts, compiled = map(int, proc.stdout.split())
-    assert texts > 300 and compiled == 0, proc.stdout
+    return proc.stdout
