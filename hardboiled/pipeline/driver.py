@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -48,6 +49,8 @@ def compile_text(name: str, data: bytes | None, options: CompileOptions,
     start = time.perf_counter()
     cache, key = (None, "") if read_error is not None else _file_cache(name, data or b"", options)
     if cache is not None and (entry := cache.get(key, _ENTRY_SHAPE)) is not None:
+        if "hardboiled.select.eqsat" in sys.modules:  # a child started early (prestart_for_command_line) is not needed
+            sys.modules["hardboiled.select.eqsat"].discard_unused()
         return _from_cache(name, entry)
     result = _compile(name, data, options, read_error)
     from hardboiled.pipeline.report import finish_report
@@ -118,13 +121,15 @@ def _will_saturate(data: bytes, options: CompileOptions) -> bool:
 
 
 def _jobs(args: list[str]) -> str | None:
-    """The value of ``-j``/``--jobs`` on a command line, read without click."""
+    """The value of ``-j``/``--jobs`` on a command line, read without click
+    (the last one counts, as with click)."""
+    value = None
     for index, arg in enumerate(args):
         if arg in ("-j", "--jobs"):
-            return args[index + 1] if index + 1 < len(args) else ""
-        if arg.startswith(("--jobs=", "-j")):
-            return arg.removeprefix("--jobs=").removeprefix("-j")
-    return None
+            value = args[index + 1] if index + 1 < len(args) else ""
+        elif arg.startswith(("--jobs=", "-j")):
+            value = arg.removeprefix("--jobs=").removeprefix("-j")
+    return value
 
 
 def prestart_for_command_line(args: list[str]) -> None:

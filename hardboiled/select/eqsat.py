@@ -377,14 +377,18 @@ def run_egglog_side_by_side(chunks: list[ProgramChunk], batches: list[tuple[Scop
 
 def _side_by_side(chunks: list[ProgramChunk], batches: list[tuple[Scope, ...]], procs: list[subprocess.Popen[bytes]],
                   deadline: float, timeout_s: float, memory_mb: int) -> EqsatResult:
-    outcomes: list[EqsatResult | BaseException | None] = [None] * len(procs)
+    outcomes: list[EqsatResult | None] = [None] * len(procs)
+    # In the order they happened: the first is the one to report (the
+    # others may be children it had stopped).
+    failures: list[BaseException] = []
 
     def saturate(index: int) -> None:
         try:
             outcomes[index] = _run_fresh(procs[index], chunks, [], True, batches[index + 1], deadline, timeout_s,
                                          memory_mb)
         except BaseException as exc:  # raised in the calling thread, below
-            outcomes[index] = exc
+            failures.append(exc)
+            _kill(procs)  # the answer is lost already: the others stop too
 
     started: list[threading.Thread] = []
     try:
@@ -409,10 +413,9 @@ def _side_by_side(chunks: list[ProgramChunk], batches: list[tuple[Scope, ...]], 
     finally:
         for thread in started:
             thread.join()
-    for outcome in outcomes:
-        if isinstance(outcome, BaseException):
-            raise outcome
-    return _merged([first, *(o for o in outcomes if isinstance(o, EqsatResult))])
+    if failures:
+        raise failures[0]
+    return _merged([first, *(o for o in outcomes if o is not None)])
 
 
 def _kill(procs: list[subprocess.Popen[bytes]]) -> None:

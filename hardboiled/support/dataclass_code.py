@@ -66,19 +66,22 @@ def _read() -> dict[str, CodeType]:
 def _exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
     """``exec`` as ``dataclasses`` calls it: ``globals`` is the class's
     module's namespace."""
-    if type(source) is not str or type(globals) is not dict or \
-            not str(globals.get("__name__", "")).startswith("hardboiled."):
+    if type(source) is not str:
         builtins.exec(source, globals, locals)
         return
+    ours = type(globals) is dict and str(globals.get("__name__", "")).startswith("hardboiled.")
     global _known
-    if _known is None:
+    if ours and _known is None:
         _known = _read()
-    code = _known.get(source)
+    code = _known.get(source) if ours and _known is not None else None
     if type(code) is not _CODE:
         # dont_inherit: the text is compiled with the flags of dataclasses.py
-        # (none), not this module's ``from __future__ import annotations``.
+        # (none), as its own exec would, not with this module's ``from
+        # __future__ import annotations`` (which an exec of the text here
+        # would take on: every class's annotations would become strings).
         code = compile(source, "<string>", "exec", dont_inherit=True)
-    seen[source] = code
+    if ours:
+        seen[source] = code
     builtins.exec(code, globals, locals)
 
 
@@ -98,9 +101,11 @@ class _ServeOnImport:
             return None
         if self in sys.meta_path:
             sys.meta_path.remove(self)
-        from importlib.machinery import PathFinder
-
-        spec = PathFinder.find_spec(name, path)
+        spec = None
+        for finder in list(sys.meta_path):  # the finders the import would ask, in order, this one gone
+            spec = finder.find_spec(name, path, target) if hasattr(finder, "find_spec") else None
+            if spec is not None:
+                break
         loader = getattr(spec, "loader", None)
         load = getattr(loader, "exec_module", None)
         if load is None:

@@ -2,7 +2,7 @@
 by address, and the child process that ``--run`` calls them in.
 
 It imports nothing but ctypes and the standard library, so that it can run
-as a script (``python -I -S kernel_call.py REQUEST ANSWERS``, by
+as a script (``python -S -P kernel_call.py REQUEST ANSWERS``, by
 verify/run.py's ``run_isolated``): the child then starts in about 15 ms.
 As ``python -m hardboiled.verify.run`` it loaded numpy and the IR for the
 buffers it was sent, 140 ms for each of the two entry points of every run.
@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import os
 import pickle
+import signal
 import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -137,14 +138,14 @@ def _aligned(size: int) -> tuple[object, memoryview, int]:
 
 
 def child_main(request: str, answers: str) -> int:
-    """Read the request: the library, and per call its entry point, the
-    entry point's symbol, arguments, buffers (name, bytes, mins, extents,
-    strides; the bytes follow the pickled header, call after call) and
-    scalars. Make the calls in order, each answer written (status, then
+    """Read the request: the library, each call's time limit, and per call
+    its entry point, the entry point's symbol, arguments, buffers (name,
+    bytes, mins, extents, strides; the bytes follow the pickled header,
+    call after call) and scalars. Make the calls in order, each answer written (status, then
     each buffer's bytes) before the next call starts; only the running
     call's buffers are in memory."""
     with open(request, "rb") as stream:
-        library_path, calls = pickle.load(stream)
+        library_path, limit_s, calls = pickle.load(stream)
         try:
             library = ctypes.CDLL(library_path)
             for _, symbol, *_ in calls:
@@ -159,12 +160,19 @@ def child_main(request: str, answers: str) -> int:
                 if stream.readinto(memory[name][1]) != size:
                     raise EOFError("the request ends before its buffers do")
             buffers = {name: (memory[name][2], mins, extents, strides) for name, _, mins, extents, strides in layouts}
+            # Each call has its own time limit: SIGALRM, unhandled, ends the
+            # process, which the parent reads as this call not finishing.
+            signal.setitimer(signal.ITIMER_REAL, limit_s)
             status = call_entry(library, entry, symbol, arguments, buffers, scalars)
+            signal.setitimer(signal.ITIMER_REAL, 0)
             partial = answer_path(answers, index) + ".partial"
             with open(partial, "wb") as out:
                 pickle.dump(status, out)
                 for name, *_ in layouts:
                     out.write(memory[name][1])
+            # Freed before the answer counts: a heap the call corrupted
+            # aborts here, and the crash is this call's.
+            memory.clear()
             os.replace(partial, answer_path(answers, index))
     return 0
 

@@ -110,7 +110,7 @@ def calls_on_verification_inputs(original: ir.Stmt, rewritten: ir.Stmt, seed: in
 
 
 KERNEL_TIMEOUT_S = 120.0
-"""How long each entry point of the generated code may run on the verification inputs."""
+"""How long each entry point of the generated code may run on the verification inputs (each call its own)."""
 KERNEL_MEMORY_MB = 4096
 """The address space the child running the generated code may use."""
 
@@ -149,14 +149,16 @@ def run_in_child(library: Path, function: str, arguments: list[KernelArgument],
     with children.temporary_directory("hardboiled-kernel-") as tmp:
         request = tmp / "request"
         with open(request, "wb") as stream:
-            pickle.dump((str(library), header), stream)
+            pickle.dump((str(library), KERNEL_TIMEOUT_S, header), stream)
             for _, buffers in calls:
                 for buf in buffers.values():
                     stream.write(np.ascontiguousarray(buf.data).view(np.uint8).data)
-        command = [sys.executable, "-I", "-S", kernel_call.__file__, str(request), str(tmp)]
+        # -P: the script's directory (verify/) does not go first on sys.path.
+        command = [sys.executable, "-S", "-P", kernel_call.__file__, str(request), str(tmp)]
         try:
+            # Each call stops itself at KERNEL_TIMEOUT_S (SIGALRM); this is the backstop.
             proc: subprocess.CompletedProcess[str] | None = children.run(
-                command, KERNEL_TIMEOUT_S * len(calls), setup=(children.memory_limit(KERNEL_MEMORY_MB),))
+                command, (KERNEL_TIMEOUT_S + 5.0) * len(calls), setup=(children.memory_limit(KERNEL_MEMORY_MB),))
         except subprocess.TimeoutExpired:
             proc = None
         if proc is not None and proc.returncode == kernel_call.CANNOT_LOAD:
@@ -173,12 +175,17 @@ def run_in_child(library: Path, function: str, arguments: list[KernelArgument],
                 for buf in buffers.values():
                     data = np.frombuffer(stream.read(buf.data.nbytes), dtype=buf.data.dtype)
                     buf.data[...] = data.reshape(buf.data.shape)
+        if len(outcomes) == len(calls) and (proc is None or proc.returncode != 0):
+            # Every call answered, yet the child did not end well (an abort
+            # as it shut down): the last call's, as a child of its own
+            # would have been.
+            outcomes[-1] = _lost(calls[-1][0], proc)
     return outcomes
 
 
 def _lost(entry: str, proc: subprocess.CompletedProcess[str] | None) -> KernelCrashed:
     """What to say of a call that left no answer."""
-    if proc is None:
+    if proc is None or proc.returncode == -signal.SIGALRM:  # its own limit (kernel_call.py), or the backstop
         return KernelCrashed(Diagnostic(
             "error", f"the generated kernel's {entry} entry point did not finish within {KERNEL_TIMEOUT_S:g} s"))
     return KernelCrashed(Diagnostic("error", f"the generated kernel's {entry} entry point "

@@ -249,6 +249,7 @@ def test_a_sigterm_as_the_command_restores_its_handler_ends_it_as_terminated(mon
     (["{marked}", "-j", "1"], True),  # in this process
     (["-j1", "{marked}"], True),
     (["{marked}", "-j0"], False),  # a worker per core
+    (["{marked}", "-j", "2", "-j", "1"], True),  # the last counts
     (["-"], False),
     (["{empty}"], False),
 ])

@@ -46,11 +46,26 @@ def _options(case: str, jobs: int) -> CompileOptions:
 def test_side_by_side_children_extract_what_one_child_extracts(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """One statement a scope, so that every fixture has several; then one
     child, two and three."""
+    from hardboiled.select import eqsat, rules
+
     monkeypatch.setattr(selector, "STATEMENTS_PER_SCOPE", 1)
     path = FIXTURES.parent / case
-    results = [compile_text(path.name, path.read_bytes(), _options(case, jobs)) for jobs in (1, 2, 3)]
+    spawned: list[int] = []
+    batches: list[int] = []
+    spawn, run = eqsat._spawn, rules.run_egglog_side_by_side
+    monkeypatch.setattr(eqsat, "_spawn", lambda memory_mb: spawned.append(memory_mb) or spawn(memory_mb))
+    monkeypatch.setattr(rules, "run_egglog_side_by_side",
+                        lambda chunks, cut, **kw: batches.append(len(cut)) or run(chunks, cut, **kw))
+    results = []
+    for jobs in (1, 2, 3):
+        spawned.clear()
+        batches.clear()
+        results.append(compile_text(path.name, path.read_bytes(), _options(case, jobs)))
+        # each batch of scopes in a child: the ones beside the prestarted child were started for it
+        assert batches and all(1 <= b <= jobs for b in batches) and (jobs == 1 or max(batches) >= 2)
+        assert len(spawned) >= max(batches) - 1
     assert results[0].exit_code == 0, [d.render_text() for d in results[0].diagnostics]
-    assert results[0].report["lowered"] >= 2
+    assert results[0].report["lowered"] >= 3
     for result in results[1:]:
         assert result.exit_code == 0 and result.outputs["ir"] == results[0].outputs["ir"]
         assert _untimed(result.report["statements"]) == _untimed(results[0].report["statements"])

@@ -59,7 +59,7 @@ def test_dataclasses_compiles_its_methods_with_no_future_flags() -> None:
     flags = 0
     for feature in __future__.all_feature_names:
         flags |= getattr(__future__, feature).compiler_flag
-    assert dataclasses._create_fn.__code__.co_flags & flags == 0  # type: ignore[attr-defined]
+    assert dataclasses._process_class.__code__.co_flags & flags == 0  # type: ignore[attr-defined]
 
 
 def test_a_kept_class_behaves_and_compiles_as_dataclasses_would(kept: Path) -> None:
@@ -82,10 +82,21 @@ def test_a_kept_class_behaves_and_compiles_as_dataclasses_would(kept: Path) -> N
         record.name = "b"
 
 
-def test_classes_of_other_modules_are_compiled_as_usual(kept: Path) -> None:
-    record = _class_in("someone_else", RECORD)("a")
+def test_classes_of_other_modules_are_compiled_as_usual(kept: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not kept, and compiled as dataclasses compiles them: not with the
+    flags of the module that serves exec (its ``from __future__ import
+    annotations`` made every annotation a string)."""
+    import typing
+
+    served = _class_in("someone_else", RECORD)
     assert dataclass_code.seen == {} and dataclass_code._known is None
-    assert record.tags == frozenset()
+    assert served("a").tags == frozenset()
+    monkeypatch.delattr(dataclasses, "exec")
+    plain = _class_in("someone_else", RECORD)
+    for name in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__"):
+        assert getattr(served, name).__code__ == getattr(plain, name).__code__, name
+    assert served.__init__.__annotations__ == plain.__init__.__annotations__
+    assert typing.get_type_hints(served.__init__)["sizes"] == tuple[int, ...]
 
 
 @pytest.mark.parametrize("content", [b"", b"garbage", b"hardboiled dataclass code 1\nPython 2.7\n\xe3",
@@ -120,9 +131,13 @@ def test_install_serves_dataclasses_once_it_is_imported() -> None:
            "import hardboiled.ir\nassert dataclass_code.seen\n")
 
 
-def test_the_installed_file_covers_every_class_of_a_compile() -> None:
-    """``make install`` wrote the file: importing the pipeline compiles nothing."""
-    printed = _probe("from hardboiled.support import dataclass_code\n"
+def test_what_install_writes_covers_every_class_of_a_compile(tmp_path: Path) -> None:
+    """``build`` (``make install``) keeps the code of every class: a
+    process that imports the pipeline then compiles nothing."""
+    path = tmp_path / "code.marshal"
+    _probe(f"from hardboiled.support import dataclass_code\ndataclass_code.PATH = {str(path)!r}\n"
+           "dataclass_code.build()\n")
+    printed = _probe(f"from hardboiled.support import dataclass_code\ndataclass_code.PATH = {str(path)!r}\n"
                      "import hardboiled.cli.commands, hardboiled.pipeline.runner, hardboiled.frontend.parse\n"
                      "known = dataclass_code._known or {}\n"
                      "print(len(dataclass_code.seen), sum(1 for t in dataclass_code.seen if t not in known))\n")

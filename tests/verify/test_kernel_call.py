@@ -20,6 +20,7 @@ from hardboiled.verify.run import KernelCrashed, run_in_child
 # how far p is from a 64-byte boundary; the halide_buffer_t one runs BODY.
 SOURCE = """
 #include <stdint.h>
+#include <stdlib.h>
 struct halide_buffer_t;
 int k_raw(float *p, int min, int extent, int stride) {
   for (int i = 0; i < extent; i++) p[i * stride] *= 2;
@@ -76,6 +77,19 @@ def test_a_call_that_is_lost_leaves_the_answers_before_it(tmp_path: Path, monkey
 
 
 @pytest.mark.slow
+def test_a_child_that_aborts_after_its_last_answer_loses_the_last_call(tmp_path: Path) -> None:
+    """A crash after every answer was written (here an abort as the process
+    exits, as a corrupted heap would) is not a pass: the last call's, as
+    when each entry point had a child of its own."""
+    library = _library(tmp_path, "atexit(abort); return 0;")
+    calls = [("raw", _buffers([1])), ("halide_buffer_t", _buffers([2]))]
+    first, last = run_in_child(library, "k", ARGUMENTS, calls)
+    assert first == 0
+    assert isinstance(last, KernelCrashed)
+    assert "the generated kernel's halide_buffer_t entry point crashed (SIGABRT)" in last.diagnostic.message
+
+
+@pytest.mark.slow
 def test_a_library_without_the_entry_point_is_a_toolchain_error(tmp_path: Path) -> None:
     from hardboiled.codegen.toolchain import ToolchainError
 
@@ -89,5 +103,5 @@ def test_the_child_loads_neither_numpy_nor_hardboiled() -> None:
     probe = ("import runpy, sys\n"
              f"runpy.run_path({kernel_call.__file__!r}, run_name='probe')\n"
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'hardboiled')))\n")
-    proc = subprocess.run([sys.executable, "-I", "-S", "-c", probe], capture_output=True, text=True, check=True)
+    proc = subprocess.run([sys.executable, "-S", "-P", "-c", probe], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
