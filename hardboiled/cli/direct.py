@@ -100,10 +100,6 @@ def _main(argv: list[str]) -> None:
     code = replay(argv)
     if code is not None:
         sys.exit(code)
-    if argv[:1] == ["compile"]:
-        from hardboiled.pipeline.driver import prestart_for_command_line
-
-        prestart_for_command_line(argv[1:])
     from hardboiled.cli import commands, outputs
 
     if argv[:1] != ["compile"]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -49,8 +48,6 @@ def compile_text(name: str, data: bytes | None, options: CompileOptions,
     start = time.perf_counter()
     cache, key = (None, "") if read_error is not None else _file_cache(name, data or b"", options)
     if cache is not None and (entry := cache.get(key, _ENTRY_SHAPE)) is not None:
-        if "hardboiled.select.eqsat" in sys.modules:  # a child started early (prestart_for_command_line) is not needed
-            sys.modules["hardboiled.select.eqsat"].discard_unused()
         return _from_cache(name, entry)
     result = _compile(name, data, options, read_error)
     from hardboiled.pipeline.report import finish_report
@@ -118,43 +115,6 @@ def _will_saturate(data: bytes, options: CompileOptions) -> bool:
     accelerator memory, or --store-in does (a wrong guess costs a child
     process started for nothing, or one started later)."""
     return bool(options.selection.store_in) or any(memory in data for memory in ACCELERATOR_MEMORY)
-
-
-def _jobs(args: list[str]) -> str | None:
-    """The value of ``-j``/``--jobs`` on a command line, read without click
-    (the last one counts, as with click)."""
-    value = None
-    for index, arg in enumerate(args):
-        if arg in ("-j", "--jobs"):
-            value = args[index + 1] if index + 1 < len(args) else ""
-        elif arg.startswith(("--jobs=", "-j")):
-            value = arg.removeprefix("--jobs=").removeprefix("-j")
-    return value
-
-
-def prestart_for_command_line(args: list[str]) -> None:
-    """Start the egglog child on the rule files before the command line
-    loads (click and the options take 50 ms, the child's start and rules
-    about as long again): for a compile, in this process (no ``-j`` but
-    ``-j 1``), of a file that names accelerator memory. ``_compile`` then finds it started;
-    a compile the cache answers, or one whose options differ from the
-    defaults the child was started with, lets it go (select/eqsat.py)."""
-    import mmap
-
-    if _jobs(args) not in (None, "1"):
-        return
-    for arg in args:
-        if arg.startswith("-") or not os.path.isfile(arg):
-            continue
-        try:
-            with open(arg, "rb") as stream, mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                if any(data.find(memory) >= 0 for memory in ACCELERATOR_MEMORY):
-                    from hardboiled.select.rule_files import prestart_rules
-
-                    prestart_rules()
-                    return
-        except (OSError, ValueError):  # unreadable, or empty (mmap refuses 0 bytes): the compile says so
-            continue
 
 
 def _take_state(c: Compilation, result: FileResult) -> None:

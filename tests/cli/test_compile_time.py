@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from hardboiled.select.rule_files import rule_file_chunks
 from hardboiled.select.rules import rule_chunks
 
@@ -239,31 +237,3 @@ def test_a_sigterm_as_the_command_restores_its_handler_ends_it_as_terminated(mon
     assert info.value.code == 143
     assert restores == [before, signal.SIG_IGN, before] and signal.getsignal(signal.SIGTERM) is before
 
-
-@pytest.mark.parametrize("args, started", [
-    (["{marked}", "-q", "-o", "{out}"], True),
-    (["-q", "{plain}", "{marked}"], True),
-    (["{plain}", "-o", "{out}"], False),  # nothing to saturate: no child
-    (["{marked}", "-j", "2"], False),  # the workers start their own
-    (["{marked}", "--jobs=2"], False),
-    (["{marked}", "-j", "1"], True),  # in this process
-    (["-j1", "{marked}"], True),
-    (["{marked}", "-j0"], False),  # a worker per core
-    (["{marked}", "-j", "2", "-j", "1"], True),  # the last counts
-    (["-"], False),
-    (["{empty}"], False),
-])
-def test_a_compile_of_marked_memory_starts_its_child_before_the_command_line_loads(
-        tmp_path: Path, args: list[str], started: bool) -> None:
-    marked = FIXTURES / "amx_bf16_matmul_std_single" / "debug.log"
-    plain = FIXTURES / "cpu_parallel_closure" / "vectorizing.stmt"
-    (tmp_path / "empty.stmt").write_bytes(b"")
-    names = {"marked": marked, "plain": plain, "out": tmp_path / "out.stmt", "empty": tmp_path / "empty.stmt"}
-    argv = [arg.format(**names) for arg in args]
-    probe = ("import sys\nfrom hardboiled.pipeline.driver import prestart_for_command_line\n"
-             "from hardboiled.select import eqsat\n"
-             f"prestart_for_command_line({argv!r})\n"
-             "print(eqsat._warm is not None, 'click' in sys.modules)\n")
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == [str(started), "False"]
