@@ -236,4 +236,3 @@ def test_a_sigterm_as_the_command_restores_its_handler_ends_it_as_terminated(mon
         direct.main(["--version"])
     assert info.value.code == 143
     assert restores == [before, signal.SIG_IGN, before] and signal.getsignal(signal.SIGTERM) is before
-
