@@ -66,22 +66,23 @@ def _read() -> dict[str, CodeType]:
 def _exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
     """``exec`` as ``dataclasses`` calls it: ``globals`` is the class's
     module's namespace."""
-    if type(source) is not str:
+    if not isinstance(source, (str, bytes)):  # code: no flags to inherit
         builtins.exec(source, globals, locals)
         return
-    ours = type(globals) is dict and str(globals.get("__name__", "")).startswith("hardboiled.")
+    text = source if type(source) is str else None
+    ours = text is not None and type(globals) is dict and str(globals.get("__name__", "")).startswith("hardboiled.")
     global _known
     if ours and _known is None:
         _known = _read()
-    code = _known.get(source) if ours and _known is not None else None
+    code = _known.get(text) if ours and _known is not None and text is not None else None
     if type(code) is not _CODE:
         # dont_inherit: the text is compiled with the flags of dataclasses.py
         # (none), as its own exec would, not with this module's ``from
         # __future__ import annotations`` (which an exec of the text here
         # would take on: every class's annotations would become strings).
         code = compile(source, "<string>", "exec", dont_inherit=True)
-    if ours:
-        seen[source] = code
+    if ours and text is not None:
+        seen[text] = code
     builtins.exec(code, globals, locals)
 
 
