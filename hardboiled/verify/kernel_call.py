@@ -141,9 +141,9 @@ def child_main(request: str, answers: str) -> int:
     """Read the request: the library, each call's time limit, and per call
     its entry point, the entry point's symbol, arguments, buffers (name,
     bytes, mins, extents, strides; the bytes follow the pickled header,
-    call after call) and scalars. Make the calls in order, each answer written (status, then
-    each buffer's bytes) before the next call starts; only the running
-    call's buffers are in memory."""
+    call after call) and scalars. Make the calls in order, each answer
+    written (status, then each buffer's bytes) before the next call
+    starts; only the running call's buffers are in memory."""
     with open(request, "rb") as stream:
         library_path, limit_s, calls = pickle.load(stream)
         try:
