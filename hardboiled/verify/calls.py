@@ -19,7 +19,18 @@ import numpy as np
 from hardboiled import ir
 from hardboiled.ir import operations
 from hardboiled.ir.operations import Evaluation, Operation
-from hardboiled.verify.values import BufferT, Pointer, Value, as_int, binary, dtype_of, fail, new_array
+from hardboiled.support.diagnostics import Diagnostic
+from hardboiled.verify.values import (
+    BufferT,
+    InterpreterError,
+    Pointer,
+    Value,
+    as_int,
+    binary,
+    dtype_of,
+    fail,
+    new_array,
+)
 
 ValueHandler = Callable[[ir.Call, list[Value]], Value]
 """Computes a call from the values of its arguments, in order."""
@@ -170,4 +181,18 @@ other handler here computes lane by lane, so it takes values with a row per
 iteration as they are."""
 
 
-__all__ = ["EXPRESSION_HANDLERS", "PER_ITERATION_CALLS", "VALUE_HANDLERS", "ExpressionHandler", "ValueHandler"]
+def unknown_call(e: ir.Call) -> InterpreterError:
+    """What to say of a call the interpreter has no code for: for a buffer
+    Halide describes to pass to an extern stage, what that means."""
+    operation = operations.find(e.name)
+    notes: tuple[str, ...] = ()
+    if operation is not None and operation.kind is operations.Kind.BUFFER_DESCRIPTION:
+        notes = ("the pipeline describes a buffer for Halide's runtime, to call an extern stage "
+                 "(define_extern): neither the interpreter nor generated code has buffer objects to pass; "
+                 "compile it without --verify and --run, or tensorize the stages around the extern stage as "
+                 "pipelines of their own",)
+    return InterpreterError(Diagnostic("error", f"the interpreter does not know the call '{e.name}'", notes=notes))
+
+
+__all__ = ["EXPRESSION_HANDLERS", "PER_ITERATION_CALLS", "VALUE_HANDLERS", "ExpressionHandler", "ValueHandler",
+           "unknown_call"]

@@ -41,7 +41,7 @@ import numpy as np
 from hardboiled import ir
 from hardboiled.ir.visitor import Visitor
 from hardboiled.support.diagnostics import Diagnostic
-from hardboiled.verify.calls import EXPRESSION_HANDLERS, PER_ITERATION_CALLS, VALUE_HANDLERS, ValueHandler
+from hardboiled.verify.calls import EXPRESSION_HANDLERS, PER_ITERATION_CALLS, VALUE_HANDLERS, ValueHandler, unknown_call
 from hardboiled.verify.fragments import fragment_alignment_unchecked, is_warp_collective, wmma_call
 from hardboiled.verify.independence import UpdateNest, iteration_points, iterations_disjoint, update_nest
 from hardboiled.verify.tiles import AMX_CALLS
@@ -612,7 +612,7 @@ class Interpreter(Visitor[Any]):
         if handler is None and ir.is_wmma_call(e):
             handler = wmma_call
         if handler is None:
-            raise fail(f"the interpreter does not know the call '{e.name}'")
+            raise unknown_call(e)
         if self.batch is not None and (e.name in PER_ITERATION_CALLS or e.name in AMX_CALLS):
             raise NonUniform()  # memory or tiles of each iteration's own: one by one
         return handler(e, [self.eval(a) for a in e.args])
@@ -688,3 +688,4 @@ def _where(condition: np.ndarray, when_true: np.ndarray, when_false: np.ndarray)
 
 __all__ = ["BufferT", "Interpreter", "InterpreterError", "Pointer", "ResourceLimitError", "cast_array", "dtype_of",
            "fragment_alignment_unchecked"]
+

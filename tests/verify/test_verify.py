@@ -283,3 +283,16 @@ def test_running_the_generated_c_compares_it_with_verification_s_run_of_the_orig
     assert result.exit_code == 0, [d.render_text() for d in result.diagnostics]
     assert result.report["verification"]["ok"] and result.report["run"]["ok"]
     assert len(runs) >= 2 and len(set(runs)) == len(runs), runs  # each layout once, the first one not again
+
+
+def test_verifying_an_extern_stage_says_what_it_is_and_what_to_do(tmp_path: Path) -> None:
+    """A new user's --verify of a pipeline with an extern stage got only the
+    interpreter's "does not know the call": the note now says it is an
+    extern stage's buffer and what to do instead."""
+    source = FIXTURES / "cpu_extern_stage" / "vectorizing.stmt"
+    result = run_cli("compile", str(source), "--no-cache", "--verify", "-o", str(tmp_path / "out.stmt"))
+    stderr = result.stderr.decode()
+    assert result.returncode == 2, stderr
+    assert "does not know the call '_halide_buffer_init_from_buffer'" in stderr
+    assert "to call an extern stage (define_extern)" in stderr and "without --verify and --run" in stderr
+    assert "Traceback" not in stderr and not (tmp_path / "out.stmt").exists()
