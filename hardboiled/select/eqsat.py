@@ -358,26 +358,21 @@ def run_egglog_side_by_side(chunks: list[ProgramChunk], batches: list[tuple[Scop
     in batch order, sizes and rounds added up. Each child has the whole
     time and memory limit; where no second child or thread can be started,
     the batches run in one."""
-    everything = tuple(scope for batch in batches for scope in batch)
     if len(batches) > 1:
-        deadline = time.monotonic() + timeout_s
-        procs: list[subprocess.Popen[bytes]] = []
-        try:
-            for _ in batches[1:]:
-                procs.append(_spawn(memory_mb))
-        except OSError:  # no memory for another child now
-            _kill(procs)
-            for proc in procs:
-                _finish(proc)
-            procs = []
-        if procs:
-            return _side_by_side(chunks, batches, procs, deadline, timeout_s, memory_mb)
-    return run_egglog(chunks, [], timeout_s=timeout_s, memory_mb=memory_mb, scopes=everything)
+        result = _side_by_side(chunks, batches, timeout_s, memory_mb)
+        if result is not None:
+            return result
+    return run_egglog(chunks, [], timeout_s=timeout_s, memory_mb=memory_mb,
+                      scopes=tuple(scope for batch in batches for scope in batch))
 
 
-def _side_by_side(chunks: list[ProgramChunk], batches: list[tuple[Scope, ...]], procs: list[subprocess.Popen[bytes]],
-                  deadline: float, timeout_s: float, memory_mb: int) -> EqsatResult:
-    outcomes: list[EqsatResult | None] = [None] * len(procs)
+def _side_by_side(chunks: list[ProgramChunk], batches: list[tuple[Scope, ...]], timeout_s: float,
+                  memory_mb: int) -> EqsatResult | None:
+    """The batches in children of their own, at the same time; None where
+    a child or a thread cannot be started now (those started are stopped)."""
+    deadline = time.monotonic() + timeout_s
+    procs: list[subprocess.Popen[bytes]] = []
+    outcomes: list[EqsatResult | None] = [None] * (len(batches) - 1)
     # In the order they happened: the first is the one to report (the
     # others may be children it had stopped).
     failures: list[BaseException] = []
@@ -392,19 +387,20 @@ def _side_by_side(chunks: list[ProgramChunk], batches: list[tuple[Scope, ...]], 
 
     started: list[threading.Thread] = []
     try:
+        for _ in batches[1:]:
+            procs.append(_spawn(memory_mb))
         for index in range(len(procs)):
             thread = threading.Thread(target=saturate, args=(index,), name=f"hardboiled-egglog-{index + 1}",
                                       daemon=True)
             thread.start()
             started.append(thread)
-    except RuntimeError:  # no memory for a thread now: one child runs every batch
+    except (OSError, RuntimeError):  # no memory for another child or thread now
         _kill(procs)
         for thread in started:
-            thread.join()
+            thread.join()  # its child reaped by _run_fresh
         for proc in procs[len(started):]:
             _finish(proc)
-        return run_egglog(chunks, [], timeout_s=timeout_s, memory_mb=memory_mb,
-                          scopes=tuple(scope for batch in batches for scope in batch))
+        return None
     try:
         first = run_egglog(chunks, [], timeout_s=timeout_s, memory_mb=memory_mb, scopes=batches[0])
     except BaseException:  # a limit, an interrupt: the other children must not outlive it

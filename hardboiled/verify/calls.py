@@ -19,7 +19,6 @@ import numpy as np
 from hardboiled import ir
 from hardboiled.ir import operations
 from hardboiled.ir.operations import Evaluation, Operation
-from hardboiled.support.diagnostics import Diagnostic
 from hardboiled.verify.values import (
     BufferT,
     InterpreterError,
@@ -191,7 +190,7 @@ def unknown_call(e: ir.Call) -> InterpreterError:
                  "(define_extern): neither the interpreter nor generated code has buffer objects to pass; "
                  "compile it without --verify and --run, or tensorize the stages around the extern stage as "
                  "pipelines of their own",)
-    return InterpreterError(Diagnostic("error", f"the interpreter does not know the call '{e.name}'", notes=notes))
+    return fail(f"the interpreter does not know the call '{e.name}'", notes)
 
 
 __all__ = ["EXPRESSION_HANDLERS", "PER_ITERATION_CALLS", "VALUE_HANDLERS", "ExpressionHandler", "ValueHandler",

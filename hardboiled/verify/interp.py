@@ -688,4 +688,3 @@ def _where(condition: np.ndarray, when_true: np.ndarray, when_false: np.ndarray)
 
 __all__ = ["BufferT", "Interpreter", "InterpreterError", "Pointer", "ResourceLimitError", "cast_array", "dtype_of",
            "fragment_alignment_unchecked"]
-

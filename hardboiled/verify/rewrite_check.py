@@ -255,7 +255,7 @@ def _first_difference(expected: dict[str, Pointer], actual: dict[str, Pointer], 
     sum around it), far below the whole units a wrong operand makes."""
     for name in sorted(expected):
         if np.array_equal(expected[name].array, actual[name].array):
-            continue  # equal element for element (most buffers, the inputs always): nothing to weigh
+            continue  # equal element for element (most buffers: every one the statement leaves alone)
         want, got = expected[name].array.astype(np.float64), actual[name].array.astype(np.float64)
         slack = 0.0
         if types[name].is_float:

@@ -85,8 +85,8 @@ def run_kernel(library: Path, function: str, arguments: list[KernelArgument], bu
                                   plain_arguments(arguments), _addresses(buffers), scalars or {})
 
 
-ENTRY_POINT_NAMES = ("raw", "halide_buffer_t")
-"""The entry points --run calls, in order (verify/kernel_call.py's ``ENTRY_POINTS``)."""
+ENTRY_POINT_NAMES = tuple(kernel_call.ENTRY_POINTS)
+"""The entry points --run calls, in order."""
 
 
 def entry_symbol(entry: str, function: str) -> str:

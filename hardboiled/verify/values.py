@@ -81,9 +81,9 @@ def garbage(size: int, dtype: Any, seed: int, name: str) -> np.ndarray:
     return (rng.standard_normal(size) * 1000).astype(dtype)
 
 
-def fail(message: str) -> InterpreterError:
+def fail(message: str, notes: tuple[str, ...] = ()) -> InterpreterError:
     """The error to raise when the program cannot go on (``raise fail(...)``)."""
-    return InterpreterError(Diagnostic("error", message))
+    return InterpreterError(Diagnostic("error", message, notes=notes))
 
 
 DTYPES = {
