@@ -12,6 +12,22 @@ from __future__ import annotations
 def main(args: list[str] | None = None) -> None:
     import sys
 
+    try:
+        _main(args)
+    except KeyboardInterrupt:
+        # Ctrl-C before the command line took charge of it (while Python
+        # loads, or a record is replayed): an interruption, not a traceback.
+        from hardboiled.support.diagnostics import ExitCode
+        from hardboiled.support.fileio import discard_unfinished
+
+        discard_unfinished()
+        sys.stderr.write("hardboiled: error: interrupted\n")
+        sys.exit(int(ExitCode.INTERRUPTED))
+
+
+def _main(args: list[str] | None) -> None:
+    import sys
+
     from hardboiled.cli.client import forward
 
     if sys.stderr is None:  # started with its standard error closed (2>&-): its messages go nowhere

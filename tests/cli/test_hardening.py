@@ -450,6 +450,23 @@ def test_sigint_with_two_jobs_never_hangs_nor_leaves_workers(tmp_path: Path) -> 
     assert workers == []
 
 
+@pytest.mark.parametrize("where", ["forward", "replay"])
+def test_ctrl_c_before_the_command_line_runs_is_exit_130_not_a_traceback(where: str, monkeypatch, capsys) -> None:
+    """Ctrl-C while the command loads (offering itself to a server, or
+    replaying a record) ends it as an interruption: exit 130, one line."""
+    from hardboiled import cli
+    from hardboiled.cli import client, direct
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(client if where == "forward" else direct, where, interrupted)
+    with pytest.raises(SystemExit) as exit:
+        cli.main(["compile", str(LOG), "-q"])
+    assert exit.value.code == 130
+    assert capsys.readouterr().err == "hardboiled: error: interrupted\n"
+
+
 def test_a_compiler_that_hangs_is_a_toolchain_error(tmp_path: Path, monkeypatch) -> None:
     from hardboiled.codegen import toolchain
     from hardboiled.pipeline.driver import compile_text

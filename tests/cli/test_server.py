@@ -149,8 +149,12 @@ def test_signals_sent_to_the_command_reach_the_worker(cache_dir: Path) -> None:
     def interrupted(signum: int, server: bool) -> tuple[int, bytes]:
         env = dict(os.environ, HARDBOILED_CACHE_DIR=str(cache_dir), HARDBOILED_NO_SERVER="0" if server else "1")
         before = served(cache_dir)
+        # A shell's background job (the suite run with `&`) starts with
+        # SIGINT ignored, which the command then keeps, as it should; a
+        # user's Ctrl-C reaches a foreground command, which this one is.
         proc = subprocess.Popen([str(HARDBOILED), "parse", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env)
+                                stderr=subprocess.PIPE, env=env,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 30
         while server and served(cache_dir) == before and time.monotonic() < deadline:
             time.sleep(0.05)
