@@ -1,5 +1,5 @@
 """``python -m hardboiled`` runs the command line."""
 
-from hardboiled.cli import main
+from hardboiled.cli import run
 
-main()
+run()

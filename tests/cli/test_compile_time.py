@@ -236,3 +236,27 @@ def test_a_sigterm_as_the_command_restores_its_handler_ends_it_as_terminated(mon
         direct.main(["--version"])
     assert info.value.code == 143
     assert restores == [before, signal.SIG_IGN, before] and signal.getsignal(signal.SIGTERM) is before
+
+
+def test_the_console_script_ends_without_teardown_but_as_an_exit_would() -> None:
+    """``run`` (the console script) leaves with ``os._exit``: the other
+    threads are joined first, the exit handlers run, everything printed is
+    flushed, and the status is ``sys.exit``'s (a message is printed and
+    exits 1)."""
+    probe = ("import atexit, sys, threading, time\n"
+             "from hardboiled.cli import run, _leave\n"
+             "atexit.register(lambda: sys.stdout.write('handler ran\\n'))\n"
+             "threading.Thread(target=lambda: (time.sleep(0.2), sys.stdout.write('thread joined\\n'))).start()\n"
+             "sys.stdout.write('x' * 200000 + '\\n')\n"
+             "if sys.argv[1] == 'message':\n    _leave('a message')\n"
+             "sys.argv = ['hardboiled', *sys.argv[1:]]\nrun()\n")
+    version = subprocess.run([sys.executable, "-c", probe, "--version"], capture_output=True, text=True, cwd=ROOT)
+    assert version.returncode == 0, version.stderr
+    lines = version.stdout.splitlines()
+    assert lines[0] == "x" * 200000 and lines[1].startswith("hardboiled ")
+    assert set(lines[2:]) == {"thread joined", "handler ran"}
+    missing = subprocess.run([sys.executable, "-c", probe, "compile", "no-such.stmt"], capture_output=True, text=True,
+                             cwd=ROOT)
+    assert missing.returncode == 2 and "cannot read 'no-such.stmt'" in missing.stderr
+    message = subprocess.run([sys.executable, "-c", probe, "message"], capture_output=True, text=True, cwd=ROOT)
+    assert message.returncode == 1 and message.stderr == "a message\n"

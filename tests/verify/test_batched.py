@@ -213,7 +213,11 @@ def test_threads_inside_a_block_that_ran_on_its_own() -> None:
 
 
 # Serial loops Halide leaves around a scalar update (verify/independence.py)
-_SCALARIZED = ("amx_K-48", "amx_acc_layout-xy", "amx_tiles-2x2", "wmma_acc_layout-yx", "wmma_K-40")
+# The serial run of the last four takes seconds by design (up to 264,000
+# scalar stores, one interpreter step each): they run in `make test`, not
+# in `make test-fast`.
+_SCALARIZED = ("amx_K-48", *(pytest.param(name, marks=pytest.mark.slow) for name in (
+    "amx_acc_layout-xy", "amx_tiles-2x2", "wmma_acc_layout-yx", "wmma_K-40")))
 
 
 @pytest.mark.parametrize("name", _SCALARIZED)
