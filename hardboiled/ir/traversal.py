@@ -12,7 +12,7 @@ from typing import TypeGuard
 
 from hardboiled.ir.enums import ForKind
 from hardboiled.ir.exprs import Call, Expr
-from hardboiled.ir.stmts import For, Stmt
+from hardboiled.ir.stmts import Allocate, For, Stmt
 
 Node = Expr | Stmt
 """Any expression or statement: what ``children`` and ``walk`` visit."""
@@ -80,7 +80,38 @@ GPU_LOOP_KINDS = (ForKind.GPU_BLOCK, ForKind.GPU_THREAD, ForKind.GPU_LANE)
 def has_gpu_loops(node: Node) -> bool:
     """Whether a GPU loop (block, thread or lane) is under ``node``: the
     program runs on the GPU, its accumulators in Tensor Core fragments."""
-    return any(isinstance(n, For) and n.kind in GPU_LOOP_KINDS for n in walk(node))
+    return _outline(node)[0]
+
+
+def allocations(node: Node) -> tuple[Allocate, ...]:
+    """Every allocation under ``node``, in pre-order."""
+    return _outline(node)[1]
+
+
+_last_outline: tuple[Node, tuple[bool, tuple[Allocate, ...]]] | None = None
+"""The last tree ``_outline`` walked, and what it found: the passes of a
+compile ask both questions of the same tree several times each (a pass that
+changes nothing returns the tree it was given)."""
+
+
+def _outline(node: Node) -> tuple[bool, tuple[Allocate, ...]]:
+    """Whether ``node`` has GPU loops, and its allocations: one walk per
+    tree, however often they are asked. The cache holds one tree, by
+    identity (the nodes are immutable; a tree that is not the last one
+    asked about is walked again)."""
+    global _last_outline
+    last = _last_outline
+    if last is not None and last[0] is node:
+        return last[1]
+    gpu_loops, found = False, []
+    for n in walk(node):
+        if isinstance(n, For):
+            gpu_loops = gpu_loops or n.kind in GPU_LOOP_KINDS
+        elif isinstance(n, Allocate):
+            found.append(n)
+    outline = (gpu_loops, tuple(found))
+    _last_outline = (node, outline)
+    return outline
 
 
 def calls(node: Node) -> Iterator[Call]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hardboiled import ir
+from hardboiled.ir.traversal import allocations
 from hardboiled.ir.visitor import map_expr
 from hardboiled.select.terms import TERMS, Term, binop_name, make, type_code_name
 
@@ -69,11 +70,10 @@ class Encoding:
 def accelerator_allocations(stmt: ir.Stmt, overrides: dict[str, str]) -> dict[str, ir.Allocate]:
     """Allocations in accelerator memory, by name."""
     found: dict[str, ir.Allocate] = {}
-    for node in ir.walk(stmt):
-        if isinstance(node, ir.Allocate):
-            memory = overrides.get(node.name, node.memory_type)
-            if memory in ACCELERATOR_MEMORY:
-                found[node.name] = node
+    for node in allocations(stmt):
+        memory = overrides.get(node.name, node.memory_type)
+        if memory in ACCELERATOR_MEMORY:
+            found[node.name] = node
     return found
 
 
