@@ -10,9 +10,11 @@ gpu_block loop; uses that no single such statement covers get a copy each.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hardboiled import ir
 from hardboiled.ir.visitor import map_all_exprs, map_stmt
-from hardboiled.legalize.common import LegalizationError, holding, path_to_uses
+from hardboiled.legalize.common import LegalizationError, path_to_uses
 from hardboiled.select.reinsert import Temporary
 from hardboiled.support.diagnostics import Diagnostic
 
@@ -52,8 +54,26 @@ class _Subtrees:
         self.kernels: dict[int, bool] = {}
         self.guarded: dict[int, frozenset[str]] = {}
         """The temporaries used under an `if` in the node (the node included)."""
-        order: list[ir.Node] = list(ir.walk(stmt))
-        for node in reversed(order):  # children before parents
+        self._trees: list[ir.Stmt] = []
+        """Every tree analysed: kept, so that no node's id is another's."""
+        self.extend(stmt, names)
+
+    def extend(self, stmt: ir.Stmt, names: set[str]) -> None:
+        """Analyse the nodes of ``stmt`` not analysed yet: a tree rebuilt
+        from an analysed one (a temporary placed, another split into
+        copies) keeps its unchanged subtrees, and only the rebuilt nodes
+        are new. ``names`` may add only new names (the copies'), which no
+        analysed node uses."""
+        self._trees.append(stmt)
+        pending: list[tuple[ir.Node, bool]] = [(stmt, False)]
+        while pending:  # children before parents
+            node, kids_done = pending.pop()
+            if id(node) in self.uses:
+                continue
+            if not kids_done:
+                pending.append((node, True))
+                pending.extend((kid, False) for kid in ir.children(node) if id(kid) not in self.uses)
+                continue
             kids = list(ir.children(node))
             used = {node.name} if isinstance(node, ir.Variable) and node.name in names else set()
             written = set(_own_writes(node))
@@ -118,9 +138,10 @@ def place_temporaries(stmt: ir.Stmt, temporaries: list[Temporary]) -> ir.Stmt:
             continue
         stmt = _allocate_all(stmt, placed)
         placed = {}
-        stmt, copies = _split_uses(stmt, temp)
+        subtrees.extend(stmt, {temp.name} | {t.name for t in pending})
+        stmt, copies = _split_uses(stmt, temp, subtrees.holds)
         pending[:0] = copies
-        subtrees = _Subtrees(stmt, {t.name for t in pending})
+        subtrees.extend(stmt, {t.name for t in pending})
     return _allocate_all(stmt, placed)
 
 
@@ -166,10 +187,10 @@ def _choose_position(path: list[ir.Stmt], needed: set[str], reads: set[str], sub
     return None
 
 
-def _split_uses(stmt: ir.Stmt, temp: Temporary) -> tuple[ir.Stmt, list[Temporary]]:
+def _split_uses(stmt: ir.Stmt, temp: Temporary, uses: Callable[[ir.Stmt, str], bool],
+                ) -> tuple[ir.Stmt, list[Temporary]]:
     """Give each child of the smallest statement holding every use of
-    ``temp`` its own copy."""
-    uses = holding(stmt, temp.name)
+    ``temp`` (``uses`` answers which hold one) its own copy."""
     path = path_to_uses(stmt, temp.name, uses)
     assert path is not None
     holder = path[-1]
