@@ -65,7 +65,13 @@ def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: di
     its own index."""
     replacements: dict[int, ir.Stmt] = {}
     counter = 0
-    for position, store in enumerate(iter_stores(stmt)):
+    stores = list(iter_stores(stmt))
+    # The most lanes the program stores into each buffer with, for
+    # _gathered_region: found once, not in a walk per copied load.
+    widest: dict[str, int] = {}
+    for store in stores:
+        widest[store.name] = max(widest.get(store.name, 1), store.value.type.lanes)
+    for position, store in enumerate(stores):
         if position not in positions:
             continue
         gather = gathers_accelerator(store, set(allocations))
@@ -77,7 +83,7 @@ def spill_accelerator_reads(stmt: ir.Stmt, positions: set[int], accelerators: di
                 # A gather, or a read whose lanes are constant but not in
                 # storage order (a transposed accumulator), copies the region
                 # whole: a tile store writes only whole tiles in order.
-                region = (_gathered_region(stmt, n, allocations[n.name])
+                region = (_gathered_region(widest.get(n.name, 1), n, allocations[n.name])
                           if gather or not _in_storage_order(n.index) else None)
                 index: ir.Expr
                 if region is None:
@@ -108,11 +114,11 @@ def _in_storage_order(index: ir.Expr) -> bool:
     return lanes is None or all(b - a == 1 for a, b in zip(lanes, lanes[1:]))
 
 
-def _gathered_region(stmt: ir.Stmt, load: ir.Load, allocation: ir.Allocate) -> tuple[int, int] | None:
+def _gathered_region(unit: int, load: ir.Load, allocation: ir.Allocate) -> tuple[int, int] | None:
     """The dense part of an accumulator a copy-out gathers from, as (start,
     size): the span of its index's lanes widened to whole accumulation
-    stores (the gcd of the lane counts the program stores into the
-    buffer with), so that fragment stores of the tiles it covers fill it,
+    stores (``unit``: the most lanes the program stores into the buffer
+    with), so that fragment stores of the tiles it covers fill it,
     and cut at the allocation's end. The whole allocation where the index
     is not constant (or spans it). None where the allocation's size is not
     constant either, or the region is more than a vector holds (then the
@@ -123,8 +129,6 @@ def _gathered_region(stmt: ir.Stmt, load: ir.Load, allocation: ir.Allocate) -> t
         return None
     region = (0, size)
     if lanes is not None:
-        unit = max((node.value.type.lanes for node in ir.walk(stmt)
-                    if isinstance(node, ir.Store) and node.name == load.name), default=1)
         start = min(lanes) // unit * unit
         end = min(-(-(max(lanes) + 1) // unit) * unit, size)
         if 0 <= start < end:

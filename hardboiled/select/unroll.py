@@ -36,12 +36,14 @@ def unroll_tile_loops(stmt: ir.Stmt, buffers: set[str]) -> ir.Stmt:
     def replace(node: ir.Node) -> ir.Node | None:
         if not isinstance(node, ir.For):
             return None
-        body = rewrite(node.body, replace)
+        # The loops inside first (statements only: no loop is in an
+        # expression); the loop returned is not looked into again.
+        body = rewrite(node.body, replace, (ir.Stmt,))
         loop = node if body is node.body else ir.For(node.name, node.min, node.extent, node.kind,
                                                       node.device_api, body)
         trips = _trips(loop)
         if trips is None or not _indexes(loop.body, loop.name, buffers):
-            return loop if loop is not node else None
+            return loop
         first, count = trips
         return ir.make_block([_with_constant(loop.body, loop.name, first + i) for i in range(count)])
 
