@@ -8,11 +8,12 @@ plain loops over module globals.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TypeGuard
 
 from hardboiled.ir.enums import ForKind
 from hardboiled.ir.exprs import Call, Expr
-from hardboiled.ir.stmts import Allocate, For, Stmt
+from hardboiled.ir.stmts import Allocate, For, Stmt, Store
 
 Node = Expr | Stmt
 """Any expression or statement: what ``children`` and ``walk`` visit."""
@@ -80,36 +81,50 @@ GPU_LOOP_KINDS = (ForKind.GPU_BLOCK, ForKind.GPU_THREAD, ForKind.GPU_LANE)
 def has_gpu_loops(node: Node) -> bool:
     """Whether a GPU loop (block, thread or lane) is under ``node``: the
     program runs on the GPU, its accumulators in Tensor Core fragments."""
-    return _outline(node)[0]
+    return _outline(node).gpu_loops
 
 
 def allocations(node: Node) -> tuple[Allocate, ...]:
     """Every allocation under ``node``, in pre-order."""
-    return _outline(node)[1]
+    return _outline(node).allocations
 
 
-_last_outline: tuple[Node, tuple[bool, tuple[Allocate, ...]]] | None = None
+def stores(node: Node) -> tuple[Store, ...]:
+    """Every store under ``node``, in pre-order."""
+    return _outline(node).stores
+
+
+@dataclass(frozen=True, slots=True)
+class _Outline:
+    gpu_loops: bool
+    allocations: tuple[Allocate, ...]
+    stores: tuple[Store, ...]
+
+
+_last_outline: tuple[Node, _Outline] | None = None
 """The last tree ``_outline`` walked, and what it found: the passes of a
-compile ask both questions of the same tree several times each (a pass that
-changes nothing returns the tree it was given)."""
+compile ask these questions of the same tree several times each (a pass
+that changes nothing returns the tree it was given)."""
 
 
-def _outline(node: Node) -> tuple[bool, tuple[Allocate, ...]]:
-    """Whether ``node`` has GPU loops, and its allocations: one walk per
-    tree, however often they are asked. The cache holds one tree, by
-    identity (the nodes are immutable; a tree that is not the last one
+def _outline(node: Node) -> _Outline:
+    """Whether ``node`` has GPU loops, its allocations and its stores: one
+    walk per tree, however often they are asked. The cache holds one tree,
+    by identity (the nodes are immutable; a tree that is not the last one
     asked about is walked again)."""
     global _last_outline
     last = _last_outline
     if last is not None and last[0] is node:
         return last[1]
-    gpu_loops, found = False, []
+    gpu_loops, allocated, stored = False, [], []
     for n in walk(node):
-        if isinstance(n, For):
+        if isinstance(n, Store):
+            stored.append(n)
+        elif isinstance(n, For):
             gpu_loops = gpu_loops or n.kind in GPU_LOOP_KINDS
         elif isinstance(n, Allocate):
-            found.append(n)
-    outline = (gpu_loops, tuple(found))
+            allocated.append(n)
+    outline = _Outline(gpu_loops, tuple(allocated), tuple(stored))
     _last_outline = (node, outline)
     return outline
 

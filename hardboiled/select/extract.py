@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hardboiled import ir
+from hardboiled.ir import traversal
 from hardboiled.ir.traversal import allocations
 from hardboiled.ir.visitor import map_expr
 from hardboiled.select.terms import TERMS, Term, binop_name, make, type_code_name
@@ -79,9 +80,7 @@ def accelerator_allocations(stmt: ir.Stmt, overrides: dict[str, str]) -> dict[st
 
 def iter_stores(stmt: ir.Stmt) -> Iterator[ir.Store]:
     """Every Store in pre-order: the order that positions refer to."""
-    for node in ir.walk(stmt):
-        if isinstance(node, ir.Store):
-            yield node
+    return iter(traversal.stores(stmt))
 
 
 def loads_of(e: ir.Expr) -> set[str]:

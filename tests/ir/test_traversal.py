@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hardboiled import ir
 from hardboiled.frontend.parse import parse_input
-from hardboiled.ir.traversal import allocations, has_gpu_loops
+from hardboiled.ir.traversal import allocations, has_gpu_loops, stores
 
 _CPU = """allocate acc[float32 * 16] in AMXTile
 for (x, 0, 4) {
@@ -30,12 +30,13 @@ def test_outline_answers_for_the_tree_asked_about_whichever_was_asked_last() -> 
     cpu, gpu = (parse_input(text).ir for text in (_CPU, _GPU))
     assert isinstance(cpu, ir.Stmt) and isinstance(gpu, ir.Stmt)
 
-    def walked(node: ir.Node) -> tuple[bool, list[str]]:
+    def walked(node: ir.Node) -> tuple[bool, list[str], list[ir.Store]]:
         nodes = list(ir.walk(node))
         return (any(isinstance(n, ir.For) and n.kind in ir.traversal.GPU_LOOP_KINDS for n in nodes),
-                [n.name for n in nodes if isinstance(n, ir.Allocate)])
+                [n.name for n in nodes if isinstance(n, ir.Allocate)], [n for n in nodes if isinstance(n, ir.Store)])
 
     inner = next(n for n in ir.walk(gpu) if isinstance(n, ir.Allocate)).body
     for node in (cpu, cpu, gpu, cpu, inner, gpu, inner):
-        assert (has_gpu_loops(node), [a.name for a in allocations(node)]) == walked(node)
-    assert walked(cpu) == (False, ["acc", "tmp"]) and walked(gpu) == (True, ["frag"]) and walked(inner) == (True, [])
+        assert (has_gpu_loops(node), [a.name for a in allocations(node)], list(stores(node))) == walked(node)
+    assert walked(cpu)[:2] == (False, ["acc", "tmp"]) and walked(gpu)[:2] == (True, ["frag"])
+    assert walked(inner)[:2] == (True, []) and [s.name for s in walked(cpu)[2]] == ["acc", "tmp"]
