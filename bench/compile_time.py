@@ -22,6 +22,8 @@
   verified and run as C: seconds per input (the egglog child kept from
   input to input, and the original's interpretation shared by --verify and
   --run).
+* **Tails**: the slowest variants of the listed sweep (GuardWithIf tails),
+  each compiled alone.
 * **Parsing**: MB/s of ``hardboiled parse`` on a large statement, and one
   stage read out of a 50 MB debug log.
 
@@ -30,7 +32,7 @@ kept in bench/results/compile_time_dumps. ``--tree DIR`` measures another
 checkout of hardboiled (``git worktree add /tmp/before REV``) with this
 script's inputs, for before/after figures.
 
-    .venv/bin/python bench/compile_time.py [--tree DIR] [--repeat N] [--parts p1,p2,p2s,batch,p3,p3j,parse]
+    .venv/bin/python bench/compile_time.py [--tree DIR] [--repeat N] [--parts p1,p2,p2s,batch,tails,p3,p3j,parse]
         [--loop-taps 16,...] [--unrolled-taps 64,...,4096]
 """
 
@@ -276,6 +278,30 @@ def batch(tree: Path, repeat: int) -> dict[str, Any]:
     return figures
 
 
+TAIL_VARIANTS = (
+    "amx_b-vnni_order-ba_K-80_tiles-1x4_init-cbuf_form-two_acc_acc_layout-xy_tail-guard_rem-8",
+    "amx_order-ba_init-bias_col_tail-guard_rem-4",
+    "amx_tail-guard_rem-4",
+    "amx_a-col_order-ba_tiles-1x4_init-cbuf_epilogue-silu_loops-k_outer_acc_layout-xy",
+)
+"""The slowest variants of the listed sweep (bench/results/sweep.json):
+GuardWithIf tails, whose edge tiles selection specializes, spills and
+splits temporaries for, and a K-outer loop order."""
+
+
+def tails(tree: Path, repeat: int) -> list[dict[str, Any]]:
+    """Each of TAIL_VARIANTS compiled alone, whole processes (no cache,
+    ``--allow-fallback``: its edge stores stay as Halide wrote them)."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in TAIL_VARIANTS:
+            command, env = hardboiled(tree, "compile", str(ROOT / "tests" / "fixtures" / "sweep" / f"{name}.stmt"),
+                                      "--no-cache", "-q", "--allow-fallback", "-o", f"{tmp}/o.stmt")
+            run = median_run(command, repeat, env)
+            rows.append({"variant": name, "seconds": run["seconds"], "outcome": outcome(run)})
+    return rows
+
+
 def p1(tree: Path, repeat: int) -> list[dict[str, Any]]:
     rows = []
     for taps in (32, 128):
@@ -418,7 +444,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=ROOT, help="the hardboiled checkout to measure")
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure; medians are reported")
-    parser.add_argument("--parts", default="p2,p2s,batch,p1,p3,p3j,parse")
+    parser.add_argument("--parts", default="p2,p2s,batch,tails,p1,p3,p3j,parse")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--loop-taps", default=",".join(map(str, LOOP_TAPS)),
                         help="P3's conv1d loop-form sizes (taps), comma-separated")
@@ -470,6 +496,11 @@ def main() -> int:
         print(f"\nA batch: {f['inputs']} AMX fixtures in one command (-j 1, --no-cache), seconds per input")
         print(f"  compile {_fmt(f['compile_s'], ' s', 3)} {f['compile_outcome']}; --verify --run "
               f"{_fmt(f['verify_run_s'], ' s', 3)} {f['verify_run_outcome']}")
+    if "tails" in parts:
+        rows = figures["tails"] = tails(tree, args.repeat)
+        print("\nThe slowest variants of the listed sweep, whole processes")
+        for r in rows:
+            print(f"  {_fmt(r['seconds'], ' s', 2):>8} {r['outcome']:<4} {r['variant']}")
     if "p1" in parts:
         rows = figures["p1"] = p1(tree, args.repeat)
         print("\nP1  conv1d selection against HardBoiled's egglog programs")
