@@ -16,14 +16,32 @@ def main(args: list[str] | None = None) -> None:
     try:
         _main(args)
     except KeyboardInterrupt:
-        # Ctrl-C before the command line took charge of it (while Python
-        # loads, or a record is replayed): an interruption, not a traceback.
-        from hardboiled.support.diagnostics import ExitCode
-        from hardboiled.support.fileio import discard_unfinished
+        sys.exit(interrupted())
 
-        discard_unfinished()
-        sys.stderr.write("hardboiled: error: interrupted\n")
-        sys.exit(int(ExitCode.INTERRUPTED))
+
+def interrupted() -> int:
+    """Ctrl-C before the command line took charge of it (while Python
+    loads, or a record is replayed): an interruption, said in one line as
+    the command line says it, not a traceback. The exit status."""
+    import sys
+
+    from hardboiled.support.diagnostics import ExitCode
+    from hardboiled.support.fileio import discard_unfinished
+
+    discard_unfinished()
+    sys.stderr.write("hardboiled: error: interrupted\n")
+    return int(ExitCode.INTERRUPTED)
+
+
+def exit_status(code: str | int | None) -> int:
+    """The status ``sys.exit(code)`` ends a process with; a message is
+    printed, as Python prints it, and is status 1."""
+    import sys
+
+    if code is None or isinstance(code, int):
+        return code or 0
+    sys.stderr.write(f"{code}\n")
+    return 1
 
 
 def _main(args: list[str] | None) -> None:
@@ -61,29 +79,34 @@ def run() -> None:
 
 def _leave(code: str | int | None) -> None:
     """Exit with ``code`` as ``sys.exit(code)`` would, skipping the
-    interpreter's teardown."""
+    interpreter's teardown; where a profiler, debugger or coverage tool
+    watches (``python -m cProfile -m hardboiled``), the usual exit, which
+    gives it control back."""
     import atexit
     import os
     import sys
     import threading
 
-    if code is None or isinstance(code, int):
-        status = code or 0
-    else:  # a message: Python prints it and exits 1
-        sys.stderr.write(f"{code}\n")
-        status = 1
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)
+    status = exit_status(code)
+    if not 0 <= status <= 255:
+        sys.exit(status)  # as the interpreter maps it
     shutdown = getattr(threading, "_shutdown", None)
-    if shutdown is not None:
-        shutdown()  # what the interpreter does first: joins the other threads, runs their exit hooks
-    atexit._run_exitfuncs()  # children killed, temporary directories removed (and the handlers cleared)
+    try:
+        if shutdown is not None:
+            shutdown()  # what the interpreter does first: joins the other threads, runs their exit hooks
+    except KeyboardInterrupt:
+        pass  # a Ctrl-C while waiting for them: the interpreter too ignores it there, and keeps the status
+    atexit._run_exitfuncs()  # the kept egglog child stopped, finalizers of temporary files run
     for stream in (sys.stdout, sys.stderr):
         if stream is None:
             continue
         try:
             stream.flush()
         except Exception:
-            sys.exit(code)  # the usual exit, which reports the failure as Python does (status 120)
-    os._exit(status & 0xFF)
+            sys.exit(status)  # the usual exit, which reports the failure as Python does (status 120)
+    os._exit(status)
 
 
-__all__ = ["main", "run"]
+__all__ = ["exit_status", "interrupted", "main", "run"]

@@ -377,20 +377,15 @@ def _open_standard_streams(encodings: list[str]) -> None:
 def _run(argv: list[str]) -> int:
     """The command, as the ``hardboiled`` entry point runs it: its exit
     status, after its exit handlers ran and its output was flushed."""
-    from hardboiled.cli import direct
+    from hardboiled.cli import direct, exit_status, interrupted
 
     try:
         direct.main(argv)
         code = 0
     except SystemExit as exit:
-        if exit.code is None or isinstance(exit.code, int):
-            code = exit.code or 0
-        else:
-            sys.stderr.write(f"{exit.code}\n")
-            code = 1
-    except KeyboardInterrupt:
-        traceback.print_exc()
-        code = 128 + signal.SIGINT
+        code = exit_status(exit.code)
+    except KeyboardInterrupt:  # before the command line took charge of it (a record replayed)
+        code = interrupted()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

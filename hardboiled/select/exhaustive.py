@@ -102,7 +102,7 @@ def affine(e: ir.Expr, ranges: Ranges, known: dict[str, ir.Expr]) -> ir.Expr | N
     if names is None or any(ranges[n][1] < ranges[n][0] for n in names):
         return None  # (no point at all: nothing says what it would be)
     grid = _grid(names, ranges)
-    values = _on_every_point(e, grid, known)
+    values = _values(e, grid, names, ranges, known)
     if values is None:
         return None
     lowest = {n: ranges[n][0] for n in names}
@@ -133,7 +133,7 @@ def decided(condition: ir.Expr, ranges: Ranges, known: dict[str, ir.Expr]) -> bo
     names = sorted(set(free_names(condition, known)))
     if any(n not in ranges for n in names) or not 0 < _point_count(names, ranges) <= MAX_POINTS:
         return None
-    values = _on_every_point(condition, _grid(names, ranges), known)
+    values = _values(condition, _grid(names, ranges), names, ranges, known)
     if values is None:
         return None
     true = values != 0
@@ -168,6 +168,35 @@ def _grid(names: list[str], ranges: Ranges) -> dict[str, Any]:
 
 _SIZE = "\0size"
 """The number of points, in a grid (not a name: a name has no NUL)."""
+
+
+def _values(e: ir.Expr, grid: dict[str, Any], names: list[str], ranges: Ranges, known: dict[str, ir.Expr]) -> Any:
+    """``e``'s value on each point of ``grid`` (an int64 array), or None
+    where it cannot be evaluated on some point. All at once where every
+    constant it holds is an int32 (then no value that is not past int32
+    overflows int64 on the way); point by point otherwise."""
+    if _int32_constants(e, known, set()):
+        return _on_every_point(e, grid, known)
+    import numpy as np
+
+    evaluate = evaluator(known)
+    try:
+        return np.array([evaluate(e, point) for point in points(names, ranges)], dtype=np.int64)
+    except (NotEvaluable, OverflowError):
+        return None
+
+
+def _int32_constants(e: ir.Expr, known: dict[str, ir.Expr], seen: set[str]) -> bool:
+    """Whether every integer constant of ``e``, and of the lets it reads,
+    is an int32 value."""
+    for n in ir.walk(e):
+        if isinstance(n, (ir.IntImm, ir.UIntImm)) and not -(1 << 31) <= n.value < (1 << 31):
+            return False
+        if isinstance(n, ir.Variable) and n.name in known and n.name not in seen:
+            seen.add(n.name)
+            if not _int32_constants(known[n.name], known, seen):
+                return False
+    return True
 
 
 def _on_every_point(e: ir.Expr, grid: dict[str, Any], known: dict[str, ir.Expr]) -> Any:

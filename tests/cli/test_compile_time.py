@@ -260,3 +260,13 @@ def test_the_console_script_ends_without_teardown_but_as_an_exit_would() -> None
     assert missing.returncode == 2 and "cannot read 'no-such.stmt'" in missing.stderr
     message = subprocess.run([sys.executable, "-c", probe, "message"], capture_output=True, text=True, cwd=ROOT)
     assert message.returncode == 1 and message.stderr == "a message\n"
+
+
+def test_a_profiler_around_the_command_gets_control_back(tmp_path: Path) -> None:
+    """``python -m cProfile -m hardboiled``: the usual exit, so that the
+    profile is written."""
+    profile = tmp_path / "out.prof"
+    proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "hardboiled", "--version"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.startswith("hardboiled "), proc.stderr
+    assert profile.stat().st_size > 0

@@ -450,20 +450,24 @@ def test_sigint_with_two_jobs_never_hangs_nor_leaves_workers(tmp_path: Path) -> 
     assert workers == []
 
 
-@pytest.mark.parametrize("where", ["forward", "replay"])
+@pytest.mark.parametrize("where", ["forward", "replay", "replay in a server's worker"])
 def test_ctrl_c_before_the_command_line_runs_is_exit_130_not_a_traceback(where: str, monkeypatch, capsys) -> None:
     """Ctrl-C while the command loads (offering itself to a server, or
-    replaying a record) ends it as an interruption: exit 130, one line."""
+    replaying a record, alone or in a compile server's worker) ends it as
+    an interruption: exit 130, one line."""
     from hardboiled import cli
-    from hardboiled.cli import client, direct
+    from hardboiled.cli import client, direct, server
 
     def interrupted(*args: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(client if where == "forward" else direct, where, interrupted)
-    with pytest.raises(SystemExit) as exit:
-        cli.main(["compile", str(LOG), "-q"])
-    assert exit.value.code == 130
+    monkeypatch.setattr(client if where == "forward" else direct, where.split()[0], interrupted)
+    if where.endswith("worker"):
+        assert server._run(["compile", str(LOG), "-q"]) == 130
+    else:
+        with pytest.raises(SystemExit) as exit:
+            cli.main(["compile", str(LOG), "-q"])
+        assert exit.value.code == 130
     assert capsys.readouterr().err == "hardboiled: error: interrupted\n"
 
 
