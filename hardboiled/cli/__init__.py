@@ -85,13 +85,13 @@ def _leave(code: str | int | None) -> None:
     import atexit
     import os
     import sys
-    import threading
 
     if sys.getprofile() is not None or sys.gettrace() is not None:
         sys.exit(code)
     status = exit_status(code)
     if not 0 <= status <= 255:
         sys.exit(status)  # as the interpreter maps it
+    threading = sys.modules.get("threading")  # never imported (a replayed compile): no other thread to join
     shutdown = getattr(threading, "_shutdown", None)
     try:
         if shutdown is not None:
