@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,6 +140,17 @@ def test_a_command_it_runs_prints_writes_and_exits_as_it_would_alone(cache_dir: 
     assert written[-1] == ["batch/matmul.stmt", "batch/vectorizing.stmt"]
 
 
+def _as_in_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+
+
+def _signal_state() -> str:
+    """This thread's blocked and ignored signals (/proc), for a failure's message."""
+    status = Path(f"/proc/self/task/{threading.get_native_id()}/status").read_text()
+    return " ".join(line for line in status.splitlines() if line.startswith(("SigBlk", "SigIgn")))
+
+
 def test_signals_sent_to_the_command_reach_the_worker(cache_dir: Path) -> None:
     """``parse -`` waits on an open pipe: SIGTERM and SIGINT sent to the
     command end it through the server as they end it alone (143, 130; a
@@ -151,10 +163,10 @@ def test_signals_sent_to_the_command_reach_the_worker(cache_dir: Path) -> None:
         before = served(cache_dir)
         # A shell's background job (the suite run with `&`) starts with
         # SIGINT ignored, which the command then keeps, as it should; a
-        # user's Ctrl-C reaches a foreground command, which this one is.
+        # user's Ctrl-C reaches a foreground command, which this one is:
+        # SIGINT at its default, and not blocked, whatever the runner's.
         proc = subprocess.Popen([str(HARDBOILED), "parse", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                                stderr=subprocess.PIPE, env=env, preexec_fn=_as_in_a_terminal)
         deadline = time.monotonic() + 30
         while server and served(cache_dir) == before and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -166,7 +178,7 @@ def test_signals_sent_to_the_command_reach_the_worker(cache_dir: Path) -> None:
 
     for signum, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, -signal.SIGHUP)):
         alone, through = interrupted(signum, False), interrupted(signum, True)
-        assert through == alone and alone[0] == code, (through, alone)
+        assert through == alone and alone[0] == code, (through, alone, _signal_state())
         assert b"Traceback" not in through[1]
 
 
