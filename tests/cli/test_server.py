@@ -141,7 +141,8 @@ def test_a_command_it_runs_prints_writes_and_exits_as_it_would_alone(cache_dir: 
 
 
 def _as_in_a_terminal() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
 
 
@@ -162,9 +163,10 @@ def test_signals_sent_to_the_command_reach_the_worker(cache_dir: Path) -> None:
         env = dict(os.environ, HARDBOILED_CACHE_DIR=str(cache_dir), HARDBOILED_NO_SERVER="0" if server else "1")
         before = served(cache_dir)
         # A shell's background job (the suite run with `&`) starts with
-        # SIGINT ignored, which the command then keeps, as it should; a
-        # user's Ctrl-C reaches a foreground command, which this one is:
-        # SIGINT at its default, and not blocked, whatever the runner's.
+        # SIGINT ignored, and one under nohup with SIGHUP ignored, which the
+        # command then keeps, as it should; these signals reach a command
+        # run in a terminal, which this one is: at their defaults, and not
+        # blocked, whatever the runner's.
         proc = subprocess.Popen([str(HARDBOILED), "parse", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=env, preexec_fn=_as_in_a_terminal)
         deadline = time.monotonic() + 30
