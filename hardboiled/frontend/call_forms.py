@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
+from typing import cast
 
 from hardboiled import ir
 from hardboiled.frontend.builder_base import BuilderBase
@@ -126,12 +127,13 @@ class CallForms(BuilderBase):
         return ir.Shuffle((args[0],), (idx,))
 
     def _shuffle(self, args: list[ir.Expr], token: Token) -> ir.Expr:
+        values = [int32_value(a) for a in args]
         split = len(args)
-        while split > 1 and int32_value(args[split - 1]) is not None:
+        while split > 1 and values[split - 1] is not None:
             split -= 1
         if split == len(args):
             raise self.error("shuffle needs at least one integer lane index", token)
-        indices = tuple(i for i in (int32_value(a) for a in args[split:]) if i is not None)
+        indices = cast(tuple[int, ...], tuple(values[split:]))
         total = sum(a.type.lanes for a in args[:split])
         if any(not 0 <= i < total for i in indices):
             raise self.error(f"shuffle index out of range: the inputs have {total} lanes", token)

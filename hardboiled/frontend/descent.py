@@ -24,7 +24,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from operator import attrgetter
+from itertools import accumulate
+from operator import add, attrgetter
 from typing import Any
 
 from hardboiled.frontend.grammar import current_scanner_table, stored_scanner_table
@@ -55,10 +56,21 @@ class _Scanner:
     keywords: frozenset[str]
 
 
+_INT_RUN = "__INT_RUN"
+_INT_RUN_PATTERN = rf"[\x09\x0c\x20]*+(?P<{_INT_RUN}>(?:-?\d+, )+-?\d++(?!\.))"
+"""Integer literals separated by ``, `` (a shuffle's lane indices, often
+thousands in a row), matched at once where a token starts: the grammar's
+scanner reads such text as INT, COMMA, INT, ... (no terminal before INT in
+its order matches a digit or ``-`` then a digit, and none other than
+FLOAT continues a number: a number followed by ``.`` is left to the
+general scan), so ``_tokens`` splits the run into exactly those tokens,
+at C's speed rather than one match per token."""
+
+
 @lru_cache(maxsize=1)
 def _scanner() -> _Scanner:
     table = stored_scanner_table() or current_scanner_table()
-    pattern = re.compile(table["pattern"])
+    pattern = re.compile(f"{_INT_RUN_PATTERN}|{table['pattern']}")
     literals = table["literals"]
     kinds = [""] * (pattern.groups + 1)
     for name, group in pattern.groupindex.items():
@@ -74,6 +86,49 @@ def parse_tree(text: str) -> Tree:
     return _Reader(text, _scanner()).whole()
 
 
+def _tokens(text: str, scanner: _Scanner) -> tuple[list[str], list[str], list[int]]:
+    """The kinds, texts and ends of the tokens of ``text``: one pass of the
+    regular expression over the whole text, and the lists taken out of the
+    matches at C's speed (map, no Python frame per token)."""
+    matches = list(scanner.pattern.finditer(text))
+    groups = list(map(_last_group, matches))
+    if scanner.no_terminal in groups:
+        raise Unhandled
+    kinds = list(map(scanner.kinds.__getitem__, groups))
+    values = list(map(re.Match.group, matches, groups))
+    ends = list(map(re.Match.end, matches))
+    if _INT_RUN not in kinds:
+        return kinds, values, ends
+    runs = [i for i, kind in enumerate(kinds) if kind == _INT_RUN]
+    split_kinds: list[str] = []
+    split_values: list[str] = []
+    split_ends: list[int] = []
+    after = 0
+    for i in runs:
+        split_kinds += kinds[after:i]
+        split_values += values[after:i]
+        split_ends += ends[after:i]
+        numbers = values[i].split(", ")
+        count = len(numbers)
+        # The end of number j: where the run starts, the lengths of numbers
+        # 0..j and a comma and a space after each number before it.
+        number_ends = list(map(add, accumulate(map(len, numbers)),
+                               range(ends[i] - len(values[i]), ends[i] + 2 * count, 2)))
+        run_values = [","] * (2 * count - 1)
+        run_values[0::2] = numbers
+        run_ends = [0] * (2 * count - 1)
+        run_ends[0::2] = number_ends
+        run_ends[1::2] = [end + 1 for end in number_ends[:-1]]
+        split_kinds += (["INT", ","] * count)[:-1]
+        split_values += run_values
+        split_ends += run_ends
+        after = i + 1
+    split_kinds += kinds[after:]
+    split_values += values[after:]
+    split_ends += ends[after:]
+    return split_kinds, split_values, split_ends
+
+
 class _Reader:
     """One parse: the tokens, scanned at once, the current one (``kind``
     and ``value``), and a method per rule of the grammar that it reads."""
@@ -84,13 +139,7 @@ class _Reader:
         # One pass of the regular expression over the whole text, and the
         # tokens' kinds, texts and ends taken out of the matches at C's
         # speed (map, no Python frame per token).
-        matches = list(scanner.pattern.finditer(text))
-        groups = list(map(_last_group, matches))
-        if scanner.no_terminal in groups:
-            raise Unhandled
-        self.kinds = list(map(scanner.kinds.__getitem__, groups))
-        self.values = list(map(re.Match.group, matches, groups))
-        self.ends = list(map(re.Match.end, matches))
+        self.kinds, self.values, self.ends = _tokens(text, scanner)
         self.kinds.append(_END)
         self.values.append("")
         self.ends.append(len(text))
@@ -470,12 +519,31 @@ class _Reader:
         if self.kind == ")":
             self.advance()
             return [None]
+        literal_runs = item == self.expr
         items = [item()]
         while self.kind == ",":
             self.advance()
+            if literal_runs and self.kind == "INT":
+                self.literal_run(items)
             items.append(item())
         self.expect(")")
         return items
+
+    def literal_run(self, items: list[Any]) -> None:
+        """Arguments that are each an integer literal and nothing more (an
+        ``INT`` then a comma: a shuffle's lane indices, thousands in a row),
+        read in one loop into the trees ``expr`` makes of them, up to the
+        next argument that is not."""
+        kinds, values, ends, lines = self.kinds, self.values, self.ends, self.lines
+        index = self.index
+        while kinds[index] == "INT" and kinds[index + 1] == ",":
+            value, end = values[index], ends[index]
+            token = _new_str(Token, value)
+            token.type, token.start_pos, token.end_pos, token.lines = "INT", end - len(value), end, lines
+            items.append(Tree("int_lit", [token]))
+            index += 2
+        self.index = index
+        self.kind, self.value = kinds[index], values[index]
 
     def parenthesized(self) -> Any:
         self.expect("(")

@@ -8,6 +8,7 @@ reader that decides too early (keywords as names, contextual terminals)."""
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +19,9 @@ from lark import Token as LarkToken
 from lark import Tree as LarkTree
 from lark.exceptions import UnexpectedInput
 
+from hardboiled.frontend import descent
 from hardboiled.frontend.descent import Unhandled, parse_tree
-from hardboiled.frontend.grammar import SCANNER_TABLE, halide_parser, scanner_table_text
+from hardboiled.frontend.grammar import SCANNER_TABLE, halide_parser, scanner_table_text, stored_scanner_table
 from hardboiled.frontend.stages import is_debug_log, select_stage
 from hardboiled.frontend.syntax_tree import Token, Tree
 from hardboiled.ir.printer import print_ir
@@ -256,3 +258,41 @@ def test_deep_text_is_left_to_lark_where_no_deep_stack_can_be_made(monkeypatch: 
     depth = 300
     parsed = parse_input("a[0] = f(" + "(" * depth + "x" + " + 1)" * depth + ")\n")
     assert parsed.kind == "stmt"
+
+
+
+def _scanner_without_runs() -> descent._Scanner:
+    """The reader's scanner without its runs of integer literals: the
+    grammar's scanner table alone."""
+    table = stored_scanner_table()
+    assert table is not None
+    pattern = re.compile(table["pattern"])
+    kinds = [""] * (pattern.groups + 1)
+    for name, group in pattern.groupindex.items():
+        kinds[group] = table["literals"].get(name, name)
+    return descent._Scanner(pattern, tuple(kinds), pattern.groupindex["__NO_TERMINAL"], descent._scanner().keywords)
+
+
+def _tokens_or_unhandled(text: str, scanner: descent._Scanner) -> object:
+    try:
+        return descent._tokens(text, scanner)
+    except Unhandled:
+        return "unhandled"
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_runs_of_integer_literals_scan_into_the_grammars_tokens(seed: int) -> None:
+    """The reader matches ``1, 2, 3`` at once and splits it into the tokens,
+    at the offsets, that the grammar's scanner gives one by one; on text
+    drawn from a seed out of what could make a run end early, start
+    elsewhere or read otherwise (dots, exponents, minus signs, quotes,
+    letters, the allocation's `` * ``). The real dumps' runs are checked
+    against Lark's tokens by test_reads_every_real_dump_as_lark_does."""
+    plain = _scanner_without_runs()
+    rng = random.Random(seed)
+    pieces = ["1", "23", "-4", "0", ", ", ",", " ", ".", ".5", "e3", "f", "x", '"', " * ", "(", ")", "\n  ",
+              "inf", "-", "7, 8, 9"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(3000)]
+    for text in texts:
+        assert _tokens_or_unhandled(text, descent._scanner()) == _tokens_or_unhandled(text, plain), text
+    assert sum(re.search(descent._INT_RUN_PATTERN, text) is not None for text in texts) > 1000
