@@ -123,6 +123,8 @@ def _parse(
         text += "\n"
     with _collection_paused():
         deep = on_deep_stack()
+        if not deep and len(text) > _READ_DEEP_FROM:
+            return call_deep(_read, text, filename, line_offset, buffer_types, ends_mid_line, True)
         try:
             return _read(text, filename, line_offset, buffer_types, ends_mid_line, deep)
         except RecursionError:
@@ -135,6 +137,13 @@ def _parse(
         # cannot).
         return call_deep(_read, text, filename, line_offset, buffer_types, ends_mid_line, True)
 
+
+_READ_DEEP_FROM = 64 << 10
+"""Characters past which a text read outside a deep stack (the API's
+``parse_input``) is read on one at once, not first tried on the caller's
+stack: a long dump is likely to nest deeper than that stack allows, and a
+failed first try costs as much as the read (starting the thread costs a
+fraction of a millisecond)."""
 
 _pause_lock = threading.Lock()
 _pauses = 0

@@ -197,6 +197,27 @@ def test_reads_text_nested_deeper_than_the_recursion_limit_without_lark() -> Non
     assert printed.strip() == "True []"
 
 
+def test_a_long_text_is_read_once_on_the_deep_stack(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read from an ordinary stack, a text longer than ``_READ_DEEP_FROM``
+    goes to the deep stack at once (a failed first try on the caller's stack
+    would cost as much as the read); a short one is read where it is."""
+    from hardboiled.frontend import parse
+    from hardboiled.support.deep import on_deep_stack
+
+    reads: list[bool] = []
+    read = parse._read
+
+    def counted(*args: object) -> object:
+        reads.append(on_deep_stack())
+        return read(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(parse, "_read", counted)
+    line = "x[ramp(0, 1, 8)] = x8(1)\n"
+    parse.parse_input(line * (parse._READ_DEEP_FROM // len(line) + 1))
+    parse.parse_input(line)
+    assert reads == [True, False]
+
+
 def test_the_collector_is_back_on_after_a_syntax_error() -> None:
     import gc
 
