@@ -386,18 +386,30 @@ _PARSE_ALL = (
 )
 
 
+def real_dumps() -> tuple[list[Path], float]:
+    """Every real dump at hand (the fixtures, and this benchmark's), and
+    their megabytes."""
+    dumps = sorted({*ROOT.glob("tests/fixtures/**/*.stmt"), *DUMPS.glob("*.stmt")})
+    return dumps, sum(path.stat().st_size for path in dumps) / 1e6
+
+
+def parse_seconds(tree: Path, dumps: list[Path]) -> tuple[float, int]:
+    """Seconds to parse ``dumps`` in one process of ``tree`` (start-up not
+    counted), and the process's exit status."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    proc = subprocess.run([sys.executable, "-c", _PARSE_ALL, *map(str, dumps)], capture_output=True, text=True,
+                          env=env, timeout=TIMEOUT_S, cwd=_NEUTRAL_DIR)
+    match = re.search(r"HB_SECONDS=([\d.]+)", proc.stdout)
+    return (float(match.group(1)) if match else math.nan), proc.returncode
+
+
 def parsing(tree: Path) -> dict[str, Any]:
     """MB/s of parsing every real dump at hand (the fixtures, and this
     benchmark's), in one process, start-up not counted; and one stage read
     out of a 50 MB debug log (the stages before it repeated), as a whole
     ``hardboiled parse`` process."""
-    dumps = sorted({*ROOT.glob("tests/fixtures/**/*.stmt"), *DUMPS.glob("*.stmt")})
-    mb = sum(path.stat().st_size for path in dumps) / 1e6
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    proc = subprocess.run([sys.executable, "-c", _PARSE_ALL, *map(str, dumps)], capture_output=True, text=True,
-                          env=env, timeout=TIMEOUT_S, cwd=_NEUTRAL_DIR)
-    match = re.search(r"HB_SECONDS=([\d.]+)", proc.stdout)
-    seconds = float(match.group(1)) if match else math.nan
+    dumps, mb = real_dumps()
+    seconds, returncode = parse_seconds(tree, dumps)
     with tempfile.TemporaryDirectory() as tmp:
         log = MATMUL_LOG.read_text()
         head, marker, rest = log.partition("Lowering after vectorizing:")
@@ -408,7 +420,7 @@ def parsing(tree: Path) -> dict[str, Any]:
         huge.write_text(prefix + stages * copies + marker + rest)
         stage = measure(*hardboiled(tree, "parse", str(huge), "--stage", "vectorizing", "-o", f"{tmp}/v.stmt"))
         return {"files": len(dumps), "stmt_mb": mb, "parse_s": seconds, "mb_per_s": mb / seconds,
-                "parse_outcome": "ok" if proc.returncode == 0 else f"exit {proc.returncode}",
+                "parse_outcome": "ok" if returncode == 0 else f"exit {returncode}",
                 "log_mb": huge.stat().st_size / 1e6, "stage_s": stage["seconds"], "stage_outcome": outcome(stage)}
 
 
