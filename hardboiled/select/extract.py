@@ -220,7 +220,9 @@ def scope_groups(selected: list[SelectedStore], limit: int) -> list[ScopeGroup]:
       stay together.
 
     The selector checks the claim: when a store misses in a group, every
-    store is saturated again in one e-graph.
+    store is saturated again in one e-graph (unless the store is predicated,
+    which no e-graph holds, or a partial tile at the output's edge:
+    selector._one_egraph_may_lower).
     """
     buffers = {name for s in selected for name in s.buffers}
     operand_buffers = _operand_buffers(selected, buffers)

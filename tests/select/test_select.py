@@ -293,6 +293,51 @@ def test_stores_saturated_in_scopes_of_one_select_what_one_egraph_does(case: str
         assert apart.egraph.nodes > together.egraph.nodes  # the rules' part is counted per scope
 
 
+def test_one_egraph_is_tried_again_only_for_a_miss_it_could_change() -> None:
+    """After a miss in scope groups, every store is saturated again in one
+    e-graph only if a store missed that the e-graph held and that is not a
+    partial tile at the output's edge (a GuardWithIf tail's copy)."""
+    from hardboiled.select.extract import accelerator_allocations, select_stores
+    from hardboiled.select.selector import _one_egraph_may_lower
+
+    text = ("allocate acc[float32 * 256] in AMXTile\nacc[ramp(0, 1, 256)] = x256(0.000000f)\n"
+            "out[ramp(0, 1, 256)] = acc[ramp(0, 1, 256)]\n")
+    parsed = parse_input(text, "<test>", buffer_types={"out": ir.parse_type_name("float32")})
+    selected = select_stores(parsed.ir, accelerator_allocations(parsed.ir, {}), {})
+    zero, copy_out = selected
+    lowered_zero = {zero.position: zero.store}
+    assert _one_egraph_may_lower(selected, selected, lowered_zero, frozenset())
+    assert not _one_egraph_may_lower(selected, selected, lowered_zero, frozenset({"acc"}))  # an edge copy
+    assert not _one_egraph_may_lower(selected, [zero], lowered_zero, frozenset())  # copy_out was not saturated
+    everything = {s.position: s.store for s in selected}
+    assert not _one_egraph_may_lower(selected, selected, everything, frozenset())
+
+
+@pytest.mark.slow
+def test_misses_at_a_guard_with_if_edge_saturate_no_second_egraph(monkeypatch) -> None:
+    """A GuardWithIf tail's partial tiles miss by design (warnings): the
+    selector saturates each round in scope groups only, and lowers what it
+    lowered when it saturated every store again in one e-graph after them."""
+    from hardboiled.ir.printer import print_ir
+    from hardboiled.select import rules, selector
+
+    runs: list[object] = []
+    saturate = rules.saturate
+    monkeypatch.setattr(selector, "saturate", lambda *a, **k: runs.append(k["groups"]) or saturate(*a, **k))
+    stmt = parse_input((FIXTURES.parent / "sweep" / "amx_tail-guard_rem-4.stmt").read_text()).ir
+    result = selector.select_instructions(stmt, SelectionOptions(cache_dir=None))
+    assert len(runs) == 2 and None not in runs  # the first round, and the round after partitioning
+    assert any(r.lowered for r in result.reports) and any(".edge." in r.buffer and not r.lowered for r in result.reports)
+    # as before: one e-graph after any miss
+    monkeypatch.setattr(selector, "_one_egraph_may_lower",
+                        lambda selected, lowerable, replacements, edge: any(s.position not in replacements
+                                                                            for s in selected))
+    runs.clear()
+    again = selector.select_instructions(stmt, SelectionOptions(cache_dir=None))
+    assert runs.count(None) == 2
+    assert print_ir(again.stmt) == print_ir(result.stmt)
+
+
 def test_scope_groups_keep_a_tile_together_and_lend_it_an_accumulating_store() -> None:
     """Zeroing and copy-out of a tile need the shape that an accumulation
     into it gives; accumulations need nothing from each other."""
