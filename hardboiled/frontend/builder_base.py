@@ -15,7 +15,7 @@ import re
 from typing import TypeVar, cast
 
 from hardboiled import ir
-from hardboiled.frontend.syntax_tree import Token, Tree
+from hardboiled.frontend.syntax_tree import IntRun, Token, Tree
 from hardboiled.ir.invariants import node_problem
 from hardboiled.support.diagnostics import InputError, error_at
 
@@ -44,7 +44,9 @@ def first_token(node: Tree | Token | None) -> Token | None:
         current = stack.pop()
         if isinstance(current, str):
             return current  # a token, Lark's or the reader's
-        if current is not None:
+        if isinstance(current, IntRun):
+            stack.extend(reversed(current.trees()))
+        elif current is not None:
             stack.extend(reversed(current.children))
     return None
 

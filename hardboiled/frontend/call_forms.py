@@ -126,12 +126,15 @@ class CallForms(BuilderBase):
             raise self.error("extract_element takes a vector and an integer literal", token)
         return ir.Shuffle((args[0],), (idx,))
 
-    def _shuffle(self, args: list[ir.Expr], token: Token) -> ir.Expr:
-        values = [int32_value(a) for a in args]
-        split = len(args)
+    def _shuffle(self, args: list[ir.Expr], token: Token, run: list[int] | None = None) -> ir.Expr:
+        """``shuffle(VECTORS..., INDICES...)``: the trailing int32 literals
+        are the indices; ``run``, the reader's last literals (an
+        ``IntRun``), follows ``args`` as plain numbers."""
+        values = [int32_value(a) for a in args] + (run or [])
+        split = len(values)
         while split > 1 and values[split - 1] is not None:
             split -= 1
-        if split == len(args):
+        if split == len(values):
             raise self.error("shuffle needs at least one integer lane index", token)
         indices = cast(tuple[int, ...], tuple(values[split:]))
         total = sum(a.type.lanes for a in args[:split])

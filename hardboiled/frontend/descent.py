@@ -16,6 +16,12 @@ and the source of every syntax error's diagnostic. So the reader only ever
 decides how fast an input is read, never whether it is accepted nor how it
 reads: tests/frontend/test_descent.py compares its trees with Lark's, token
 positions included, over every real dump in the fixtures.
+
+One shape differs, by design: eight or more integer literals in a row as
+a call's arguments (a shuffle's lane indices, up to thousands) are one
+``IntRun``, which stands for their ``int_lit`` trees (``IntRun.trees``,
+what the comparison with Lark expands) and which the builder reads at
+once.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from operator import add, attrgetter
 from typing import Any
 
 from hardboiled.frontend.grammar import current_scanner_table, stored_scanner_table
-from hardboiled.frontend.syntax_tree import Lines, Token, Tree
+from hardboiled.frontend.syntax_tree import IntRun, Lines, Token, Tree
 
 _END = "$END"
 _new_str = str.__new__
@@ -56,6 +62,9 @@ class _Scanner:
     keywords: frozenset[str]
 
 
+_MIN_RUN = 8
+"""Fewer integer arguments in a row (``ramp(x, 1, 8)``) are read as trees
+one by one: an ``IntRun`` pays only where there are many."""
 _INT_RUN = "__INT_RUN"
 _INT_RUN_PATTERN = rf"[\x09\x0c\x20]*+(?P<{_INT_RUN}>(?:-?\d+, )+-?\d++(?!\.))"
 """Integer literals separated by ``, `` (a shuffle's lane indices, often
@@ -523,27 +532,30 @@ class _Reader:
         items = [item()]
         while self.kind == ",":
             self.advance()
-            if literal_runs and self.kind == "INT":
-                self.literal_run(items)
+            if literal_runs and self.kind == "INT" and self.int_run(items) and self.kinds[self.index - 1] == "INT":
+                break  # the run took the last argument
             items.append(item())
         self.expect(")")
         return items
 
-    def literal_run(self, items: list[Any]) -> None:
-        """Arguments that are each an integer literal and nothing more (an
-        ``INT`` then a comma: a shuffle's lane indices, thousands in a row),
-        read in one loop into the trees ``expr`` makes of them, up to the
-        next argument that is not."""
-        kinds, values, ends, lines = self.kinds, self.values, self.ends, self.lines
-        index = self.index
-        while kinds[index] == "INT" and kinds[index + 1] == ",":
-            value, end = values[index], ends[index]
-            token = _new_str(Token, value)
-            token.type, token.start_pos, token.end_pos, token.lines = "INT", end - len(value), end, lines
-            items.append(Tree("int_lit", [token]))
+    def int_run(self, items: list[Any]) -> bool:
+        """At least ``_MIN_RUN`` arguments that are each an integer literal
+        of nine characters or fewer and nothing more (an ``INT`` then a
+        comma, or the last one then ``)``), taken as one ``IntRun``; False,
+        taking nothing, where fewer start here. The run ends after the last
+        argument, or after the comma before an argument that is not one."""
+        kinds, values = self.kinds, self.values
+        start = index = self.index
+        while kinds[index] == "INT" and kinds[index + 1] == "," and len(values[index]) <= 9:
             index += 2
+        if kinds[index] == "INT" and kinds[index + 1] == ")" and len(values[index]) <= 9:
+            index += 1
+        if (index - start + 1) // 2 < _MIN_RUN:
+            return False
+        items.append(IntRun(values[start:index:2], self.ends[start:index:2], self.lines))
         self.index = index
         self.kind, self.value = kinds[index], values[index]
+        return True
 
     def parenthesized(self) -> Any:
         self.expect("(")

@@ -13,12 +13,13 @@ float16/bfloat16 are ``literals``'.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from hardboiled import ir
 from hardboiled.frontend.builder_base import ALLOCATION_MARKER, token_of
 from hardboiled.frontend.call_forms import CallForms
 from hardboiled.frontend.literals import FLOAT_RE, FLOAT_SUFFIX_TYPES, unescape, unify_half
-from hardboiled.frontend.syntax_tree import Token, Tree
+from hardboiled.frontend.syntax_tree import IntRun, Token, Tree
 from hardboiled.ir import operations
 
 _BINOPS = {
@@ -263,11 +264,26 @@ class ExpressionBuilder(CallForms):
             t = elem.with_lanes(lanes)
         return ir.Load(name, index, t, None, self._alignment(alignment_tree))
 
+    def _arguments(self, arg_trees: list[Any]) -> list[ir.Expr]:
+        """A call's arguments; a run of integer literals (``IntRun``) is
+        what ``_int_literal`` makes of each (nine characters or fewer)."""
+        args: list[ir.Expr] = []
+        for tree in arg_trees:
+            if isinstance(tree, IntRun):
+                args += map(ir.IntImm, map(int, tree.texts))
+            elif tree is not None:
+                args.append(self.expr(tree))
+        return args
+
     def _call(self, tree: Tree, declared: ir.Type | None) -> ir.Expr:
         name_node, *arg_trees = tree.children
         name_tok = token_of(name_node)
         name = str(name_tok)
-        args = [self.expr(a) for a in arg_trees if a is not None]
+        if arg_trees and isinstance(arg_trees[-1], IntRun) and name == "shuffle" and declared is None \
+                and name not in self.scope:
+            # lane indices read at once, with no literal made of each
+            return self._shuffle(self._arguments(arg_trees[:-1]), name_tok, list(map(int, arg_trees[-1].texts)))
+        args = self._arguments(arg_trees)
         if declared is not None:
             if name.startswith("vector_reduce_"):
                 return self._vector_reduce(name, args, declared, name_tok)

@@ -6,7 +6,8 @@ The recursive-descent reader (``descent``) builds these, and imports
 nothing of Lark, so that a compile whose input it reads does not load
 Lark at all. Lark's parser, which reads the rest, builds its own classes
 of the same shape: the builder tells a token from a tree by ``str``, never
-by these classes.
+by these classes. The reader's one addition is ``IntRun``: many integer
+literal arguments in a row, standing for their trees.
 """
 
 from __future__ import annotations
@@ -87,3 +88,33 @@ class Tree:
         self.data = data
         self.children = children
 
+
+class IntRun:
+    """Integer literals of nine characters or fewer, each a whole argument
+    of a call, one after another (a shuffle's lane indices, thousands in a
+    row), as the reader keeps them: their texts and ends. They stand for
+    the ``int_lit`` trees that Lark's parser makes of them (``trees``); the
+    builder reads the texts at once."""
+
+    __slots__ = ("texts", "ends", "lines")
+
+    def __init__(self, texts: list[str], ends: list[int], lines: Lines):
+        self.texts = texts
+        self.ends = ends
+        self.lines = lines
+
+    def trees(self) -> list[Tree]:
+        found = []
+        for text, end in zip(self.texts, self.ends):
+            token = str.__new__(Token, text)
+            token.type, token.start_pos, token.end_pos, token.lines = "INT", end - len(text), end, self.lines
+            found.append(Tree("int_lit", [token]))
+        return found
+
+
+def expanded(children: list[Any]) -> list[Any]:
+    """``children`` with each ``IntRun`` replaced by the trees it stands for."""
+    found: list[Any] = []
+    for child in children:
+        found.extend(child.trees() if isinstance(child, IntRun) else (child,))
+    return found

@@ -19,11 +19,12 @@ from lark import Token as LarkToken
 from lark import Tree as LarkTree
 from lark.exceptions import UnexpectedInput
 
+from hardboiled import ir
 from hardboiled.frontend import descent
 from hardboiled.frontend.descent import Unhandled, parse_tree
 from hardboiled.frontend.grammar import SCANNER_TABLE, halide_parser, scanner_table_text, stored_scanner_table
 from hardboiled.frontend.stages import is_debug_log, select_stage
-from hardboiled.frontend.syntax_tree import Token, Tree
+from hardboiled.frontend.syntax_tree import Token, Tree, expanded
 from hardboiled.ir.printer import print_ir
 from hardboiled.support.deep import call_deep
 
@@ -38,9 +39,10 @@ _SLOW_DIRECTORIES = {"final", "sweep", "operations"}
 def _difference(mine: object, lark: object, path: str = "") -> str | None:
     """Where two trees differ (tokens by text and position), or None."""
     if isinstance(lark, LarkTree):
-        if not isinstance(mine, Tree) or mine.data != lark.data or len(mine.children) != len(lark.children):
+        children = expanded(mine.children) if isinstance(mine, Tree) else []  # a run of literals: its trees
+        if not isinstance(mine, Tree) or mine.data != lark.data or len(children) != len(lark.children):
             return f"{path}: {mine!s:.60} is not {lark.data} with {len(lark.children)} children"
-        for i, (a, b) in enumerate(zip(mine.children, lark.children)):
+        for i, (a, b) in enumerate(zip(children, lark.children)):
             found = _difference(a, b, f"{path}/{lark.data}[{i}]")
             if found:
                 return found
@@ -312,8 +314,57 @@ def test_runs_of_integer_literals_scan_into_the_grammars_tokens(seed: int) -> No
     plain = _scanner_without_runs()
     rng = random.Random(seed)
     pieces = ["1", "23", "-4", "0", ", ", ",", " ", ".", ".5", "e3", "f", "x", '"', " * ", "(", ")", "\n  ",
-              "inf", "-", "7, 8, 9"]
+              "inf", "-", "7, 8, 9", "\t", "\f", "\r", ",\t", "\u0661\u0662", "\u00a0"]
     texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(3000)]
     for text in texts:
         assert _tokens_or_unhandled(text, descent._scanner()) == _tokens_or_unhandled(text, plain), text
     assert sum(re.search(descent._INT_RUN_PATTERN, text) is not None for text in texts) > 1000
+
+
+def _built(tree: object, text: str) -> str:
+    """What the tree builder makes of ``tree``: the IR printed, or the
+    error's message."""
+    from hardboiled.frontend.statements import TreeBuilder
+    from hardboiled.support.diagnostics import InputError
+
+    builder = TreeBuilder("<test>", text, 0, {"v": ir.parse_type_name("float32"), "w": ir.parse_type_name("float32")})
+    try:
+        return print_ir(builder.build(tree))  # type: ignore[arg-type]
+    except InputError as error:
+        return f"error: {error.diagnostic.message}"
+
+
+@pytest.mark.parametrize("call", [
+    "shuffle(v[ramp(0, 1, 16)], {run})",  # the indices, read at once
+    "shuffle(v[ramp(0, 1, 8)], w[ramp(0, 1, 8)], {run})",
+    "shuffle(v[ramp(0, 1, 16)], 1234567890, {run})",  # a literal too long for the run, then the run
+    "shuffle(v[ramp(0, 1, 16)], {run}, 3)",
+    "shuffle(v[ramp(0, 1, 16)], {run}, v[ramp(0, 1, 16)], {run})",  # a run that is not the indices
+    "shuffle(5, {run})",  # only literals: the first is the vector
+    "shuffle(v[ramp(0, 1, 4)], {run})",  # an index out of range
+    "(float32x16)shuffle(v[ramp(0, 1, 16)], {run})",  # a typed call is a call
+    "make_struct(v[0], {run})",
+])
+@pytest.mark.parametrize("count", [7, 8, 16])
+def test_a_run_of_integer_arguments_builds_as_its_literals_do(call: str, count: int) -> None:
+    """The reader keeps eight or more integer arguments in a row as one
+    ``IntRun``; the builder makes of it what it makes of Lark's tree of the
+    same text, one literal at a time: the same IR, or the same error."""
+    from hardboiled.frontend.syntax_tree import IntRun
+
+    run = ", ".join(str((i * 5) % 16) for i in range(count))
+    text = f"x[ramp(0, 1, 16)] = {call.format(run=run)}\n"
+    mine = parse_tree(text)
+    runs = [c for node in _trees(mine) for c in node.children if isinstance(c, IntRun)]
+    assert runs or count < 8
+    assert _built(mine, text) == _built(halide_parser().parse(text), text)
+
+
+def _trees(tree: Tree) -> list[Tree]:
+    found, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Tree):
+            found.append(node)
+            stack.extend(node.children)
+    return found
