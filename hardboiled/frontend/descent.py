@@ -35,6 +35,7 @@ from operator import add, attrgetter
 from typing import Any
 
 from hardboiled.frontend.grammar import current_scanner_table, stored_scanner_table
+from hardboiled.frontend.literals import SHORT_INT32
 from hardboiled.frontend.syntax_tree import IntRun, Lines, Token, Tree
 
 _END = "$END"
@@ -79,7 +80,13 @@ at C's speed rather than one match per token."""
 @lru_cache(maxsize=1)
 def _scanner() -> _Scanner:
     table = stored_scanner_table() or current_scanner_table()
-    pattern = re.compile(f"{_INT_RUN_PATTERN}|{table['pattern']}")
+    return scanner_of(table, f"{_INT_RUN_PATTERN}|{table['pattern']}")
+
+
+def scanner_of(table: dict[str, Any], pattern_text: str) -> _Scanner:
+    """The scanner of ``pattern_text``, a pattern made of the terminals of
+    the scanner ``table``."""
+    pattern = re.compile(pattern_text)
     literals = table["literals"]
     kinds = [""] * (pattern.groups + 1)
     for name, group in pattern.groupindex.items():
@@ -546,9 +553,9 @@ class _Reader:
         argument, or after the comma before an argument that is not one."""
         kinds, values = self.kinds, self.values
         start = index = self.index
-        while kinds[index] == "INT" and kinds[index + 1] == "," and len(values[index]) <= 9:
+        while kinds[index] == "INT" and kinds[index + 1] == "," and len(values[index]) <= SHORT_INT32:
             index += 2
-        if kinds[index] == "INT" and kinds[index + 1] == ")" and len(values[index]) <= 9:
+        if kinds[index] == "INT" and kinds[index + 1] == ")" and len(values[index]) <= SHORT_INT32:
             index += 1
         if (index - start + 1) // 2 < _MIN_RUN:
             return False

@@ -18,7 +18,7 @@ from typing import Any
 from hardboiled import ir
 from hardboiled.frontend.builder_base import ALLOCATION_MARKER, token_of
 from hardboiled.frontend.call_forms import CallForms
-from hardboiled.frontend.literals import FLOAT_RE, FLOAT_SUFFIX_TYPES, unescape, unify_half
+from hardboiled.frontend.literals import FLOAT_RE, FLOAT_SUFFIX_TYPES, SHORT_INT32, unescape, unify_half
 from hardboiled.frontend.syntax_tree import IntRun, Token, Tree
 from hardboiled.ir import operations
 
@@ -72,7 +72,7 @@ class ExpressionBuilder(CallForms):
             # runs of literals): what ``_int_literal`` makes of nine digits
             # or fewer, which need no bounds and no check of types and lanes.
             text = tree.children[0]
-            if len(text) <= 9:
+            if len(text) <= SHORT_INT32:
                 return ir.IntImm(int(text))
         rule = self._expr_rules.get(tree.data)
         if rule is None:
@@ -188,8 +188,8 @@ class ExpressionBuilder(CallForms):
         """An integer literal of type ``t`` (int32 when Halide prints it
         bare), which must fit in it: Halide never prints one that does not."""
         text = token_of(token)
-        if t is ir.INT32 and len(text) <= 9:
-            # The common case, decided without the bounds: nine digits fit.
+        if t is ir.INT32 and len(text) <= SHORT_INT32:
+            # The common case, decided without the bounds.
             return ir.IntImm(int(text))
         digits = text.lstrip("-")
         low, high = (0, 2 ** t.bits - 1) if t.is_uint else (-(2 ** (t.bits - 1)), 2 ** (t.bits - 1) - 1)
@@ -266,7 +266,8 @@ class ExpressionBuilder(CallForms):
 
     def _arguments(self, arg_trees: list[Any]) -> list[ir.Expr]:
         """A call's arguments; a run of integer literals (``IntRun``) is
-        what ``_int_literal`` makes of each (nine characters or fewer)."""
+        what ``_int_literal`` makes of each (``SHORT_INT32`` characters or
+        fewer)."""
         args: list[ir.Expr] = []
         for tree in arg_trees:
             if isinstance(tree, IntRun):

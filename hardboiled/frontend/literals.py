@@ -3,7 +3,7 @@
 Owns what the builder needs to know about literal text and values, apart
 from any tree: the value of a printed string literal (``unescape``), the
 float literal suffixes (``FLOAT_RE``, ``FLOAT_SUFFIX_TYPES``), an int32
-literal's value (``int32_value``), and the bfloat16 reading of a literal
+literal's value (``int32_value``, ``SHORT_INT32``), and the bfloat16 reading of a literal
 that Halide printed as ``0.5h`` (``as_bfloat``, ``unify_half``).
 """
 
@@ -19,6 +19,11 @@ from hardboiled import ir
 # (float16 until a bfloat16 operand says otherwise).
 FLOAT_RE = re.compile(r"(-?(?:inf|nan|\d+\.\d+(?:e[+-]\d+)?))([fh]?)")
 FLOAT_SUFFIX_TYPES = {"": ir.Float(64), "f": ir.Float(32), "h": ir.Float(16)}
+
+
+SHORT_INT32 = 9
+"""Characters of an integer literal that fit in int32 whatever they are
+(nine digits, or a minus and eight): read without its bounds checked."""
 
 
 def int32_value(e: ir.Expr) -> int | None:

@@ -123,15 +123,14 @@ def _parse(
         text += "\n"
     with _collection_paused():
         deep = on_deep_stack()
-        if not deep and len(text) > _READ_DEEP_FROM:
-            return call_deep(_read, text, filename, line_offset, buffer_types, ends_mid_line, True)
-        try:
-            return _read(text, filename, line_offset, buffer_types, ends_mid_line, deep)
-        except RecursionError:
-            if deep:
-                raise
-        # Nested deeper than this caller's stack allows (the reader and the
-        # builder recurse once per level): read again on the compile's deep
+        if deep or len(text) <= _READ_DEEP_FROM:
+            try:
+                return _read(text, filename, line_offset, buffer_types, ends_mid_line, deep)
+            except RecursionError:
+                if deep:
+                    raise
+        # Long, or nested deeper than this caller's stack allows (the reader
+        # and the builder recurse once per level): read on the compile's deep
         # stack, as the command line and the API read everything (or here,
         # where no thread can be made: then Lark reads what the fast reader
         # cannot).

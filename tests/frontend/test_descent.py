@@ -289,11 +289,7 @@ def _scanner_without_runs() -> descent._Scanner:
     grammar's scanner table alone."""
     table = stored_scanner_table()
     assert table is not None
-    pattern = re.compile(table["pattern"])
-    kinds = [""] * (pattern.groups + 1)
-    for name, group in pattern.groupindex.items():
-        kinds[group] = table["literals"].get(name, name)
-    return descent._Scanner(pattern, tuple(kinds), pattern.groupindex["__NO_TERMINAL"], descent._scanner().keywords)
+    return descent.scanner_of(table, table["pattern"])
 
 
 def _tokens_or_unhandled(text: str, scanner: descent._Scanner) -> object:
