@@ -13,12 +13,14 @@ and never binds.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hardboiled.ir import nodes as ir
 from hardboiled.ir import operations
+from hardboiled.support.memo import by_identity
 
 _BUFFER_FIELD_RE = re.compile(r"(.*)\.(min|extent|stride)\.(\d+)$")
 
@@ -36,7 +38,17 @@ class BufferSpec:
 
 
 def discover_buffers(stmt: ir.Stmt) -> dict[str, BufferSpec]:
-    """The pipeline's buffers and what the dump's checks say about them."""
+    """The pipeline's buffers and what the dump's checks say about them
+    (the caller's own copies)."""
+    return {name: dataclasses.replace(spec, required=dict(spec.required), fixed=dict(spec.fixed))
+            for name, spec in _discovered_buffers(stmt).items()}
+
+
+@by_identity(size=8)
+def _discovered_buffers(stmt: ir.Stmt) -> dict[str, BufferSpec]:
+    """``discover_buffers``' answer, worked out once per program (a
+    verification sizes buffers once per layout, code generation and the
+    --run harness ask again)."""
     specs = {name: BufferSpec(name) for name in _argument_buffers(stmt)}
     for node in ir.walk(stmt):
         if isinstance(node, ir.AssertStmt) and isinstance(node.message, ir.Call):
@@ -130,7 +142,12 @@ def bounds_query_value(e: ir.Expr) -> bool | None:
 
 def scalar_params(stmt: ir.Stmt) -> dict[str, ir.Type]:
     """The program's scalar params: names it reads but never binds (a
-    ``Param`` of the pipeline), with their types."""
+    ``Param`` of the pipeline), with their types (the caller's own dict)."""
+    return dict(_scalar_params(stmt))
+
+
+@by_identity(size=8)
+def _scalar_params(stmt: ir.Stmt) -> dict[str, ir.Type]:
     bound: set[str] = set()
     used: dict[str, ir.Type] = {}
     for node in ir.walk(stmt):

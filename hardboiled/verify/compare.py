@@ -21,6 +21,7 @@ import numpy as np
 from hardboiled import ir
 from hardboiled.ir.buffers import scalar_params
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
+from hardboiled.support.memo import by_identity
 from hardboiled.verify.divergence import Divergence, divergence
 from hardboiled.verify.error_bound import ERROR, NoErrorBound, bound_program
 from hardboiled.verify.inputs import (
@@ -201,6 +202,17 @@ def _run_bounded(original: ir.Stmt, buffers: dict[str, BufferT], outputs: set[st
     return bounded
 
 
+@by_identity(size=4, trees=2)
+def _bound_program(original: ir.Stmt, differing: Divergence, floats: frozenset[str]) -> ir.Stmt | None:
+    """``bound_program``, or None where the model does not cover the
+    program: made once for every layout a verification runs (the same
+    program object each time, whose loops' facts the interpreter keeps)."""
+    try:
+        return bound_program(original, set(floats), differing)
+    except NoErrorBound:
+        return None
+
+
 def _bounded_run(original: ir.Stmt, buffers: dict[str, BufferT], outputs: set[str], poison: int | None,
                  scalars: Mapping[str, np.ndarray], differing: Divergence,
                  ) -> tuple[dict[str, BufferT], dict[str, np.ndarray]] | None:
@@ -208,10 +220,9 @@ def _bounded_run(original: ir.Stmt, buffers: dict[str, BufferT], outputs: set[st
     it, each float output's X.err), or None where the model does not cover
     the program or the bound program cannot run. The original's own
     refusal of the buffers (an assert) and the interpreter's limit raise."""
-    floats = {name for name in outputs if buffers[name].type.is_float}
-    try:
-        program = bound_program(original, floats, differing) if floats else original
-    except NoErrorBound:
+    floats = frozenset(name for name in outputs if buffers[name].type.is_float)
+    program = _bound_program(original, differing, floats) if floats else original
+    if program is None:
         return None
     extra = {name + ERROR: Pointer(np.zeros(buffers[name].data.size, np.float64), 0, name + ERROR)
              for name in floats}

@@ -124,11 +124,36 @@ def touch_disjoint_elements(row: np.ndarray, iteration: np.ndarray, index: np.nd
     the enclosing batch's row (iterations of different rows are already
     independent)."""
     lanes = index.shape[1]
-    rows, iterations, elements = np.repeat(row, lanes), np.repeat(iteration, lanes), index.reshape(-1)
-    order = np.lexsort((iterations, elements, rows))
-    rows, iterations, elements = rows[order], iterations[order], elements[order]
-    same_element = (rows[1:] == rows[:-1]) & (elements[1:] == elements[:-1])
-    return not bool(np.any(same_element & (iterations[1:] != iterations[:-1])))
+    elements = index.reshape(-1).astype(np.int64, copy=False)
+    if elements.size == 0:
+        return True
+    low = int(elements.min())
+    span = int(elements.max()) - low + 1
+    # Each (batch row, element) touched as one number: the element's
+    # offset in its row's span of elements.
+    keys = np.repeat(row.astype(np.int64, copy=False) * span, lanes) + (elements - low)
+    iterations = np.repeat(iteration, lanes)
+    slots = (int(row.max()) + 1) * span
+    if slots <= _DENSE_SLOTS_PER_KEY * keys.size + _DENSE_SLOTS_MIN:
+        # A table with a slot per element: every touch writes its iteration
+        # into its element's slot, and one iteration's value stays there
+        # (whichever). Two iterations touched one element exactly when some
+        # touch finds another iteration in its slot.
+        table = np.empty(slots, dtype=iterations.dtype)
+        table[keys] = iterations
+        return bool(np.array_equal(table[keys], iterations))
+    # Elements spread too far apart for a table: sorted by element, two
+    # iterations of one element meet as neighbours.
+    order = np.argsort(keys)
+    keys, iterations = keys[order], iterations[order]
+    return not bool(np.any((keys[1:] == keys[:-1]) & (iterations[1:] != iterations[:-1])))
+
+
+_DENSE_SLOTS_PER_KEY = 4
+_DENSE_SLOTS_MIN = 1 << 16
+"""``touch_disjoint_elements`` uses a table of the elements' whole span
+while it holds at most this many slots per touch (plus the minimum): the
+table costs a write and a read per touch, where sorting costs n log n."""
 
 
 def _names(names: set[str], e: ir.Expr) -> bool:

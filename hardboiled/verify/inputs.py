@@ -14,6 +14,7 @@ import numpy as np
 from hardboiled import ir
 from hardboiled.ir.buffers import BufferSpec, discover_buffers, scalar_params
 from hardboiled.support.diagnostics import Diagnostic, HardboiledError
+from hardboiled.support.memo import by_identity
 from hardboiled.verify.interp import BufferT, Interpreter, InterpreterError, dtype_of
 
 DEFAULT_OUTPUT_EXTENTS = (19, 64, 256)
@@ -87,7 +88,7 @@ def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int,
     _check_params(params, specs, scalar_params(stmt))
     inputs = dict(inputs or {})
     _check_inputs(inputs, specs)
-    lets = {n.name: n.value for n in ir.walk(stmt) if isinstance(n, ir.LetStmt)}
+    lets = _let_values(stmt)
     known = {**params, **(scalars or {})}  # a size may be a scalar param (an extent n)
     for name, array in inputs.items():
         for d, extent in enumerate(reversed(array.shape)):
@@ -106,6 +107,13 @@ def make_buffers(stmt: ir.Stmt, params: dict[str, int], seed: int,
         buffers[spec.name] = BufferT(spec.name, element_type, data, layout.mins, layout.extents, layout.strides)
     outputs = {s.name for s in specs.values() if s.output}
     return buffers, outputs
+
+
+@by_identity(size=8)
+def _let_values(stmt: ir.Stmt) -> dict[str, ir.Expr]:
+    """The value of each LetStmt of the program, by name (the last one
+    bound), once per program: buffers are sized once per layout."""
+    return {n.name: n.value for n in ir.walk(stmt) if isinstance(n, ir.LetStmt)}
 
 
 def _check_inputs(inputs: dict[str, np.ndarray], specs: dict[str, BufferSpec]) -> None:

@@ -24,7 +24,8 @@ rewrote it into) on concrete buffers, following Halide's semantics:
 
 Values are 1-D numpy arrays (a scalar has one lane); handles are
 ``Pointer`` objects (values.py). The Halide calls it knows are those of
-ir/operations.py, evaluated by calls.py.
+ir/operations.py, evaluated by calls.py; expressions run as closures made
+once each (expression_code.py).
 """
 
 from __future__ import annotations
@@ -41,10 +42,10 @@ import numpy as np
 from hardboiled import ir
 from hardboiled.ir.visitor import Visitor
 from hardboiled.support.diagnostics import Diagnostic
-from hardboiled.verify.calls import EXPRESSION_HANDLERS, PER_ITERATION_CALLS, VALUE_HANDLERS, ValueHandler, unknown_call
-from hardboiled.verify.fragments import fragment_alignment_unchecked, is_warp_collective, wmma_call
+from hardboiled.support.memo import by_identity
+from hardboiled.verify.expression_code import MISSING, Code, code_of
+from hardboiled.verify.fragments import fragment_alignment_unchecked, is_warp_collective
 from hardboiled.verify.independence import UpdateNest, iteration_points, iterations_disjoint, update_nest
-from hardboiled.verify.tiles import AMX_CALLS
 from hardboiled.verify.values import (
     DTYPES,
     BufferT,
@@ -55,7 +56,6 @@ from hardboiled.verify.values import (
     ResourceLimitError,
     Value,
     as_int,
-    binary,
     cast_array,
     dtype_of,
     fail,
@@ -105,18 +105,17 @@ class _Env:
     values: dict[str, Value] = field(default_factory=dict)
 
     def bind(self, name: str, value: Value) -> Value:
-        previous = self.values.get(name, _MISSING)
+        previous = self.values.get(name, MISSING)
         self.values[name] = value
         return previous
 
     def restore(self, name: str, previous: Value) -> None:
-        if previous is _MISSING:
+        if previous is MISSING:
             self.values.pop(name, None)  # a loop that ran no iteration never bound it
         else:
             self.values[name] = previous
 
 
-_MISSING = object()
 _BODY_ONLY = (ir.ProducerConsumer, ir.Atomic, ir.Acquire, ir.HoistedStorage)
 
 INDEPENDENT_ITERATIONS = frozenset({ir.ForKind.PARALLEL, ir.ForKind.GPU_BLOCK, ir.ForKind.GPU_THREAD,
@@ -151,6 +150,18 @@ class _LoopFacts:
     like a parallel one whenever its iterations touch disjoint elements."""
 
 
+@by_identity(size=4096)
+def loop_facts_of(s: ir.For) -> _LoopFacts:
+    """A loop's facts, worked out once for every interpreter that runs it:
+    a verification runs each program once per layout it tries."""
+    nodes = list(ir.walk(s.body))
+    return _LoopFacts(
+        warp_collective=s.kind is ir.ForKind.GPU_LANE and is_warp_collective(s, nodes),
+        widest=max((n.type.lanes for n in nodes if isinstance(n, ir.Expr)), default=1),
+        atomic=any(isinstance(n, ir.Atomic) for n in nodes),
+        nest=update_nest(s, nodes))
+
+
 class Interpreter(Visitor[Any]):
     """Runs statements against an environment of buffers and parameters."""
 
@@ -167,9 +178,8 @@ class Interpreter(Visitor[Any]):
             self.env.values[name] = np.array([value], dtype=np.int32) if isinstance(value, int) else value
         for name, buf in (buffers or {}).items():
             self.env.values[f"{name}.buffer"] = buf
-        self.calls: dict[str, ValueHandler] = {**VALUE_HANDLERS, **AMX_CALLS}
-        """The calls computed from their arguments' values, by name: the Halide
-        calls of ir/operations.py (calls.py) and the AMX tile operations."""
+        self._code: dict[int, tuple[ir.Expr, Code]] = {}
+        """The code of each expression this interpreter evaluated, by id."""
         self.batch: int | None = None
         """How many iterations run together (the rows of batched values), or
         None outside a batched loop."""
@@ -296,7 +306,7 @@ class Interpreter(Visitor[Any]):
         if chunk > 1:
             self._run_batched(s, lo, count, chunk)
             return
-        previous = self.env.values.get(s.name, _MISSING)
+        previous = self.env.values.get(s.name, MISSING)
         deadline = _deadline.get()
         try:
             for i in range(lo, lo + count):
@@ -310,12 +320,7 @@ class Interpreter(Visitor[Any]):
         known = self._loop_facts.get(id(s))
         if known is not None and known[0] is s:
             return known[1]
-        nodes = list(ir.walk(s.body))
-        facts = _LoopFacts(
-            warp_collective=s.kind is ir.ForKind.GPU_LANE and is_warp_collective(s, nodes),
-            widest=max((n.type.lanes for n in nodes if isinstance(n, ir.Expr)), default=1),
-            atomic=any(isinstance(n, ir.Atomic) for n in nodes),
-            nest=update_nest(s, nodes))
+        facts = loop_facts_of(s)
         self._loop_facts[id(s)] = (s, facts)
         return facts
 
@@ -444,7 +449,7 @@ class Interpreter(Visitor[Any]):
         pass
 
     def visit_store(self, s: ir.Store) -> None:
-        pointer = self._pointer(s.name)
+        pointer = self.pointer_of(s.name)
         index = self.eval(s.index).astype(np.int64, copy=False) + pointer.offset
         value = self.eval(s.value)
         mask = None if s.predicate is None else self.eval(s.predicate)
@@ -453,7 +458,7 @@ class Interpreter(Visitor[Any]):
             index, value = np.broadcast_to(index, shape), np.broadcast_to(value, shape)
             if mask is not None:
                 mask = np.broadcast_to(mask, shape)
-        self._check_access(pointer, index, s.name, mask)
+        self.check_access(pointer, index, s.name, mask)
         if mask is not None:
             index, value = index[mask], value[mask]
         # Rows run in iteration order, so where two write one element the
@@ -463,168 +468,27 @@ class Interpreter(Visitor[Any]):
             pointer.defined.write(index)
 
     # ----------------------------------------------------------- expressions
-    eval = Visitor.visit
-    """An expression's value (``visit`` itself: the interpreter's most
-    frequent call, without a frame of its own)."""
+    def eval(self, e: ir.Expr) -> Value:
+        """An expression's value: its code (expression_code.py), made once
+        per expression and kept by this interpreter too."""
+        known = self._code.get(id(e))
+        if known is None or known[0] is not e:
+            known = self._code[id(e)] = (e, code_of(e))
+        return known[1](self)
 
     def visit_default(self, node: Any) -> Any:
         if isinstance(node, ir.Stmt):
             raise fail(f"the interpreter does not run {type(node).__name__} statements")
-        raise fail(f"the interpreter does not evaluate {type(node).__name__} expressions")
-
-    def visit_int_imm(self, e: ir.IntImm) -> Value:
-        return np.array([e.value], dtype=dtype_of(e.type))
-
-    def visit_uint_imm(self, e: ir.UIntImm) -> Value:
-        return np.array([e.value], dtype=dtype_of(e.type))
-
-    def visit_float_imm(self, e: ir.FloatImm) -> Value:
-        return np.array([e.value], dtype=np.float64).astype(dtype_of(e.type))
-
-    def visit_string_imm(self, e: ir.StringImm) -> Value:
-        return e.value
-
-    def visit_variable(self, e: ir.Variable) -> Value:
-        value = self.env.values.get(e.name, _MISSING)
-        if value is _MISSING:
-            raise fail(f"'{e.name}' has no value: pass it with --param {e.name}=VALUE")
-        return value
-
-    def visit_cast(self, e: ir.Cast) -> Value:
-        value = self.eval(e.value)
-        if e.type.is_handle:
-            return value
-        return cast_array(np.asarray(value), e.type)
-
-    def visit_reinterpret(self, e: ir.Reinterpret) -> Value:
-        value = self.eval(e.value)
-        if e.type.is_handle:
-            return value
-        if isinstance(value, (BufferT, Pointer)):
-            return np.array([1], dtype=dtype_of(e.type))  # a non-null address
-        if isinstance(value, np.ndarray) and value.dtype == object:
-            # A handle reinterpreted as an integer: null or not.
-            return np.array([0 if v is None else 1 for v in value], dtype=dtype_of(e.type))
-        return np.ascontiguousarray(value).view(dtype_of(e.type))
-
-    def visit_binary(self, e: ir.Binary) -> Value:
-        a, b = self.eval(e.a), self.eval(e.b)
-        if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype.kind != "O" and b.dtype.kind != "O":
-            return binary(e.op, a, b)  # numbers (the common case, checked first)
-        if isinstance(a, np.ndarray) and a.dtype == object or isinstance(b, np.ndarray) and b.dtype == object:
-            return self._handle_compare(e.op, a, b)
-        if isinstance(a, Pointer) or isinstance(b, Pointer):
-            return self._handle_compare(e.op, a, b)
-        return binary(e.op, a, b)
-
-    def _handle_compare(self, op: ir.BinOp, a: Value, b: Value) -> Value:
-        def is_null(v: Value) -> bool:
-            if isinstance(v, Pointer):
-                return False
-            if isinstance(v, np.ndarray):
-                return v.dtype != object and not bool(np.any(v))
-            return v is None
-        if op is ir.BinOp.EQ:
-            return np.array([is_null(a) == is_null(b)])
-        if op is ir.BinOp.NE:
-            return np.array([is_null(a) != is_null(b)])
-        raise fail(f"cannot apply {op.value} to handles")
-
-    def visit_not(self, e: ir.Not) -> Value:
-        return np.logical_not(self.eval(e.value))
-
-    def visit_select(self, e: ir.Select) -> Value:
-        cond = self.eval(e.condition)
-        t, f = self.eval(e.true_value), self.eval(e.false_value)
-        return _where(cond, t, f).astype(t.dtype, copy=False)
-
-    def visit_load(self, e: ir.Load) -> Value:
-        pointer = self._pointer(e.name)
-        index = self.eval(e.index).astype(np.int64, copy=False) + pointer.offset
-        dtype = dtype_of(e.type)
-        if e.predicate is not None:
-            mask = self.eval(e.predicate)
-            shape = np.broadcast_shapes(index.shape, np.shape(mask))
-            index, mask = np.broadcast_to(index, shape), np.broadcast_to(mask, shape)
-            self._check_access(pointer, index, e.name, mask)
-            out = np.zeros(shape, dtype=dtype)
-            if pointer.defined is not None:
-                pointer.defined.read(e.name, index[mask], np.broadcast_to(pointer.offset, shape)[mask])
-            out[mask] = _as_loaded(pointer.array[index[mask]], dtype, e.name)
-            return out
-        self._check_access(pointer, index, e.name, None)
-        if pointer.defined is not None:
-            pointer.defined.read(e.name, index, pointer.offset)
-        return _as_loaded(pointer.array[index], dtype, e.name)
-
-    def visit_ramp(self, e: ir.Ramp) -> Value:
-        base, stride = self.eval(e.base), self.eval(e.stride)
-        steps = np.arange(e.lanes).astype(base.dtype)
-        ramp = base[..., None, :] + steps[:, None] * stride[..., None, :]
-        return ramp.astype(base.dtype, copy=False).reshape(*ramp.shape[:-2], -1)
-
-    def visit_broadcast(self, e: ir.Broadcast) -> Value:
-        value = self.eval(e.value)
-        return np.tile(value, (1,) * (value.ndim - 1) + (e.lanes,))
-
-    def visit_let(self, e: ir.Let) -> Value:
-        previous = self.env.bind(e.name, self.eval(e.value))
-        try:
-            return self.eval(e.body)
-        finally:
-            self.env.restore(e.name, previous)
-
-    def visit_shuffle(self, e: ir.Shuffle) -> Value:
-        parts = [self.eval(v) for v in e.vectors]
-        if self.batch is not None and any(p.ndim == 2 for p in parts):
-            parts = [np.broadcast_to(p, (self.batch, lanes(p))) for p in parts]
-        joined = np.concatenate(parts, axis=-1)
-        return joined[..., np.array(e.indices, dtype=np.int64)]
-
-    def visit_vector_reduce(self, e: ir.VectorReduce) -> Value:
-        value = self.eval(e.value)
-        groups = value.reshape(*value.shape[:-1], e.type.lanes, -1)
-        dtype = dtype_of(e.type)
-        op = e.op
-        if op is ir.ReduceOp.ADD:
-            return _reduce_add(groups).astype(dtype, copy=False)
-        if op is ir.ReduceOp.MUL:
-            out = groups[..., 0]
-            for j in range(1, groups.shape[-1]):
-                out = binary(ir.BinOp.MUL, out, groups[..., j])
-            return out
-        if op is ir.ReduceOp.MIN:
-            return groups.min(axis=-1)
-        if op is ir.ReduceOp.MAX:
-            return groups.max(axis=-1)
-        if op is ir.ReduceOp.AND:
-            return groups.all(axis=-1)
-        if op is ir.ReduceOp.OR:
-            return groups.any(axis=-1)
-        info = np.iinfo(dtype)
-        return np.clip(groups.astype(np.int64, copy=False).sum(axis=-1), info.min, info.max).astype(dtype, copy=False)
-
-    def visit_call(self, e: ir.Call) -> Value:
-        by_expression = EXPRESSION_HANDLERS.get(e.name)
-        if by_expression is not None:
-            return by_expression(e, self.eval)
-        handler = self.calls.get(e.name)
-        if handler is None and ir.is_wmma_call(e):
-            handler = wmma_call
-        if handler is None:
-            raise unknown_call(e)
-        if self.batch is not None and (e.name in PER_ITERATION_CALLS or e.name in AMX_CALLS):
-            raise NonUniform()  # memory or tiles of each iteration's own: one by one
-        return handler(e, [self.eval(a) for a in e.args])
+        return self.eval(node)  # an expression visited as a statement's child would be
 
     # ----------------------------------------------------------- memory
-    def _pointer(self, name: str) -> Pointer:
-        value = self.env.values.get(name, _MISSING)
+    def pointer_of(self, name: str) -> Pointer:
+        value = self.env.values.get(name, MISSING)
         if isinstance(value, Pointer):
             return value
         raise fail(f"buffer '{name}' is not allocated or bound")
 
-    def _check_access(self, pointer: Pointer, index: np.ndarray, name: str, mask: np.ndarray | None) -> None:
+    def check_access(self, pointer: Pointer, index: np.ndarray, name: str, mask: np.ndarray | None) -> None:
         """Fail on an access past the buffer (only the lanes ``mask`` keeps)."""
         if pointer.row_size is None:
             self._check_bounds(pointer, index if mask is None else index[mask], name)
@@ -647,16 +511,6 @@ class Interpreter(Visitor[Any]):
             )
 
 
-def _as_loaded(values: np.ndarray, dtype: np.dtype, name: str) -> np.ndarray:
-    """Elements read from memory as the load's type: the same bits when the
-    sizes agree (Halide reinterprets), an error otherwise."""
-    if values.dtype == dtype or dtype.kind == "O":
-        return values
-    if values.dtype.itemsize != dtype.itemsize:
-        raise fail(f"load of {dtype} from '{name}', which holds {values.dtype}")
-    return values.view(dtype)
-
-
 def _array_type(array: np.ndarray, value: np.ndarray) -> ir.Type:
     element = _TYPE_OF_DTYPE.get(array.dtype)
     if element is None:
@@ -668,22 +522,6 @@ _TYPE_OF_DTYPE: dict[np.dtype, ir.Type] = {}
 """The Halide type of each dtype DTYPES holds (the first that holds it)."""
 for (_code, _bits), _scalar in DTYPES.items():
     _TYPE_OF_DTYPE.setdefault(np.dtype(_scalar), ir.Type(_code, _bits))
-
-
-def _reduce_add(groups: np.ndarray) -> np.ndarray:
-    """Lane-group sums in the element type, left to right (Halide's order)."""
-    if np.issubdtype(groups.dtype, np.integer):
-        return groups.astype(np.int64, copy=False).sum(axis=-1).astype(groups.dtype, copy=False)
-    out = groups[..., 0].copy()
-    for j in range(1, groups.shape[-1]):
-        out = (out + groups[..., j]).astype(groups.dtype, copy=False)
-    return out
-
-
-def _where(condition: np.ndarray, when_true: np.ndarray, when_false: np.ndarray) -> np.ndarray:
-    """Lane-wise select (``np.where`` with three arguments)."""
-    chosen: np.ndarray = np.where(condition, when_true, when_false)
-    return chosen
 
 
 __all__ = ["BufferT", "Interpreter", "InterpreterError", "Pointer", "ResourceLimitError", "cast_array", "dtype_of",

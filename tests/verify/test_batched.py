@@ -277,6 +277,41 @@ def test_a_serial_loop_runs_batched_only_when_its_iterations_touch_disjoint_elem
     assert (batched.stores < serial.stores) == bool(batched_loops)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_the_disjointness_check_agrees_with_counting_each_elements_iterations(seed: int) -> None:
+    """``touch_disjoint_elements`` (a table over the elements' span, or a
+    sort where they spread too far for one) against the definition: no
+    (row, element) is touched by two iterations. Seeded draws: indices
+    dense or spread over 2**31, some iterations repeating a lane, some
+    rows sharing elements, a lane count of 1 to 16."""
+    from hardboiled.verify.independence import touch_disjoint_elements
+
+    rng = np.random.default_rng(seed)
+    verdicts = set()
+    for _ in range(300):
+        rows, iterations, lanes = (int(rng.integers(1, n)) for n in (4, 12, 17))
+        spread = int(rng.choice([1, 2, 64, 1 << 20, 1 << 31]))
+        row = np.repeat(np.arange(rows), iterations)
+        iteration = np.tile(np.arange(iterations, dtype=np.int32) + int(rng.integers(-5, 5)), rows)
+        if rng.random() < 0.5:  # disjoint by construction, but for the collisions drawn below
+            base = np.arange(iterations * lanes, dtype=np.int64).reshape(iterations, lanes) * spread
+            index = np.tile(base, (rows, 1)) - spread * int(rng.integers(0, 3))
+        else:
+            index = rng.integers(0, max(2, iterations * lanes * int(rng.integers(1, 3))), (rows * iterations, lanes))
+            index = index.astype(np.int64) * spread
+        if rng.random() < 0.3:  # one element touched again by another point
+            a, b = rng.integers(0, rows * iterations, 2)
+            index[a, int(rng.integers(0, lanes))] = index[b, int(rng.integers(0, lanes))]
+        touched: dict[tuple[int, int], set[int]] = {}
+        for point in range(rows * iterations):
+            for element in index[point]:
+                touched.setdefault((int(row[point]), int(element)), set()).add(int(iteration[point]))
+        expected = all(len(found) == 1 for found in touched.values())
+        assert touch_disjoint_elements(row, iteration, index) == expected
+        verdicts.add(expected)
+    assert verdicts == {True, False}
+
+
 def test_a_loop_that_reads_another_iterations_element_is_not_an_update_nest() -> None:
     from hardboiled.verify.independence import update_nest
 
