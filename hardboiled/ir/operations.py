@@ -30,6 +30,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, replace
 
+from hardboiled.support.memo import by_identity
+
 from .nodes import Binary, BinOp, Broadcast, Call, Expr, IntImm, Select
 
 
@@ -412,9 +414,12 @@ def find(name: str) -> Operation | None:
     return _BY_NAME.get(name)
 
 
+@by_identity(size=1 << 12)
 def equivalent_ir(call: Call) -> Expr | None:
     """The IR node ``call`` stands for (see ``Equivalent``); None when it
-    stands for none."""
+    stands for none. The same node every time it is asked of the same call:
+    the interpreter evaluates it at every iteration, and keeps the code it
+    made of it by the node's identity (verify/expression_code.py)."""
     operation = find(call.name)
     if operation is None or operation.equivalent is None:
         return None

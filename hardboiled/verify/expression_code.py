@@ -61,7 +61,16 @@ def _code(e: ir.Expr) -> Code:
         def unknown(interp: Any) -> Value:
             raise fail(f"the interpreter does not evaluate {type(e).__name__} expressions")
         return unknown
-    return make(e)
+    try:
+        return make(e)
+    except RecursionError:
+        raise
+    except Exception as exc:  # a node that cannot be made into code (a type with no dtype): it fails when evaluated
+        failure = exc
+
+        def failing(interp: Any) -> Value:
+            raise failure
+        return failing
 
 
 def _constant(value: np.ndarray) -> Code:
@@ -73,6 +82,16 @@ def _constant(value: np.ndarray) -> Code:
     return constant
 
 
+class _NoInterpreter:
+    """What a constant's code is computed with: no iterations run together,
+    and nothing else (a node that reads more is not folded)."""
+
+    batch = None
+
+
+_NO_INTERPRETER = _NoInterpreter()
+
+
 def _folded(code: Code, *operands: Code) -> Code:
     """``code`` computed once, now, when its operands are constants (a
     broadcast of a literal, a ramp of literals, arithmetic on them): a
@@ -82,7 +101,7 @@ def _folded(code: Code, *operands: Code) -> Code:
         return code
     try:
         with np.errstate(all="ignore"):  # as the interpreter runs (interp.py ``run``)
-            value = code(None)  # no interpreter: these nodes read none of it
+            value = code(_NO_INTERPRETER)
     except Exception:
         return code
     return _constant(value) if type(value) is np.ndarray and value.dtype.kind != "O" else code
@@ -276,7 +295,7 @@ def _shuffle(e: ir.Shuffle) -> Code:
 
     def shuffle(interp: Any) -> Value:
         parts = [vector(interp) for vector in vectors]
-        if any(p.ndim == 2 for p in parts) and interp.batch is not None:
+        if interp.batch is not None and any(p.ndim == 2 for p in parts):
             parts = [np.broadcast_to(p, (interp.batch, lanes(p))) for p in parts]
         joined = np.concatenate(parts, axis=-1)
         return joined[..., indices]

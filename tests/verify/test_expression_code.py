@@ -113,6 +113,24 @@ def test_an_error_is_raised_where_evaluation_meets_it_not_where_code_is_made() -
         with pytest.raises(InterpreterError):
             code(Interpreter())
     assert not getattr(code_of(mismatched), "constant", False)
+    # A node the interpreter has no dtype for fails when it is reached, so
+    # the missing name evaluated before it is the error reported.
+    no_dtype = ir.Reinterpret(ir.Float(8), ir.Variable("missing", ir.Int(8)))
+    first_missing = ir.Binary(ir.BinOp.ADD, ir.Variable("missing"), ir.Cast(ir.Int(32), no_dtype))
+    with pytest.raises(InterpreterError, match="'missing' has no value"):
+        Interpreter().eval(first_missing)
+
+
+def test_a_call_that_stands_for_other_ir_is_made_into_code_once() -> None:
+    """if_then_else, mux and the lowered intrinsics evaluate the IR they
+    stand for: the same node each time, whose code the interpreter keeps,
+    rather than a new one (and new code) at every evaluation."""
+    call = ir.Call("if_then_else", (ir.Binary(ir.BinOp.LT, ir.Variable("x"), ir.IntImm(3)), ir.Variable("x"),
+                                    ir.IntImm(7)), ir.Int(32))
+    interpreter = Interpreter({"x": np.array([1], dtype=np.int32)})
+    values = {int(interpreter.eval(call)[0]) for _ in range(100)}
+    assert values == {1}
+    assert len(interpreter._code) <= 2  # the call and the select it stands for
 
 
 @pytest.mark.parametrize("t", [ir.Float(16), ir.BFloat(16), ir.Float(32)], ids=str)
