@@ -6,18 +6,19 @@ statement runs: once per batch of a loop's iterations, once per iteration
 of a serial loop. Walking the tree each time cost a dispatch on the node's
 type, a method call and the reads of its fields per node per evaluation,
 as much again as the numpy call the node stands for. A closure made once
-holds its children's closures, its constants as arrays and what it looks
-up by name (an operator's numpy function, a call's handler), and pays only
-for the numpy work.
+holds its children's closures, its constants as read-only arrays and what
+it looks up by name (an operator's numpy function, a call's handler), and
+pays only for the numpy work.
 
 ``code_of(e)`` is a function of the interpreter: its values by name
 (``interp.env``), how many iterations run together (``interp.batch``), its
 memory (``interp.pointer_of``, ``interp.check_access``, which a subclass
 may change) and its ``eval`` (for the calls computed from their
 expression). Arithmetic on constants is computed once, when it is made
-into code (``_folded``). An error a node raises (an unknown call, a name with no
-value) is raised when the node is evaluated, as before, never when it is
-made into code: a branch that never runs cannot fail.
+into code (``_folded``). An error a node raises (an unknown call, a name
+with no value, a type with no dtype) is raised when the node is evaluated,
+as before, never when it is made into code: a branch that never runs
+cannot fail.
 
 This module is the interpreter's one definition of what each kind of
 expression computes (Halide's semantics, see interp.py).
