@@ -479,7 +479,7 @@ class Interpreter(Visitor[Any]):
     def visit_default(self, node: Any) -> Any:
         if isinstance(node, ir.Stmt):
             raise fail(f"the interpreter does not run {type(node).__name__} statements")
-        return self.eval(node)  # an expression visited as a statement's child would be
+        return self.eval(node)  # an expression: ``visit`` evaluates it, as it did before ``eval`` had code of its own
 
     # ----------------------------------------------------------- memory
     def pointer_of(self, name: str) -> Pointer:
