@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: help install man test test-fast lint fixtures sweep-fixtures app-fixtures operation-fixtures goldens terms scanner bench sweep app apps clean
+.PHONY: help install lock man test test-fast lint fixtures sweep-fixtures app-fixtures operation-fixtures goldens terms scanner bench sweep app apps clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -12,13 +12,19 @@ help: ## List the targets
 install: ## Create .venv and install hardboiled with its test tools
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]"
+	@# At the versions in constraints.txt: a new release of a dependency changes nothing until make lock takes it.
+	$(BIN)/pip install --quiet -e ".[dev]" -c constraints.txt
 	@# Bytecode now: an editable install run with PYTHONDONTWRITEBYTECODE would recompile every module each time.
 	$(BIN)/python -m compileall -q hardboiled > /dev/null
 	@# And the code of the dataclasses' methods, which every command otherwise compiles as it starts (support/dataclass_code.py).
 	$(BIN)/python -c 'from hardboiled.support import dataclass_code; dataclass_code.build()'
 	@# The manual page where man finds it beside .venv/bin: man hardboiled, with .venv/bin on PATH.
 	install -D -m 644 docs/hardboiled.1 $(VENV)/share/man/man1/hardboiled.1
+
+lock: ## Upgrade .venv to the newest dependencies pyproject.toml allows and record them in constraints.txt
+	$(BIN)/pip install --quiet --upgrade --upgrade-strategy eager -e ".[dev]"
+	@{ sed -n '/^#/p' constraints.txt; $(BIN)/pip freeze --exclude-editable; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 man: ## Regenerate docs/hardboiled.1 from the command line's help (a test checks it is current)
 	$(BIN)/python -m hardboiled.cli.manpage > docs/hardboiled.1

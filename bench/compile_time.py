@@ -26,14 +26,18 @@
   each compiled alone.
 * **Parsing**: MB/s of ``hardboiled parse`` on a large statement, and one
   stage read out of a 50 MB debug log.
+* **Imports**: what each dependency a compile loads costs to import in a
+  fresh process, beside what it needs loaded first (ml_dtypes beside
+  numpy), so that a new release that is slow to import shows here (ml_dtypes
+  0.7.0 took 0.46 s, a cold compile 0.64 s instead of 0.19 s).
 
 The dumps come from Halide (the halide package, a dev dependency) and are
 kept in bench/results/compile_time_dumps. ``--tree DIR`` measures another
 checkout of hardboiled (``git worktree add /tmp/before REV``) with this
 script's inputs, for before/after figures.
 
-    .venv/bin/python bench/compile_time.py [--tree DIR] [--repeat N] [--parts p1,p2,p2s,batch,tails,p3,p3j,parse]
-        [--loop-taps 16,...] [--unrolled-taps 64,...,4096]
+    .venv/bin/python bench/compile_time.py [--tree DIR] [--repeat N]
+        [--parts imports,p1,p2,p2s,batch,tails,p3,p3j,parse] [--loop-taps 16,...] [--unrolled-taps 64,...,4096]
 """
 
 from __future__ import annotations
@@ -386,6 +390,57 @@ _PARSE_ALL = (
 )
 
 
+IMPORTS = (
+    ("numpy", ()), ("ml_dtypes", ("numpy",)), ("click", ()), ("rich.console", ()), ("lark", ()),
+    ("egglog.bindings", ()), ("hardboiled.cli.commands", ()),
+    ("hardboiled.verify.rewrite_check", ("hardboiled.cli.commands",)),
+)
+"""Each module a compile loads (or its child: egglog's bindings, loaded as
+select/eqsat_child.py loads them, without egglog's own package), with the
+modules imported before it is timed."""
+
+_IMPORT_ONE = (
+    "import sys, time\n"
+    "module, before = sys.argv[1], sys.argv[2:]\n"
+    "for name in before:\n"
+    "    __import__(name)\n"
+    "start = time.perf_counter()\n"
+    "if module == 'egglog.bindings':\n"
+    "    from hardboiled.select.eqsat_child import _load_bindings\n"
+    "    _load_bindings()\n"
+    "else:\n"
+    "    __import__(module)\n"
+    "print('HB_SECONDS=%.6f' % (time.perf_counter() - start))\n"
+)
+
+
+def imports(tree: Path, repeat: int) -> list[dict[str, Any]]:
+    """Median seconds to import each of ``IMPORTS`` in a fresh process of
+    ``tree`` (with this interpreter's packages)."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    rows = []
+    for module, before in IMPORTS:
+        times = []
+        for _ in range(repeat):
+            proc = subprocess.run([sys.executable, "-c", _IMPORT_ONE, module, *before], capture_output=True,
+                                  text=True, env=env, timeout=TIMEOUT_S, cwd=_NEUTRAL_DIR)
+            match = re.search(r"HB_SECONDS=([\d.]+)", proc.stdout)
+            times.append(float(match.group(1)) if match else math.nan)
+        rows.append({"module": module, "after": list(before), "seconds": statistics.median(times)})
+    return rows
+
+
+def _print_imports(rows: list[dict[str, Any]]) -> None:
+    from importlib.metadata import version
+
+    print("\nImports, each in a fresh process (ms)")
+    for r in rows:
+        top = r["module"].split(".")[0]
+        release = "" if top == "hardboiled" else f" {version(top.replace('_', '-'))}"
+        after = f" (after {', '.join(r['after'])})" if r["after"] else ""
+        print(f"  {r['seconds'] * 1000:7.1f}  {r['module']}{release}{after}")
+
+
 def real_dumps() -> tuple[list[Path], float]:
     """Every real dump at hand (the fixtures, and this benchmark's), and
     their megabytes."""
@@ -456,7 +511,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=ROOT, help="the hardboiled checkout to measure")
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure; medians are reported")
-    parser.add_argument("--parts", default="p2,p2s,batch,tails,p1,p3,p3j,parse")
+    parser.add_argument("--parts", default="imports,p2,p2s,batch,tails,p1,p3,p3j,parse")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--loop-taps", default=",".join(map(str, LOOP_TAPS)),
                         help="P3's conv1d loop-form sizes (taps), comma-separated")
@@ -486,6 +541,9 @@ def main() -> int:
     print(f"tree: {tree} (bytecode {'present' if bytecode else 'absent'}); {os.cpu_count()} cores; "
           f"medians of {args.repeat}")
     figures: dict[str, Any] = {"tree": str(tree), "bytecode": bytecode}
+    if "imports" in parts:
+        figures["imports"] = imports(tree, args.repeat)
+        _print_imports(figures["imports"])
     if "p2" in parts:
         f = figures["p2"] = p2(tree, args.repeat)
         print("\nP2  whole compile of the AMX matmul dump, whole processes")
