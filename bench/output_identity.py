@@ -11,7 +11,10 @@ PYTHONPATH, so a command started here would run this tree whatever
 PYTHONPATH says), with the tree's rules.
 
     git worktree add /tmp/before REV
-    .venv/bin/python bench/output_identity.py --tree /tmp/before
+    .venv/bin/python bench/output_identity.py --tree /tmp/before [--tree-python OTHER_VENV/bin/python]
+
+``--tree-python`` runs the other tree with another interpreter (a virtual
+environment with other versions of the dependencies).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ GROUPS = {
 }
 
 
-def _compile(tree: Path, out: Path) -> dict[str, int]:
+def _compile(tree: Path, out: Path, python: str = sys.executable) -> dict[str, int]:
     """Every group compiled by ``tree`` into ``out``/GROUP; the exit status of each."""
     env = dict(os.environ, PYTHONPATH=str(tree), HARDBOILED_RULES_DIR=str(tree / "rules"), HARDBOILED_NO_SERVER="1")
     statuses = {}
@@ -45,7 +48,7 @@ def _compile(tree: Path, out: Path) -> dict[str, int]:
         if not inputs:
             continue
         (out / group).mkdir(parents=True)
-        proc = subprocess.run([sys.executable, "-m", "hardboiled", "compile", *map(str, inputs), *flags, "--no-cache",
+        proc = subprocess.run([python, "-m", "hardboiled", "compile", *map(str, inputs), *flags, "--no-cache",
                                "-q", "-j", "2", "--allow-fallback", "-o", str(out / group)],
                               cwd=tree, env=env, capture_output=True)
         statuses[group] = proc.returncode
@@ -66,10 +69,11 @@ def _differences(a: Path, b: Path) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tree", type=Path, required=True, help="the other checkout (the baseline)")
+    parser.add_argument("--tree-python", default=sys.executable, help="the interpreter that runs the other checkout")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hb-identity-") as scratch:
         outputs = {label: Path(scratch) / label for label in ("before", "after")}
-        statuses = {"before": _compile(args.tree.resolve(), outputs["before"]),
+        statuses = {"before": _compile(args.tree.resolve(), outputs["before"], args.tree_python),
                     "after": _compile(ROOT, outputs["after"])}
         files = sum(1 for path in outputs["after"].rglob("*") if path.is_file())
         differing = _differences(outputs["before"], outputs["after"])
