@@ -2,6 +2,9 @@
 
 PYTHON ?= python3
 VENV   := .venv
+LOCK_HEADER_1 := \# The versions make install puts in .venv: what the suite and the benchmarks were last run with.
+LOCK_HEADER_2 := \# make lock writes the newest versions pyproject.toml allows here (then make install takes them);
+LOCK_HEADER_3 := \# measure again (bench/compile_time.py) before committing a change to this file.
 BIN    := $(VENV)/bin
 
 .PHONY: help install lock man test test-fast lint fixtures sweep-fixtures app-fixtures operation-fixtures goldens terms scanner bench sweep app apps clean
@@ -12,7 +15,8 @@ help: ## List the targets
 install: ## Create .venv and install hardboiled with its test tools
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	@# At the versions in constraints.txt: a new release of a dependency changes nothing until make lock takes it.
+	@# Every package hardboiled and its tests import at its version in constraints.txt (pip, and the setuptools
+	@# that builds the editable install, are not pinned): a new release changes nothing until make lock takes it.
 	$(BIN)/pip install --quiet -e ".[dev]" -c constraints.txt
 	@# Bytecode now: an editable install run with PYTHONDONTWRITEBYTECODE would recompile every module each time.
 	$(BIN)/python -m compileall -q hardboiled > /dev/null
@@ -21,10 +25,16 @@ install: ## Create .venv and install hardboiled with its test tools
 	@# The manual page where man finds it beside .venv/bin: man hardboiled, with .venv/bin on PATH.
 	install -D -m 644 docs/hardboiled.1 $(VENV)/share/man/man1/hardboiled.1
 
-lock: ## Upgrade .venv to the newest dependencies pyproject.toml allows and record them in constraints.txt
-	$(BIN)/pip install --quiet --upgrade --upgrade-strategy eager -e ".[dev]"
-	@{ sed -n '/^#/p' constraints.txt; $(BIN)/pip freeze --exclude-editable; } > constraints.txt.new
+lock: ## Record in constraints.txt the newest dependencies pyproject.toml allows (then make install takes them)
+	@# In an environment of its own: packages installed into .venv by hand, or no longer required, are not recorded.
+	rm -rf .lock-venv constraints.txt.new
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install --quiet --upgrade pip
+	.lock-venv/bin/pip install --quiet -e ".[dev]"
+	( echo "$(LOCK_HEADER_1)"; echo "$(LOCK_HEADER_2)"; echo "$(LOCK_HEADER_3)"; \
+	  .lock-venv/bin/pip freeze --exclude-editable ) > constraints.txt.new
 	mv constraints.txt.new constraints.txt
+	rm -rf .lock-venv
 
 man: ## Regenerate docs/hardboiled.1 from the command line's help (a test checks it is current)
 	$(BIN)/python -m hardboiled.cli.manpage > docs/hardboiled.1
@@ -81,4 +91,4 @@ bench: ## Run the benchmarks under bench/ and print their figures
 	$(BIN)/python bench/batch_speed.py
 
 clean: ## Remove the virtual environment and caches
-	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache .import_linter_cache .grimp_cache build dist *.egg-info bench/results
+	rm -rf $(VENV) .lock-venv constraints.txt.new .pytest_cache .hypothesis .mypy_cache .ruff_cache .import_linter_cache .grimp_cache build dist *.egg-info bench/results

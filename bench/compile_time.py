@@ -392,12 +392,13 @@ _PARSE_ALL = (
 
 IMPORTS = (
     ("numpy", ()), ("ml_dtypes", ("numpy",)), ("click", ()), ("rich.console", ()), ("lark", ()),
-    ("egglog.bindings", ()), ("hardboiled.cli.commands", ()),
+    ("egglog.bindings", ("hardboiled.select.eqsat_child",)), ("hardboiled.cli.commands", ("click",)),
     ("hardboiled.verify.rewrite_check", ("hardboiled.cli.commands",)),
 )
-"""Each module a compile loads (or its child: egglog's bindings, loaded as
-select/eqsat_child.py loads them, without egglog's own package), with the
-modules imported before it is timed."""
+"""Each module a compile may load (lark only where the fast reader hands
+it a text, rich only on a terminal; egglog's bindings in the egglog child,
+loaded as select/eqsat_child.py loads them, without egglog's own package),
+with the modules imported before it is timed."""
 
 _IMPORT_ONE = (
     "import sys, time\n"
@@ -425,7 +426,9 @@ def imports(tree: Path, repeat: int) -> list[dict[str, Any]]:
             proc = subprocess.run([sys.executable, "-c", _IMPORT_ONE, module, *before], capture_output=True,
                                   text=True, env=env, timeout=TIMEOUT_S, cwd=_NEUTRAL_DIR)
             match = re.search(r"HB_SECONDS=([\d.]+)", proc.stdout)
-            times.append(float(match.group(1)) if match else math.nan)
+            if proc.returncode != 0 or match is None:
+                raise SystemExit(f"importing {module} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+            times.append(float(match.group(1)))
         rows.append({"module": module, "after": list(before), "seconds": statistics.median(times)})
     return rows
 
@@ -436,7 +439,7 @@ def _print_imports(rows: list[dict[str, Any]]) -> None:
     print("\nImports, each in a fresh process (ms)")
     for r in rows:
         top = r["module"].split(".")[0]
-        release = "" if top == "hardboiled" else f" {version(top.replace('_', '-'))}"
+        release = "" if top == "hardboiled" else f" {version(top)}"
         after = f" (after {', '.join(r['after'])})" if r["after"] else ""
         print(f"  {r['seconds'] * 1000:7.1f}  {r['module']}{release}{after}")
 

@@ -73,7 +73,10 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hb-identity-") as scratch:
         outputs = {label: Path(scratch) / label for label in ("before", "after")}
-        statuses = {"before": _compile(args.tree.resolve(), outputs["before"], args.tree_python),
+        # Absolute, as given: the compiles run in the tree's directory, and a
+        # resolved path would leave the virtual environment for its base interpreter.
+        python = os.path.abspath(args.tree_python)
+        statuses = {"before": _compile(args.tree.resolve(), outputs["before"], python),
                     "after": _compile(ROOT, outputs["after"])}
         files = sum(1 for path in outputs["after"].rglob("*") if path.is_file())
         differing = _differences(outputs["before"], outputs["after"])
