@@ -100,6 +100,12 @@ def _main(argv: list[str]) -> None:
     code = replay(argv)
     if code is not None:
         sys.exit(code)
+    if _may_saturate(argv):
+        # The egglog child starts now, beside click and the command line,
+        # not once the compile knows it saturates (select/eqsat.py).
+        from hardboiled.select.eqsat import start_spare
+
+        start_spare()
     from hardboiled.cli import commands, outputs
 
     if argv[:1] != ["compile"]:
@@ -115,6 +121,15 @@ def _main(argv: list[str]) -> None:
         raise
     finally:
         outputs.cached_compile_observers.remove(recording.note)
+
+
+def _may_saturate(argv: list[str]) -> bool:
+    """Whether the command line may be a compile that saturates at the
+    default memory limit (read without click: a wrong guess only starts a
+    child that is not used, or starts it later)."""
+    if argv[:1] != ["compile"]:
+        return False
+    return not any(arg in ("--help", "-h") or arg.startswith("--egglog-memory") for arg in argv)
 
 
 # --------------------------------------------------------------------------

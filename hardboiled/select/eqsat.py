@@ -122,7 +122,7 @@ class _WarmChild:
         self.thread = threading.current_thread()
         self.served = 0
         self.idle_since = time.monotonic()
-        self.proc = _spawn(memory_mb)
+        self.proc = _take_spare(memory_mb) or _spawn(memory_mb)
         # More than a pipe's worth of rules: written from a thread, so that
         # the parent goes on while the child starts up and reads them.
         self.writer = threading.Thread(target=self._write, args=(_message(prelude, None, False),), daemon=True)
@@ -170,6 +170,47 @@ after ``eqsat_child.IDLE_EXIT_S``, and must not be found leaving."""
 
 _warm: _WarmChild | None = None
 
+_spare: tuple[subprocess.Popen[bytes], int] | None = None
+"""A child started by ``start_spare``, and the process that started it."""
+
+
+def start_spare() -> None:
+    """Start an egglog child now, at the default memory limit, for a
+    compile that may saturate: it loads egglog's bindings and waits for its
+    first request. Started before the command line loads, it is ready by
+    the time ``prestart`` gives it the rule files, which a child started
+    then would reach 25 ms later (its Python, its imports and the bindings),
+    on the path of every cold compile. A compile that does not saturate (a
+    cache hit, an error) leaves it unused, killed at exit."""
+    global _spare
+    if _spare is not None or _warm is not None:
+        return
+    try:
+        _spare = (_spawn(DEFAULT_MEMORY_MB), os.getpid())
+    except (OSError, RuntimeError):  # no memory for a child now: prestart starts one (or says why)
+        _spare = None
+
+
+def _take_spare(memory_mb: int) -> subprocess.Popen[bytes] | None:
+    """The spare child, where this process started it, it is alive and it
+    has the memory limit asked for; any other spare is stopped (or, one
+    inherited through a fork, left to its owner)."""
+    global _spare
+    spare, _spare = _spare, None
+    if spare is None:
+        return None
+    proc, owner = spare
+    if owner != os.getpid():
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        return None
+    if memory_mb == DEFAULT_MEMORY_MB and proc.poll() is None:
+        return proc
+    proc.kill()
+    _finish(proc)
+    return None
+
 
 def prestart(prelude: list[ProgramChunk], memory_mb: int = DEFAULT_MEMORY_MB) -> None:
     """Start an egglog child now and have it run ``prelude`` (the rule
@@ -203,7 +244,13 @@ def discard_prestarted() -> None:
         _warm = None
 
 
-atexit.register(discard_prestarted)
+def _discard_children() -> None:
+    """At exit: the prestarted or kept child, and a spare no compile took."""
+    _take_spare(-1)  # a limit no compile asks for: stopped, or left to its owner
+    discard_prestarted()
+
+
+atexit.register(_discard_children)
 
 
 def discard_unused() -> None:

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import ctypes
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -119,6 +117,11 @@ _directories: set[str] = set()
 def temporary_directory(prefix: str) -> Iterator[Path]:
     """A temporary directory, removed when the block ends, or by
     ``remove_temporary_directories`` if the block is interrupted."""
+    # Imported here, not with the module: a compile the cache answers starts
+    # the spare egglog child (select/eqsat.py) and makes no directory.
+    import shutil
+    import tempfile
+
     path = tempfile.mkdtemp(prefix=prefix)
     with _lock:
         _directories.add(path)
@@ -134,6 +137,10 @@ def remove_temporary_directories() -> None:
     with _lock:
         paths = list(_directories)
         _directories.clear()
+    if not paths:
+        return
+    import shutil  # loaded already, by the temporary_directory that made them
+
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)
 
