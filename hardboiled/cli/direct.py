@@ -21,8 +21,10 @@ written, a malformed record) falls through to the ordinary command line,
 which gives the same answer the slow way. What a terminal shows (colour,
 tables sized to it) is never recorded.
 
-This module is the ``hardboiled`` command's entry point, so it imports
-nothing beyond the standard library and the small support modules.
+This module is the ``hardboiled`` command's entry point, so a replay
+imports nothing beyond the standard library and the small support modules.
+A ``compile`` it cannot answer starts the spare egglog child
+(select/eqsat.py, ``start_spare``) before loading the command line.
 """
 
 from __future__ import annotations
