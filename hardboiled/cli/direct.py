@@ -105,9 +105,18 @@ def _main(argv: list[str]) -> None:
     if _may_saturate(argv):
         # The egglog child starts now, beside click and the command line,
         # not once the compile knows it saturates (select/eqsat.py).
-        from hardboiled.select.eqsat import start_spare
+        from hardboiled.select import eqsat
 
-        start_spare()
+        eqsat.start_spare()
+        try:
+            _run_command_line(argv)
+        finally:
+            eqsat.discard_spare()  # one this command did not take (a cache hit, an error)
+        return
+    _run_command_line(argv)
+
+
+def _run_command_line(argv: list[str]) -> None:
     from hardboiled.cli import commands, outputs
 
     if argv[:1] != ["compile"]:

@@ -243,8 +243,10 @@ def compile_batch(inputs: list[tuple[str, bytes | None, Diagnostic | None]], opt
         return results
     from concurrent.futures import ProcessPoolExecutor
 
+    from hardboiled.select.eqsat import discard_spare
     from hardboiled.support import children
 
+    discard_spare()  # each worker starts its own egglog child: this process's spare would idle through the batch
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_setup)
     results = []
     workers: list[Any] = []

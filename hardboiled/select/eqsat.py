@@ -117,12 +117,14 @@ class _WarmChild:
     def __init__(self, prelude: list[ProgramChunk], memory_mb: int):
         self.prelude = [(c.filename, c.text) for c in prelude]
         self.memory_mb = memory_mb
-        self.started = time.perf_counter()
         self.owner = os.getpid()
-        self.thread = threading.current_thread()
         self.served = 0
         self.idle_since = time.monotonic()
-        self.proc = _take_spare(memory_mb) or _spawn(memory_mb)
+        spare = _take_spare(memory_mb)
+        if spare is not None:  # started before the command line loaded, by the main thread
+            self.proc, self.thread, self.started = spare.proc, spare.thread, spare.started
+        else:
+            self.proc, self.thread, self.started = _spawn(memory_mb), threading.current_thread(), time.perf_counter()
         # More than a pipe's worth of rules: written from a thread, so that
         # the parent goes on while the child starts up and reads them.
         self.writer = threading.Thread(target=self._write, args=(_message(prelude, None, False),), daemon=True)
@@ -170,8 +172,18 @@ after ``eqsat_child.IDLE_EXIT_S``, and must not be found leaving."""
 
 _warm: _WarmChild | None = None
 
-_spare: tuple[subprocess.Popen[bytes], int] | None = None
-"""A child started by ``start_spare``, and the process that started it."""
+@dataclass
+class _Spare:
+    """A child started by ``start_spare``: the process and thread that
+    started it (``PR_SET_PDEATHSIG`` ties it to that thread), and when."""
+
+    proc: subprocess.Popen[bytes]
+    owner: int
+    thread: threading.Thread
+    started: float
+
+
+_spare: _Spare | None = None
 
 
 def start_spare() -> None:
@@ -180,36 +192,57 @@ def start_spare() -> None:
     first request. Started before the command line loads, it is ready by
     the time ``prestart`` gives it the rule files, which a child started
     then would reach 25 ms later (its Python, its imports and the bindings),
-    on the path of every cold compile. A compile that does not saturate (a
-    cache hit, an error) leaves it unused, killed at exit."""
+    on the path of every cold compile. Only on the main thread, which lives
+    as long as the process, so that any thread's compile may take it; one
+    no compile took is stopped by ``discard_spare`` (the command's end, or
+    the exit). A spare costs time only: where it cannot be started, the
+    compile starts its own child as before (and says why it cannot)."""
     global _spare
-    if _spare is not None or _warm is not None:
+    if _spare is not None or _warm is not None or threading.current_thread() is not threading.main_thread():
         return
     try:
-        _spare = (_spawn(DEFAULT_MEMORY_MB), os.getpid())
-    except (OSError, RuntimeError):  # no memory for a child now: prestart starts one (or says why)
+        _spare = _Spare(_spawn(DEFAULT_MEMORY_MB), os.getpid(), threading.current_thread(), time.perf_counter())
+    except Exception:  # no memory, no child now (an OSError, a failed preexec_fn): prestart tries again
         _spare = None
 
 
-def _take_spare(memory_mb: int) -> subprocess.Popen[bytes] | None:
-    """The spare child, where this process started it, it is alive and it
-    has the memory limit asked for; any other spare is stopped (or, one
+def _take_spare(memory_mb: int) -> _Spare | None:
+    """The spare, where this process started it, it is alive and it has
+    the memory limit asked for; any other spare is stopped (or, one
     inherited through a fork, left to its owner)."""
     global _spare
     spare, _spare = _spare, None
     if spare is None:
         return None
-    proc, owner = spare
-    if owner != os.getpid():
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
+    if spare.owner != os.getpid():
+        children.untrack(spare.proc)  # its owner's: an interrupt here must not kill it
+        for stream in (spare.proc.stdin, spare.proc.stdout, spare.proc.stderr):
             if stream is not None:
                 stream.close()
         return None
-    if memory_mb == DEFAULT_MEMORY_MB and proc.poll() is None:
-        return proc
-    proc.kill()
-    _finish(proc)
+    if memory_mb == DEFAULT_MEMORY_MB and spare.proc.poll() is None:
+        return spare
+    _stop_unused(spare.proc)
     return None
+
+
+def discard_spare() -> None:
+    """Stop a spare that no compile took."""
+    _take_spare(-1)  # a limit no compile asks for: stopped, or left to its owner
+
+
+def _stop_unused(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a child that was never sent anything and wait for it, reading
+    nothing it wrote (there is nothing to report)."""
+    try:
+        proc.kill()
+    except OSError:
+        pass
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+    proc.wait()
+    children.untrack(proc)
 
 
 def prestart(prelude: list[ProgramChunk], memory_mb: int = DEFAULT_MEMORY_MB) -> None:
@@ -245,8 +278,11 @@ def discard_prestarted() -> None:
 
 
 def _discard_children() -> None:
-    """At exit: the prestarted or kept child, and a spare no compile took."""
-    _take_spare(-1)  # a limit no compile asks for: stopped, or left to its owner
+    """At exit: a spare no compile took, and the prestarted or kept child."""
+    try:
+        discard_spare()
+    except (KeyboardInterrupt, MemoryError):
+        pass  # a Ctrl-C, or no memory, as the process leaves: the child dies with it all the same
     discard_prestarted()
 
 

@@ -5,45 +5,70 @@ nothing takes it."""
 from __future__ import annotations
 
 import os
+import subprocess
+import threading
 
 import pytest
 
 from hardboiled.cli.direct import _may_saturate
 from hardboiled.select import eqsat
 from hardboiled.select.options import DEFAULT_MEMORY_MB
-from hardboiled.select.rule_files import prestart_rules
+from hardboiled.select.rule_files import prestart_rules, rule_file_chunks
+from hardboiled.support import children
 
 
 @pytest.fixture(autouse=True)
 def _no_children_left():
     eqsat.discard_prestarted()
-    eqsat._take_spare(-1)
+    eqsat.discard_spare()
     yield
     eqsat.discard_prestarted()
-    eqsat._take_spare(-1)
+    eqsat.discard_spare()
 
 
 def test_the_compile_that_saturates_takes_the_spare_and_starts_no_other_child() -> None:
     eqsat.start_spare()
     assert eqsat._spare is not None
-    spare = eqsat._spare[0]
+    spare = eqsat._spare
     prestart_rules()
     assert eqsat._spare is None and eqsat._warm is not None
-    assert eqsat._warm.proc is spare and spare.poll() is None
+    assert eqsat._warm.proc is spare.proc and spare.proc.poll() is None
+    # The thread PR_SET_PDEATHSIG ties it to, and its start, are the spare's.
+    assert eqsat._warm.thread is threading.main_thread() and eqsat._warm.started == spare.started
+
+
+def test_a_spare_is_started_only_on_the_main_thread() -> None:
+    """A thread's spare would die with that thread, under another thread's
+    compile."""
+    thread = threading.Thread(target=eqsat.start_spare)
+    thread.start()
+    thread.join()
+    assert eqsat._spare is None
+
+
+def test_a_compile_on_another_thread_takes_the_main_threads_spare_and_keeps_it() -> None:
+    eqsat.start_spare()
+    assert eqsat._spare is not None
+    spare = eqsat._spare.proc
+    thread = threading.Thread(target=prestart_rules)
+    thread.start()
+    thread.join()
+    assert eqsat._warm is not None and eqsat._warm.proc is spare
+    assert eqsat._warm.serves(rule_file_chunks(), DEFAULT_MEMORY_MB)  # its thread, the main one, lives on
 
 
 def test_a_second_start_keeps_the_first_spare() -> None:
     eqsat.start_spare()
     assert eqsat._spare is not None
-    first = eqsat._spare[0]
+    first = eqsat._spare.proc
     eqsat.start_spare()
-    assert eqsat._spare is not None and eqsat._spare[0] is first
+    assert eqsat._spare is not None and eqsat._spare.proc is first
 
 
 def test_a_compile_at_another_memory_limit_stops_the_spare_and_starts_its_own() -> None:
     eqsat.start_spare()
     assert eqsat._spare is not None
-    spare = eqsat._spare[0]
+    spare = eqsat._spare.proc
     prestart_rules(DEFAULT_MEMORY_MB // 2)
     assert eqsat._warm is not None and eqsat._warm.proc is not spare
     assert spare.returncode is not None  # stopped and waited for
@@ -53,18 +78,53 @@ def test_a_compile_at_another_memory_limit_stops_the_spare_and_starts_its_own() 
 def test_a_spare_no_compile_took_is_stopped_at_exit() -> None:
     eqsat.start_spare()
     assert eqsat._spare is not None
-    spare = eqsat._spare[0]
+    spare = eqsat._spare.proc
     eqsat._discard_children()
     assert eqsat._spare is None and spare.returncode is not None
+    assert spare not in children._live
+
+
+def test_a_command_that_does_not_saturate_stops_its_spare_when_it_ends(tmp_path) -> None:
+    """A usage error (here: no such input) ends the command with the spare unused."""
+    from hardboiled.cli import direct
+
+    started = []
+    real_start = eqsat.start_spare
+
+    def recording_start() -> None:
+        real_start()
+        started.append(eqsat._spare)
+
+    eqsat.start_spare = recording_start
+    try:
+        with pytest.raises(SystemExit) as exit:
+            direct.main(["compile", str(tmp_path / "missing.stmt"), "--no-cache", "-q"])
+    finally:
+        eqsat.start_spare = real_start
+    assert exit.value.code != 0
+    assert started and started[0] is not None
+    assert eqsat._spare is None and started[0].proc.returncode is not None
+
+
+def test_a_spare_that_cannot_be_started_costs_nothing_but_the_try(monkeypatch) -> None:
+    """A failure to start it (here: the preexec step raises, as a child out of
+    memory between fork and exec would) is no error: prestart starts a child."""
+    def failing_spawn(memory_mb: int):
+        raise subprocess.SubprocessError("Exception occurred in preexec_fn.")
+
+    monkeypatch.setattr(eqsat, "_spawn", failing_spawn)
+    eqsat.start_spare()
+    assert eqsat._spare is None
 
 
 def test_a_spare_inherited_through_a_fork_is_left_to_its_owner() -> None:
     eqsat.start_spare()
     assert eqsat._spare is not None
-    spare, owner = eqsat._spare
-    eqsat._spare = (spare, owner + 1)  # as a forked worker sees its parent's spare
+    spare = eqsat._spare.proc
+    eqsat._spare.owner += 1  # as a forked worker sees its parent's spare
     assert eqsat._take_spare(DEFAULT_MEMORY_MB) is None
     assert spare.poll() is None and spare.stdin is not None and spare.stdin.closed
+    assert spare not in children._live  # an interrupt in the worker leaves it to its owner
     spare.kill()
     spare.wait()
 
@@ -86,4 +146,4 @@ def test_only_a_compile_at_the_default_memory_limit_starts_a_spare(argv: list[st
 def test_the_spare_is_this_processs_child() -> None:
     eqsat.start_spare()
     assert eqsat._spare is not None
-    assert eqsat._spare[1] == os.getpid()
+    assert eqsat._spare.owner == os.getpid() and eqsat._spare.proc in children._live
