@@ -172,6 +172,7 @@ after ``eqsat_child.IDLE_EXIT_S``, and must not be found leaving."""
 
 _warm: _WarmChild | None = None
 
+
 @dataclass
 class _Spare:
     """A child started by ``start_spare``: the process and thread that
