@@ -154,9 +154,7 @@ class _WarmChild:
         (the child sees its input end when its owner is done with it), and
         leave it to its owner. Unbuffered
         pipes (_spawn) hold no lock that the fork could have copied held."""
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
+        _close_pipes(self.proc)
 
     def discard(self) -> None:
         if self.proc.poll() is None:
@@ -217,9 +215,7 @@ def _take_spare(memory_mb: int) -> _Spare | None:
         return None
     if spare.owner != os.getpid():
         children.untrack(spare.proc)  # its owner's: an interrupt here must not kill it
-        for stream in (spare.proc.stdin, spare.proc.stdout, spare.proc.stderr):
-            if stream is not None:
-                stream.close()
+        _close_pipes(spare.proc)
         return None
     if memory_mb == DEFAULT_MEMORY_MB and spare.proc.poll() is None:
         return spare
@@ -239,11 +235,16 @@ def _stop_unused(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
     except OSError:
         pass
+    _close_pipes(proc)
+    proc.wait()
+    children.untrack(proc)
+
+
+def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
+    """Close this process's ends of a child's pipes."""
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         if stream is not None:
             stream.close()
-    proc.wait()
-    children.untrack(proc)
 
 
 def prestart(prelude: list[ProgramChunk], memory_mb: int = DEFAULT_MEMORY_MB) -> None:

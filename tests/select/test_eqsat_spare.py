@@ -84,7 +84,7 @@ def test_a_spare_no_compile_took_is_stopped_at_exit() -> None:
     assert spare not in children._live
 
 
-def test_a_command_that_does_not_saturate_stops_its_spare_when_it_ends(tmp_path) -> None:
+def test_a_command_that_does_not_saturate_stops_its_spare_when_it_ends(tmp_path, monkeypatch) -> None:
     """A usage error (here: no such input) ends the command with the spare unused."""
     from hardboiled.cli import direct
 
@@ -95,12 +95,9 @@ def test_a_command_that_does_not_saturate_stops_its_spare_when_it_ends(tmp_path)
         real_start()
         started.append(eqsat._spare)
 
-    eqsat.start_spare = recording_start
-    try:
-        with pytest.raises(SystemExit) as exit:
-            direct.main(["compile", str(tmp_path / "missing.stmt"), "--no-cache", "-q"])
-    finally:
-        eqsat.start_spare = real_start
+    monkeypatch.setattr(eqsat, "start_spare", recording_start)
+    with pytest.raises(SystemExit) as exit:
+        direct.main(["compile", str(tmp_path / "missing.stmt"), "--no-cache", "-q"])
     assert exit.value.code != 0
     assert started and started[0] is not None
     assert eqsat._spare is None and started[0].proc.returncode is not None
