@@ -22,7 +22,8 @@ Halide's AOT entry point ``int NAME(struct halide_buffer_t *X, ...)`` over it
   hardboiled/targets/amx.py names (``_tile_zero``, ``_tile_loadd``, the dot
   product of the operand types, ``_tile_dpbf16ps`` / ``_tile_dpb[su][su]d``,
   and ``_tile_stored``).
-  hb_amx.h maps them to <immintrin.h> or to the portable emulation.
+  hb_amx.h maps them to the instructions (as <immintrin.h> does) or to the
+  portable emulation.
 
 Each block carries the IR statement it came from as a comment.
 """

@@ -2,7 +2,8 @@
 
 * The compiler is ``--cc``, else ``$CC``, else ``clang`` if it is on PATH,
   else ``gcc``.
-* AMX: ``native`` compiles against <immintrin.h> with ``-mamx-tile
+* AMX: ``native`` compiles Intel's intrinsics (hb_amx.h writes them as
+  the instructions, without parsing <immintrin.h>) with ``-mamx-tile
   -mamx-bf16 -mamx-int8``; ``emulate`` compiles the portable emulation in
   hardboiled/codegen/runtime/hb_amx_emulation.h; ``auto`` emulates unless
   /proc/cpuinfo lists ``amx_tile``.

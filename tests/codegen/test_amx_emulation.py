@@ -4,9 +4,9 @@ Small C programs are written to tmp_path, compiled with the C compiler
 ($CC, else clang if on PATH, else gcc) with the flags generated code uses
 under emulation, run, and their output checked against hand-computed values
 and against the reference interpreter's tile semantics (hardboiled.verify.interp),
-bit for bit.  One program is only compiled, against the native path
-(<immintrin.h>), to prove that the intrinsic names and argument orders are
-Intel's.
+bit for bit.  One program is only compiled natively, with hb_amx.h's own definitions of
+the intrinsics and with <immintrin.h>'s, to prove that the two are the same
+instructions, and so that the names and argument orders are Intel's.
 """
 
 from __future__ import annotations
@@ -819,12 +819,48 @@ def _native_flags_supported() -> str | None:
     return None
 
 
-def test_native_path_compiles_against_intel_headers(tmp_path: Path) -> None:
+def _tile_instructions(obj: Path) -> list[str]:
+    """The AMX instructions of an object file, with their operands, in order."""
+    listing = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(obj)], capture_output=True, text=True,
+                             check=True).stdout
+    found = []
+    for line in listing.splitlines():
+        _, colon, instruction = line.partition(":\t")
+        if colon and re.match(r"(ld|st)tilecfg|tile|tdp", instruction):
+            found.append(" ".join(instruction.split()))
+    return found
+
+
+@pytest.mark.parametrize("dialect", ["att", "intel"])
+def test_native_path_is_intels_intrinsics_instruction_for_instruction(tmp_path: Path, dialect: str) -> None:
+    """hb_amx.h writes the intrinsics as the instructions (without parsing
+    <immintrin.h>); compiled with Intel's definitions instead
+    (HB_AMX_INTEL_HEADER), the same program has the same AMX instructions,
+    operands and order: the names, argument orders and tile numbers are
+    Intel's. In either assembler syntax (-masm)."""
     reason = _native_flags_supported()
     if reason is not None:
         pytest.skip(reason)
-    built = compile_c(tmp_path, "native", NATIVE_PROGRAM, NATIVE_FLAGS, link=False, prelude="")
-    assert built.returncode == 0, f"[{CC_DESC}] native AMX compile failed:\n{built.stderr}"
+    if shutil.which("objdump") is None:
+        pytest.skip("no objdump (binutils) to list the instructions")
+    flags = [*NATIVE_FLAGS, f"-masm={dialect}"]
+    ours = compile_c(tmp_path, "ours", NATIVE_PROGRAM, flags, link=False, prelude="")
+    assert ours.returncode == 0, f"[{CC_DESC}] native AMX compile failed:\n{ours.stderr}"
+    intel = compile_c(tmp_path, "intel", NATIVE_PROGRAM, [*flags, "-DHB_AMX_INTEL_HEADER"], link=False, prelude="")
+    assert intel.returncode == 0, f"[{CC_DESC}] native AMX compile with <immintrin.h> failed:\n{intel.stderr}"
+    instructions = _tile_instructions(tmp_path / "ours.o")
+    assert len(instructions) == 13, instructions  # every intrinsic of NATIVE_PROGRAM
+    assert instructions == _tile_instructions(tmp_path / "intel.o")
+    # Code that includes <immintrin.h> first gets Intel's definitions, and no clash.
+    first = compile_c(tmp_path, "first", NATIVE_PROGRAM, flags, link=False, prelude="#include <immintrin.h>\n")
+    assert first.returncode == 0, f"[{CC_DESC}] <immintrin.h> then hb_amx.h failed:\n{first.stderr}"
+    assert _tile_instructions(tmp_path / "first.o") == instructions
+
+
+def test_native_path_without_the_amx_flags_says_what_to_do(tmp_path: Path) -> None:
+    reason = _native_flags_supported()
+    if reason is not None:
+        pytest.skip(reason)
     # Without the AMX flags the header says what to do.
     flags = [f for f in NATIVE_FLAGS if not f.startswith("-mamx")]
     built = compile_c(tmp_path, "native_noflags", NATIVE_PROGRAM, flags, link=False, prelude="")
