@@ -257,7 +257,10 @@ def _allowed(call: dict[str, Any], status: int, spec: dict[str, Any]) -> bool:
 
 
 def fuzz_kernel(case: str, library: Path, arguments: list[Any], spec: dict[str, Any], calls: list[dict[str, Any]],
-                directory: Path, short_by: int = 0) -> dict[str, Any]:
+                directory: Path, short_by: int = 0, max_failures: int | None = None) -> dict[str, Any]:
+    """Run ``calls`` in children under the sanitizers, a new child after
+    each one a sanitizer stops; with ``max_failures``, stop once that many
+    calls failed (the rest are not run: ``done`` says how many were)."""
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:allocator_may_return_null=1",
                UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
                LD_PRELOAD=subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True,
@@ -265,7 +268,7 @@ def fuzz_kernel(case: str, library: Path, arguments: list[Any], spec: dict[str, 
     statuses: dict[int, int] = {}
     failures: list[dict[str, Any]] = []
     start = 0
-    while start < len(calls):
+    while start < len(calls) and (max_failures is None or len(failures) < max_failures):
         request = directory / f"{case}.request"
         request.write_bytes(pickle.dumps((library, arguments, spec, calls, start, short_by)))
         proc = subprocess.run([sys.executable, __file__, "--child", str(request)], capture_output=True, text=True,
@@ -287,7 +290,7 @@ def fuzz_kernel(case: str, library: Path, arguments: list[Any], spec: dict[str, 
                              "call": calls[last] if last < len(calls) else None, "report": proc.stderr[-3000:]})
             last += 1
         start = max(last, start + 1) if proc.returncode != 0 else len(calls)
-    return {"statuses": statuses, "failures": failures}
+    return {"statuses": statuses, "failures": failures, "done": min(start, len(calls))}
 
 
 def main() -> int:
@@ -299,6 +302,8 @@ def main() -> int:
     parser.add_argument("--short-by", type=int, default=0,
                         help="self-test: back every buffer with this many bytes fewer than it claims, so that "
                         "the sanitizers must stop calls that compute")
+    parser.add_argument("--max-failures", type=int,
+                        help="stop each kernel's calls once this many failed (a self-test needs only a few)")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -322,13 +327,14 @@ def main() -> int:
         per_kernel = -(-args.calls // max(1, len(built)))
         for case, (library, arguments, spec, _) in built:
             calls = [draw_call(rng, spec, arguments) for _ in range(per_kernel)]
-            outcome = fuzz_kernel(case, library, arguments, spec, calls, Path(tmp), args.short_by)
-            totals["calls"] += len(calls)
+            outcome = fuzz_kernel(case, library, arguments, spec, calls, Path(tmp), args.short_by, args.max_failures)
+            totals["calls"] += outcome["done"]
             totals["kernels"] += 1
             totals["failures"] += outcome["failures"]
             for status, count in outcome["statuses"].items():
                 totals["statuses"][status] = totals["statuses"].get(status, 0) + count
-            print(f"  {case:48} {len(calls)} calls, {len(outcome['failures'])} failures", flush=True)
+            stopped = f" (stopped after {outcome['done']} of {len(calls)})" if outcome["done"] < len(calls) else ""
+            print(f"  {case:48} {outcome['done']} calls, {len(outcome['failures'])} failures{stopped}", flush=True)
     seconds = time.perf_counter() - begin
     crashes = sum(1 for f in totals["failures"] if "crash" in f)
     print(f"{totals['calls']} calls over {totals['kernels']} kernels (seed {args.seed}) in {seconds:.0f} s: "
