@@ -26,6 +26,12 @@
   each compiled alone.
 * **Parsing**: MB/s of ``hardboiled parse`` on a large statement, and one
   stage read out of a 50 MB debug log.
+* **Build**: P2 compiled and built into a shared library with gcc
+  (``--build k.so``), natively (``--amx native``, where the CPU has AMX:
+  elsewhere the kernel is still built, only never run) and under the
+  emulation, against the same compile without the build: the build's
+  seconds (hb_amx.h's native path parsed <immintrin.h> until the eleventh
+  round, 0.22 s of gcc's 0.32 s).
 * **Imports**: what each dependency a compile loads costs to import in a
   fresh process, beside what it needs loaded first (ml_dtypes beside
   numpy), so that a new release that is slow to import shows here (ml_dtypes
@@ -37,7 +43,7 @@ checkout of hardboiled (``git worktree add /tmp/before REV``) with this
 script's inputs, for before/after figures.
 
     .venv/bin/python bench/compile_time.py [--tree DIR] [--repeat N]
-        [--parts imports,p1,p2,p2s,batch,tails,p3,p3j,parse] [--loop-taps 16,...] [--unrolled-taps 64,...,4096]
+        [--parts imports,p1,p2,p2s,build,batch,tails,p3,p3j,parse] [--loop-taps 16,...] [--unrolled-taps 64,...,4096]
 """
 
 from __future__ import annotations
@@ -228,6 +234,22 @@ def p2(tree: Path, repeat: int) -> dict[str, Any]:
     return {"halide_s": halide["seconds"], "compile_s": cold["seconds"], "cache_hit_s": hit,
             "direct_s": direct["seconds"], "compile_ratio": cold["seconds"] / halide["seconds"],
             "cache_ratio": hit / halide["seconds"], "direct_ratio": direct["seconds"] / halide["seconds"]}
+
+
+def build(tree: Path, repeat: int) -> dict[str, Any]:
+    """P2's compile with ``--build`` to a shared library (gcc), natively and
+    emulated, and without: the medians, and the build's part of each."""
+    with tempfile.TemporaryDirectory() as tmp:
+        plain, env = hardboiled(tree, "compile", str(MATMUL_LOG), "--no-cache", "-q", "--emit", "c",
+                                "-o", f"{tmp}/k.c")
+        env["CC"] = "gcc"
+        figures: dict[str, Any] = {"compile_s": median_run(plain, repeat, env)["seconds"]}
+        for mode in ("native", "emulate"):
+            run = median_run([*plain, "--build", f"{tmp}/k.so", "--amx", mode], repeat, env)
+            figures[f"{mode}_s"] = run["seconds"]
+            figures[f"{mode}_outcome"] = outcome(run)
+            figures[f"{mode}_build_s"] = run["seconds"] - figures["compile_s"]
+    return figures
 
 
 def p2_server(tree: Path, repeat: int, halide_s: float) -> dict[str, Any]:
@@ -489,6 +511,37 @@ def _fmt(value: Any, unit: str = "", digits: int = 2) -> str:
     return f"{value:.{digits}f}{unit}" if isinstance(value, float) else f"{value}{unit}"
 
 
+def _p2_parts(tree: Path, parts: set[str], args: argparse.Namespace, figures: dict[str, Any]) -> None:
+    """P2, through a server (p2s), and built (build)."""
+    if "p2" in parts:
+        f = figures["p2"] = p2(tree, args.repeat)
+        print("\nP2  whole compile of the AMX matmul dump, whole processes")
+        print(f"  Halide's lowering {_fmt(f['halide_s'], ' s', 3)}; hardboiled compile {_fmt(f['compile_s'], ' s', 3)} "
+              f"({_fmt(f['compile_ratio'], 'x')})")
+        print(f"  cache hit {_fmt(f['cache_hit_s'], ' s', 3)} ({_fmt(f['cache_ratio'], 'x')}); the same command "
+              f"line again (direct mode) {_fmt(f['direct_s'], ' s', 3)} ({_fmt(f['direct_ratio'], 'x')})")
+    if "p2s" in parts:
+        halide_s = figures["p2"]["halide_s"] if "p2" in figures else \
+            median_run([sys.executable, __file__, "--halide-lowering"], args.repeat)["seconds"]
+        f = figures["p2s"] = p2_server(tree, args.repeat, halide_s)
+        print(f"\nP2  through a compile server ({f['server']}), against Halide's lowering {_fmt(halide_s, ' s', 3)}")
+        if f["server"] == "running":
+            print(f"  compile {_fmt(f['compile_s'], ' s', 3)} ({_fmt(f['compile_ratio'], 'x')}), back to back "
+                  f"{_fmt(f['back_to_back_s'], ' s', 3)} ({_fmt(f['back_to_back_ratio'], 'x')}); cache hit "
+                  f"{_fmt(f['cache_hit_s'], ' s', 3)} ({_fmt(f['cache_hit_ratio'], 'x')}); direct mode "
+                  f"{_fmt(f['direct_s'], ' s', 3)} ({_fmt(f['direct_ratio'], 'x')})")
+    if "build" in parts:
+        _print_build(figures.setdefault("build", build(tree, args.repeat)))
+
+
+def _print_build(f: dict[str, Any]) -> None:
+    print("\nBuild: P2 compiled to C and built into a shared library with gcc (--build), whole processes")
+    print(f"  without the build {_fmt(f['compile_s'], ' s', 3)}; native AMX {_fmt(f['native_s'], ' s', 3)} "
+          f"(the build {_fmt(f['native_build_s'], ' s', 3)}) {f['native_outcome']}; emulated "
+          f"{_fmt(f['emulate_s'], ' s', 3)} (the build {_fmt(f['emulate_build_s'], ' s', 3)}) "
+          f"{f['emulate_outcome']}")
+
+
 def _sizes(text: str) -> tuple[int, ...]:
     return tuple(int(taps) for taps in text.split(",") if taps)
 
@@ -514,7 +567,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=ROOT, help="the hardboiled checkout to measure")
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure; medians are reported")
-    parser.add_argument("--parts", default="imports,p2,p2s,batch,tails,p1,p3,p3j,parse")
+    parser.add_argument("--parts", default="imports,p2,p2s,build,batch,tails,p1,p3,p3j,parse")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--loop-taps", default=",".join(map(str, LOOP_TAPS)),
                         help="P3's conv1d loop-form sizes (taps), comma-separated")
@@ -547,23 +600,7 @@ def main() -> int:
     if "imports" in parts:
         figures["imports"] = imports(tree, args.repeat)
         _print_imports(figures["imports"])
-    if "p2" in parts:
-        f = figures["p2"] = p2(tree, args.repeat)
-        print("\nP2  whole compile of the AMX matmul dump, whole processes")
-        print(f"  Halide's lowering {_fmt(f['halide_s'], ' s', 3)}; hardboiled compile {_fmt(f['compile_s'], ' s', 3)} "
-              f"({_fmt(f['compile_ratio'], 'x')})")
-        print(f"  cache hit {_fmt(f['cache_hit_s'], ' s', 3)} ({_fmt(f['cache_ratio'], 'x')}); the same command "
-              f"line again (direct mode) {_fmt(f['direct_s'], ' s', 3)} ({_fmt(f['direct_ratio'], 'x')})")
-    if "p2s" in parts:
-        halide_s = figures["p2"]["halide_s"] if "p2" in figures else \
-            median_run([sys.executable, __file__, "--halide-lowering"], args.repeat)["seconds"]
-        f = figures["p2s"] = p2_server(tree, args.repeat, halide_s)
-        print(f"\nP2  through a compile server ({f['server']}), against Halide's lowering {_fmt(halide_s, ' s', 3)}")
-        if f["server"] == "running":
-            print(f"  compile {_fmt(f['compile_s'], ' s', 3)} ({_fmt(f['compile_ratio'], 'x')}), back to back "
-                  f"{_fmt(f['back_to_back_s'], ' s', 3)} ({_fmt(f['back_to_back_ratio'], 'x')}); cache hit "
-                  f"{_fmt(f['cache_hit_s'], ' s', 3)} ({_fmt(f['cache_hit_ratio'], 'x')}); direct mode "
-                  f"{_fmt(f['direct_s'], ' s', 3)} ({_fmt(f['direct_ratio'], 'x')})")
+    _p2_parts(tree, parts, args, figures)
     if "batch" in parts:
         f = figures["batch"] = batch(tree, args.repeat)
         print(f"\nA batch: {f['inputs']} AMX fixtures in one command (-j 1, --no-cache), seconds per input")
