@@ -131,15 +131,13 @@ static HB_AMX_UNUSED int hb_amx_enable(void) {
 /* A tile register in AT&T syntax, and in Intel's (no prefix). */
 #define HB_AMX_TMM(n) "%%tmm" #n
 #define HB_AMX_INTEL_TMM(n) "tmm" #n
-/* The 64 bytes of a tile configuration, as the memory operand that
-   ldtilecfg reads and sttilecfg writes. */
-struct hb_amx_config_bytes {
-    unsigned char bytes[64];
-};
+/* The memory operand of ldtilecfg and sttilecfg: the 64 bytes of a tile
+   configuration, as characters (which alias whatever type the code filled
+   them through). */
 #define _tile_loadconfig(config) \
-    __asm__ __volatile__("ldtilecfg %0" ::"m"(*(const struct hb_amx_config_bytes *)(const void *)(config)))
+    __asm__ __volatile__("ldtilecfg %0" ::"m"(*(const unsigned char(*)[64])(const void *)(config)))
 #define _tile_storeconfig(config) \
-    __asm__ __volatile__("sttilecfg %0" : "=m"(*(struct hb_amx_config_bytes *)(void *)(config)))
+    __asm__ __volatile__("sttilecfg %0" : "=m"(*(unsigned char(*)[64])(void *)(config)))
 #define _tile_release() __asm__ __volatile__("tilerelease" ::)
 #define _tile_zero(dst) __asm__ __volatile__("{tilezero " HB_AMX_TMM(dst) "|tilezero " HB_AMX_INTEL_TMM(dst) "}" ::)
 #define HB_AMX_LOAD(instruction, dst, base, stride) \
