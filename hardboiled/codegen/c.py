@@ -323,7 +323,8 @@ class CGenerator(CFamilyEmitter):
 
     def _tile_loadd(self, reg: int, call: ir.Call) -> str:
         # The barrier keeps the C stores that filled the buffer before the
-        # load (hb_amx.h: _tile_loadd has no memory clobber).
+        # load (the _tile_loadd of <immintrin.h>, which hb_amx.h uses where
+        # the code includes that header first, has no memory clobber).
         _, _, buf, offset, stride = call.args
         return (f"hb_amx_barrier(); {AMX_INTRINSIC[AMXOp.LOAD].c_name}({reg}, "
                 f"(const char *){self.expr(buf)} + ({self.expr(offset)}), {self.expr(stride)});")

@@ -855,6 +855,12 @@ def test_native_path_is_intels_intrinsics_instruction_for_instruction(tmp_path: 
     first = compile_c(tmp_path, "first", NATIVE_PROGRAM, flags, link=False, prelude="#include <immintrin.h>\n")
     assert first.returncode == 0, f"[{CC_DESC}] <immintrin.h> then hb_amx.h failed:\n{first.stderr}"
     assert _tile_instructions(tmp_path / "first.o") == instructions
+    # One that includes it after gets its other extensions (AVX-512 here), and hb_amx.h's AMX.
+    vector_code = ('#include <immintrin.h>\n__attribute__((target("avx512f"))) '
+                   "__m512 add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }\n")
+    after = compile_c(tmp_path, "after", NATIVE_PROGRAM + vector_code, flags, link=False, prelude="")
+    assert after.returncode == 0, f"[{CC_DESC}] hb_amx.h then <immintrin.h> failed:\n{after.stderr}"
+    assert _tile_instructions(tmp_path / "after.o") == instructions
 
 
 def test_native_path_without_the_amx_flags_says_what_to_do(tmp_path: Path) -> None:

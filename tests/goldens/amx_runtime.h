@@ -533,31 +533,42 @@ static HB_AMX_UNUSED int hb_amx_enable(void) {
    instructions themselves (GNU inline assembly, in both of its syntaxes):
    <immintrin.h> declares every x86 extension there is, and parsing it took
    0.22 s of the 0.32 s that gcc 12 spent on a whole generated kernel. The
-   tile numbers are literals, as in Intel's macros. Each instruction that
-   reads or writes memory clobbers it, so that no C load or store moves
-   across it. Code that includes <immintrin.h> before this file (or defines
-   HB_AMX_INTEL_HEADER) gets Intel's own definitions instead; one that
-   includes it after this file must not (the emulation's rule too). */
+   tile numbers are literals, as in Intel's macros. The tile loads and
+   stores clobber memory, and the configuration is an exact memory operand,
+   so that no C load or store moves across them. Code that includes
+   <immintrin.h> before this file (or defines HB_AMX_INTEL_HEADER) gets
+   Intel's own definitions instead, as does a compiler other than gcc and
+   clang. One that includes it after this file gets the rest of it: the
+   include guards of its AMX parts (gcc's and clang's) are defined here, so
+   that they are skipped. */
 /* A tile register in AT&T syntax, and in Intel's (no prefix). */
 #define HB_AMX_TMM(n) "%%tmm" #n
 #define HB_AMX_INTEL_TMM(n) "tmm" #n
-/* The memory operand of ldtilecfg and sttilecfg: the 64 bytes of a tile
-   configuration, as characters (which alias whatever type the code filled
-   them through). */
-#define _tile_loadconfig(config) \
-    __asm__ __volatile__("ldtilecfg %0" ::"m"(*(const unsigned char(*)[64])(const void *)(config)))
-#define _tile_storeconfig(config) \
-    __asm__ __volatile__("sttilecfg %0" : "=m"(*(unsigned char(*)[64])(void *)(config)))
-#define _tile_release() __asm__ __volatile__("tilerelease" ::)
+#define HB_AMX_INLINE static __inline__ __attribute__((__always_inline__, __unused__))
+/* The 64 bytes of a tile configuration, the memory operand of ldtilecfg and
+   sttilecfg; may_alias, as characters are: the code fills them through
+   whatever type it likes. */
+typedef struct __attribute__((__may_alias__)) {
+    unsigned char bytes[64];
+} hb_amx_config_bytes;
+HB_AMX_INLINE void _tile_loadconfig(const void *config) {
+    __asm__ __volatile__("ldtilecfg %0" ::"m"(*(const hb_amx_config_bytes *)config));
+}
+HB_AMX_INLINE void _tile_storeconfig(void *config) {
+    __asm__ __volatile__("sttilecfg %0" : "=m"(*(hb_amx_config_bytes *)config));
+}
+HB_AMX_INLINE void _tile_release(void) {
+    __asm__ __volatile__("tilerelease" ::);
+}
 #define _tile_zero(dst) __asm__ __volatile__("{tilezero " HB_AMX_TMM(dst) "|tilezero " HB_AMX_INTEL_TMM(dst) "}" ::)
 #define HB_AMX_LOAD(instruction, dst, base, stride) \
     __asm__ __volatile__("{" instruction " (%0,%1,1), " HB_AMX_TMM(dst) "|" instruction " " HB_AMX_INTEL_TMM(dst) \
-                         ", [%0+%1*1]}" ::"r"((const void *)(base)), "r"((long)(stride)) : "memory")
+                         ", [%0+%1*1]}" ::"r"((const void *)(base)), "r"((ptrdiff_t)(stride)) : "memory")
 #define _tile_loadd(dst, base, stride) HB_AMX_LOAD("tileloadd", dst, base, stride)
 #define _tile_stream_loadd(dst, base, stride) HB_AMX_LOAD("tileloaddt1", dst, base, stride)
 #define _tile_stored(src, base, stride) \
     __asm__ __volatile__("{tilestored " HB_AMX_TMM(src) ", (%0,%1,1)|tilestored [%0+%1*1], " HB_AMX_INTEL_TMM(src) \
-                         "}" ::"r"((void *)(base)), "r"((long)(stride)) : "memory")
+                         "}" ::"r"((void *)(base)), "r"((ptrdiff_t)(stride)) : "memory")
 /* dst += a . b: AT&T names the operands in the reverse of Intel's order. */
 #define HB_AMX_DOT(instruction, dst, a, b) \
     __asm__ __volatile__("{" instruction " " HB_AMX_TMM(b) ", " HB_AMX_TMM(a) ", " HB_AMX_TMM(dst) "|" instruction \
@@ -567,6 +578,11 @@ static HB_AMX_UNUSED int hb_amx_enable(void) {
 #define _tile_dpbsud(dst, a, b) HB_AMX_DOT("tdpbsud", dst, a, b)
 #define _tile_dpbusd(dst, a, b) HB_AMX_DOT("tdpbusd", dst, a, b)
 #define _tile_dpbuud(dst, a, b) HB_AMX_DOT("tdpbuud", dst, a, b)
+/* A later <immintrin.h> skips its AMX headers, which define these names too. */
+#define _AMXTILEINTRIN_H_INCLUDED
+#define _AMXINT8INTRIN_H_INCLUDED
+#define _AMXBF16INTRIN_H_INCLUDED
+#define __AMXINTRIN_H
 #else
 #include <immintrin.h>
 #endif

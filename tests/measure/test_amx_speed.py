@@ -277,8 +277,36 @@ def test_without_the_barrier_gcc_drops_a_store_the_tile_load_reads(level: str, t
 @pytest.mark.parametrize("level", ["-O2", "-O3"])
 def test_hb_amx_h_own_tile_load_keeps_the_store_even_without_the_barrier(compiler: str, level: str,
                                                                          tmp_path: Path) -> None:
-    """hb_amx.h's own _tile_loadd clobbers memory: no store moves past it."""
-    assert _TWO in _stale_store_assembly(compiler, level, tmp_path)
+    """hb_amx.h's own _tile_loadd clobbers memory: the first store stays,
+    before the load."""
+    assembly = _stale_store_assembly(compiler, level, tmp_path)
+    assert _TWO in assembly and assembly.index(_TWO) < assembly.index("tileloadd"), assembly
+
+
+_READ_BACK = r"""
+#include "hb_amx.h"
+/* C that reads what a tile store wrote (an epilogue on a spilled tile). */
+float read_back(float *out) {
+    out[0] = 1.0f;
+    _tile_stored(0, out, 64);
+    return out[0];
+}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not COMPILERS, reason="no C compiler")
+@pytest.mark.parametrize("compiler", COMPILERS)
+@pytest.mark.parametrize("level", ["-O2", "-O3"])
+def test_hb_amx_h_own_tile_store_makes_c_read_the_memory_again(compiler: str, level: str, tmp_path: Path) -> None:
+    """hb_amx.h's _tile_stored clobbers memory: the C after it reads the
+    element again (without the clobber, gcc returns the 1.0 it stored)."""
+    (tmp_path / "read_back.c").write_text(_READ_BACK)
+    assembly = subprocess.run([compiler, level, "-S", "-o", "-", "-mamx-tile", "-mamx-bf16", "-mamx-int8",
+                               f"-I{runtime_dir()}", str(tmp_path / "read_back.c")],
+                              capture_output=True, text=True, check=True).stdout.lower()
+    after_store = assembly.split("tilestored", 1)[1]
+    assert "(%rdi)" in after_store.split("ret", 1)[0], assembly
 
 
 @pytest.mark.slow
