@@ -3,8 +3,8 @@
  * hb_amx.h -- the one AMX header that hardboiled's generated C includes.
  *
  * Native (default): Intel's AMX intrinsics, as the instructions themselves
- * (or from <immintrin.h>, where the code includes it first or defines
- * HB_AMX_INTEL_HEADER); compile with
+ * (or from <immintrin.h>, where the code includes it first, defines
+ * HB_AMX_INTEL_HEADER, or is compiled by neither gcc nor clang); compile with
  *     -mamx-tile -mamx-bf16 -mamx-int8
  * and call hb_amx_enable() once per process before the first tile
  * instruction (Linux only hands out the AMX tile state on request).
@@ -35,8 +35,8 @@
 #define HB_AMX_UNUSED
 #endif
 
-/* gcc's and clang's _tile_loadd is inline assembly without a memory
-   clobber: a store into a buffer (a VNNI repack, a spilled tile) may be
+/* The _tile_loadd of gcc's and clang's <immintrin.h> declares no memory
+   input: a store into a buffer (a VNNI repack, a spilled tile) may be
    moved after the tile load that reads it. The generated code puts this
    barrier before every tile load (this file's own _tile_loadd clobbers
    memory; the barrier is for a build with Intel's). */
