@@ -26,10 +26,15 @@ def _no_children_left():
     eqsat.discard_spare()
 
 
-def test_the_compile_that_saturates_takes_the_spare_and_starts_no_other_child() -> None:
+def _started_spare() -> eqsat._Spare:
+    """Start the spare as ``direct.main`` does; it must be there."""
     eqsat.start_spare()
     assert eqsat._spare is not None
-    spare = eqsat._spare
+    return eqsat._spare
+
+
+def test_the_compile_that_saturates_takes_the_spare_and_starts_no_other_child() -> None:
+    spare = _started_spare()
     prestart_rules()
     assert eqsat._spare is None and eqsat._warm is not None
     assert eqsat._warm.proc is spare.proc and spare.proc.poll() is None
@@ -47,9 +52,7 @@ def test_a_spare_is_started_only_on_the_main_thread() -> None:
 
 
 def test_a_compile_on_another_thread_takes_the_main_threads_spare_and_keeps_it() -> None:
-    eqsat.start_spare()
-    assert eqsat._spare is not None
-    spare = eqsat._spare.proc
+    spare = _started_spare().proc
     thread = threading.Thread(target=prestart_rules)
     thread.start()
     thread.join()
@@ -58,17 +61,13 @@ def test_a_compile_on_another_thread_takes_the_main_threads_spare_and_keeps_it()
 
 
 def test_a_second_start_keeps_the_first_spare() -> None:
-    eqsat.start_spare()
-    assert eqsat._spare is not None
-    first = eqsat._spare.proc
+    first = _started_spare().proc
     eqsat.start_spare()
     assert eqsat._spare is not None and eqsat._spare.proc is first
 
 
 def test_a_compile_at_another_memory_limit_stops_the_spare_and_starts_its_own() -> None:
-    eqsat.start_spare()
-    assert eqsat._spare is not None
-    spare = eqsat._spare.proc
+    spare = _started_spare().proc
     prestart_rules(DEFAULT_MEMORY_MB // 2)
     assert eqsat._warm is not None and eqsat._warm.proc is not spare
     assert spare.returncode is not None  # stopped and waited for
@@ -76,9 +75,7 @@ def test_a_compile_at_another_memory_limit_stops_the_spare_and_starts_its_own() 
 
 
 def test_a_spare_no_compile_took_is_stopped_at_exit() -> None:
-    eqsat.start_spare()
-    assert eqsat._spare is not None
-    spare = eqsat._spare.proc
+    spare = _started_spare().proc
     eqsat._discard_children()
     assert eqsat._spare is None and spare.returncode is not None
     assert spare not in children._live
@@ -115,10 +112,9 @@ def test_a_spare_that_cannot_be_started_costs_nothing_but_the_try(monkeypatch) -
 
 
 def test_a_spare_inherited_through_a_fork_is_left_to_its_owner() -> None:
-    eqsat.start_spare()
-    assert eqsat._spare is not None
-    spare = eqsat._spare.proc
-    eqsat._spare.owner += 1  # as a forked worker sees its parent's spare
+    started = _started_spare()
+    spare = started.proc
+    started.owner += 1  # as a forked worker sees its parent's spare
     assert eqsat._take_spare(DEFAULT_MEMORY_MB) is None
     assert spare.poll() is None and spare.stdin is not None and spare.stdin.closed
     assert spare not in children._live  # an interrupt in the worker leaves it to its owner
@@ -141,6 +137,5 @@ def test_only_a_compile_at_the_default_memory_limit_starts_a_spare(argv: list[st
 
 
 def test_the_spare_is_this_processs_child() -> None:
-    eqsat.start_spare()
-    assert eqsat._spare is not None
-    assert eqsat._spare.owner == os.getpid() and eqsat._spare.proc in children._live
+    spare = _started_spare()
+    assert spare.owner == os.getpid() and spare.proc in children._live
