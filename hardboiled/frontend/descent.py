@@ -26,75 +26,28 @@ once.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
-from itertools import accumulate
-from operator import add, attrgetter
 from typing import Any
 
 from hardboiled.frontend.grammar import current_scanner_table, stored_scanner_table
 from hardboiled.frontend.literals import SHORT_INT32
+from hardboiled.frontend.scanning import Scanner, Unhandled
 from hardboiled.frontend.syntax_tree import IntRun, Lines, Token, Tree
 
 _END = "$END"
 _new_str = str.__new__
-_NO_TERMINAL = "__NO_TERMINAL"  # frontend/lexer.py's NO_TERMINAL (not imported: it loads Lark)
 _LITERALS = {"INT": "int_lit", "FLOAT": "float_lit", "STRING": "string_lit"}
 """The literal terminals, and the rule each reads as."""
-
-
-class Unhandled(Exception):
-    """The reader does not read this input; Lark will."""
-
-
-@dataclass(frozen=True)
-class _Scanner:
-    """The grammar's terminals as the reader scans them (grammar.py's
-    scanner table)."""
-
-    pattern: re.Pattern[str]
-    kinds: tuple[str, ...]
-    """The kind of a token by the index of its group in ``pattern``: its
-    terminal's name, or its text for punctuation and keywords."""
-    no_terminal: int
-    """The group of a character where no terminal starts."""
-    keywords: frozenset[str]
-
 
 _MIN_RUN = 8
 """Fewer integer arguments in a row (``ramp(x, 1, 8)``) are read as trees
 one by one: an ``IntRun`` pays only where there are many."""
-_INT_RUN = "__INT_RUN"
-_INT_RUN_PATTERN = rf"[\x09\x0c\x20]*+(?P<{_INT_RUN}>(?:-?\d+, )+-?\d++(?!\.))"
-"""Integer literals separated by ``, `` (a shuffle's lane indices, often
-thousands in a row), matched at once where a token starts: the grammar's
-scanner reads such text as INT, COMMA, INT, ... (no terminal before INT in
-its order matches a digit or ``-`` then a digit, and none other than
-FLOAT continues a number: a number followed by ``.`` is left to the
-general scan), so ``_tokens`` splits the run into exactly those tokens,
-at C's speed rather than one match per token."""
 
 
 @lru_cache(maxsize=1)
-def _scanner() -> _Scanner:
-    table = stored_scanner_table() or current_scanner_table()
-    return scanner_of(table, f"{_INT_RUN_PATTERN}|{table['pattern']}")
-
-
-def scanner_of(table: dict[str, Any], pattern_text: str) -> _Scanner:
-    """The scanner of ``pattern_text``, a pattern made of the terminals of
-    the scanner ``table``."""
-    pattern = re.compile(pattern_text)
-    literals = table["literals"]
-    kinds = [""] * (pattern.groups + 1)
-    for name, group in pattern.groupindex.items():
-        kinds[group] = literals.get(name, name)
-    return _Scanner(pattern, tuple(kinds), pattern.groupindex[_NO_TERMINAL], frozenset(table["keywords"]))
-
-
-_last_group = attrgetter("lastindex")
+def _scanner() -> Scanner:
+    return Scanner(stored_scanner_table() or current_scanner_table())
 
 
 def parse_tree(text: str) -> Tree:
@@ -102,60 +55,14 @@ def parse_tree(text: str) -> Tree:
     return _Reader(text, _scanner()).whole()
 
 
-def _tokens(text: str, scanner: _Scanner) -> tuple[list[str], list[str], list[int]]:
-    """The kinds, texts and ends of the tokens of ``text``: one pass of the
-    regular expression over the whole text, and the lists taken out of the
-    matches at C's speed (map, no Python frame per token)."""
-    matches = list(scanner.pattern.finditer(text))
-    groups = list(map(_last_group, matches))
-    if scanner.no_terminal in groups:
-        raise Unhandled
-    kinds = list(map(scanner.kinds.__getitem__, groups))
-    values = list(map(re.Match.group, matches, groups))
-    ends = list(map(re.Match.end, matches))
-    if _INT_RUN not in kinds:
-        return kinds, values, ends
-    runs = [i for i, kind in enumerate(kinds) if kind == _INT_RUN]
-    split_kinds: list[str] = []
-    split_values: list[str] = []
-    split_ends: list[int] = []
-    after = 0
-    for i in runs:
-        split_kinds += kinds[after:i]
-        split_values += values[after:i]
-        split_ends += ends[after:i]
-        numbers = values[i].split(", ")
-        count = len(numbers)
-        # The end of number j: where the run starts, the lengths of numbers
-        # 0..j and a comma and a space after each number before it.
-        number_ends = list(map(add, accumulate(map(len, numbers)),
-                               range(ends[i] - len(values[i]), ends[i] + 2 * count, 2)))
-        run_values = [","] * (2 * count - 1)
-        run_values[0::2] = numbers
-        run_ends = [0] * (2 * count - 1)
-        run_ends[0::2] = number_ends
-        run_ends[1::2] = [end + 1 for end in number_ends[:-1]]
-        split_kinds += (["INT", ","] * count)[:-1]
-        split_values += run_values
-        split_ends += run_ends
-        after = i + 1
-    split_kinds += kinds[after:]
-    split_values += values[after:]
-    split_ends += ends[after:]
-    return split_kinds, split_values, split_ends
-
-
 class _Reader:
     """One parse: the tokens, scanned at once, the current one (``kind``
     and ``value``), and a method per rule of the grammar that it reads."""
 
-    def __init__(self, text: str, scanner: _Scanner):
+    def __init__(self, text: str, scanner: Scanner):
         self.text = text
         self.keywords = scanner.keywords
-        # One pass of the regular expression over the whole text, and the
-        # tokens' kinds, texts and ends taken out of the matches at C's
-        # speed (map, no Python frame per token).
-        self.kinds, self.values, self.ends = _tokens(text, scanner)
+        self.kinds, self.values, self.ends = scanner.scan(text)
         self.kinds.append(_END)
         self.values.append("")
         self.ends.append(len(text))

@@ -64,22 +64,26 @@ def scanner_table(conf: LexerConf) -> dict[str, Any]:
 
     Spaces are skipped as Lark's lexer skips them: a run of them at once,
     unless a terminal that starts with a space (`` * `` between allocation
-    extents) starts where the run does. Where what is skipped is a run of
+    extents) starts where the run does (``space_led``: those terminals, or
+    None where the skip is Lark's own). Where what is skipped is a run of
     single characters, the pattern says just that, without backtracking.
     (The lazy skip of runs that Lark's patterns allow, ``(?:[ ]+)*?``, tries
     every way of cutting a run of spaces into runs where the text after it
     reads as no terminal: exponential in its length.)"""
     lexer = HalideLexer(conf)
     characters = _run_of_characters(lexer.ignore)
+    space_led: list[TerminalDef] | None = None
     if characters is None:
         prefix = f"(?:{'|'.join(lexer.ignore)})*?"  # what Lark skips, as Lark does
     else:
-        space_led = [t.pattern.to_regexp() for t in lexer.scanned
-                     if _may_start_with(t.pattern.to_regexp(), characters)]
+        space_led = [t for t in lexer.scanned if _may_start_with(t.pattern.to_regexp(), characters)]
         one = "[" + "".join(f"\\x{ord(c):02x}" for c in sorted(characters)) + "]"
-        prefix = f"(?>(?!{'|'.join(space_led)}){one}+)?" if space_led else f"{one}*+"
+        prefix = (f"(?>(?!{'|'.join(t.pattern.to_regexp() for t in space_led)}){one}+)?" if space_led
+                  else f"{one}*+")
     return {
         "pattern": f"{prefix}(?:{_choices(lexer.scanned)}|(?P<{NO_TERMINAL}>.))",
+        "terminals": [[t.name, t.pattern.to_regexp()] for t in _order(lexer.scanned)],
+        "space_led": None if space_led is None else [t.name for t in space_led],
         "keywords": sorted(lexer.keywords),
         "literals": {t.name: t.pattern.value for t in sorted(lexer.scanned, key=lambda t: t.name)
                      if t.pattern.type == "str" and t.name != "_ALLOC_TIMES"},

@@ -23,6 +23,7 @@ from hardboiled import ir
 from hardboiled.frontend import descent
 from hardboiled.frontend.descent import Unhandled, parse_tree
 from hardboiled.frontend.grammar import SCANNER_TABLE, halide_parser, scanner_table_text, stored_scanner_table
+from hardboiled.frontend.scanning import INT_RUN_PATTERN, Scanner
 from hardboiled.frontend.stages import is_debug_log, select_stage
 from hardboiled.frontend.syntax_tree import Token, Tree, expanded
 from hardboiled.ir.printer import print_ir
@@ -284,17 +285,17 @@ def test_deep_text_is_left_to_lark_where_no_deep_stack_can_be_made(monkeypatch: 
 
 
 
-def _scanner_without_runs() -> descent._Scanner:
+def _scanner_without_runs() -> Scanner:
     """The reader's scanner without its runs of integer literals: the
     grammar's scanner table alone."""
     table = stored_scanner_table()
     assert table is not None
-    return descent.scanner_of(table, table["pattern"])
+    return Scanner(table, with_runs=False)
 
 
-def _tokens_or_unhandled(text: str, scanner: descent._Scanner) -> object:
+def _tokens_or_unhandled(text: str, scanner: Scanner) -> object:
     try:
-        return descent._tokens(text, scanner)
+        return scanner.scan(text)
     except Unhandled:
         return "unhandled"
 
@@ -314,7 +315,7 @@ def test_runs_of_integer_literals_scan_into_the_grammars_tokens(seed: int) -> No
     texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(3000)]
     for text in texts:
         assert _tokens_or_unhandled(text, descent._scanner()) == _tokens_or_unhandled(text, plain), text
-    assert sum(re.search(descent._INT_RUN_PATTERN, text) is not None for text in texts) > 1000
+    assert sum(re.search(INT_RUN_PATTERN, text) is not None for text in texts) > 1000
 
 
 def _built(tree: object, text: str) -> str:
