@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from hardboiled.ir.enums import BinOp, ReduceOp
 from hardboiled.ir.types import INT32, STRING_TYPE, Bool, Type
 
+_INT32_HALF = 1 << 31
+
 
 class Expr:
     """Base class of expressions. Every subclass provides ``type``."""
@@ -32,6 +34,8 @@ class IntImm(Expr):
     type: Type = INT32
 
     def __post_init__(self) -> None:
+        if self.type is INT32 and -_INT32_HALF <= self.value < _INT32_HALF:
+            return  # most constants: decided without the type's bits
         half = 1 << (self.type.bits - 1)
         if not -half <= self.value < half:
             object.__setattr__(self, "value", (self.value + half) % (2 * half) - half)
