@@ -49,7 +49,11 @@ from hardboiled.support.deep import call_deep, on_deep_stack
 from hardboiled.support.diagnostics import InputError, error_at
 
 _TYPE_ASSERT_RE = re.compile(r"assert\(([^\s()]+)\.type == \(uint32\)(\d{1,10}),")
-_ALLOCATE_RE = re.compile(r"^\s*allocate (\S+)\[((?:u?int|b?float)\d+)(?:x\d+)? ", re.MULTILINE)
+_ALLOCATE_RE = re.compile(r"allocate (\S+)\[((?:u?int|b?float)\d+)(?:x\d+)? ")
+"""An allocation, where only spaces are before it on its line (which
+``_buffer_types_from_asserts`` checks: a pattern that starts with a
+literal is searched for at C's speed, one that starts with ``^\\s*`` is
+tried at every character)."""
 
 
 # --------------------------------------------------------------------------
@@ -228,6 +232,8 @@ def _buffer_types_from_asserts(text: str) -> dict[str, ir.Type]:
         if t is not None:
             found.setdefault(m.group(1), t)
     for m in _ALLOCATE_RE.finditer(text):
+        if text[text.rfind("\n", 0, m.start()) + 1 : m.start()].strip():
+            continue  # not where its line starts
         t = ir.parse_type_name(m.group(2))
         if t is not None:
             found.setdefault(m.group(1), t)

@@ -43,3 +43,21 @@ def test_fast_lexer_builds_the_same_tree_as_larks_lexer(path: Path) -> None:
 )
 def test_fast_lexer_on_context_dependent_words(source: str) -> None:
     assert _parser().parse(source) == _reference_parser().parse(source)
+
+
+@pytest.mark.parametrize(("text", "known"), [
+    ("allocate a[float32 * 4]\n", {"a": "float32"}),
+    ("  \t allocate a[bfloat16x8 * 4] in Stack\n", {"a": "bfloat16"}),
+    ("x\n\n   allocate b[uint8 * 2]\n", {"b": "uint8"}),
+    ('f("allocate c[int32 * 2]")\n', {}),
+    ("y = 1 allocate d[int32 * 2]\n", {}),
+    ("allocate allocate e[int16 * 2]\n", {}),
+])
+def test_only_allocations_that_start_their_line_state_a_buffers_type(text: str, known: dict[str, str]) -> None:
+    """The whole text's allocations (a closure reads a buffer its enclosing
+    function allocates) count where only spaces are before them on their
+    line, as ``^\\s*allocate`` matched them before the pattern was made
+    one that is searched for by its literal start."""
+    from hardboiled.frontend.parse import _buffer_types_from_asserts
+
+    assert {name: str(t) for name, t in _buffer_types_from_asserts(text).items()} == known
