@@ -29,19 +29,24 @@ A ``compile`` it cannot answer starts the spare egglog child
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import signal
 import sys
-from pathlib import Path
 
 from hardboiled.cli.terminal import is_terminal
+from hardboiled.support.digest import hex_digest
 from hardboiled.support.signals import Terminated
+
+# Only what Python has loaded before any of ours: a replay imports none of
+# json, hashlib (OpenSSL), pathlib, signal (enum), contextlib or threading,
+# which would cost it more than Python's own start (15 ms against 10 here).
+# ``_signal`` is what ``signal`` wraps (its handlers as numbers, not enums).
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (20 ms at every start)
 if TYPE_CHECKING:
+    import signal as _signal
     from typing import Any
+else:
+    import _signal  # signal's own functions, without its enums (the type checker reads them as signal's)
 
 ENVIRONMENT = ("CC", "NVCC", "HARDBOILED_CACHE_DIR", "HARDBOILED_RULES_DIR", "HARDBOILED_TRACEBACK",
                "XDG_CACHE_HOME", "HOME", "NO_COLOR", "TERM", "COLUMNS", "PATH")
@@ -61,7 +66,7 @@ def main(args: list[str] | None = None) -> None:
     removed, children killed, nothing half-written) and exits 143."""
     argv = list(sys.argv[1:] if args is None else args)
     try:
-        previous = signal.signal(signal.SIGTERM, _terminate)
+        previous = _signal.signal(_signal.SIGTERM, _terminate)
     except ValueError:
         previous = None  # not the main thread (a caller embedding the command): its own handlers stand
     try:
@@ -77,19 +82,19 @@ def main(args: list[str] | None = None) -> None:
             # interpreter's shutdown, ends the process as it would have before,
             # not with a traceback from an exit handler.
             if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
+                _signal.signal(_signal.SIGTERM, previous)
     except Terminated:
         # Also one that landed in the finally above, before the handler was
         # put back. Another SIGTERM is ignored while the clean-up runs (it
         # must not stop half-way); then the previous handler is back.
         if previous is not None:
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)
         from hardboiled.support.diagnostics import ExitCode
         from hardboiled.support.fileio import discard_unfinished
 
         discard_unfinished()
         if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+            _signal.signal(_signal.SIGTERM, previous)
         sys.stderr.write("hardboiled: error: terminated\n")
         sys.exit(int(ExitCode.TERMINATED))
 
@@ -156,9 +161,9 @@ def replay(argv: list[str]) -> int | None:
     directory = _cache_directory_named_in(argv)
     if directory is None:
         return None
-    from hardboiled.support.cache import ResultCache
+    from hardboiled.support.cache import RecordCache
 
-    records = ResultCache(directory / DIRECTORY)
+    records = RecordCache(os.path.join(directory, DIRECTORY))
     key = invocation_key(argv)
     if not _written_by_this_user_alone(records.entry_path(key), directory):
         return None
@@ -169,10 +174,12 @@ def replay(argv: list[str]) -> int | None:
 
     try:
         for path, digest in entry["reads"]:
-            if _digest(Path(path).read_bytes()) != digest:
-                return None
+            with open(path, "rb") as handle:
+                if hex_digest(handle.read()) != digest:
+                    return None
         writes = [(str(path), str(text), how == "follow") for path, text, how in entry["writes"]]
-        if not all(Path(path).parent.is_dir() and _named_on_command_line(path, argv) for path, _, _ in writes):
+        if not all(os.path.isdir(os.path.dirname(path) or ".") and _named_on_command_line(path, argv)
+                   for path, _, _ in writes):
             return None
         stdout, stderr, code = str(entry["stdout"]), str(entry["stderr"]), int(entry["exit_code"])
         with OutputTransaction() as outputs:
@@ -212,17 +219,18 @@ def _print_recorded(stdout: str, argv: list[str]) -> int | None:
     return None
 
 
-def _written_by_this_user_alone(record: Path, cache_directory: Path) -> bool:
+def _written_by_this_user_alone(record: str, cache_directory: str) -> bool:
     """A record tells what files to write: one that another user could have
     planted (it, or a directory up to the cache directory, is writable by
     others, another user's, or a symbolic link) is not followed."""
     from hardboiled.support.cache import path_problem
 
-    path = record
+    path, top = os.path.normpath(record), os.path.normpath(cache_directory)
     while path_problem(path) is None:
-        if path == cache_directory or path.parent == path:
+        parent = os.path.dirname(path)
+        if path == top or parent == path:
             return True
-        path = path.parent
+        path = parent
     return False
 
 
@@ -236,7 +244,7 @@ def _named_on_command_line(path: str, argv: list[str]) -> bool:
     return target in places or os.path.dirname(target) in places
 
 
-def _cache_directory_named_in(argv: list[str]) -> Path | None:
+def _cache_directory_named_in(argv: list[str]) -> str | None:
     """The cache directory as the arguments name it, read without click. A
     misreading only looks in the wrong place: records are keyed by the
     whole argument list, so it can miss but never answer wrongly."""
@@ -249,8 +257,8 @@ def _cache_directory_named_in(argv: list[str]) -> Path | None:
         elif arg.startswith("--cache-dir="):
             directory = arg.partition("=")[2]
     if directory is not None:
-        return Path(directory)
-    from hardboiled.support.cache import default_cache_dir
+        return directory
+    from hardboiled.support.identity import default_cache_dir
 
     return default_cache_dir()
 
@@ -262,16 +270,14 @@ def invocation_key(argv: list[str]) -> str:
         cwd = os.getcwd()
     except OSError:
         cwd = ""
-    identity = {
-        "argv": argv, "cwd": cwd, "env": {name: os.environ.get(name) for name in ENVIRONMENT},
-        "terminals": [is_terminal(sys.stdout), is_terminal(sys.stderr)],
-        "code": code_signature(), "egglog": egglog_identity(), "python": sys.version,
-    }
-    return _digest(json.dumps(identity, sort_keys=True).encode())
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    identity = (
+        ("argv", tuple(argv)), ("cwd", cwd), ("env", tuple((name, os.environ.get(name)) for name in ENVIRONMENT)),
+        ("terminals", (is_terminal(sys.stdout), is_terminal(sys.stderr))),
+        ("code", code_signature()), ("egglog", egglog_identity()), ("python", sys.version),
+    )
+    # repr of strings, numbers, None, booleans and tuples of them is one
+    # text for one value (and the Python build is part of the value).
+    return hex_digest(repr(identity).encode("utf-8", "surrogateescape"))
 
 
 # --------------------------------------------------------------------------
@@ -300,7 +306,7 @@ class _Recording:
     def __init__(self, argv: list[str]):
         self.argv = argv
         self.record: dict[str, Any] | None = None
-        self.cache_directory: Path | None = None
+        self.cache_directory: str | None = None
 
     def __enter__(self) -> None:
         self.saved = sys.stdout, sys.stderr
@@ -318,8 +324,8 @@ class _Recording:
         """``compile`` tells of a run the result cache answered in full: the
         files it read (inputs, schedule) with their bytes, and the files it
         wrote (cli/outputs.py, ``cached_compile_observers``)."""
-        self.cache_directory = Path(cache_directory)
-        self.record = {"reads": [(path, _digest(data)) for path, data in reads], "writes": writes}
+        self.cache_directory = cache_directory
+        self.record = {"reads": [(path, hex_digest(data)) for path, data in reads], "writes": writes}
 
     def finish(self, exit_code: object) -> None:
         if self.record is None or self.cache_directory is None or self.record_nothing:
@@ -327,8 +333,8 @@ class _Recording:
         stderr = "".join(self.stderr.text)
         if stderr and is_terminal(self.saved[1]):
             return  # shaped for this terminal (colour, its width)
-        from hardboiled.support.cache import ResultCache
+        from hardboiled.support.cache import RecordCache
 
         code = 0 if exit_code is None else exit_code if isinstance(exit_code, int) else 1
         record = dict(self.record, stdout="".join(self.stdout.text), stderr=stderr, exit_code=code)
-        ResultCache(self.cache_directory / DIRECTORY).put(invocation_key(self.argv), record)
+        RecordCache(os.path.join(self.cache_directory, DIRECTORY)).put(invocation_key(self.argv), record)

@@ -15,19 +15,20 @@ others can write (docs/security.md).
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
+import marshal
 import os
 import stat
-from pathlib import Path
 
 from hardboiled.support import identity
 from hardboiled.support.identity import code_identity, egglog_identity, path_problem
 from hardboiled.support.version import VERSION
 
+# json, hashlib and pathlib are loaded where used: a direct answer
+# (cli/direct.py) reads its record through this module, before anything
+# else loads, and they cost a start as much as Python's own (9 ms).
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (20 ms at every start)
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     Shape = Any
@@ -40,12 +41,17 @@ CACHE_FORMAT = 9
 
 
 def default_cache_dir() -> Path:
+    from pathlib import Path
+
     return Path(identity.default_cache_dir())
 
 
 def cache_key(texts: list[str], roots: list[str]) -> str:
     """Hash of the program texts (not their file names: a schedule read from
     another path is the same schedule), hardboiled's code and egglog's build."""
+    import hashlib
+    import json
+
     digest = hashlib.sha256()
     header = {"format": CACHE_FORMAT, "hardboiled": VERSION, "code": code_identity(), "egglog": egglog_identity(),
               "roots": roots}
@@ -55,13 +61,13 @@ def cache_key(texts: list[str], roots: list[str]) -> str:
     return digest.hexdigest()
 
 
-def cache_directory_problem(directory: Path) -> str | None:
+def cache_directory_problem(directory: str | os.PathLike[str]) -> str | None:
     """Why ``directory`` must not be used as a cache, or None (also when it
     does not exist yet: it is then created private, mode 0700)."""
     if not os.path.lexists(directory):
         return None
     problem = path_problem(directory)
-    if problem is None and not directory.is_dir():
+    if problem is None and not os.path.isdir(directory):
         return "is not a directory"
     return problem
 
@@ -92,13 +98,15 @@ class ResultCache:
     have been put there by another user (``path_problem``); anything else
     is a miss, and the entry is replaced by the next result."""
 
-    def __init__(self, directory: Path):
-        self.directory = directory
+    suffix = ".json"
+
+    def __init__(self, directory: str | os.PathLike[str]):
+        self.directory = os.fspath(directory)
         self.hits = 0
         self.misses = 0
 
-    def entry_path(self, key: str) -> Path:
-        return self.directory / key[:2] / f"{key}.json"
+    def entry_path(self, key: str) -> str:
+        return os.path.join(self.directory, key[:2], f"{key}{self.suffix}")
 
     def get(self, key: str, shape: Shape = dict) -> Any:
         value = self._read(key, shape)
@@ -110,7 +118,7 @@ class ResultCache:
 
     def _read(self, key: str, shape: Shape) -> Any:
         path = self.entry_path(key)
-        if path_problem(self.directory) or path_problem(path.parent):
+        if path_problem(self.directory) or path_problem(os.path.dirname(path)):
             return None
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
@@ -122,45 +130,112 @@ class ResultCache:
                 return None
             with os.fdopen(fd, "rb") as handle:
                 fd = -1
-                entry = json.loads(handle.read())
-        except (OSError, ValueError):
+                data = handle.read()
+        except OSError:
             return None
         finally:
             if fd >= 0:
                 # A signal between fdopen and `fd = -1` leaves the file
                 # closed by the handle: the signal's exception, not EBADF,
                 # is what must go on.
-                with contextlib.suppress(OSError):
+                try:
                     os.close(fd)
-        if (not isinstance(entry, dict) or entry.get("format") != CACHE_FORMAT or entry.get("key") != key
-                or entry.get("checksum") != _checksum(key, entry.get("value"))):
+                except OSError:
+                    pass
+        found = self._decoded(data, key)
+        if found is None:
             return None
-        value = entry["value"]
+        (value,) = found
         return value if matches(value, shape) else None
 
     def put(self, key: str, value: Any) -> None:
         path = self.entry_path(key)
+        parent = os.path.dirname(path)
         try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.makedirs(self.directory, mode=0o700, exist_ok=True)
             if path_problem(self.directory):
                 return
-            path.parent.mkdir(mode=0o700, exist_ok=True)
-            if path_problem(path.parent):
+            os.makedirs(parent, mode=0o700, exist_ok=True)
+            if path_problem(parent):
                 return
             import tempfile  # here: a cache hit never writes
 
-            fd, tmp = tempfile.mkstemp(prefix=".entry-", suffix=".tmp", dir=path.parent)
+            fd, tmp = tempfile.mkstemp(prefix=".entry-", suffix=".tmp", dir=parent)
         except OSError:
             # A cache that cannot be written is just a cache that misses.
             return
-        entry = {"format": CACHE_FORMAT, "key": key, "value": value, "checksum": _checksum(key, value)}
         try:
-            with os.fdopen(fd, "w") as handle:
-                json.dump(entry, handle, sort_keys=True)
+            data = self._encoded(key, value)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
             os.replace(tmp, path)
         except (OSError, TypeError, ValueError):
-            Path(tmp).unlink(missing_ok=True)
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+    def _encoded(self, key: str, value: Any) -> bytes:
+        import json
+
+        entry = {"format": CACHE_FORMAT, "key": key, "value": value, "checksum": _checksum(key, value)}
+        return json.dumps(entry, sort_keys=True).encode()
+
+    def _decoded(self, data: bytes, key: str) -> tuple[Any] | None:
+        """``(value,)`` of an intact entry for ``key``, else None."""
+        import json
+
+        try:
+            entry = json.loads(data)
+        except ValueError:
+            return None
+        if (not isinstance(entry, dict) or entry.get("format") != CACHE_FORMAT or entry.get("key") != key
+                or entry.get("checksum") != _checksum(key, entry.get("value"))):
+            return None
+        return (entry["value"],)
+
+
+class RecordCache(ResultCache):
+    """A ``ResultCache`` whose entries are ``marshal``'s encoding, read
+    without loading ``json`` (cli/direct.py's records, read before anything
+    else loads): a SHA-256 checksum of the encoded bytes, a newline, then
+    the format, key and value. Tuples are stored as lists, as JSON stores
+    them, so that an entry reads back with the shape it was checked for."""
+
+    suffix = ".record"
+
+    def _encoded(self, key: str, value: Any) -> bytes:
+        from hardboiled.support.digest import hex_digest
+
+        payload = marshal.dumps((CACHE_FORMAT, key, _as_lists(value)))
+        return hex_digest(payload).encode() + b"\n" + payload
+
+    def _decoded(self, data: bytes, key: str) -> tuple[Any] | None:
+        from hardboiled.support.digest import hex_digest
+
+        checksum, newline, payload = data.partition(b"\n")
+        if not newline or checksum != hex_digest(payload).encode():
+            return None
+        try:
+            entry = marshal.loads(payload)
+        except (EOFError, ValueError, TypeError):
+            return None
+        if not isinstance(entry, tuple) or len(entry) != 3 or entry[0] != CACHE_FORMAT or entry[1] != key:
+            return None
+        return (entry[2],)
+
+
+def _as_lists(value: Any) -> Any:
+    """``value`` with every tuple a list, as JSON would read it back."""
+    if isinstance(value, (list, tuple)):
+        return [_as_lists(item) for item in value]
+    if isinstance(value, dict):
+        return {name: _as_lists(item) for name, item in value.items()}
+    return value
 
 
 def _checksum(key: str, value: Any) -> str:
+    import hashlib
+    import json
+
     return hashlib.sha256(json.dumps([key, value], sort_keys=True).encode()).hexdigest()

@@ -8,20 +8,25 @@ others old.
 
 from __future__ import annotations
 
-import contextlib
+import _thread
 import errno
 import os
-import signal
 import stat
 import sys
-import threading
-import weakref
-from collections.abc import Callable, Iterator
-from pathlib import Path
+
+# Only modules Python has loaded before any of ours (``_signal`` and
+# ``_thread`` are what ``signal`` and ``threading`` wrap): a direct answer
+# (cli/direct.py) writes its files through this module, and contextlib,
+# threading, weakref, signal and pathlib would cost it 6 ms.
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (20 ms at every start)
 if TYPE_CHECKING:  # loaded on an error only: a direct answer (cli/direct.py) writes without them
+    import signal as _signal
+    from collections.abc import Callable
+
     from hardboiled.support.diagnostics import InputError
+else:
+    import _signal  # signal's own functions, without its enums (the type checker reads them as signal's)
 
 STDIO = "-"
 
@@ -40,7 +45,8 @@ def read_input_bytes(path: str) -> bytes:
                                         Location(display_name(path), 1, 1)))
         return sys.stdin.buffer.read()
     try:
-        return Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            return handle.read()
     except OSError as exc:
         from hardboiled.support.diagnostics import Diagnostic, InputError, Location
 
@@ -74,7 +80,7 @@ def adopt_umask(mask: int) -> None:
     os.umask(mask)
     _UMASK = mask
 
-_COMMITS = threading.Lock()
+_COMMITS = _thread.allocate_lock()
 _commits_held = False
 
 
@@ -133,8 +139,8 @@ class OutputTransaction:
 
     def __init__(self) -> None:
         _unfinished.add(self)
-        self._staged: list[tuple[str, Path]] = []
-        self._in_place: list[tuple[Path, bytes, bool]] = []
+        self._staged: list[tuple[str, str]] = []
+        self._in_place: list[tuple[str, bytes, bool]] = []
         self._stdout: list[str] = []
         self._temporaries: list[str] = []
 
@@ -151,9 +157,9 @@ class OutputTransaction:
         if path == STDIO:
             self._stdout.append(data if isinstance(data, str) else data.decode("utf-8"))
             return
-        target = Path(path)
+        target = os.fspath(path)
         payload = data.encode("utf-8") if isinstance(data, str) else data
-        with self._nothing_if_failing(lambda: target):
+        with _NothingIfFailing(self, lambda: target):
             status = _status(target, follow_links)
             if status is not None and stat.S_ISDIR(status.st_mode):
                 raise IsADirectoryError(errno.EISDIR, "a directory is in the way")
@@ -164,28 +170,16 @@ class OutputTransaction:
                 self._in_place.append((target, payload, follow_links))
                 return
             if follow_links:
-                target = Path(os.path.realpath(target))
+                target = os.path.realpath(target)
             permissions = stat.S_IMODE(status.st_mode) if status is not None and stat.S_ISREG(status.st_mode) \
                 else mode & ~_UMASK
             self._staged.append((self._stage(target, payload, permissions), target))
 
-    @contextlib.contextmanager
-    def _nothing_if_failing(self, target: Callable[[], Path]) -> Iterator[None]:
-        """A failure in the block discards every temporary; an OSError
-        becomes the diagnostic for the file ``target()`` names then."""
-        try:
-            yield
-        except OSError as exc:
-            self.discard()
-            raise _cannot_write(target(), exc) from None
-        except BaseException:
-            self.discard()
-            raise
-
-    def _stage(self, target: Path, payload: bytes, permissions: int) -> str:
+    def _stage(self, target: str, payload: bytes, permissions: int) -> str:
         # The name is recorded before the file exists, so that an interrupt
         # at any point leaves nothing that discard() does not remove.
-        temporary = str(target.parent / f".{target.name}.{os.urandom(4).hex()}.tmp")
+        directory, name = os.path.split(target)
+        temporary = os.path.join(directory, f".{name}.{os.urandom(4).hex()}.tmp")
         self._temporaries.append(temporary)
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "wb") as handle:
@@ -194,8 +188,8 @@ class OutputTransaction:
         return temporary
 
     def commit(self) -> None:
-        current = [Path()]
-        with self._nothing_if_failing(lambda: current[0]), _COMMITS, _signals_deferred():
+        current = ["."]
+        with _NothingIfFailing(self, lambda: current[0]), _COMMITS, _SignalsDeferred():
             if _commits_held:
                 raise CommitsHeld()
             for temporary, target in self._staged:
@@ -221,23 +215,50 @@ class OutputTransaction:
         self._staged = []
 
 
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
+class _NothingIfFailing:
+    """A failure in the block discards every temporary of ``transaction``;
+    an OSError becomes the diagnostic for the file ``target()`` names then."""
+
+    def __init__(self, transaction: OutputTransaction, target: Callable[[], str]):
+        self.transaction, self.target = transaction, target
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if kind is None:
+            return
+        self.transaction.discard()
+        if isinstance(error, OSError):
+            raise _cannot_write(self.target(), error) from None
+
+
+class _SignalsDeferred:
     """On the main thread, where Python runs signal handlers, SIGINT and
     SIGTERM wait until the block is done (the compile's thread is stopped
     through ``hold_commits`` instead)."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+    def __enter__(self) -> None:
+        self.previous = None
+        if _on_main_thread() and hasattr(_signal, "pthread_sigmask"):
+            self.previous = _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT, _signal.SIGTERM})
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if self.previous is not None:
+            _signal.pthread_sigmask(_signal.SIG_SETMASK, self.previous)
 
 
-_unfinished: weakref.WeakSet[OutputTransaction] = weakref.WeakSet()
-"""Transactions neither committed nor discarded."""
+def _on_main_thread() -> bool:
+    """Whether this is the thread Python runs signal handlers on: where
+    ``threading`` is not loaded, no thread of it runs, and this is that
+    thread (hardboiled starts threads through ``threading`` alone)."""
+    threading = sys.modules.get("threading")
+    return threading is None or threading.current_thread() is threading.main_thread()
+
+
+_unfinished: set[OutputTransaction] = set()
+"""Transactions neither committed nor discarded (each leaves it as it ends,
+committed or not: ``OutputTransaction.__exit__``)."""
 
 
 def discard_unfinished() -> None:
@@ -257,7 +278,7 @@ def _kind_of(mode: int) -> str:
     return "a special file"
 
 
-def _write_in_place(target: Path, payload: bytes, follow_links: bool) -> None:
+def _write_in_place(target: str, payload: bytes, follow_links: bool) -> None:
     """Write a special file the user named (/dev/null, a FIFO): opened
     without blocking, so that a FIFO with no reader is an error."""
     flags = os.O_WRONLY | os.O_TRUNC | getattr(os, "O_NONBLOCK", 0) \
@@ -276,23 +297,24 @@ def _write_in_place(target: Path, payload: bytes, follow_links: bool) -> None:
         raise _cannot_write(target, exc) from None
 
 
-def write_bytes_atomically(target: Path, data: bytes, mode: int = 0o666, *, follow_links: bool = True) -> None:
+def write_bytes_atomically(target: str | os.PathLike[str], data: bytes, mode: int = 0o666, *,
+                           follow_links: bool = True) -> None:
     """One file, replaced whole or not at all (``OutputTransaction``)."""
     with OutputTransaction() as outputs:
-        outputs.add(str(target), data, follow_links=follow_links, mode=mode)
+        outputs.add(os.fspath(target), data, follow_links=follow_links, mode=mode)
 
 
-def make_output_directory(directory: Path) -> None:
+def make_output_directory(directory: str | os.PathLike[str]) -> None:
     """``-o DIR``, created with its parents if missing; a directory that
     cannot be made (a read-only or full disk, a file in the way) is a
     diagnostic, like a file that cannot be written."""
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        os.makedirs(directory, exist_ok=True)
     except OSError as exc:
         raise _cannot_write(directory, exc) from None
 
 
-def _status(target: Path, follow_links: bool) -> os.stat_result | None:
+def _status(target: str, follow_links: bool) -> os.stat_result | None:
     """What is at ``target`` now (through a link when ``follow_links``), or
     None when nothing is."""
     try:
@@ -312,9 +334,9 @@ def write_standard_output(texts: list[str]) -> None:
     """Standard output closed (>&-) or full (>/dev/full) is a diagnostic,
     like any output that cannot be written; a reader that went away
     (BrokenPipeError) is the command line's to treat as the end."""
-    from hardboiled.support.diagnostics import Diagnostic, InputError
-
     if sys.stdout is None:
+        from hardboiled.support.diagnostics import Diagnostic, InputError
+
         raise InputError(Diagnostic("error", "cannot write standard output: it is closed"))
     try:
         for text in texts:
@@ -323,11 +345,13 @@ def write_standard_output(texts: list[str]) -> None:
     except BrokenPipeError:
         raise
     except OSError as exc:
+        from hardboiled.support.diagnostics import Diagnostic, InputError
+
         silence_standard_output()  # what is buffered goes nowhere now, not into a second failure at exit
         raise InputError(Diagnostic("error", f"cannot write standard output: {exc.strerror or exc}")) from None
 
 
-def _cannot_write(target: Path, exc: OSError) -> InputError:
+def _cannot_write(target: str | os.PathLike[str], exc: OSError) -> InputError:
     from hardboiled.support.diagnostics import Diagnostic, InputError
 
     reason = exc.strerror or str(exc)

@@ -134,7 +134,35 @@ def test_a_repeated_compile_is_answered_directly_and_byte_for_byte(tmp_path: Pat
         assert direct == hit and "cached" in hit  # the summary line, as the hit printed it
         assert runs[2].stdout == runs[1].stdout
     assert (tmp_path / "out.stmt").read_text().startswith("assert(")
-    assert len(list((tmp_path / "cache" / "direct").rglob("*.json"))) == 2
+    assert len(list((tmp_path / "cache" / "direct").rglob("*.record"))) == 2
+
+
+_STARTUP_PROBE = "import sys\nprint(' '.join(sorted(sys.modules)))\n"
+_REPLAY_MAY_LOAD = {"struct", "_struct", "resource", "errno", "atexit", "__future__", "_sha256", "_sha2"}
+"""What a replay may load besides hardboiled's own modules and what Python
+loads before any of them (hashlib's OpenSSL, json, pathlib, signal's
+enums, contextlib and threading cost a start more than Python's own)."""
+
+
+def test_a_replay_loads_nothing_python_has_not_loaded_but_a_few_small_modules(tmp_path: Path) -> None:
+    source = tmp_path / "in.log"
+    source.write_bytes((FIXTURES / "amx_bf16_matmul_std_single" / "debug.log").read_bytes())
+    args = ["compile", "in.log", "--cache-dir", "cache", "-q", "-o", "out.stmt"]
+    for _ in range(2):
+        assert _probe(args, tmp_path).returncode == 0
+    startup = set(subprocess.run([sys.executable, "-c", _STARTUP_PROBE], capture_output=True, text=True,
+                                 check=True).stdout.split())
+    probe = ("import sys\nfrom hardboiled.cli import main\n"
+             f"sys.argv = ['hardboiled', *{args!r}]\n"
+             "try:\n    main()\nexcept SystemExit as exit:\n    code = exit.code\n"
+             "sys.stderr.write('\\nLOADED=%s' % ' '.join(sorted(sys.modules)))\n"
+             "sys.exit(code)\n")
+    replay = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path)
+    assert replay.returncode == 0, replay.stderr
+    loaded = set(replay.stderr.rsplit("LOADED=", 1)[1].split())
+    assert "hardboiled.cli.direct" in loaded and "click" not in loaded
+    extra = {name for name in loaded - startup if not name.startswith("hardboiled")}
+    assert extra <= _REPLAY_MAY_LOAD, sorted(extra - _REPLAY_MAY_LOAD)
 
 
 def test_a_direct_answer_checks_its_inputs_and_rewrites_deleted_outputs(tmp_path: Path) -> None:
@@ -181,25 +209,26 @@ def test_a_record_others_could_have_planted_is_not_followed(tmp_path: Path) -> N
     """A record names files to write: one in a directory that others may
     write is ignored, and so is one that writes where the command line does
     not point (both then compile the ordinary way)."""
-    import json
     import os
+
+    from hardboiled.support.cache import RecordCache
 
     (tmp_path / "in.log").write_bytes((FIXTURES / "amx_bf16_matmul_std_single" / "debug.log").read_bytes())
     args = ["compile", "in.log", "--cache-dir", "cache", "-q", "-o", "out.stmt"]
     for _ in range(2):
         assert _probe(args, tmp_path).returncode == 0
-    (record,) = (tmp_path / "cache" / "direct").rglob("*.json")
+    (record,) = (tmp_path / "cache" / "direct").rglob("*.record")
     assert _probe(args, tmp_path).stderr.endswith("LOADED=[]")
     os.chmod(record.parent, 0o777)
     shared = _probe(args, tmp_path)
     assert shared.returncode == 0 and "'click'" in shared.stderr
     os.chmod(record.parent, 0o755)
-    from hardboiled.support.cache import _checksum
-
-    entry = json.loads(record.read_text())
-    entry["value"]["writes"].append([str(tmp_path.parent / "planted.txt"), "planted"])
-    entry["checksum"] = _checksum(entry["key"], entry["value"])  # planted by someone who can compute it
-    record.write_text(json.dumps(entry))
+    records = RecordCache(tmp_path / "cache" / "direct")
+    entry = records.get(record.stem)
+    assert entry is not None and entry["writes"]
+    entry["writes"].append([str(tmp_path.parent / "planted.txt"), "planted", "follow"])
+    records.put(record.stem, entry)  # planted by someone who can compute the checksum
+    assert records.get(record.stem) == entry
     planted = _probe(args, tmp_path)
     assert planted.returncode == 0 and "'click'" in planted.stderr
     assert not (tmp_path.parent / "planted.txt").exists()
@@ -210,13 +239,14 @@ def test_a_sigterm_as_the_command_restores_its_handler_ends_it_as_terminated(mon
     previous handler is back (the work just ended), is exit 143, not a
     traceback; the previous handler is back either way. The signal is
     simulated where the race put it: at the first restore."""
+    import _signal
     import signal
 
     import pytest
 
     from hardboiled.cli import direct
 
-    real_signal = signal.signal
+    real_signal = _signal.signal
     restores = []
 
     def signal_landing_at_the_restore(signum: int, handler):  # type: ignore[no-untyped-def]
@@ -231,7 +261,7 @@ def test_a_sigterm_as_the_command_restores_its_handler_ends_it_as_terminated(mon
 
     before = signal.getsignal(signal.SIGTERM)
     monkeypatch.setattr(direct, "_main", work_done)
-    monkeypatch.setattr(direct.signal, "signal", signal_landing_at_the_restore)
+    monkeypatch.setattr(direct._signal, "signal", signal_landing_at_the_restore)
     with pytest.raises(SystemExit) as info:
         direct.main(["--version"])
     assert info.value.code == 143
