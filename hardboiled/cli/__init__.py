@@ -1,10 +1,10 @@
 """The ``hardboiled`` command (the pass pipeline it runs is hardboiled/pipeline/).
 
 ``main`` is the command's entry point (``run``, the console script's,
-calls it and then ends the process at once). Where a compile server runs, the
-command is handed to it (cli/client.py, which loads next to nothing);
-otherwise a repeated compile is answered from its record before click
-loads (cli/direct.py), and anything else goes to the command line
+calls it and then ends the process at once). A repeated compile is
+answered from its record before click loads (cli/direct.py); otherwise,
+where a compile server runs, the command is handed to it (cli/client.py,
+which loads next to nothing); anything else goes to the command line
 (cli/commands.py)."""
 
 from __future__ import annotations
@@ -54,12 +54,9 @@ def _main(args: list[str] | None) -> None:
 
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the process's stream, open until it exits
     argv = list(sys.argv[1:] if args is None else args)
-    code = forward(argv)
-    if code is not None:
-        sys.exit(code)
     from hardboiled.cli.direct import main as run_here
 
-    run_here(argv)
+    run_here(argv, forward)
 
 
 def run() -> None:

@@ -44,6 +44,7 @@ from hardboiled.support.signals import Terminated
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (20 ms at every start)
 if TYPE_CHECKING:
     import signal as _signal
+    from collections.abc import Callable
     from typing import Any
 else:
     import _signal  # signal's own functions, without its enums (the type checker reads them as signal's)
@@ -59,11 +60,14 @@ DIRECTORY = "direct"
 """Records live in this subdirectory of the cache directory."""
 
 
-def main(args: list[str] | None = None) -> None:
-    """The ``hardboiled`` command run in this process (cli/__init__.py
-    first offers it to a compile server): a recorded answer, else the
-    command line. SIGTERM unwinds it like an interrupt (temporary files
-    removed, children killed, nothing half-written) and exits 143."""
+def main(args: list[str] | None = None, forward: Callable[[list[str]], int | None] | None = None) -> None:
+    """The ``hardboiled`` command: a recorded answer, else, where
+    ``forward`` hands it to a compile server (cli/__init__.py passes
+    cli/client.py's; the server's worker, which runs the command, none),
+    the server's, else the command line in this process. The record comes
+    first: it answers here in the time the server's socket alone would
+    take. SIGTERM unwinds it like an interrupt (temporary files removed,
+    children killed, nothing half-written) and exits 143."""
     argv = list(sys.argv[1:] if args is None else args)
     try:
         previous = _signal.signal(_signal.SIGTERM, _terminate)
@@ -76,7 +80,7 @@ def main(args: list[str] | None = None) -> None:
             from hardboiled.support.limits import fit_address_limit
 
             fit_address_limit()
-            _main(argv)
+            _main(argv, forward)
         finally:
             # The work is done (or undone): a SIGTERM from here on, during the
             # interpreter's shutdown, ends the process as it would have before,
@@ -103,8 +107,10 @@ def _terminate(signum: int, frame: object) -> None:
     raise Terminated()
 
 
-def _main(argv: list[str]) -> None:
+def _main(argv: list[str], forward: Callable[[list[str]], int | None] | None = None) -> None:
     code = replay(argv)
+    if code is None and forward is not None:
+        code = forward(argv)
     if code is not None:
         sys.exit(code)
     if _may_saturate(argv):

@@ -152,6 +152,26 @@ def _signal_state() -> str:
     return " ".join(line for line in status.splitlines() if line.startswith(("SigBlk", "SigIgn")))
 
 
+def test_a_repeated_compile_is_answered_by_its_record_before_the_server_is_asked(cache_dir: Path,
+                                                                                 tmp_path: Path) -> None:
+    """A record answers in the command's own process in less time than the
+    server's socket takes: the server is handed the first two runs (the
+    compile, then the whole-file cache's answer, which records), not the
+    third, whose output, printing and status are the second's."""
+    start(cache_dir)
+    shutil.copy(LOG, tmp_path / "matmul.log")
+    args = ("compile", "matmul.log", "--cache-dir", str(cache_dir / "results"), "-o", "out.stmt")
+    before = served(cache_dir)
+    runs = []
+    for _ in range(3):
+        runs.append(run(cache_dir, *args, cwd=tmp_path))
+        runs[-1] = (runs[-1], (tmp_path / "out.stmt").read_bytes(), served(cache_dir) - before)
+    assert [r.returncode for r, _, _ in runs] == [0, 0, 0], runs[0][0].stderr
+    assert [count for _, _, count in runs] == [1, 2, 2]
+    (_, second, _), (third_run, third, _) = runs[1], runs[2]
+    assert third == second and third_run.stdout == runs[1][0].stdout and third_run.stderr == runs[1][0].stderr
+
+
 def test_signals_sent_to_the_command_reach_the_worker(cache_dir: Path) -> None:
     """``parse -`` waits on an open pipe: SIGTERM and SIGINT sent to the
     command end it through the server as they end it alone (143, 130; a
