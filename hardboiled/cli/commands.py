@@ -323,8 +323,8 @@ def compile_command(input_paths: tuple[str, ...], stage: str | None, buffer_type
     operations; the rewritten IR is printed in Halide's format, C with
     --emit c, or CUDA with --emit cuda.
     """
-    from hardboiled.codegen.toolchain import parse_cuda_arch
     from hardboiled.pipeline.options import CompileOptions
+    from hardboiled.targets.cuda_arch import parse_cuda_arch
 
     kinds = _emit_kinds(emit)
     _check_compile_usage(input_paths, output_path, kinds, build_path, bool(params or input_files),

@@ -31,7 +31,7 @@ from pathlib import Path
 from hardboiled.support import children
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.support.fileio import write_bytes_atomically
-from hardboiled.targets.cuda_arch import DEFAULT_SM, MIN_SM
+from hardboiled.targets.cuda_arch import DEFAULT_SM
 
 AMX_FLAGS = ("-mamx-tile", "-mamx-bf16", "-mamx-int8")
 BASE_FLAGS = ("-std=gnu11", "-O2", "-ffp-contract=off", "-fno-strict-aliasing")
@@ -154,24 +154,6 @@ CUDA_OUTPUT_KINDS = {"ptx": ("-ptx",), "cubin": ("-cubin",), "o": ("-c", "-Xcomp
                      "so": ("-shared", "-Xcompiler", "-fPIC")}
 """What nvcc makes, and the flags that make it: PTX, a cubin, an object file
 or a shared library (both position-independent, to link anywhere)."""
-
-
-def parse_cuda_arch(text: str) -> int:
-    """``sm_80``, ``80`` or ``8.0`` to 80; anything older than the oldest
-    architecture nvcc 13 and the Tensor Core table accept is a usage error."""
-    spelled = text.strip().lower().removeprefix("sm_").replace(".", "")
-    if not spelled.isdigit():
-        raise HardboiledError(Diagnostic(
-            "error", f"{text!r} is not a CUDA architecture",
-            notes=("write it as sm_XX, for example sm_80",),
-        ))
-    sm = int(spelled)
-    if sm < MIN_SM:
-        raise HardboiledError(Diagnostic(
-            "error", f"sm_{sm} is not supported: CUDA 13 and hardboiled need sm_{MIN_SM} or newer",
-            notes=("Volta (sm_70, sm_72) was dropped by CUDA 13",),
-        ))
-    return sm
 
 
 def find_nvcc() -> list[str]:

@@ -158,9 +158,11 @@ class ResultCache:
             os.makedirs(parent, mode=0o700, exist_ok=True)
             if path_problem(parent):
                 return
-            import tempfile  # here: a cache hit never writes
-
-            fd, tmp = tempfile.mkstemp(prefix=".entry-", suffix=".tmp", dir=parent)
+            # As tempfile.mkstemp makes one (a private file of a name no one
+            # else has), without loading tempfile, shutil and random: a
+            # whole-file hit writes its direct-mode record through here.
+            tmp = os.path.join(parent, f".entry-{os.urandom(8).hex()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         except OSError:
             # A cache that cannot be written is just a cache that misses.
             return

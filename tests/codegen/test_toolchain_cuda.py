@@ -16,9 +16,10 @@ import pytest
 
 from hardboiled import ir
 from hardboiled.codegen.cuda_kernel import memory_element
-from hardboiled.codegen.toolchain import ToolchainError, compile_cuda, parse_cuda_arch
+from hardboiled.codegen.toolchain import ToolchainError, compile_cuda
 from hardboiled.support.diagnostics import ExitCode, HardboiledError
 from hardboiled.targets import wmma
+from hardboiled.targets.cuda_arch import parse_cuda_arch
 
 TC = wmma.WMMA_TENSOR_CORE
 
