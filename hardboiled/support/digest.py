@@ -11,6 +11,8 @@ Where neither is built in, ``hashlib``'s is used.
 
 from __future__ import annotations
 
+import sys
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from hashlib import sha256
@@ -25,5 +27,7 @@ else:
 
 
 def hex_digest(data: bytes) -> str:
-    """The SHA-256 of ``data``, in hexadecimal."""
-    return sha256(data).hexdigest()
+    """The SHA-256 of ``data``, in hexadecimal: through OpenSSL where
+    something has loaded ``hashlib`` already (a compile's cache key has)."""
+    loaded = sys.modules.get("hashlib")
+    return (loaded.sha256 if loaded is not None else sha256)(data).hexdigest()
