@@ -176,7 +176,7 @@ def replay(argv: list[str]) -> int | None:
     entry = records.get(key, _RECORD_SHAPE)
     if entry is None:
         return None
-    from hardboiled.support.fileio import OutputTransaction
+    from hardboiled.support.fileio import OutputTransaction, pathlib_spelling
 
     try:
         for path, digest in entry["reads"]:
@@ -184,7 +184,7 @@ def replay(argv: list[str]) -> int | None:
                 if hex_digest(handle.read()) != digest:
                     return None
         writes = [(str(path), str(text), how == "follow") for path, text, how in entry["writes"]]
-        if not all(os.path.isdir(os.path.dirname(path) or ".") and _named_on_command_line(path, argv)
+        if not all(os.path.isdir(os.path.dirname(pathlib_spelling(path)) or ".") and _named_on_command_line(path, argv)
                    for path, _, _ in writes):
             return None
         stdout, stderr, code = str(entry["stdout"]), str(entry["stderr"]), int(entry["exit_code"])

@@ -56,6 +56,17 @@ def read_input_bytes(path: str) -> bytes:
         ) from None
 
 
+def pathlib_spelling(path: str) -> str:
+    """``path`` as ``str(pathlib.PurePosixPath(path))`` spells it (repeated
+    and trailing slashes and ``.`` parts gone, ``..`` kept, two leading
+    slashes kept), without loading pathlib: where a file lands and how a
+    diagnostic names it stay what they were when this module used Path."""
+    if not path:
+        return "."
+    root = "//" if path.startswith("//") and not path.startswith("///") else "/" if path.startswith("/") else ""
+    return root + "/".join(part for part in path.split("/") if part and part != ".") or "."
+
+
 def write_output(path: str, text: str, *, follow_links: bool = True) -> None:
     """Write ``text`` to ``path`` atomically, or to standard output for ``-``
     (``follow_links``: see ``OutputTransaction.add``)."""
@@ -157,7 +168,7 @@ class OutputTransaction:
         if path == STDIO:
             self._stdout.append(data if isinstance(data, str) else data.decode("utf-8"))
             return
-        target = os.fspath(path)
+        target = pathlib_spelling(os.fspath(path))
         payload = data.encode("utf-8") if isinstance(data, str) else data
         with _NothingIfFailing(self, lambda: target):
             status = _status(target, follow_links)
