@@ -149,6 +149,10 @@ class ResultCache:
         return value if matches(value, shape) else None
 
     def put(self, key: str, value: Any) -> None:
+        try:
+            data = self._encoded(key, value)
+        except (TypeError, ValueError):
+            return  # a value the encoding cannot hold: nothing is cached
         path = self.entry_path(key)
         parent = os.path.dirname(path)
         try:
@@ -167,11 +171,10 @@ class ResultCache:
             # A cache that cannot be written is just a cache that misses.
             return
         try:
-            data = self._encoded(key, value)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
             os.replace(tmp, path)
-        except (OSError, TypeError, ValueError):
+        except OSError:
             try:
                 os.unlink(tmp)
             except OSError:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hardboiled.support.cache import ResultCache, cache_directory_problem, matches
+from hardboiled.support.cache import RecordCache, ResultCache, cache_directory_problem, matches
 
 from ..conftest import FIXTURES, run_cli
 
@@ -30,14 +30,16 @@ def _fill(cache: Path, out: Path) -> list[Path]:
     return sorted(p for p in cache.rglob("*.json") if "direct" not in p.parts)
 
 
-def test_no_single_byte_corruption_of_an_entry_is_served(tmp_path: Path) -> None:
-    """Each entry carries a checksum of its key and value: a flipped byte
-    anywhere is a miss (the result is computed again and the entry
-    replaced), never a different result. The review found 79% served."""
-    store = ResultCache(tmp_path / "c")
+@pytest.mark.parametrize("kind", [ResultCache, RecordCache])
+def test_no_single_byte_corruption_of_an_entry_is_served(tmp_path: Path, kind: type[ResultCache]) -> None:
+    """Each entry carries a checksum of its key and value (a record, of its
+    encoded bytes): a flipped byte anywhere, or an entry cut short, is a
+    miss (the result is computed again and the entry replaced), never a
+    different result nor an exception. The review found 79% served."""
+    store = kind(tmp_path / "c")
     value = {"terms": ["(Store \"mm\" (TileZero 16 64) (IntImm 0))"], "costs": [3], "size": None}
     store.put("k" * 64, value)
-    (path,) = (tmp_path / "c").rglob("*.json")
+    (path,) = (tmp_path / "c").rglob(f"*{kind.suffix}")
     original = path.read_bytes()
     served_wrong = 0
     rng = random.Random(18)
@@ -47,9 +49,24 @@ def test_no_single_byte_corruption_of_an_entry_is_served(tmp_path: Path) -> None
         path.write_bytes(bytes(corrupted))
         got = store.get("k" * 64)
         served_wrong += got is not None and got != value
+        path.write_bytes(original[:position])
+        served_wrong += store.get("k" * 64) is not None
     assert served_wrong == 0
     path.write_bytes(original)
     assert store.get("k" * 64) == value
+
+
+@pytest.mark.parametrize("kind", [ResultCache, RecordCache])
+def test_a_value_the_encoding_cannot_hold_is_not_cached_and_leaves_nothing(tmp_path: Path,
+                                                                          kind: type[ResultCache]) -> None:
+    import os
+
+    store = kind(tmp_path / "c")
+    descriptors = len(os.listdir("/proc/self/fd"))
+    store.put("k" * 64, {"a": object()})
+    assert store.get("k" * 64) is None
+    assert not [p for p in (tmp_path / "c").rglob("*") if p.is_file()]
+    assert len(os.listdir("/proc/self/fd")) == descriptors
 
 
 def test_a_wrong_shaped_entry_is_a_miss_not_an_internal_error(tmp_path: Path) -> None:
