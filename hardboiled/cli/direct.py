@@ -230,10 +230,13 @@ def _written_by_this_user_alone(record: str, cache_directory: str) -> bool:
     planted (it, or a directory up to the cache directory, is writable by
     others, another user's, or a symbolic link) is not followed."""
     from hardboiled.support.cache import path_problem
+    from hardboiled.support.fileio import pathlib_spelling
 
-    path, top = os.path.normpath(record), os.path.normpath(cache_directory)
+    # Spelled as pathlib spells them, which leaves ``..`` alone: the walk
+    # checks the directories the record is read through, links included.
+    path, top = pathlib_spelling(record), pathlib_spelling(cache_directory)
     while path_problem(path) is None:
-        parent = os.path.dirname(path)
+        parent = os.path.dirname(path) or "."
         if path == top or parent == path:
             return True
         path = parent

@@ -234,6 +234,30 @@ def test_a_record_others_could_have_planted_is_not_followed(tmp_path: Path) -> N
     assert not (tmp_path.parent / "planted.txt").exists()
 
 
+def test_the_directories_checked_are_those_the_record_is_read_through(tmp_path: Path) -> None:
+    """A cache directory named through a link and ``..`` is read where the
+    file system resolves it: the check of who could have written the
+    record walks those directories, not the ones the name spells once its
+    ``..`` is taken off by text (a private decoy there must not vouch)."""
+    import os
+    import shutil
+
+    work, real = tmp_path / "work", tmp_path / "elsewhere" / "deep"
+    work.mkdir()
+    real.mkdir(parents=True)
+    (work / "link").symlink_to(real)
+    (work / "in.log").write_bytes((FIXTURES / "amx_bf16_matmul_std_single" / "debug.log").read_bytes())
+    args = ["compile", "in.log", "--cache-dir", "link/../c", "-q", "-o", "out.stmt"]
+    for _ in range(2):
+        assert _probe(args, work).returncode == 0
+    (record,) = (tmp_path / "elsewhere" / "c" / "direct").rglob("*.record")
+    assert _probe(args, work).stderr.endswith("LOADED=[]")
+    shutil.copytree(tmp_path / "elsewhere" / "c", work / "c")  # the decoy: private, where the text points
+    os.chmod(record.parent, 0o777)  # the real one: others may write it
+    shared = _probe(args, work)
+    assert shared.returncode == 0 and "'click'" in shared.stderr
+
+
 def test_a_sigterm_as_the_command_restores_its_handler_ends_it_as_terminated(monkeypatch) -> None:
     """A SIGTERM whose handler runs in direct mode's finally, before the
     previous handler is back (the work just ended), is exit 143, not a
