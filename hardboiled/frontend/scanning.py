@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from itertools import accumulate
-from operator import add
+from operator import add, itemgetter
 from typing import Any
 
 NO_TERMINAL = "__NO_TERMINAL"  # frontend/lexer.py's NO_TERMINAL (not imported: it loads Lark)
@@ -38,6 +38,7 @@ FLOAT continues a number: a number followed by ``.`` is left to the
 general scan), so ``Scanner.scan`` splits the run into exactly those
 tokens, at C's speed rather than one match per token."""
 
+_KIND, _VALUE = itemgetter(0), itemgetter(1)
 _KNOWN_LIMIT = 1 << 16
 """Texts remembered at most; past that the memory starts again (a compile
 server reads file after file)."""
@@ -80,10 +81,11 @@ class Scanner:
         self._sensitive.sort(key=lambda entry: entry[0])
         self._space_led = [re.compile(regex_relaxed(terminals[name])) for name in space_led or ()]
         self._remember_nothing = space_led is None
-        self.known_kinds: dict[str, str] = {}
-        self.known_values: dict[str, str] = {}
-        """What a text (spaces before the token included) scans as, for
-        the texts that scan the same wherever they are."""
+        self.known: dict[str, tuple[str, str]] = {}
+        """What a text (spaces before the token included) scans as, its
+        kind and token text, for the texts that scan the same wherever
+        they are. One entry holds both, so that a scan in another thread
+        (the API reads in several) never sees one without the other."""
 
     def remembers(self, text: str, group: int, value: str) -> bool:
         """Whether ``text``, matched as terminal ``group`` with token text
@@ -113,46 +115,40 @@ class Scanner:
         ends = list(accumulate(map(len, texts)))
         if not ends or ends[-1] != len(text):
             raise Unhandled  # not one match after another (see the module's docstring)
-        kinds: list[Any] = list(map(self.known_kinds.get, texts))
-        values: list[Any] = list(map(self.known_values.get, texts))
-        if None in kinds:
-            self._match_the_rest(text, texts, ends, kinds, values)
+        found: list[Any] = list(map(self.known.get, texts))
+        if None in found:
+            self._match_the_rest(text, texts, ends, found)
+        kinds, values = list(map(_KIND, found)), list(map(_VALUE, found))
         if NO_TERMINAL in kinds:
             raise Unhandled
         if INT_RUN in kinds:
             return _runs_split(kinds, values, ends)
         return kinds, values, ends
 
-    def _match_the_rest(self, text: str, texts: list[str], ends: list[int], kinds: list[Any],
-                        values: list[Any]) -> None:
+    def _match_the_rest(self, text: str, texts: list[str], ends: list[int], found: list[Any]) -> None:
         """The kinds and values of the texts not known yet, matched with
         groups; remembered where they read the same anywhere."""
-        known_kinds, known_values = self.known_kinds, self.known_values
-        if len(known_kinds) > _KNOWN_LIMIT:
-            known_kinds.clear()
-            known_values.clear()
+        known = self.known
+        if len(known) > _KNOWN_LIMIT:
+            known.clear()
         match, kind_of = self.grouped.match, self.kinds
         at = 0
         while True:
             try:
-                at = kinds.index(None, at)
+                at = found.index(None, at)
             except ValueError:
                 return
             piece = texts[at]
-            kind = known_kinds.get(piece)
-            if kind is not None:  # remembered earlier in this text
-                kinds[at], values[at] = kind, known_values[piece]
-                at += 1
-                continue
-            found = match(text, ends[at] - len(piece))
-            assert found is not None and found.end() == ends[at], "the patterns with and without groups disagree"
-            group = found.lastindex
-            assert group is not None  # every alternative is a group
-            kinds[at] = kind = kind_of[group]
-            values[at] = value = found.group(group)
-            if self.remembers(piece, group, value):
-                known_kinds[piece] = kind
-                known_values[piece] = value
+            pair = known.get(piece)
+            if pair is None:  # not remembered earlier in this text either
+                matched = match(text, ends[at] - len(piece))
+                assert matched is not None and matched.end() == ends[at], "the grouped and plain patterns disagree"
+                group = matched.lastindex
+                assert group is not None  # every alternative is a group
+                pair = (kind_of[group], matched.group(group))
+                if self.remembers(piece, group, pair[1]):
+                    known[piece] = pair
+            found[at] = pair
             at += 1
 
 

@@ -69,7 +69,7 @@ def test_a_text_seen_before_scans_as_the_grouped_pattern_scans_it(seed: int) -> 
     texts = _soups(seed, 3000)
     for text in texts:
         assert _scanned(scanner, text) == _reference(scanner, text), text
-    assert len(scanner.known_kinds) > 50  # it did remember texts
+    assert len(scanner.known) > 50  # it did remember texts
 
 
 def test_a_word_that_reads_otherwise_before_other_text_is_never_remembered() -> None:
@@ -85,7 +85,7 @@ def test_a_word_that_reads_otherwise_before_other_text_is_never_remembered() -> 
                 assert _scanned(scanner, text) == _reference(scanner, text), text
     scanner = Scanner(_table())
     scanner.scan("for (x, 0, 4) {\n")
-    assert "for" not in scanner.known_kinds and " (" in scanner.known_kinds
+    assert "for" not in scanner.known and " (" in scanner.known
 
 
 def test_the_check_of_what_may_be_remembered_is_what_keeps_scans_right(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,9 +120,8 @@ def test_the_memory_starts_again_past_its_limit(monkeypatch: pytest.MonkeyPatch)
     sizes = []
     for text in _soups(7, 200):
         assert _scanned(scanner, text) == _reference(scanner, text), text
-        assert len(scanner.known_kinds) == len(scanner.known_values)
-        assert len(scanner.known_kinds) <= 10 + len(scanner.plain.findall(text))
-        sizes.append(len(scanner.known_kinds))
+        assert len(scanner.known) <= 10 + len(scanner.plain.findall(text))
+        sizes.append(len(scanner.known))
     assert any(later < earlier for earlier, later in zip(sizes, sizes[1:]))
 
 
@@ -134,7 +133,7 @@ def test_a_scanner_whose_spaces_are_skipped_as_lark_skips_them_remembers_nothing
     scanner = Scanner(table)
     for text in _soups(3, 100):
         assert _scanned(scanner, text) == _reference(scanner, text), text
-    assert not scanner.known_kinds
+    assert not scanner.known
 
 
 @pytest.mark.parametrize(("regex", "relaxed"), [
