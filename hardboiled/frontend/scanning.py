@@ -42,6 +42,11 @@ _KIND, _VALUE = itemgetter(0), itemgetter(1)
 _KNOWN_LIMIT = 1 << 16
 """Texts remembered at most; past that the memory starts again (a compile
 server reads file after file)."""
+_LONGEST_KNOWN = 256
+"""Longer texts (a string literal, a module's header, a buffer's embedded
+GPU code: hundreds of kilobytes) are not remembered: they seldom repeat,
+and one match costs little beside their length; so the memory stays
+under 16 MB."""
 
 
 class Unhandled(Exception):
@@ -146,7 +151,7 @@ class Scanner:
                 group = matched.lastindex
                 assert group is not None  # every alternative is a group
                 pair = (kind_of[group], matched.group(group))
-                if self.remembers(piece, group, pair[1]):
+                if len(piece) <= _LONGEST_KNOWN and self.remembers(piece, group, pair[1]):
                     known[piece] = pair
             found[at] = pair
             at += 1
@@ -186,12 +191,15 @@ def _runs_split(kinds: list[str], values: list[str], ends: list[int]) -> tuple[l
 
 
 # ------------------------------------------------------------------ patterns
-_REPEAT = re.compile(r"\{\d*(?:,\d*)?\}")
+_REPEAT = re.compile(r"\{(?:\d+(?:,\d*)?|,\d*)\}")
+"""``{m}``, ``{m,}``, ``{m,n}``, ``{,n}``, ``{,}``: a repeat; ``{}`` and
+the rest are the characters themselves, as ``re`` reads them."""
 _LOOKAROUNDS = ("(?=", "(?!", "(?<=", "(?<!")
-_ANCHORS = frozenset("bBAZ")
+_ANCHORS = frozenset("bBAZz")
 _BACK_REFERENCE_DIGITS = frozenset("123456789")
 _INLINE = re.compile(r"\(\?[aiLmsux]+\)|\(\?#[^)]*\)")
 _FLAGGED_GROUP = re.compile(r"\(\?[aiLmsux]*(?:-[imsx]+)?:")
+_VERBOSE = re.compile(r"\(\?[aiLmsu]*x[aiLmsux]*[):]")
 
 
 def regex_without_groups(regex: str) -> str:
@@ -213,7 +221,13 @@ def _rewritten(regex: str, relax: bool) -> str:
     out: list[str] = []
     dropped: list[bool] = []
     """Per open group: whether it is a lookaround being left out."""
+    after_dropped = False
+    """The last piece was left out whole (a lookaround, an anchor): a
+    repeat of it goes with it."""
     for kind, piece in _regex_pieces(regex):
+        if after_dropped and kind in ("repeat", "possessive", "lazy"):
+            continue
+        after_dropped = False
         if kind == "open":
             dropped.append(relax and (bool(dropped) and dropped[-1] or piece.startswith(_LOOKAROUNDS)))
             if not dropped[-1]:
@@ -222,10 +236,15 @@ def _rewritten(regex: str, relax: bool) -> str:
         if kind == "close":
             if not dropped.pop():
                 out.append(piece)
+            else:
+                after_dropped = not dropped or not dropped[-1]
             continue
         if dropped and dropped[-1]:
             continue
-        if relax and (kind == "anchor" or kind == "possessive"):
+        if relax and kind == "anchor":
+            after_dropped = True
+            continue
+        if relax and kind == "possessive":
             continue
         out.append(piece)
     return "".join(out)
@@ -257,6 +276,8 @@ def _regex_pieces(regex: str) -> Iterator[tuple[str, str]]:
             piece = _class_at(regex, i)
             yield "class", piece
         elif c == "(":
+            if _VERBOSE.match(regex, i):
+                raise ValueError(f"the scanner cannot rewrite a verbose pattern (its spaces and # comments): {regex!r}")
             inline = _INLINE.match(regex, i)
             if inline:  # flags for the whole pattern, or a comment: no group
                 piece = inline.group()

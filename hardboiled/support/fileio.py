@@ -149,7 +149,6 @@ class OutputTransaction:
     """
 
     def __init__(self) -> None:
-        _unfinished.add(self)
         self._staged: list[tuple[str, str]] = []
         self._in_place: list[tuple[str, bytes, bool]] = []
         self._stdout: list[str] = []
@@ -191,6 +190,7 @@ class OutputTransaction:
         # at any point leaves nothing that discard() does not remove.
         directory, name = os.path.split(target)
         temporary = os.path.join(directory, f".{name}.{os.urandom(4).hex()}.tmp")
+        _unfinished.add(self)  # from its first temporary until it commits or discards
         self._temporaries.append(temporary)
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "wb") as handle:
@@ -268,8 +268,10 @@ def _on_main_thread() -> bool:
 
 
 _unfinished: set[OutputTransaction] = set()
-"""Transactions neither committed nor discarded (each leaves it as it ends,
-committed or not: ``OutputTransaction.__exit__``)."""
+"""Transactions with temporary files, neither committed nor discarded:
+each enters with its first temporary and leaves as it commits or
+discards (one that never staged a file, abandoned, has nothing to remove
+and is not kept)."""
 
 
 def discard_unfinished() -> None:

@@ -144,6 +144,8 @@ def test_a_scanner_whose_spaces_are_skipped_as_lark_skips_them_remembers_nothing
     (r"\bx$|^y\B", r"x|y"),
     (r"[]a)(]|[^]b]|\(|\)", r"[]a)(]|[^]b]|\(|\)"),
     (r"(?<=a)b(?<!c)", r"b"),
+    (r"(?=a)*b(?!c)+?d\b+e", r"bde"),  # a repeat of what is left out goes with it
+    (r"x{}+y{,}+z{2}+", r"x{}+y{,}z{2}"),  # {} is two characters, {,} a repeat (as re reads them)
 ])
 def test_a_relaxed_pattern_leaves_out_what_looks_past_its_match(regex: str, relaxed: str) -> None:
     assert regex_relaxed(regex) == relaxed
@@ -158,7 +160,19 @@ def test_a_pattern_without_groups_matches_as_the_pattern(regex: str) -> None:
         assert [m.span() for m in plain.finditer(text)] == [m.span() for m in re.finditer(regex, text)]
 
 
-@pytest.mark.parametrize("regex", [r"(a)\1", r"(?P<a>x)(?P=a)", r"(a)(?(1)b|c)"])
+@pytest.mark.parametrize("regex", [r"(a)\1", r"(?P<a>x)(?P=a)", r"(a)(?(1)b|c)", r"(?x) a # (", r"(?ix:a b)"])
 def test_a_pattern_the_rewrite_does_not_follow_is_refused(regex: str) -> None:
     with pytest.raises(ValueError, match="the scanner cannot rewrite"):
         regex_without_groups(regex)
+
+
+def test_a_long_text_is_matched_each_time_not_remembered() -> None:
+    """A string literal, a module's header, a buffer's embedded code can be
+    hundreds of kilobytes: past ``_LONGEST_KNOWN`` characters nothing is
+    kept, and the scan is still the grouped pattern's."""
+    scanner = Scanner(_table())
+    text = 'f("' + "x" * (scanning._LONGEST_KNOWN + 1) + '")\n'
+    for _ in range(2):
+        assert _scanned(scanner, text) == _reference(scanner, text)
+    assert all(len(known) <= scanning._LONGEST_KNOWN for known in scanner.known)
+    assert "f" in scanner.known

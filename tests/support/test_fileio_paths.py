@@ -33,3 +33,21 @@ def test_a_target_with_dots_and_slashes_lands_and_fails_as_with_path(tmp_path: P
     with pytest.raises(InputError) as error:
         write_output("./missing//out.txt", "x")  # the user's name: through links, resolved
     assert error.value.diagnostic.message.startswith(f"cannot write '{tmp_path.resolve()}/missing/out.txt': ")
+
+
+def test_only_a_transaction_with_temporaries_is_kept_until_it_ends(tmp_path: Path) -> None:
+    """``discard_unfinished`` needs the transactions that made temporary
+    files; one abandoned before it staged any is not kept (a failed output
+    directory left one behind per call, for the life of the process)."""
+    from hardboiled.support import fileio
+
+    before = set(fileio._unfinished)
+    fileio.OutputTransaction()  # abandoned: nothing staged
+    assert fileio._unfinished == before
+    for end in ("commit", "discard"):
+        transaction = fileio.OutputTransaction()
+        transaction.add(str(tmp_path / f"{end}.txt"), "x")
+        assert transaction in fileio._unfinished
+        getattr(transaction, end)()
+        assert fileio._unfinished == before
+    assert (tmp_path / "commit.txt").exists() and not (tmp_path / "discard.txt").exists()
