@@ -45,8 +45,8 @@ server reads file after file)."""
 _LONGEST_KNOWN = 256
 """Longer texts (a string literal, a module's header, a buffer's embedded
 GPU code: hundreds of kilobytes) are not remembered: they seldom repeat,
-and one match costs little beside their length; so the memory stays
-under 16 MB."""
+and one match costs little beside their length; so the memory holds at
+most 16 million characters of text (about 25 MB)."""
 
 
 class Unhandled(Exception):
