@@ -20,6 +20,7 @@ import os
 import stat
 
 from hardboiled.support import identity
+from hardboiled.support.fileio import open_new_private
 from hardboiled.support.identity import code_identity, egglog_identity, path_problem
 from hardboiled.support.version import VERSION
 
@@ -162,11 +163,10 @@ class ResultCache:
             os.makedirs(parent, mode=0o700, exist_ok=True)
             if path_problem(parent):
                 return
-            # As tempfile.mkstemp makes one (a private file of a name no one
-            # else has), without loading tempfile, shutil and random: a
-            # whole-file hit writes its direct-mode record through here.
+            # Not tempfile.mkstemp: a whole-file hit writes its direct-mode
+            # record through here, and tempfile loads shutil and random.
             tmp = os.path.join(parent, f".entry-{os.urandom(8).hex()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            fd = open_new_private(tmp)
         except OSError:
             # A cache that cannot be written is just a cache that misses.
             return

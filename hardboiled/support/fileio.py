@@ -67,6 +67,13 @@ def pathlib_spelling(path: str) -> str:
     return root + "/".join(part for part in path.split("/") if part and part != ".") or "."
 
 
+def open_new_private(path: str) -> int:
+    """A descriptor, for writing, of a new file at ``path`` that only this
+    user can read (mode 0600), as ``tempfile.mkstemp`` makes one: an error
+    where anything, a link included, is already there."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+
+
 def write_output(path: str, text: str, *, follow_links: bool = True) -> None:
     """Write ``text`` to ``path`` atomically, or to standard output for ``-``
     (``follow_links``: see ``OutputTransaction.add``)."""
@@ -192,7 +199,7 @@ class OutputTransaction:
         temporary = os.path.join(directory, f".{name}.{os.urandom(4).hex()}.tmp")
         _unfinished.add(self)  # from its first temporary until it commits or discards
         self._temporaries.append(temporary)
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        fd = open_new_private(temporary)
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             os.fchmod(handle.fileno(), permissions)
