@@ -32,7 +32,7 @@ from typing import Any
 
 from hardboiled.frontend.grammar import current_scanner_table, stored_scanner_table
 from hardboiled.frontend.literals import SHORT_INT32
-from hardboiled.frontend.scanning import Scanner, Unhandled
+from hardboiled.frontend.scanning import SHORTEST_RUN, Scanner, Unhandled
 from hardboiled.frontend.syntax_tree import IntRun, Lines, Token, Tree
 
 _END = "$END"
@@ -40,9 +40,10 @@ _new_str = str.__new__
 _LITERALS = {"INT": "int_lit", "FLOAT": "float_lit", "STRING": "string_lit"}
 """The literal terminals, and the rule each reads as."""
 
-_MIN_RUN = 8
+_MIN_RUN = SHORTEST_RUN
 """Fewer integer arguments in a row (``ramp(x, 1, 8)``) are read as trees
-one by one: an ``IntRun`` pays only where there are many."""
+one by one: an ``IntRun`` pays only where there are many (and the scanner
+matches only that many at once)."""
 
 
 @lru_cache(maxsize=1)

@@ -27,6 +27,8 @@ from lark.common import LexerConf
 from lark.exceptions import UnexpectedCharacters
 from lark.lexer import Lexer, LexerState, TerminalDef, Token
 
+from hardboiled.frontend.regex_forms import first_characters
+
 # Terminals that must not be taken where the parser does not expect them.
 _CONTEXTUAL = frozenset(
     {"FOR_KIND", "LINKAGE", "MODULE_HEADER", "_ALLOC_TIMES", "DEVICE_API", "BUFFER_BODY", "TYPE_PREFIX",
@@ -57,10 +59,12 @@ def _alternation(terminals: list[TerminalDef], ignore: list[str]) -> re.Pattern[
 
 def scanner_table(conf: LexerConf) -> dict[str, Any]:
     """What the recursive-descent reader (descent.py) needs of the grammar's
-    terminals, as data: one pattern that skips spaces and reads the next
-    terminal (or, where none starts, the one character ``NO_TERMINAL``),
-    the keywords, and the terminals that are literal text with their text
-    (which the reader uses as their kind).
+    terminals, as data: the pattern that skips spaces before a token
+    (``prefix``) and the characters it skips (``skipped``), the terminals in
+    the order they are tried, the keywords, and the terminals that are
+    literal text with their text (which the reader uses as their kind). The
+    scanner (scanning.py) reads the skip, then the first terminal that
+    matches or, where none starts, the one character ``NO_TERMINAL``.
 
     Spaces are skipped as Lark's lexer skips them: a run of them at once,
     unless a terminal that starts with a space (`` * `` between allocation
@@ -76,12 +80,14 @@ def scanner_table(conf: LexerConf) -> dict[str, Any]:
     if characters is None:
         prefix = f"(?:{'|'.join(lexer.ignore)})*?"  # what Lark skips, as Lark does
     else:
-        space_led = [t for t in lexer.scanned if _may_start_with(t.pattern.to_regexp(), characters)]
+        alphabet = frozenset(characters)
+        space_led = [t for t in lexer.scanned if first_characters(t.pattern.to_regexp(), alphabet)]
         one = "[" + "".join(f"\\x{ord(c):02x}" for c in sorted(characters)) + "]"
         prefix = (f"(?>(?!{'|'.join(t.pattern.to_regexp() for t in space_led)}){one}+)?" if space_led
                   else f"{one}*+")
     return {
-        "pattern": f"{prefix}(?:{_choices(lexer.scanned)}|(?P<{NO_TERMINAL}>.))",
+        "prefix": prefix,
+        "skipped": None if characters is None else "".join(sorted(characters)),
         "terminals": [[t.name, t.pattern.to_regexp()] for t in _order(lexer.scanned)],
         "space_led": None if space_led is None else [t.name for t in space_led],
         "keywords": sorted(lexer.keywords),
@@ -118,67 +124,6 @@ def _run_of_characters(patterns: list[str]) -> set[str] | None:
         if not members:
             return None
     return characters or None
-
-
-def _may_start_with(regex: str, characters: set[str]) -> bool:
-    """Whether a match of ``regex`` may start with one of ``characters`` (or
-    be empty). Anything this does not follow counts as yes: a wrong yes
-    only costs speed, a wrong no would change the scan."""
-    from re import _constants as sre
-    from re import _parser
-
-    def starts(items: Any) -> bool | None:
-        """True or False as the sequence's first character may or may not
-        be one of ``characters``; None if the sequence may match nothing."""
-        for op, argument in items:
-            if op is sre.LITERAL:
-                return chr(argument) in characters
-            if op is sre.IN:
-                return any(_set_may_hold(member, value, characters) for member, value in argument)
-            if op is sre.SUBPATTERN:
-                first = starts(argument[-1])
-            elif op is sre.BRANCH:
-                branches = [starts(branch) for branch in argument[1]]
-                first = True if True in branches else None if None in branches else False
-            elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
-                first = starts(argument[2])
-                if first is False and argument[0] == 0:
-                    first = None
-            elif op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
-                continue  # takes no character
-            else:
-                return True
-            if first is not None:
-                return first
-        return None
-
-    return starts(_parser.parse(regex)) is not False
-
-
-def _set_may_hold(member: Any, value: Any, characters: set[str]) -> bool:
-    """Whether one member of a character set (``[...]``) may match one of
-    ``characters``."""
-    from re import _constants as sre
-
-    if member is sre.LITERAL:
-        return chr(value) in characters
-    if member is sre.RANGE:
-        return any(value[0] <= ord(c) <= value[1] for c in characters)
-    if member is sre.CATEGORY and value in _CATEGORIES:
-        return any(re.fullmatch(_CATEGORIES[value], c) for c in characters)
-    return True  # a negated set, or what this does not follow
-
-
-def _categories() -> dict[Any, str]:
-    from re import _constants as sre
-
-    return {sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_NOT_DIGIT: r"\D", sre.CATEGORY_SPACE: r"\s",
-            sre.CATEGORY_NOT_SPACE: r"\S", sre.CATEGORY_WORD: r"\w", sre.CATEGORY_NOT_WORD: r"\W"}
-
-
-_CATEGORIES = _categories()
-"""The classes ``\\d``, ``\\s``, ``\\w`` and their complements, as
-``re`` parses them, and as patterns that test one character."""
 
 
 class HalideLexer(Lexer):

@@ -22,23 +22,45 @@ a token's end is the sum of the lengths of the texts up to it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections import Counter
 from itertools import accumulate
 from operator import add, itemgetter
 from typing import Any
 
+from hardboiled.frontend.regex_forms import (
+    ASCII,
+    certain_from,
+    first_characters,
+    regex_relaxed,
+    regex_without_groups,
+    starts_within,
+)
+
 NO_TERMINAL = "__NO_TERMINAL"  # frontend/lexer.py's NO_TERMINAL (not imported: it loads Lark)
 INT_RUN = "__INT_RUN"
-INT_RUN_PATTERN = rf"[\x09\x0c\x20]*+(?P<{INT_RUN}>(?:-?\d+, )+-?\d++(?!\.))"
-"""Integer literals separated by ``, `` (a shuffle's lane indices, often
-thousands in a row), matched at once where a token starts: the grammar's
-scanner reads such text as INT, COMMA, INT, ... (no terminal before INT in
-its order matches a digit or ``-`` then a digit, and none other than
-FLOAT continues a number: a number followed by ``.`` is left to the
-general scan), so ``Scanner.scan`` splits the run into exactly those
-tokens, at C's speed rather than one match per token."""
+SHORTEST_RUN = 8
+"""Fewer integer literals in a row (``for (x, 0, 8)``, ``ramp(x, 1, 8)``,
+nine in ten of the runs in real dumps) are scanned one token at a time:
+those texts are remembered (``Scanner.known``), and a run, which ends
+with a look past it, is matched with groups and split every time."""
+INT_RUN_PATTERN = rf"(?:-?\d+, ){{{SHORTEST_RUN - 1},}}-?\d++(?!\.)"
+"""``SHORTEST_RUN`` or more integer literals separated by ``, `` (a
+shuffle's lane indices, often thousands in a row), matched at once where a
+token starts (tried before the grammar's terminals): the grammar's scanner
+reads such text as INT, COMMA, INT, ... (no terminal before INT in its
+order matches a digit or ``-`` then a digit, and none other than FLOAT
+continues a number: a number followed by ``.`` is left to the general
+scan), so ``Scanner.scan`` splits the run into exactly those tokens, at
+C's speed rather than one match per token."""
 
 _KIND, _VALUE = itemgetter(0), itemgetter(1)
+_DISPATCH_FROM = 1 << 18
+"""Characters a scanner reads with ``plain`` before it compiles the
+dispatched form (``Scanner._dispatch``): that takes about 5 ms, and saves
+about 20 ns a character."""
+_SAMPLE_CHARACTERS = 1 << 16
+"""How much of the text that makes the dispatched form is counted to
+order its groups."""
 _KNOWN_LIMIT = 1 << 16
 """Texts remembered at most; past that the memory starts again (a compile
 server reads file after file)."""
@@ -56,11 +78,21 @@ class Unhandled(Exception):
 class Scanner:
     """The grammar's terminals as the reader scans them."""
 
-    def __init__(self, table: dict[str, Any], with_runs: bool = True):
-        pattern_text = f"{INT_RUN_PATTERN}|{table['pattern']}" if with_runs else table["pattern"]
+    def __init__(self, table: dict[str, Any], with_runs: bool = True, dispatch_from: int | None = None):
+        self._terminals: list[tuple[str, str]] = [
+            *([(INT_RUN, INT_RUN_PATTERN)] if with_runs else []), *map(tuple, table["terminals"]), (NO_TERMINAL, ".")]
+        """Every alternative of the pattern, in the order it tries them."""
+        self._prefix: str = table["prefix"]
+        self._skipped: str | None = table["skipped"]
+        pattern_text = f"{self._prefix}(?:{'|'.join(f'(?P<{name}>{regex})' for name, regex in self._terminals)})"
         self.grouped = re.compile(pattern_text)
         self.plain = re.compile(regex_without_groups(pattern_text))
         assert self.plain.groups == 0
+        self._dispatched: re.Pattern[str] | None = None
+        """``plain`` as it is tried faster (``_dispatch``), once the scanner
+        has read enough to pay for compiling it."""
+        self._scanned = 0
+        self._dispatch_from = _DISPATCH_FROM if dispatch_from is None else dispatch_from
         literals = table["literals"]
         kinds = [""] * (self.grouped.groups + 1)
         for name, group in self.grouped.groupindex.items():
@@ -69,9 +101,8 @@ class Scanner:
         """The kind of a token by the index of its group in ``grouped``:
         its terminal's name, or its text for punctuation and keywords."""
         self.keywords = frozenset(table["keywords"])
-        terminals = dict(table["terminals"])
-        if with_runs:
-            terminals[INT_RUN] = INT_RUN_PATTERN[INT_RUN_PATTERN.index(">") + 1 : -1]
+        terminals = dict(self._terminals)
+        del terminals[NO_TERMINAL]
         space_led = table["space_led"]
         # The terminals decided by more than their own text, with patterns
         # that match every text they could match in some context.
@@ -85,6 +116,7 @@ class Scanner:
                 self._sensitive_groups.add(group)
         self._sensitive.sort(key=lambda entry: entry[0])
         self._space_led = [re.compile(regex_relaxed(terminals[name])) for name in space_led or ()]
+        self._space_led_names = frozenset(space_led or ())
         self._remember_nothing = space_led is None
         self.known: dict[str, tuple[str, str]] = {}
         """What a text (spaces before the token included) scans as, its
@@ -116,7 +148,8 @@ class Scanner:
     def scan(self, text: str) -> tuple[list[str], list[str], list[int]]:
         """The kinds, texts and ends of the tokens of ``text``, or
         ``Unhandled`` where a character starts no terminal."""
-        texts = self.plain.findall(text)
+        pattern = self._dispatched or self._pattern_for(text)
+        texts = pattern.findall(text)
         ends = list(accumulate(map(len, texts)))
         if not ends or ends[-1] != len(text):
             raise Unhandled  # not one match after another (see the module's docstring)
@@ -129,6 +162,71 @@ class Scanner:
         if INT_RUN in kinds:
             return _runs_split(kinds, values, ends)
         return kinds, values, ends
+
+    def _pattern_for(self, text: str) -> re.Pattern[str]:
+        """``plain``, until the scanner has read ``dispatch_from``
+        characters (``_DISPATCH_FROM``; this text included); then the
+        dispatched form."""
+        self._scanned += len(text)
+        if self._scanned < self._dispatch_from:
+            return self.plain
+        self._dispatched = re.compile(self._dispatch(self.plain.findall(text, 0, _SAMPLE_CHARACTERS)))
+        return self._dispatched
+
+    def _dispatch(self, sample: list[str]) -> str:
+        """``plain`` with its alternatives grouped by the character a match
+        starts with, for ``re`` to try fewer of them per token.
+
+        ``re`` tries every alternative of a choice in turn, and skips one
+        at the cost of a comparison only where it starts with a character or
+        a class. Here each ASCII character has one group: the alternatives
+        whose matches may start with it, in their order (up to the first
+        that is certain to match there), behind a look at the character
+        unless the group's alternatives cannot start with any other. The
+        groups' characters do not overlap, so at most one group may match
+        where a token starts, and it finds what ``plain`` finds: the first
+        alternative that matches. They are tried most frequent first (in
+        ``sample``, tokens as ``plain`` finds them); after them, the
+        alternatives as ``plain`` has them, for the characters past ASCII.
+
+        Where every terminal that may start with a skipped character starts
+        with one (`` * ``), those terminals go first and the skip needs no
+        look ahead: at a space, ``plain`` skips nothing only where one of
+        them matches there, and then reads the first of them that does.
+        The skip then never gives back what it skipped: ``plain`` would
+        give it back only where no terminal starts after it, to read a
+        skipped character as ``NO_TERMINAL``, and this form leaves a gap
+        there instead; the scan is ``Unhandled`` either way."""
+        plain_of = {name: regex_without_groups(regex) for name, regex in self._terminals}
+        first = {name: first_characters(regex, ASCII) for name, regex in self._terminals}
+        choices: dict[tuple[str, ...], list[str]] = {}
+        for character in sorted(ASCII):
+            names = tuple(name for name, _ in self._terminals if character in first[name])
+            choices.setdefault(names, []).append(character)
+        starts = Counter(piece.lstrip(self._skipped or "")[:1] for piece in sample)
+        groups: list[tuple[int, str]] = []
+        for names, characters in choices.items():
+            chars = frozenset(characters)
+            kept: list[str] = []
+            for name in names:
+                kept.append(name)
+                if certain_from(plain_of[name], chars):
+                    break
+            body = "|".join(f"(?:{plain_of[name]})" for name in kept)
+            reach = frozenset().union(*(first[name] for name in kept))
+            guard = "" if reach <= chars else f"(?={_character_class(characters)})"
+            groups.append((-sum(starts[c] for c in characters), f"{guard}(?:{body})"))
+        groups.sort(key=lambda group: group[0])  # stable: ties keep ASCII order
+        everything = "|".join(f"(?:{plain_of[name]})" for name, _ in self._terminals)
+        choice = f"(?:{'|'.join(body for _, body in groups)}|{everything})"
+        if self._skipped is None or not self._space_led_names:
+            return f"{regex_without_groups(self._prefix)}{choice}"
+        skipped = frozenset(self._skipped)
+        space_led = [(name, regex) for name, regex in self._terminals if name in self._space_led_names]
+        if not all(starts_within(regex, skipped) for _, regex in space_led):
+            return f"{regex_without_groups(self._prefix)}{choice}"
+        leading = "|".join(f"(?:{regex_without_groups(regex)})" for _, regex in space_led)
+        return f"{leading}|{_character_class(sorted(skipped))}*+{choice}"
 
     def _match_the_rest(self, text: str, texts: list[str], ends: list[int], found: list[Any]) -> None:
         """The kinds and values of the texts not known yet, matched with
@@ -160,7 +258,7 @@ class Scanner:
 def _runs_split(kinds: list[str], values: list[str], ends: list[int]) -> tuple[list[str], list[str], list[int]]:
     """The tokens with each run of integer literals (``INT_RUN``) split into
     the INT and comma tokens the grammar's scanner reads it as."""
-    runs = [i for i, kind in enumerate(kinds) if kind == INT_RUN]
+    runs = _indices(kinds, INT_RUN)
     split_kinds: list[str] = []
     split_values: list[str] = []
     split_ends: list[int] = []
@@ -190,143 +288,20 @@ def _runs_split(kinds: list[str], values: list[str], ends: list[int]) -> tuple[l
     return split_kinds, split_values, split_ends
 
 
-# ------------------------------------------------------------------ patterns
-_REPEAT = re.compile(r"\{(?:\d+(?:,\d*)?|,\d*)\}")
-"""``{m}``, ``{m,}``, ``{m,n}``, ``{,n}``, ``{,}``: a repeat; ``{}`` and
-the rest are the characters themselves, as ``re`` reads them."""
-_LOOKAROUNDS = ("(?=", "(?!", "(?<=", "(?<!")
-_ANCHORS = frozenset("bBAZz")
-_BACK_REFERENCE_DIGITS = frozenset("123456789")
-_INLINE = re.compile(r"\(\?[aiLmsux]+\)|\(\?#[^)]*\)")
-_FLAGGED_GROUP = re.compile(r"\(\?[aiLmsux]*(?:-[imsx]+)?:")
-_VERBOSE = re.compile(r"\(\?[aiLmsu]*x[aiLmsux]*[):]")
+def _indices(items: list[str], wanted: str) -> list[int]:
+    """Where ``wanted`` is in ``items``, found at C's speed (the runs are
+    a few among a hundred thousand tokens)."""
+    found: list[int] = []
+    at = -1
+    try:
+        while True:
+            at = items.index(wanted, at + 1)
+            found.append(at)
+    except ValueError:
+        return found
 
 
-def regex_without_groups(regex: str) -> str:
-    """``regex`` with every capturing group (named or not) made
-    non-capturing: the same matches, for ``findall`` to give whole."""
-    return _rewritten(regex, relax=False)
-
-
-def regex_relaxed(regex: str) -> str:
-    """``regex`` without what lets a match depend on the text around it or
-    on a committed choice: lookarounds and anchors dropped, atomic groups
-    made plain, possessive repeats greedy. It matches every text that
-    ``regex`` matches in some context (and maybe more); it is ``regex``
-    itself where ``regex`` has none of these."""
-    return _rewritten(regex, relax=True)
-
-
-def _rewritten(regex: str, relax: bool) -> str:
-    out: list[str] = []
-    dropped: list[bool] = []
-    """Per open group: whether it is a lookaround being left out."""
-    after_dropped = False
-    """The last piece was left out whole (a lookaround, an anchor): a
-    repeat of it goes with it."""
-    for kind, piece in _regex_pieces(regex):
-        if after_dropped and kind in ("repeat", "possessive", "lazy"):
-            continue
-        after_dropped = False
-        if kind == "open":
-            dropped.append(relax and (bool(dropped) and dropped[-1] or piece.startswith(_LOOKAROUNDS)))
-            if not dropped[-1]:
-                out.append(_opening(piece, relax))
-            continue
-        if kind == "close":
-            if not dropped.pop():
-                out.append(piece)
-            else:
-                after_dropped = not dropped or not dropped[-1]
-            continue
-        if dropped and dropped[-1]:
-            continue
-        if relax and kind == "anchor":
-            after_dropped = True
-            continue
-        if relax and kind == "possessive":
-            continue
-        out.append(piece)
-    return "".join(out)
-
-
-def _opening(piece: str, relax: bool) -> str:
-    """A group's opening as the rewrite keeps it."""
-    if piece == "(?>":
-        return "(?:" if relax else piece
-    if relax:
-        return piece
-    return "(?:" if piece == "(" or piece.startswith("(?P<") else piece
-
-
-def _regex_pieces(regex: str) -> Iterator[tuple[str, str]]:
-    """The syntax of ``regex`` as (kind, text) pieces: ``escape``,
-    ``anchor``, ``class``, ``open`` (a group's opening, up to its
-    contents), ``close``, ``repeat``, ``possessive`` and ``lazy`` (the
-    ``+`` or ``?`` after a repeat) and ``char``."""
-    i, n = 0, len(regex)
-    while i < n:
-        c = regex[i]
-        if c == "\\":
-            piece = regex[i : i + 2]
-            if piece[1:] in _BACK_REFERENCE_DIGITS:
-                raise ValueError(f"the scanner cannot rewrite a back reference: {regex!r}")
-            yield ("anchor" if piece[1:] in _ANCHORS else "escape"), piece
-        elif c == "[":
-            piece = _class_at(regex, i)
-            yield "class", piece
-        elif c == "(":
-            if _VERBOSE.match(regex, i):
-                raise ValueError(f"the scanner cannot rewrite a verbose pattern (its spaces and # comments): {regex!r}")
-            inline = _INLINE.match(regex, i)
-            if inline:  # flags for the whole pattern, or a comment: no group
-                piece = inline.group()
-                yield "char", piece
-            else:
-                piece = _opening_at(regex, i)
-                yield "open", piece
-        elif c == ")":
-            piece = c
-            yield "close", piece
-        elif c in "*+?" or (c == "{" and _REPEAT.match(regex, i)):
-            repeat = _REPEAT.match(regex, i)
-            piece = repeat.group() if c == "{" and repeat else c
-            yield "repeat", piece
-            after = regex[i + len(piece) : i + len(piece) + 1]
-            if after in ("+", "?"):
-                yield ("possessive" if after == "+" else "lazy"), after
-                piece += after
-        else:
-            piece = c
-            yield ("anchor" if c in "^$" else "char"), piece
-        i += len(piece)
-
-
-def _class_at(regex: str, i: int) -> str:
-    """The character class ``[...]`` that starts at ``i``."""
-    j = i + 1
-    if regex[j : j + 1] == "^":
-        j += 1
-    if regex[j : j + 1] == "]":
-        j += 1
-    while regex[j] != "]":
-        j += 2 if regex[j] == "\\" else 1
-    return regex[i : j + 1]
-
-
-def _opening_at(regex: str, i: int) -> str:
-    """The opening of the group that starts at ``i``: ``(``, ``(?P<name>``,
-    or ``(?`` and the characters that say what it is."""
-    if regex.startswith(("(?P=", "(?("), i):
-        raise ValueError(f"the scanner cannot rewrite a back reference: {regex!r}")
-    if regex.startswith("(?P<", i):
-        return regex[i : regex.index(">", i) + 1]
-    for opening in (*_LOOKAROUNDS, "(?>", "(?:"):
-        if regex.startswith(opening, i):
-            return opening
-    flagged = _FLAGGED_GROUP.match(regex, i)
-    if flagged:
-        return flagged.group()
-    if regex.startswith("(?", i):
-        raise ValueError(f"the scanner cannot rewrite this group: {regex[i:i + 12]!r} in {regex!r}")
-    return "("
+def _character_class(characters: list[str]) -> str:
+    """``[...]`` of exactly ``characters``, each written as its code."""
+    return "[" + "".join(f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}" if ord(c) < 0x10000
+                         else f"\\U{ord(c):08x}" for c in characters) + "]"

@@ -20,9 +20,9 @@ from lark import Tree as LarkTree
 from lark.exceptions import UnexpectedInput
 
 from hardboiled import ir
-from hardboiled.frontend import descent
 from hardboiled.frontend.descent import Unhandled, parse_tree
 from hardboiled.frontend.grammar import SCANNER_TABLE, halide_parser, scanner_table_text, stored_scanner_table
+from hardboiled.frontend.regex_forms import first_characters
 from hardboiled.frontend.scanning import INT_RUN_PATTERN, Scanner
 from hardboiled.frontend.stages import is_debug_log, select_stage
 from hardboiled.frontend.syntax_tree import Token, Tree, expanded
@@ -241,18 +241,17 @@ def test_the_collector_is_back_on_after_a_syntax_error() -> None:
 def test_which_terminals_may_start_with_a_space(regex: str, may: bool) -> None:
     """The scanner skips a run of spaces at once except before these
     (frontend/lexer.py); a wrong "no" would change what it reads."""
-    from hardboiled.frontend.lexer import _may_start_with
-
-    assert _may_start_with(regex, {" ", "\t", "\f"}) is may
+    assert bool(first_characters(regex, frozenset(" \t\f"))) is may
 
 
 def test_which_terminals_may_start_with_other_characters() -> None:
     """The classes are tested on the characters asked about, not assumed
     to be about spaces."""
-    from hardboiled.frontend.lexer import _may_start_with
+    def may(regex: str, character: str) -> bool:
+        return bool(first_characters(regex, frozenset(character)))
 
-    assert _may_start_with(r"\d+", {"7"}) and _may_start_with(r"\w", {"_"}) and not _may_start_with(r"\D", {"7"})
-    assert _may_start_with(r"[\d]", {"\u0663"}) and not _may_start_with(r"\s", {"x"})
+    assert may(r"\d+", "7") and may(r"\w", "_") and not may(r"\D", "7")
+    assert may(r"[\d]", "\u0663") and not may(r"\s", "x")
 
 
 @pytest.mark.parametrize("spaces", [1, 2, 40, 5000])
@@ -306,16 +305,21 @@ def test_runs_of_integer_literals_scan_into_the_grammars_tokens(seed: int) -> No
     at the offsets, that the grammar's scanner gives one by one; on text
     drawn from a seed out of what could make a run end early, start
     elsewhere or read otherwise (dots, exponents, minus signs, quotes,
-    letters, the allocation's `` * ``). The real dumps' runs are checked
+    letters, the allocation's `` * ``), with the scanner's pattern as it
+    starts and as it is once dispatched. The real dumps' runs are checked
     against Lark's tokens by test_reads_every_real_dump_as_lark_does."""
     plain = _scanner_without_runs()
     rng = random.Random(seed)
     pieces = ["1", "23", "-4", "0", ", ", ",", " ", ".", ".5", "e3", "f", "x", '"', " * ", "(", ")", "\n  ",
-              "inf", "-", "7, 8, 9", "\t", "\f", "\r", ",\t", "\u0661\u0662", "\u00a0"]
+              "inf", "-", "7, 8, 9", "1, 2, 3, 4, 5, 6, 7", "10, 11, 12, 13, 14, 15, 16, 17, -18", "\t", "\f", "\r",
+              ",\t", "\u0661\u0662", "\u00a0"]
     texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(3000)]
-    for text in texts:
-        assert _tokens_or_unhandled(text, descent._scanner()) == _tokens_or_unhandled(text, plain), text
-    assert sum(re.search(INT_RUN_PATTERN, text) is not None for text in texts) > 1000
+    table = stored_scanner_table()
+    assert table is not None
+    for with_runs in (Scanner(table, dispatch_from=1 << 62), Scanner(table, dispatch_from=0)):
+        for text in texts:
+            assert _tokens_or_unhandled(text, with_runs) == _tokens_or_unhandled(text, plain), text
+    assert sum(re.search(INT_RUN_PATTERN, text) is not None for text in texts) > 500
 
 
 def _built(tree: object, text: str) -> str:

@@ -13,7 +13,8 @@ import pytest
 
 from hardboiled.frontend import scanning
 from hardboiled.frontend.grammar import stored_scanner_table
-from hardboiled.frontend.scanning import INT_RUN, Scanner, Unhandled, regex_relaxed, regex_without_groups
+from hardboiled.frontend.regex_forms import regex_relaxed, regex_without_groups
+from hardboiled.frontend.scanning import INT_RUN, Scanner, Unhandled
 
 from ..conftest import ROOT
 
@@ -61,11 +62,17 @@ def _soups(seed: int, count: int) -> list[str]:
     return ["".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 30))) + "\n" for _ in range(count)]
 
 
+_NEVER = 1 << 62
+"""A ``dispatch_from`` never reached: the scanner keeps ``plain``."""
+
+
+@pytest.mark.parametrize("dispatch_from", [_NEVER, 0])
 @pytest.mark.parametrize("seed", range(3))
-def test_a_text_seen_before_scans_as_the_grouped_pattern_scans_it(seed: int) -> None:
+def test_a_text_seen_before_scans_as_the_grouped_pattern_scans_it(seed: int, dispatch_from: int) -> None:
     """One scanner over thousands of texts drawn from a seed: each scan is
-    the grouped pattern's, though the texts repeat in other contexts."""
-    scanner = Scanner(_table())
+    the grouped pattern's, though the texts repeat in other contexts; with
+    the plain pattern and with its dispatched form."""
+    scanner = Scanner(_table(), dispatch_from=dispatch_from)
     texts = _soups(seed, 3000)
     for text in texts:
         assert _scanned(scanner, text) == _reference(scanner, text), text
@@ -100,8 +107,9 @@ def test_the_check_of_what_may_be_remembered_is_what_keeps_scans_right(monkeypat
 
 def test_every_real_dump_scans_as_the_grouped_pattern_scans_it() -> None:
     """One scanner over the real dumps, in order (the stages of one
-    pipeline repeat each other's text)."""
-    scanner = Scanner(_table())
+    pipeline repeat each other's text), with the dispatched pattern from
+    the first (the soups above try both)."""
+    scanner = Scanner(_table(), dispatch_from=0)
     fixtures = ROOT / "tests" / "fixtures"
     paths = sorted(path for path in fixtures.glob("*/**/*.stmt")
                    if path.relative_to(fixtures).parts[0] not in {"final", "sweep", "operations"})
@@ -110,6 +118,42 @@ def test_every_real_dump_scans_as_the_grouped_pattern_scans_it() -> None:
         text = Path(path).read_text()
         text += "" if text.endswith("\n") else "\n"
         assert _scanned(scanner, text) == _reference(scanner, text), path
+
+
+def test_the_dispatched_pattern_starts_after_enough_text_and_reads_the_space_led_terminal_first() -> None:
+    """The scanner compiles the dispatched form once it has read
+    ``dispatch_from`` characters, and no sooner; for this grammar (whose
+    only terminal that starts with a space is `` * ``) that form reads
+    `` * `` first and skips spaces without looking ahead."""
+    scanner = Scanner(_table(), dispatch_from=100)
+    scanner.scan("x = 1\n" * 10)
+    assert scanner._dispatched is None
+    scanner.scan("x = 1\n" * 10)
+    assert scanner._dispatched is not None
+    assert scanner._dispatched.pattern.startswith("(?:\\ \\*\\ )|[\\x09\\x0c\\x20]*+(?:")
+    assert _scanned(scanner, "allocate a[float32 * 8 * 8]\n") == _reference(scanner, "allocate a[float32 * 8 * 8]\n")
+
+
+_SMALL_TABLE = {
+    "prefix": r"(?>(?!\ ?a)[\x20]+)?", "skipped": " ", "space_led": ["A"], "keywords": [], "literals": {},
+    "terminals": [["A", r"\ ?a"], ["NAME", r"[a-z]+"], ["NUMBER", r"\d+(?=;)|\d"], ["_NL", r"\n"]],
+}
+"""A grammar of its own: a terminal that may start with a space but need
+not (``A``), so the dispatched form keeps the skip's look ahead; a number
+decided by what follows it."""
+
+
+@pytest.mark.parametrize("dispatch_from", [_NEVER, 0])
+def test_a_grammar_whose_space_led_terminal_may_start_otherwise_scans_as_its_grouped_pattern(
+        dispatch_from: int) -> None:
+    scanner = Scanner(_SMALL_TABLE, with_runs=False, dispatch_from=dispatch_from)
+    rng = random.Random(11)
+    pieces = ["a", " a", "  a", "b", "ab", " ", "  ", "1", "12", ";", "\n", "x", "\u00e9"]
+    for _ in range(2000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))) + "\n"
+        assert _scanned(scanner, text) == _reference(scanner, text), text
+    if dispatch_from == 0:
+        assert scanner._dispatched is not None and scanner._dispatched.pattern.startswith(_SMALL_TABLE["prefix"])
 
 
 def test_the_memory_starts_again_past_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
