@@ -32,7 +32,7 @@ from typing import Any
 
 from hardboiled.frontend.grammar import current_scanner_table, stored_scanner_table
 from hardboiled.frontend.literals import SHORT_INT32
-from hardboiled.frontend.scanning import SHORTEST_RUN, Scanner, Unhandled
+from hardboiled.frontend.scanning import INT_RUN, SHORTEST_RUN, Scanner, Unhandled, run_ends, split_runs
 from hardboiled.frontend.syntax_tree import IntRun, Lines, Token, Tree
 
 _END = "$END"
@@ -423,6 +423,9 @@ class _Reader:
         if kind == "REINTERPRET":
             token = self.take()
             return Tree("reinterpret", [token, self.parenthesized()])
+        if kind == INT_RUN:  # a run of literals that starts here, not after a call's comma
+            self.split_run()
+            return self.atom()
         raise Unhandled
 
     def typed_operand(self) -> Any:
@@ -434,6 +437,9 @@ class _Reader:
             return Tree(_LITERALS[kind], [self.take()])
         if kind == "(":
             return Tree("cast_operand", [self.parenthesized()])
+        if kind == INT_RUN:
+            self.split_run()
+            return self.typed_operand()
         raise Unhandled
 
     def arguments(self, item: Callable[[], Any]) -> list[Any]:
@@ -447,11 +453,46 @@ class _Reader:
         items = [item()]
         while self.kind == ",":
             self.advance()
-            if literal_runs and self.kind == "INT" and self.int_run(items) and self.kinds[self.index - 1] == "INT":
-                break  # the run took the last argument
+            if literal_runs:
+                if self.kind == INT_RUN and self.run_argument(items):
+                    if self.kinds[self.index - 1] == INT_RUN:
+                        break  # the run took the last argument
+                elif self.kind == "INT" and self.int_run(items) and self.kinds[self.index - 1] == "INT":
+                    break  # the run took the last argument
             items.append(item())
         self.expect(")")
         return items
+
+    def run_argument(self, items: list[Any]) -> bool:
+        """The scanner's run of integer literals (``INT_RUN``) taken as one
+        ``IntRun``, as ``int_run`` would take its tokens: up to the ``)``
+        after it, or the comma after it where an argument other than an
+        integer follows. False, with the run split into its tokens (for
+        ``int_run``), where ``int_run`` would take otherwise: a literal
+        longer than ``SHORT_INT32`` characters, or the last one continuing
+        into an expression (``8 + x``)."""
+        index = self.index
+        kinds = self.kinds
+        after = kinds[index + 1]
+        numbers = self.values[index].split(", ")
+        if (after == ")" or (after == "," and kinds[index + 2] not in ("INT", INT_RUN))) \
+                and max(map(len, numbers)) <= SHORT_INT32:
+            items.append(IntRun(numbers, run_ends(numbers, self.ends[index]), self.lines))
+            index = self.index = index + 1 if after == ")" else index + 2
+            self.kind, self.value = kinds[index], self.values[index]
+            return True
+        self.split_run()
+        return False
+
+    def split_run(self) -> None:
+        """The current token, a run of integer literals, replaced by the
+        INT and comma tokens it stands for (the grammar's)."""
+        index = self.index
+        kinds, values, ends = split_runs([INT_RUN], [self.values[index]], [self.ends[index]])
+        self.kinds[index : index + 1] = kinds
+        self.values[index : index + 1] = values
+        self.ends[index : index + 1] = ends
+        self.kind, self.value = self.kinds[index], self.values[index]
 
     def int_run(self, items: list[Any]) -> bool:
         """At least ``_MIN_RUN`` arguments that are each an integer literal

@@ -156,6 +156,105 @@ def certain_from(regex: str, characters: frozenset[str]) -> bool:
     return False
 
 
+def possessive_repeats_are_greedy(regex: str) -> bool:
+    """Whether ``regex`` commits to no choice but by possessive repeats
+    that never give back what a greedy repeat would: then it matches
+    wherever ``regex_relaxed(regex)`` matches, the same text, and so reads
+    the same whatever follows its match. (A string literal's
+    ``"[^"\\]*(?:\\.[^"\\]*)*+"``: the repeat stops only before a
+    character it cannot take, which is the closing quote.)
+
+    Such a repeat, ``X*+`` followed by ``R``, gives back nothing because a
+    greedy one could not use it: every part of ``X`` is one character or
+    a repeat of one, and the repeated character cannot start what follows
+    that repeat (the rest of ``X``, or ``X`` again or ``R``), so no
+    iteration can end earlier; and ``R`` cannot start where ``X`` starts,
+    so no iteration can be given back. False where anything else commits
+    (a look around, an anchor, an atomic group), or where this cannot tell."""
+    parsed = _parser.parse(regex)
+    if parsed.state.flags & _FLAGS_THAT_CHANGE_CHARACTERS:
+        return False
+    return _commits_only_as_greedy(list(parsed), [])
+
+
+def _commits_only_as_greedy(items: list[Any], after: list[Any]) -> bool:
+    """``possessive_repeats_are_greedy`` for the sequence ``items``, which
+    ``after`` follows."""
+    for at, (op, argument) in enumerate(items):
+        rest = items[at + 1:] + after
+        if op in _ZERO_WIDTH or op is sre.ATOMIC_GROUP:
+            return False
+        if op is sre.SUBPATTERN:
+            if argument[1] & _FLAGS_THAT_CHANGE_CHARACTERS or not _commits_only_as_greedy(list(argument[-1]), rest):
+                return False
+        elif op is sre.BRANCH:
+            if not all(_commits_only_as_greedy(list(branch), rest) for branch in argument[1]):
+                return False
+        elif op is sre.POSSESSIVE_REPEAT:
+            if not _gives_nothing_back(list(argument[2]), rest):
+                return False
+        elif op in _REPEATS:
+            if _has_possessive_or_commitment(list(argument[2])):
+                return False  # what follows it inside is the repeat again: not followed here
+        elif op not in (sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.ANY):
+            return False
+    return True
+
+
+def _has_possessive_or_commitment(items: list[Any]) -> bool:
+    for op, argument in items:
+        if op in _ZERO_WIDTH or op in (sre.ATOMIC_GROUP, sre.POSSESSIVE_REPEAT):
+            return True
+        if op is sre.SUBPATTERN and _has_possessive_or_commitment(list(argument[-1])):
+            return True
+        if op is sre.BRANCH and any(_has_possessive_or_commitment(list(branch)) for branch in argument[1]):
+            return True
+        if op in _REPEATS and _has_possessive_or_commitment(list(argument[2])):
+            return True
+        if op not in (sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.ANY, sre.SUBPATTERN, sre.BRANCH, *_REPEATS):
+            return True
+    return False
+
+
+_ONE_CHARACTER = (sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.ANY)
+
+
+def _gives_nothing_back(body: list[Any], rest: list[Any]) -> bool:
+    """Whether a possessive repeat of ``body`` followed by ``rest`` gives
+    back nothing a greedy repeat would (``possessive_repeats_are_greedy``)."""
+    body_first, body_may_be_empty, body_outside = _first(body, ASCII)
+    rest_first, rest_may_be_empty, rest_outside = _first(rest, ASCII)
+    if body_may_be_empty or body_outside or rest_may_be_empty or rest_outside or body_first & rest_first:
+        return False
+    for at, (op, argument) in enumerate(body):
+        if op in _ONE_CHARACTER:
+            continue
+        if op not in (sre.MAX_REPEAT, sre.POSSESSIVE_REPEAT) or len(argument[2]) != 1 \
+                or argument[2][0][0] not in _ONE_CHARACTER:
+            return False
+        follow, follow_may_be_empty, follow_outside = _first(body[at + 1:], ASCII)
+        if follow_outside:
+            return False
+        if follow_may_be_empty:
+            follow = follow | body_first | rest_first
+        if any(_holds(argument[2][0], character) for character in follow):
+            return False
+    return True
+
+
+def _holds(item: Any, character: str) -> bool:
+    """Whether the one-character part ``item`` may match ``character``."""
+    op, argument = item
+    if op is sre.LITERAL:
+        return chr(argument) == character
+    if op is sre.NOT_LITERAL:
+        return chr(argument) != character
+    if op is sre.ANY:
+        return character != "\n"
+    inside, _ = _class_members(argument, frozenset(character))
+    return bool(inside)
+
+
 # ------------------------------------------------------------------ rewrites
 _REPEAT = re.compile(r"\{(?:\d+(?:,\d*)?|,\d*)\}")
 """``{m}``, ``{m,}``, ``{m,n}``, ``{,n}``, ``{,}``: a repeat; ``{}`` and

@@ -31,6 +31,7 @@ from hardboiled.frontend.regex_forms import (
     ASCII,
     certain_from,
     first_characters,
+    possessive_repeats_are_greedy,
     regex_relaxed,
     regex_without_groups,
     starts_within,
@@ -110,7 +111,8 @@ class Scanner:
         self._sensitive_groups: set[int] = set()
         for name, regex in terminals.items():
             relaxed = regex_relaxed(regex)
-            if relaxed != regex or space_led is None or name in space_led:
+            commits = relaxed != regex and not possessive_repeats_are_greedy(regex)
+            if commits or space_led is None or name in space_led:
                 group = self.grouped.groupindex[name]
                 self._sensitive.append((group, re.compile(relaxed)))
                 self._sensitive_groups.add(group)
@@ -147,7 +149,9 @@ class Scanner:
 
     def scan(self, text: str) -> tuple[list[str], list[str], list[int]]:
         """The kinds, texts and ends of the tokens of ``text``, or
-        ``Unhandled`` where a character starts no terminal."""
+        ``Unhandled`` where a character starts no terminal. A run of
+        integer literals is one token (``INT_RUN``), which ``split_runs``
+        makes the grammar's tokens."""
         pattern = self._dispatched or self._pattern_for(text)
         texts = pattern.findall(text)
         ends = list(accumulate(map(len, texts)))
@@ -159,8 +163,6 @@ class Scanner:
         kinds, values = list(map(_KIND, found)), list(map(_VALUE, found))
         if NO_TERMINAL in kinds:
             raise Unhandled
-        if INT_RUN in kinds:
-            return _runs_split(kinds, values, ends)
         return kinds, values, ends
 
     def _pattern_for(self, text: str) -> re.Pattern[str]:
@@ -255,37 +257,41 @@ class Scanner:
             at += 1
 
 
-def _runs_split(kinds: list[str], values: list[str], ends: list[int]) -> tuple[list[str], list[str], list[int]]:
+def split_runs(kinds: list[str], values: list[str], ends: list[int]) -> tuple[list[str], list[str], list[int]]:
     """The tokens with each run of integer literals (``INT_RUN``) split into
     the INT and comma tokens the grammar's scanner reads it as."""
-    runs = _indices(kinds, INT_RUN)
     split_kinds: list[str] = []
     split_values: list[str] = []
     split_ends: list[int] = []
     after = 0
-    for i in runs:
+    for i in _indices(kinds, INT_RUN):
         split_kinds += kinds[after:i]
         split_values += values[after:i]
         split_ends += ends[after:i]
         numbers = values[i].split(", ")
         count = len(numbers)
-        # The end of number j: where the run starts, the lengths of numbers
-        # 0..j and a comma and a space after each number before it.
-        number_ends = list(map(add, accumulate(map(len, numbers)),
-                               range(ends[i] - len(values[i]), ends[i] + 2 * count, 2)))
+        number_ends = run_ends(numbers, ends[i])
         run_values = [","] * (2 * count - 1)
         run_values[0::2] = numbers
-        run_ends = [0] * (2 * count - 1)
-        run_ends[0::2] = number_ends
-        run_ends[1::2] = [end + 1 for end in number_ends[:-1]]
+        run_tokens_ends = [0] * (2 * count - 1)
+        run_tokens_ends[0::2] = number_ends
+        run_tokens_ends[1::2] = [end + 1 for end in number_ends[:-1]]
         split_kinds += (["INT", ","] * count)[:-1]
         split_values += run_values
-        split_ends += run_ends
+        split_ends += run_tokens_ends
         after = i + 1
     split_kinds += kinds[after:]
     split_values += values[after:]
     split_ends += ends[after:]
     return split_kinds, split_values, split_ends
+
+
+def run_ends(numbers: list[str], end: int) -> list[int]:
+    """Where each of the literals of a run that ends at ``end`` ends: where
+    the run starts, the lengths of the literals up to it and a comma and a
+    space after each one before it."""
+    start = end - sum(map(len, numbers)) - 2 * (len(numbers) - 1)
+    return list(map(add, accumulate(map(len, numbers)), range(start, end + 2 * len(numbers), 2)))
 
 
 def _indices(items: list[str], wanted: str) -> list[int]:

@@ -23,7 +23,7 @@ from hardboiled import ir
 from hardboiled.frontend.descent import Unhandled, parse_tree
 from hardboiled.frontend.grammar import SCANNER_TABLE, halide_parser, scanner_table_text, stored_scanner_table
 from hardboiled.frontend.regex_forms import first_characters
-from hardboiled.frontend.scanning import INT_RUN_PATTERN, Scanner
+from hardboiled.frontend.scanning import INT_RUN_PATTERN, Scanner, split_runs
 from hardboiled.frontend.stages import is_debug_log, select_stage
 from hardboiled.frontend.syntax_tree import Token, Tree, expanded
 from hardboiled.ir.printer import print_ir
@@ -135,6 +135,30 @@ def test_reads_every_real_dump_as_lark_does(path: Path) -> None:
 )
 def test_decides_as_larks_contextual_lexer(source: str) -> None:
     _check(source)
+
+
+_NINE = "1, 2, 3, 4, 5, 6, 7, 8, 9"
+
+
+@pytest.mark.parametrize(("source", "read"), [
+    (f"a[0] = f(v, {_NINE})\n", True),  # the run is the last argument
+    (f"a[0] = f(v, {_NINE}, x)\n", True),  # an argument follows it
+    (f"a[0] = f(v, {_NINE}, 9.5)\n", True),
+    (f"a[0] = f(v, {_NINE}.5)\n", True),  # the last literal is a float's start: the run ends before it
+    (f"a[0] = f({_NINE})\n", True),  # it starts a call's arguments
+    (f"a[0] = f(v, {_NINE} + x)\n", True),  # its last literal starts an expression
+    (f"a[0] = f(v, 1, 2, 3, 4, 5, 6, 7, 12345678901, {_NINE})\n", True),  # a literal too long for an IntRun
+    (f"a[0] = f(v, (int32){_NINE})\n", True),  # after a type prefix
+    (f"a[0] = f(v, -{_NINE.replace(', ', ', -')})\n", True),
+    (f"a[0] = f(v, {_NINE}, )\n", False),  # a comma too many: Lark's syntax error
+    (f"a[0] = {_NINE}\n", False),
+    (f"for (x, {_NINE}) {{\n}}\n", False),
+])
+def test_a_run_of_integer_literals_reads_as_lark_reads_its_tokens(source: str, read: bool) -> None:
+    """The scanner's run of integers is one token; the reader takes it as
+    one argument where it stands alone, and splits it into the grammar's
+    tokens wherever else it is: the same tree as Lark's either way."""
+    assert _check(source) is read
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -294,7 +318,7 @@ def _scanner_without_runs() -> Scanner:
 
 def _tokens_or_unhandled(text: str, scanner: Scanner) -> object:
     try:
-        return scanner.scan(text)
+        return split_runs(*scanner.scan(text))
     except Unhandled:
         return "unhandled"
 

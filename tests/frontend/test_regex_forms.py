@@ -12,7 +12,14 @@ import re
 import pytest
 
 from hardboiled.frontend.grammar import stored_scanner_table
-from hardboiled.frontend.regex_forms import ASCII, certain_from, first_characters, starts_within
+from hardboiled.frontend.regex_forms import (
+    ASCII,
+    certain_from,
+    first_characters,
+    possessive_repeats_are_greedy,
+    regex_relaxed,
+    starts_within,
+)
 from hardboiled.frontend.scanning import INT_RUN_PATTERN
 
 _DIGITS = frozenset("0123456789")
@@ -59,6 +66,36 @@ def test_whether_every_match_starts_with_a_space_or_tab(regex: str, within: bool
 ])
 def test_whether_a_match_is_certain_from_its_first_character(regex: str, characters: str, certain: bool) -> None:
     assert certain_from(regex, frozenset(characters)) is certain
+
+
+_STRING = '"[^"\\\\\n]*(?:\\\\.[^"\\\\\n]*)*+"'  # as the scanner table has it: a newline, not its escape
+
+
+@pytest.mark.parametrize(("regex", "greedy"), [
+    (_STRING, True), (r"a*+b", True), (r"(?:ab)*+c", True), (r"(?:a.)*+b", True), (r"x[ab]++y", True),
+    (r"a*+a", False), (r"(?:ab)*+a", False), (r"(?:a[bc]*)*+b", False), (r"x*+", False),  # nothing follows
+    (r"-?\d++(?!\.)", False), (r"(?>a|ab)c", False), (r"a\b", False), (r"(?:a*+b)*", False), (r"(?i:a*+b)", False),
+])
+def test_which_possessive_repeats_give_back_nothing_a_greedy_one_would(regex: str, greedy: bool) -> None:
+    assert possessive_repeats_are_greedy(regex) is greedy
+    assert dict(_terminals())["STRING"] == _STRING  # the grammar's string literal is the one tried here
+
+
+def test_a_pattern_whose_possessive_repeats_are_greedy_matches_as_its_relaxed_form() -> None:
+    """At every position of texts drawn from the patterns' characters, the
+    same match (or none) as the pattern with greedy repeats; and a pattern
+    said not to be so differs somewhere (the check is not vacuous)."""
+    rng = random.Random(3)
+    texts = ["".join(rng.choice('ab"\\\nxyc.') for _ in range(rng.randint(1, 12))) for _ in range(3000)]
+    for regex in (_STRING, r"a*+b", r"(?:ab)*+c", r"(?:a.)*+b", r"x[ab]++y"):
+        assert possessive_repeats_are_greedy(regex)
+        pattern, relaxed = re.compile(regex), re.compile(regex_relaxed(regex))
+        for text in texts:
+            for at in range(len(text)):
+                found, expected = pattern.match(text, at), relaxed.match(text, at)
+                assert (found and found.span()) == (expected and expected.span()), (regex, text, at)
+    differs = re.compile(r"(?:ab)*+a"), re.compile(regex_relaxed(r"(?:ab)*+a"))
+    assert any(bool(differs[0].match(text)) != bool(differs[1].match(text)) for text in texts)
 
 
 def _terminals() -> list[tuple[str, str]]:

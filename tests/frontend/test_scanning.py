@@ -14,7 +14,7 @@ import pytest
 from hardboiled.frontend import scanning
 from hardboiled.frontend.grammar import stored_scanner_table
 from hardboiled.frontend.regex_forms import regex_relaxed, regex_without_groups
-from hardboiled.frontend.scanning import INT_RUN, Scanner, Unhandled
+from hardboiled.frontend.scanning import Scanner, Unhandled
 
 from ..conftest import ROOT
 
@@ -23,6 +23,7 @@ _PIECES = [
     "-inf", "inff", "1.5", "2", "-3", ", ", ",", " ", "  ", "\t", " * ", "*", "(", ")", "<", ">", "[", "]", "{", "}",
     ";", ".", "x", "_y", "$z", ":", "\n", "\n  ", '"s"', "(int32)", "(uint8_t *)", "(void *)", "<CUDA>",
     "reinterpret<(int32)>", "module name=m", "formula", "inf.", "e3", "f", "7, 8, 9", "==", "!", "=", "!=",
+    '"q\\"r"', '"\\\\"', '\\', '"', "1, 2, 3, 4, 5, 6, 7, 8",
 ]
 """Texts that read otherwise by what follows them (loop kinds, linkages,
 ``inf``, the allocation's `` * ``, runs of integers) and what may follow."""
@@ -39,8 +40,6 @@ def _reference(scanner: Scanner, text: str) -> object:
         return "unhandled"
     values = [m.group(m.lastindex) for m in matches]  # type: ignore[arg-type]
     ends = [m.end() for m in matches]
-    if INT_RUN in kinds:
-        return scanning._runs_split(kinds, values, ends)
     return kinds, values, ends
 
 
