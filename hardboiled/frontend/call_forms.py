@@ -131,14 +131,16 @@ class CallForms(BuilderBase):
         are the indices; ``run``, the reader's last literals (an
         ``IntRun``), follows ``args`` as plain numbers."""
         values = [int32_value(a) for a in args] + (run or [])
-        split = len(values)
+        # The run's numbers are all indices: the search for where the
+        # indices start begins before them.
+        split = max(len(args), 1) if run else len(values)
         while split > 1 and values[split - 1] is not None:
             split -= 1
         if split == len(values):
             raise self.error("shuffle needs at least one integer lane index", token)
         indices = cast(tuple[int, ...], tuple(values[split:]))
         total = sum(a.type.lanes for a in args[:split])
-        if any(not 0 <= i < total for i in indices):
+        if min(indices) < 0 or max(indices) >= total:  # (thousands of indices: at C's speed)
             raise self.error(f"shuffle index out of range: the inputs have {total} lanes", token)
         return ir.Shuffle(tuple(unify_halves(args[:split])), indices)
 

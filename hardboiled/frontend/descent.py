@@ -32,7 +32,7 @@ from typing import Any
 
 from hardboiled.frontend.grammar import current_scanner_table, stored_scanner_table
 from hardboiled.frontend.literals import SHORT_INT32
-from hardboiled.frontend.scanning import INT_RUN, SHORTEST_RUN, Scanner, Unhandled, run_ends, split_runs
+from hardboiled.frontend.scanning import INT_RUN, SHORTEST_RUN, Scanner, Unhandled, split_runs
 from hardboiled.frontend.syntax_tree import IntRun, Lines, Token, Tree
 
 _END = "$END"
@@ -77,18 +77,22 @@ class _Reader:
         self.kind, self.value = self.kinds[index], self.values[index]
 
     def take(self) -> Token:
-        """The current token as a ``Token``, then advance."""
+        """The current token as a ``Token``, then advance (written out here
+        and in ``expect``: the two run once per token, a call less each)."""
         value = self.value
-        end = self.ends[self.index]
+        index = self.index
+        end = self.ends[index]
         token = _new_str(Token, value)
         token.type, token.start_pos, token.end_pos, token.lines = self.kind, end - len(value), end, self.lines
-        self.advance()
+        index = self.index = index + 1
+        self.kind, self.value = self.kinds[index], self.values[index]
         return token
 
     def expect(self, kind: str) -> None:
         if self.kind != kind:
             raise Unhandled
-        self.advance()
+        index = self.index = self.index + 1
+        self.kind, self.value = self.kinds[index], self.values[index]
 
     def is_keyword(self, word: str) -> bool:
         return self.kind == "NAME" and self.value == word
@@ -477,7 +481,7 @@ class _Reader:
         numbers = self.values[index].split(", ")
         if (after == ")" or (after == "," and kinds[index + 2] not in ("INT", INT_RUN))) \
                 and max(map(len, numbers)) <= SHORT_INT32:
-            items.append(IntRun(numbers, run_ends(numbers, self.ends[index]), self.lines))
+            items.append(IntRun.scanned(numbers, self.ends[index], self.lines))
             index = self.index = index + 1 if after == ")" else index + 2
             self.kind, self.value = kinds[index], self.values[index]
             return True

@@ -100,6 +100,9 @@ class ExpressionBuilder(CallForms):
     def _reduce(self, out: list[ir.Expr], op_tok: Token) -> None:
         b = out.pop()
         a = out.pop()
+        if a.type == b.type:  # the usual case: nothing to retype (asked once: a sum's type walks its left operands)
+            out.append(ir.Binary(_BINOPS[str(op_tok)], a, b))
+            return
         a, b = unify_half(a, b)
         a, b = self._type_func_call(a, b.type), self._type_func_call(b, a.type)
         if a.type != b.type:

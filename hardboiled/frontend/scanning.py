@@ -201,12 +201,20 @@ class Scanner:
         there instead; the scan is ``Unhandled`` either way."""
         plain_of = {name: regex_without_groups(regex) for name, regex in self._terminals}
         first = {name: first_characters(regex, ASCII) for name, regex in self._terminals}
+        starts = Counter(piece.lstrip(self._skipped or "")[:1] for piece in sample)
+        groups = sorted(self._groups(plain_of, first), key=lambda group: -sum(starts[c] for c in group[0]))
+        everything = "|".join(f"(?:{plain_of[name]})" for name, _ in self._terminals)
+        choice = f"(?:{'|'.join(body for _, body in groups)}|{everything})"
+        return f"{self._skip_before(choice)}{choice}"
+
+    def _groups(self, plain_of: dict[str, str], first: dict[str, frozenset[str]]) -> list[tuple[list[str], str]]:
+        """``_dispatch``'s groups, in ASCII order: each one's characters and
+        pattern."""
         choices: dict[tuple[str, ...], list[str]] = {}
         for character in sorted(ASCII):
             names = tuple(name for name, _ in self._terminals if character in first[name])
             choices.setdefault(names, []).append(character)
-        starts = Counter(piece.lstrip(self._skipped or "")[:1] for piece in sample)
-        groups: list[tuple[int, str]] = []
+        groups: list[tuple[list[str], str]] = []
         for names, characters in choices.items():
             chars = frozenset(characters)
             kept: list[str] = []
@@ -217,18 +225,22 @@ class Scanner:
             body = "|".join(f"(?:{plain_of[name]})" for name in kept)
             reach = frozenset().union(*(first[name] for name in kept))
             guard = "" if reach <= chars else f"(?={_character_class(characters)})"
-            groups.append((-sum(starts[c] for c in characters), f"{guard}(?:{body})"))
-        groups.sort(key=lambda group: group[0])  # stable: ties keep ASCII order
-        everything = "|".join(f"(?:{plain_of[name]})" for name, _ in self._terminals)
-        choice = f"(?:{'|'.join(body for _, body in groups)}|{everything})"
+            groups.append((characters, f"{guard}(?:{body})"))
+        return groups
+
+    def _skip_before(self, choice: str) -> str:
+        """What ``_dispatch``'s form reads before ``choice``: the space-led
+        terminals, then the skip without a look ahead, where those
+        terminals all start with a skipped character; else the table's
+        skip."""
         if self._skipped is None or not self._space_led_names:
-            return f"{regex_without_groups(self._prefix)}{choice}"
+            return regex_without_groups(self._prefix)
         skipped = frozenset(self._skipped)
-        space_led = [(name, regex) for name, regex in self._terminals if name in self._space_led_names]
-        if not all(starts_within(regex, skipped) for _, regex in space_led):
-            return f"{regex_without_groups(self._prefix)}{choice}"
-        leading = "|".join(f"(?:{regex_without_groups(regex)})" for _, regex in space_led)
-        return f"{leading}|{_character_class(sorted(skipped))}*+{choice}"
+        space_led = [regex for name, regex in self._terminals if name in self._space_led_names]
+        if not all(starts_within(regex, skipped) for regex in space_led):
+            return regex_without_groups(self._prefix)
+        leading = "|".join(f"(?:{regex_without_groups(regex)})" for regex in space_led)
+        return f"{leading}|{_character_class(sorted(skipped))}*+"
 
     def _match_the_rest(self, text: str, texts: list[str], ends: list[int], found: list[Any]) -> None:
         """The kinds and values of the texts not known yet, matched with

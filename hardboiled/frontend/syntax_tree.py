@@ -94,14 +94,33 @@ class IntRun:
     of a call, one after another (a shuffle's lane indices, thousands in a
     row), as the reader keeps them: their texts and ends. They stand for
     the ``int_lit`` trees that Lark's parser makes of them (``trees``); the
-    builder reads the texts at once."""
+    builder reads the texts at once.
 
-    __slots__ = ("texts", "ends", "lines")
+    A run the scanner found whole (``IntRun.scanned``) keeps only where it
+    ends: the literals' ends are worked out when asked, which is only for
+    a diagnostic."""
 
-    def __init__(self, texts: list[str], ends: list[int], lines: Lines):
+    __slots__ = ("texts", "_ends", "_end", "lines")
+
+    def __init__(self, texts: list[str], ends: list[int] | None, lines: Lines, end: int = 0):
         self.texts = texts
-        self.ends = ends
+        self._ends = ends
+        self._end = end
         self.lines = lines
+
+    @classmethod
+    def scanned(cls, texts: list[str], end: int, lines: Lines) -> IntRun:
+        """The literals of a run that ends at offset ``end``, each followed
+        by a comma and a space but the last."""
+        return cls(texts, None, lines, end)
+
+    @property
+    def ends(self) -> list[int]:
+        if self._ends is None:
+            from hardboiled.frontend.scanning import run_ends
+
+            self._ends = run_ends(self.texts, self._end)
+        return self._ends
 
     def trees(self) -> list[Tree]:
         found = []
