@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from re import _constants as sre
 from re import _parser
 from typing import Any
@@ -46,10 +47,24 @@ def starts_within(regex: str, characters: frozenset[str]) -> bool:
 
 
 def _first_of_pattern(regex: str, alphabet: frozenset[str]) -> tuple[set[str], bool, bool]:
-    parsed = _parser.parse(regex)
-    if parsed.state.flags & _FLAGS_THAT_CHANGE_CHARACTERS:
+    items = _parsed(regex)
+    if items is None:
         return set(alphabet), False, True
-    return _first(list(parsed), alphabet)
+    return _first(items, alphabet)
+
+
+@lru_cache(maxsize=256)
+def _parsed_cached(regex: str) -> tuple[Any, ...] | None:
+    parsed = _parser.parse(regex)
+    return None if parsed.state.flags & _FLAGS_THAT_CHANGE_CHARACTERS else tuple(parsed)
+
+
+def _parsed(regex: str) -> list[Any] | None:
+    """``re``'s parse of ``regex``, its parts in order; None where a flag
+    for the whole pattern changes how characters match. (The scanner asks
+    of each terminal several times.)"""
+    items = _parsed_cached(regex)
+    return None if items is None else list(items)
 
 
 def _first(items: list[Any], alphabet: frozenset[str]) -> tuple[set[str], bool, bool]:
@@ -132,10 +147,9 @@ def certain_from(regex: str, characters: frozenset[str]) -> bool:
     takes (a literal, a class, or a choice with a one-character branch)
     and every part after it may match nothing (a repeat of at least zero).
     An alternative that follows a certain one in a choice is never tried."""
-    parsed = _parser.parse(regex)
-    if parsed.state.flags & _FLAGS_THAT_CHANGE_CHARACTERS:
+    items = _parsed(regex)
+    if items is None:
         return False
-    items = list(parsed)
     while len(items) == 1 and items[0][0] is sre.SUBPATTERN and not items[0][1][1]:
         items = list(items[0][1][-1])
     if not items or not all(op in _REPEATS and argument[0] == 0 for op, argument in items[1:]):
@@ -171,10 +185,8 @@ def possessive_repeats_are_greedy(regex: str) -> bool:
     iteration can end earlier; and ``R`` cannot start where ``X`` starts,
     so no iteration can be given back. False where anything else commits
     (a look around, an anchor, an atomic group), or where this cannot tell."""
-    parsed = _parser.parse(regex)
-    if parsed.state.flags & _FLAGS_THAT_CHANGE_CHARACTERS:
-        return False
-    return _commits_only_as_greedy(list(parsed), [])
+    items = _parsed(regex)
+    return items is not None and _commits_only_as_greedy(items, [])
 
 
 def _commits_only_as_greedy(items: list[Any], after: list[Any]) -> bool:

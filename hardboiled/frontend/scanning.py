@@ -55,10 +55,12 @@ scan), so ``Scanner.scan`` splits the run into exactly those tokens, at
 C's speed rather than one match per token."""
 
 _KIND, _VALUE = itemgetter(0), itemgetter(1)
-_DISPATCH_FROM = 1 << 18
-"""Characters a scanner reads with ``plain`` before it compiles the
-dispatched form (``Scanner._dispatch``): that takes about 5 ms, and saves
-about 20 ns a character."""
+_DISPATCH_FROM = 1 << 19
+"""Characters a scanner reads with ``plain`` before it makes the
+dispatched form (``Scanner._dispatch``): making and compiling it take
+about 6 ms, and it saves about 16 ns a character (0.22 s of the 14 MB of
+real dumps), so it pays from about 400 KB (a compile server, the API, a
+batch, a big dump)."""
 _SAMPLE_CHARACTERS = 1 << 16
 """How much of the text that makes the dispatched form is counted to
 order its groups."""
