@@ -173,22 +173,8 @@ def _collection_paused() -> Iterator[None]:
         with _pause_lock:
             _pauses -= 1
             if _pauses == 0 and _enable_after:
-                _to_oldest_generation()
                 gc.enable()
 
-
-def _to_oldest_generation() -> None:
-    """Every object the collector tracks moved to its oldest generation at
-    once, the young generation's count back to zero. The collector counts
-    what is made while it is off: enabled again after a read, the next
-    object made would start a collection of the young generation, a walk
-    over everything the read made (a twentieth of the reading time); the
-    oldest generation is walked only in the rare full collection. Not
-    done where the process keeps objects out of collection itself
-    (``gc.freeze``, before forking), which ``gc.unfreeze`` would undo."""
-    if gc.get_freeze_count() == 0:
-        gc.freeze()
-        gc.unfreeze()
 
 
 def _read(

@@ -225,8 +225,8 @@ class Scanner:
                 if certain_from(plain_of[name], chars):
                     break
             body = "|".join(f"(?:{plain_of[name]})" for name in kept)
-            reach = frozenset().union(*(first[name] for name in kept))
-            guard = "" if reach <= chars else f"(?={_character_class(characters)})"
+            alone = all(starts_within(plain_of[name], chars) for name in kept)  # (past ASCII too)
+            guard = "" if alone else f"(?={_character_class(characters)})"
             groups.append((characters, f"{guard}(?:{body})"))
         return groups
 

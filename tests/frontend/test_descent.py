@@ -257,41 +257,6 @@ def test_the_collector_is_back_on_after_a_syntax_error() -> None:
     assert gc.isenabled()
 
 
-def test_what_a_read_made_goes_to_the_oldest_generation_unless_the_process_froze_objects() -> None:
-    """A read ends with no collection: what it made is in the oldest
-    generation, not walked by a collection of the young one that the next
-    allocation would start (without the move, one starts before the read
-    returns); nothing is left frozen, and objects a process froze itself
-    stay frozen."""
-    import gc
-
-    from hardboiled.frontend.parse import parse_input
-
-    text = "".join(f"a[{i}] = b[{i}] + {i}\n" for i in range(2000))
-    started: list[int] = []
-
-    def record(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            started.append(info["generation"])
-
-    gc.collect()  # the count from zero: the few objects made before the read starts start nothing
-    gc.callbacks.append(record)
-    try:
-        parse_input(text, buffer_types={"a": ir.parse_type_name("int32"), "b": ir.parse_type_name("int32")})
-    finally:
-        gc.callbacks.remove(record)
-    assert started == [] and gc.get_freeze_count() == 0
-    kept = [[] for _ in range(10)]
-    gc.freeze()
-    try:
-        frozen = gc.get_freeze_count()
-        parse_input(text, buffer_types={"a": ir.parse_type_name("int32"), "b": ir.parse_type_name("int32")})
-        assert gc.get_freeze_count() == frozen > 0
-    finally:
-        gc.unfreeze()
-    assert kept
-
-
 @pytest.mark.parametrize(("regex", "may"), [
     (r"\ \*\ ", True), (r"[A-Za-z_][A-Za-z0-9_]*", False), (r"(\r?\n[\t \f]*)+", False), (r"-?\d+", False),
     (r"a?\s", True), (r"(?= )x", False), (r"[^x]", True), (r"x*", True), (r"(?:foo|\sbar)", True),

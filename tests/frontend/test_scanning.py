@@ -155,6 +155,21 @@ def test_a_grammar_whose_space_led_terminal_may_start_otherwise_scans_as_its_gro
         assert scanner._dispatched is not None and scanner._dispatched.pattern.startswith(_SMALL_TABLE["prefix"])
 
 
+@pytest.mark.parametrize(("terminals", "text"), [
+    ([["EE", "\u00e9\u00e9"]], "\u00e9\u00e9\n"),  # starts only past ASCII
+    ([["U", "\u00e9"], ["T", "[a\u00e9]x?"], ["X", "x"]], "a\u00e9x\u00e9\n"),  # starts with a or past ASCII
+])
+def test_a_terminal_that_may_start_past_ascii_scans_as_its_grouped_pattern_once_dispatched(
+        terminals: list[list[str]], text: str) -> None:
+    """A group needs no look at the character only where its terminals
+    can start with nothing else, past ASCII included (a review found
+    ``.`` and ``[a\u00e9]`` taken without one)."""
+    table = {"prefix": r"[\x20]*+", "skipped": " ", "space_led": [], "keywords": [], "literals": {},
+             "terminals": [*terminals, ["_NL", r"\n"]]}
+    scanner = Scanner(table, with_runs=False, dispatch_from=0)
+    assert _scanned(scanner, text) == _reference(scanner, text)
+
+
 def test_the_memory_starts_again_past_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past ``_KNOWN_LIMIT`` texts the memory is emptied before the next
     scan remembers more: it stays bounded over any number of texts."""
