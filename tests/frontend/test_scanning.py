@@ -32,7 +32,7 @@ _PIECES = [
 def _reference(scanner: Scanner, text: str) -> object:
     """The scan as the grouped pattern gives it, one match object per token."""
     matches = list(scanner.grouped.finditer(text))
-    if not matches or matches[-1].end() != len(text) or any(
+    if not matches or matches[0].start() != 0 or matches[-1].end() != len(text) or any(
             a.end() != b.start() for a, b in zip(matches, matches[1:])):
         return "unhandled"
     kinds = [scanner.kinds[m.lastindex] for m in matches]  # type: ignore[index]
