@@ -176,7 +176,6 @@ def _collection_paused() -> Iterator[None]:
                 gc.enable()
 
 
-
 def _read(
     text: str, filename: str, line_offset: int, buffer_types: dict[str, ir.Type] | None, ends_mid_line: bool,
     last_try: bool,
