@@ -33,7 +33,6 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 
 from hardboiled import ir
 from hardboiled.codegen.abi import DEFAULT_ENTRY_POINT, RAW_STATUS, KernelArgument
@@ -49,6 +48,7 @@ from hardboiled.codegen.c_text import (
 )
 from hardboiled.codegen.copies import PermutedCopy, match_permuted_copy
 from hardboiled.legalize.amx_plan import buffer_registers, operand_shapes
+from hardboiled.support.package_files import read_package_text
 from hardboiled.targets.amx import AMX_INTRINSIC, AMX_TILE, AMXOp, amx_intrinsic
 
 Shape = tuple[int, int]
@@ -377,9 +377,8 @@ def amx_runtime_source() -> str:
     """hb_amx.h with the emulation it includes, as one block of C: what the
     generated C needs besides the C library (compile it with
     -mamx-tile -mamx-bf16 -mamx-int8, or -DHB_AMX_EMULATE)."""
-    runtime = resources.files("hardboiled.codegen.runtime")
-    emulation = runtime.joinpath("hb_amx_emulation.h").read_text()
-    header = runtime.joinpath("hb_amx.h").read_text()
+    emulation = read_package_text("codegen", "runtime", "hb_amx_emulation.h")
+    header = read_package_text("codegen", "runtime", "hb_amx.h")
     assert '#include "hb_amx_emulation.h"' in header
     return (AMX_RUNTIME_BEGIN + "\n"
             + header.replace('#include "hb_amx_emulation.h"', emulation)

@@ -25,12 +25,12 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from hardboiled.support import children
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError
 from hardboiled.support.fileio import write_bytes_atomically
+from hardboiled.support.package_files import package_path
 from hardboiled.targets.cuda_arch import DEFAULT_SM
 
 AMX_FLAGS = ("-mamx-tile", "-mamx-bf16", "-mamx-int8")
@@ -92,7 +92,7 @@ def resolve_amx_mode(mode: str) -> str:
 
 
 def runtime_dir() -> Path:
-    return Path(str(resources.files("hardboiled.codegen.runtime")))
+    return Path(package_path("codegen", "runtime"))
 
 
 def compile_c(source: str, output: Path, *, shared: bool, amx: str = "auto",

@@ -12,18 +12,18 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import lru_cache
-from importlib import resources
 from typing import TYPE_CHECKING, Any
+
+from hardboiled.support.package_files import read_package_text
 
 if TYPE_CHECKING:
     from lark import Lark
 
-_GRAMMARS = "hardboiled.grammars"
 SCANNER_TABLE = "halide_ir.scanner.json"
 
 
 def grammar_text() -> str:
-    return resources.files(_GRAMMARS).joinpath("halide_ir.lark").read_text()
+    return read_package_text("grammars", "halide_ir.lark")
 
 
 @lru_cache(maxsize=1)
@@ -46,7 +46,7 @@ def stored_scanner_table() -> dict[str, Any] | None:
     """The shipped scanner table, or None if the grammar changed since it
     was written (the reader then makes it with Lark)."""
     try:
-        table: dict[str, Any] = json.loads(resources.files(_GRAMMARS).joinpath(SCANNER_TABLE).read_text())
+        table: dict[str, Any] = json.loads(read_package_text("grammars", SCANNER_TABLE))
     except (OSError, ValueError):
         return None
     return table if table.get("grammar_sha256") == _digest(grammar_text()) else None

@@ -6,12 +6,12 @@ before the selector is even loaded (``prestart_rules``)."""
 from __future__ import annotations
 
 import os
-from importlib import resources
 from pathlib import Path
 
 from hardboiled.select.eqsat import ProgramChunk, prestart
 from hardboiled.select.options import DEFAULT_MEMORY_MB
 from hardboiled.support.diagnostics import Diagnostic, InputError
+from hardboiled.support.package_files import read_package_text
 
 RULE_FILES = (
     "definition.egg",    # sorts and constructors
@@ -37,7 +37,7 @@ def rule_text(name: str) -> str:
                 notes=("it must hold every rule file (" + ", ".join(RULE_FILES) + ") and schedules/default.egg; "
                        "unset it to use the installed rules",),
             )) from None
-    return resources.files("hardboiled.rules").joinpath(name).read_text()
+    return read_package_text("rules", name)
 
 
 def rule_file_chunks() -> list[ProgramChunk]:

@@ -32,11 +32,11 @@ import enum
 import re
 import sys
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Union
 
 from hardboiled import ir
+from hardboiled.support.package_files import package_path
 from hardboiled.targets.wmma import Layout, MatrixUse
 
 I64 = "i64"
@@ -497,7 +497,7 @@ def _constructor_lines(sort: Sort, indent: str, closing: str) -> list[str]:
 
 
 def _generated_path() -> Path:
-    return Path(str(resources.files("hardboiled.rules").joinpath(GENERATED_FILE)))
+    return Path(package_path("rules", GENERATED_FILE))
 
 
 def main(argv: list[str]) -> int:
