@@ -28,6 +28,7 @@ ASCII = frozenset(map(chr, range(128)))
 
 _REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 _ZERO_WIDTH = (sre.AT, sre.ASSERT, sre.ASSERT_NOT)
+_ONE_CHARACTER = (sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.ANY)
 _FLAGS_THAT_CHANGE_CHARACTERS = re.IGNORECASE | re.DOTALL
 
 
@@ -189,46 +190,34 @@ def possessive_repeats_are_greedy(regex: str) -> bool:
     return items is not None and _commits_only_as_greedy(items, [])
 
 
-def _commits_only_as_greedy(items: list[Any], after: list[Any]) -> bool:
+def _commits_only_as_greedy(items: list[Any], after: list[Any] | None) -> bool:
     """``possessive_repeats_are_greedy`` for the sequence ``items``, which
-    ``after`` follows."""
+    ``after`` follows; None where what follows is not known (inside a
+    greedy repeat, which may repeat it): then a possessive repeat in it
+    counts as a commitment."""
     for at, (op, argument) in enumerate(items):
-        rest = items[at + 1:] + after
+        rest = None if after is None else items[at + 1:] + after
         if op in _ZERO_WIDTH or op is sre.ATOMIC_GROUP:
             return False
         if op is sre.SUBPATTERN:
-            if argument[1] & _FLAGS_THAT_CHANGE_CHARACTERS or not _commits_only_as_greedy(list(argument[-1]), rest):
+            # Flags change what a character part holds, which only the check
+            # of a possessive repeat reads; where what follows is not known,
+            # any possessive repeat is refused unread.
+            flagged = after is not None and argument[1] & _FLAGS_THAT_CHANGE_CHARACTERS
+            if flagged or not _commits_only_as_greedy(list(argument[-1]), rest):
                 return False
         elif op is sre.BRANCH:
             if not all(_commits_only_as_greedy(list(branch), rest) for branch in argument[1]):
                 return False
         elif op is sre.POSSESSIVE_REPEAT:
-            if not _gives_nothing_back(list(argument[2]), rest):
+            if rest is None or not _gives_nothing_back(list(argument[2]), rest):
                 return False
         elif op in _REPEATS:
-            if _has_possessive_or_commitment(list(argument[2])):
-                return False  # what follows it inside is the repeat again: not followed here
-        elif op not in (sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.ANY):
+            if not _commits_only_as_greedy(list(argument[2]), None):
+                return False
+        elif op not in _ONE_CHARACTER:
             return False
     return True
-
-
-def _has_possessive_or_commitment(items: list[Any]) -> bool:
-    for op, argument in items:
-        if op in _ZERO_WIDTH or op in (sre.ATOMIC_GROUP, sre.POSSESSIVE_REPEAT):
-            return True
-        if op is sre.SUBPATTERN and _has_possessive_or_commitment(list(argument[-1])):
-            return True
-        if op is sre.BRANCH and any(_has_possessive_or_commitment(list(branch)) for branch in argument[1]):
-            return True
-        if op in _REPEATS and _has_possessive_or_commitment(list(argument[2])):
-            return True
-        if op not in (sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.ANY, sre.SUBPATTERN, sre.BRANCH, *_REPEATS):
-            return True
-    return False
-
-
-_ONE_CHARACTER = (sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.ANY)
 
 
 def _gives_nothing_back(body: list[Any], rest: list[Any]) -> bool:
