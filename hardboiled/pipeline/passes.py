@@ -94,6 +94,7 @@ def _emit_egg(c: Compilation, o: Any) -> None:
     from hardboiled.select.extract import (
         ScopeGroup,
         accelerator_allocations,
+        accelerators_used,
         encode_stores,
         scope_groups,
         select_stores,
@@ -107,18 +108,21 @@ def _emit_egg(c: Compilation, o: Any) -> None:
     terms: list[str] = []
     groups: list[ScopeGroup] = []
     windows: list[tuple[int, int, int]] = []
+    accelerators: frozenset[str] = frozenset()
     for body in bodies(c.program):
         allocations = accelerator_allocations(body, options.store_in)
         body = unflatten_stores(body, allocations)
         selected = [s for s in select_stores(body, allocations, options.store_in) if s.store.predicate is None]
         groups.extend(group.shifted(len(terms)) for group in scope_groups(selected, STATEMENTS_PER_SCOPE))
-        terms.extend(encode_stores(selected, allocations, options.store_in).terms)
+        encoding = encode_stores(selected, allocations, options.store_in)
+        terms.extend(encoding.terms)
+        accelerators |= accelerators_used(selected, encoding)
         windows.extend(sliding_windows(s.store for s in selected))
     # One program for every body: its window shape is the choice over all of
     # them (selection runs each body alone, so with several bodies whose
     # windows differ each may get its own).
     c.outputs["egg"] = program_text(terms, load_schedule(options.schedule_path, options.iterations),
-                                    WMMA_TENSOR_CORE.best_window_shape(windows), groups)
+                                    WMMA_TENSOR_CORE.best_window_shape(windows), groups, accelerators)
 
 
 def _rewrite_checker_loading() -> RewriteCheck:

@@ -19,7 +19,7 @@ encode them as egglog terms (paper, Sec. 5).
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +66,11 @@ class Encoding:
     """Buffer name -> its element type, for the buffers in accelerator memory."""
     accelerators: dict[str, str] = field(default_factory=dict)
     """Buffer name -> the accelerator it belongs to ("AMX" or "WMMA")."""
+
+
+def accelerators_used(stores: Iterable[SelectedStore], encoding: Encoding) -> frozenset[str]:
+    """The accelerators whose memory ``stores`` write or read."""
+    return frozenset(encoding.accelerators[name] for s in stores for name in s.buffers)
 
 
 def accelerator_allocations(stmt: ir.Stmt, overrides: dict[str, str]) -> dict[str, ir.Allocate]:

@@ -23,6 +23,17 @@ RULE_FILES = (
     "wmma_lowering.egg",  # lowering: WMMA fragment operations
 )
 
+RULE_FILE_ACCELERATORS = {
+    "amx_layouts.egg": "AMX",
+    "wmma_layouts.egg": "WMMA",
+    "amx_lowering.egg": "AMX",
+    "wmma_lowering.egg": "WMMA",
+}
+"""The accelerator whose stores each file's rulesets select for (the
+accelerators as select/extract.py's ACCELERATOR_MEMORY names them); the
+other files serve both. A program runs only the rulesets of the
+accelerators its stores use (select/rules.py, ``schedule_for``)."""
+
 def rule_text(name: str) -> str:
     """A rule file's text. HARDBOILED_RULES_DIR points at a working copy of
     the rules (for developing them) instead of the installed ones."""

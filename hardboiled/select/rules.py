@@ -23,11 +23,11 @@ from hardboiled.select.eqsat import (
     Scope,
     run_egglog_side_by_side,
 )
-from hardboiled.select.extract import ScopeGroup
+from hardboiled.select.extract import ACCELERATOR_MEMORY, ScopeGroup
 from hardboiled.select.facts import amx_facts, wmma_facts
 from hardboiled.select.rounds import COMBINATORS
+from hardboiled.select.rule_files import RULE_FILE_ACCELERATORS, rule_file_chunks
 from hardboiled.select.rule_files import RULE_FILES as RULE_FILES  # re-exported
-from hardboiled.select.rule_files import rule_file_chunks
 from hardboiled.select.rule_files import rule_text as rule_text
 from hardboiled.support.cache import ResultCache, cache_key
 from hardboiled.support.diagnostics import Diagnostic, InputError, Location
@@ -41,6 +41,9 @@ store makes time grow faster than their number (conv1d unrolled, 258
 stores: 6.6 s in one e-graph, 2.4 s in scopes of 32). Stores that share
 facts stay in one scope (``scope_groups`` in select/extract.py)."""
 ITERATIONS_PLACEHOLDER = "@ITERATIONS@"
+ACCELERATORS = frozenset(ACCELERATOR_MEMORY.values())
+"""Every accelerator the rules select for: what a program whose stores are
+not known (the rules' own tests, ``hardboiled rules``) is given."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +56,71 @@ class Schedule:
     iterations: int
 
 
-def rule_chunks(window_shape: WMMAShape | None = None) -> list[ProgramChunk]:
-    """The rule files, then the hardware facts (facts only: they may come
-    after the rules, which fire when the schedule runs; the rule files come
-    first so that a prestarted child has run them already)."""
+def rule_chunks(window_shape: WMMAShape | None = None, accelerators: frozenset[str] = ACCELERATORS,
+                ) -> list[ProgramChunk]:
+    """The rule files, then the hardware facts of ``accelerators`` (facts
+    only: they may come after the rules, which fire when the schedule runs;
+    the rule files come first, the same for every program, so that a
+    prestarted child has run them already)."""
     chunks = rule_file_chunks()
-    chunks.append(ProgramChunk("<hardware facts>", amx_facts() + wmma_facts(window_shape=window_shape)))
+    facts = (amx_facts() if "AMX" in accelerators else "") + \
+        (wmma_facts(window_shape=window_shape) if "WMMA" in accelerators else "")
+    chunks.append(ProgramChunk("<hardware facts>", facts))
     return chunks
+
+
+def schedule_for(schedule: Schedule, accelerators: frozenset[str]) -> Schedule:
+    """``schedule`` without running the rulesets of the accelerators none of
+    the program's stores uses: their rules would look for operands and
+    products of that accelerator in every store (a WMMA layout rule matches
+    an AMX matmul's loads as readily as a WMMA one's), and no store could
+    use what they find; without that accelerator's hardware facts
+    (``rule_chunks``) the rest of them cannot match at all. Each run of
+    such a ruleset, and each combinator left with nothing to run, is blanked
+    where it stands, so that egglog's positions stay those of the file."""
+    idle = _rulesets_of({name for name, accelerator in RULE_FILE_ACCELERATORS.items()
+                         if accelerator not in accelerators})
+    if not idle:
+        return schedule
+    text = schedule.text
+    blanks: list[tuple[int, int]] = []
+    for form in _read_forms(text, schedule.source):
+        _idle_runs(form, idle, blanks)
+    if not blanks:
+        return schedule
+    characters = list(text)
+    for start, end in blanks:
+        characters[start:end] = [c if c == "\n" else " " for c in characters[start:end]]
+    kept = "\n".join(line.rstrip() for line in "".join(characters).split("\n"))
+    left_out = sorted(ACCELERATORS - accelerators)
+    return Schedule(f"{kept}\n;; not run: the rulesets of {', '.join(left_out)}, whose memory no store uses "
+                    f"({', '.join(sorted(idle))})\n", schedule.source, schedule.iterations)
+
+
+def _idle_runs(form: _Form, idle: frozenset[str], blanks: list[tuple[int, int]]) -> bool:
+    """Whether ``form`` runs nothing but ``idle`` rulesets (the ruleset a
+    run names; every schedule of a combinator); the spans of its parts that
+    do are added to ``blanks`` (the whole form's, where it does)."""
+    head = _head(form)
+    if not isinstance(form.items, tuple) or (head != "run" and head != "run-schedule" and head not in COMBINATORS):
+        return False
+    if head == "run":
+        idle_form = len(form.items) > 1 and form.items[1].items in idle
+    else:
+        counts = COMBINATORS.get(head or "", 0)
+        schedules = form.items[1 + counts:]
+        inner: list[tuple[int, int]] = []
+        idle_form = bool(schedules) and all([_idle_runs(s, idle, inner) for s in schedules])
+        if not idle_form:
+            blanks.extend(inner)
+    if idle_form:
+        blanks.append((form.offset, form.end))
+    return idle_form
+
+
+def _rulesets_of(files: set[str]) -> frozenset[str]:
+    """The rulesets that ``files`` (rule file names) declare."""
+    return frozenset(m.group(1) for name in RULE_FILES if name in files for m in _DECLARED_RE.finditer(rule_text(name)))
 
 
 _RULE_RE = re.compile(r"^\((rule|rewrite|birewrite)\b")
@@ -121,6 +182,7 @@ class _Form:
 
     items: tuple[_Form, ...] | str
     offset: int
+    end: int
 
 
 def check_schedule(text: str, path: str) -> None:
@@ -204,9 +266,9 @@ def _read_forms(text: str, path: str) -> list[_Form]:
             if not stack:
                 raise _schedule_error(text, path, match.start(), "unbalanced ')'")
             start, items = stack.pop()
-            (stack[-1][1] if stack else top).append(_Form(tuple(items), start))
+            (stack[-1][1] if stack else top).append(_Form(tuple(items), start, match.end()))
         elif stack:
-            stack[-1][1].append(_Form(token, match.start()))
+            stack[-1][1].append(_Form(token, match.start(), match.end()))
         else:
             raise _schedule_error(text, path, match.start(), f"unexpected '{token}' outside a form")
     if stack:
@@ -228,10 +290,12 @@ _DECLARED_RE = re.compile(r"\(ruleset\s+([A-Za-z_][A-Za-z0-9_\-]*)\)")
 
 
 def program_text(terms: list[str], schedule: Schedule, window_shape: WMMAShape | None = None,
-                 groups: list[ScopeGroup] | None = None) -> str:
+                 groups: list[ScopeGroup] | None = None, accelerators: frozenset[str] = ACCELERATORS) -> str:
     """The whole egglog program, as it runs (``--emit egg``): the rules, then
-    each group of stores in a scope of its own."""
-    parts = [f";;;; {c.filename}\n{c.text}" for c in rule_chunks(window_shape)]
+    each group of stores in a scope of its own. ``accelerators``: those the
+    stores use (``saturate``)."""
+    parts = [f";;;; {c.filename}\n{c.text}" for c in rule_chunks(window_shape, accelerators)]
+    schedule = schedule_for(schedule, accelerators)
     for group in groups if groups is not None else [ScopeGroup(tuple(range(len(terms))))]:
         scope = _scope(terms, group, schedule)
         helpers = f" (helpers {', '.join(map(str, group.helpers))})" if group.helpers else ""
@@ -295,6 +359,7 @@ def saturate(
     window_shape: WMMAShape | None = None,
     groups: list[ScopeGroup] | None = None,
     jobs: int = 1,
+    accelerators: frozenset[str] = ACCELERATORS,
 ) -> EqsatResult:
     """Run the rules on the encoded stores; ``cache`` skips a run whose whole
     program was seen before. ``window_shape``: the fragment shape for
@@ -302,8 +367,11 @@ def saturate(
     the stores (indices into ``terms``, each extracted from one group)
     saturated in each (push)/(pop) scope; by default one scope holds them
     all. ``jobs``: how many egglog children may saturate the scopes side
-    by side. The terms come back in the order of ``terms``."""
-    chunks = rule_chunks(window_shape)
+    by side. ``accelerators``: those whose memory the stores use; only
+    their hardware facts and rulesets take part (``schedule_for``). The
+    terms come back in the order of ``terms``."""
+    chunks = rule_chunks(window_shape, accelerators)
+    schedule = schedule_for(schedule, accelerators)
     groups = groups if groups is not None else [ScopeGroup(tuple(range(len(terms))))]
     scopes = tuple(_scope(terms, group, schedule) for group in groups if group.stores)
     key = _program_key(chunks, scopes) if cache is not None else ""

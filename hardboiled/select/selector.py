@@ -26,6 +26,7 @@ from hardboiled.select.extract import (
     ScopeGroup,
     SelectedStore,
     accelerator_allocations,
+    accelerators_used,
     encode_stores,
     iter_stores,
     read_outside_intrinsics,
@@ -250,7 +251,7 @@ def _saturate_and_decode(selected: list[SelectedStore], lowerable: list[Selected
     result = None
     for attempt in (groups, None) if len(groups) > 1 else (None,):
         if encoding.terms:
-            result = _saturate(encoding.terms, lowerable, schedule, options, attempt)
+            result = _saturate(encoding, lowerable, schedule, options, attempt)
         decoder = Decoder(encoding)
         terms = dict(zip((s.position for s in lowerable), result.terms if result else ()))
         replacements, reports, misses = _decode_selected(selected, terms, decoder, encoding, options,
@@ -310,12 +311,13 @@ def _selection_result(stmt: ir.Stmt, selected: list[SelectedStore], decoded: _De
     )
 
 
-def _saturate(terms: list[str], lowerable: list[SelectedStore], schedule: Schedule, options: SelectionOptions,
+def _saturate(encoding: Encoding, lowerable: list[SelectedStore], schedule: Schedule, options: SelectionOptions,
               groups: list[ScopeGroup] | None) -> EqsatResult:
     cache = ResultCache(Path(options.cache_dir)) if options.cache_dir else None
     window_shape = WMMA_TENSOR_CORE.best_window_shape(sliding_windows(s.store for s in lowerable))
-    return saturate(terms, schedule, timeout_s=options.timeout_s, memory_mb=options.memory_mb, cache=cache,
-                    window_shape=window_shape, groups=groups, jobs=options.saturation_jobs)
+    return saturate(encoding.terms, schedule, timeout_s=options.timeout_s, memory_mb=options.memory_mb, cache=cache,
+                    window_shape=window_shape, groups=groups, jobs=options.saturation_jobs,
+                    accelerators=accelerators_used(lowerable, encoding))
 
 
 def _decode_selected(selected: list[SelectedStore], terms: dict[int, str], decoder: Decoder, encoding: Encoding,
