@@ -314,6 +314,9 @@ def _work(channel: socket.socket) -> None:
             identity.forget()  # other rules (HARDBOILED_RULES_DIR), or code changed since the fork: ask again
         finished = threading.Event()
         threading.Thread(target=_end_with_the_client, args=(conn, finished), daemon=True).start()
+        from hardboiled.support import fileio
+
+        fileio.before_commit.append(lambda: _end_if_the_client_is_gone(conn))
         code = _run(list(request["argv"]))
         finished.set()
     except BaseException:  # in the server's own code: Python's report and status
@@ -358,10 +361,35 @@ def _end_with_the_client(conn: socket.socket, finished: threading.Event) -> None
     except OSError:
         pass
     if not finished.is_set():
-        quiet = os.open(os.devnull, os.O_WRONLY)
-        for fd in (1, 2):
-            os.dup2(quiet, fd)  # a killed command says nothing more where it printed
-        os.kill(os.getpid(), signal.SIGTERM)
+        _end_as_terminated()
+
+
+def _end_if_the_client_is_gone(conn: socket.socket) -> None:
+    """Before the command commits an output: what ``_end_with_the_client``
+    does, where the client's connection has ended already (that thread may
+    not have run yet)."""
+    try:
+        gone = not conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return  # nothing to read: the client is there
+    except OSError:
+        gone = True
+    if gone:
+        _end_as_terminated()
+
+
+def _end_as_terminated() -> None:
+    """End the command as a terminated one ends (exit 143, nothing
+    half-written), saying nothing more where it printed. The signal's
+    handler runs on the main thread, the compile on another, which could
+    commit in between: no transaction commits from here on."""
+    from hardboiled.support.fileio import hold_commits
+
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(quiet, fd)  # a killed command says nothing more where it printed
+    hold_commits()
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _open_standard_streams(encodings: list[str]) -> None:

@@ -122,6 +122,14 @@ def release_commits() -> None:
         _commits_held = False
 
 
+before_commit: list[Callable[[], None]] = []
+"""Checks run by every transaction before it commits, in the committing
+thread, each of which may stop the process there (the compile server's
+worker, whose client may be gone: cli/server.py). A thread that watches
+for the same thing may be kept from the processor for longer than a
+compile takes, on a loaded machine."""
+
+
 class CommitsHeld(BaseException):
     """A transaction reached its commit after ``hold_commits``: the process
     is being stopped, and writes nothing more."""
@@ -206,6 +214,8 @@ class OutputTransaction:
         return temporary
 
     def commit(self) -> None:
+        for check in before_commit:
+            check()
         current = ["."]
         with _NothingIfFailing(self, lambda: current[0]), _COMMITS, _SignalsDeferred():
             if _commits_held:

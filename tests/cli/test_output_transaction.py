@@ -119,6 +119,21 @@ def test_a_transaction_after_hold_commits_writes_nothing(tmp_path: Path, monkeyp
     assert (tmp_path / "a").read_text() == "new a\n"
 
 
+def test_a_check_before_commit_that_holds_commits_writes_nothing(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compile server's worker checks for its client before each commit
+    (cli/server.py): a client found gone stops this commit already."""
+    monkeypatch.setattr(fileio, "_commits_held", False)
+    checked: list[bool] = []
+    monkeypatch.setattr(fileio, "before_commit", [lambda: checked.append(True) or fileio.hold_commits()])
+    outputs = fileio.OutputTransaction()
+    outputs.add(str(tmp_path / "a"), "new a\n")
+    with pytest.raises(fileio.CommitsHeld):
+        outputs.commit()
+    assert checked == [True] and not (tmp_path / "a").exists() and _leftovers(tmp_path) == []
+    fileio.release_commits()
+
+
 @pytest.mark.slow
 def test_sigterm_while_many_outputs_are_written_leaves_all_old_or_all_new(tmp_path: Path) -> None:
     """The issue: SIGTERM during writing left 1-66 of 110 files replaced

@@ -299,6 +299,25 @@ def test_a_command_whose_client_is_killed_ends_without_writing(cache_dir: Path, 
     assert proc.stderr is not None and proc.stderr.read() == b""  # nor a word where it printed
 
 
+def test_a_worker_finds_its_client_gone_before_it_commits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The thread that waits for the client's connection to end may not run
+    before the compile commits (a loaded machine): the commit's own check
+    ends the command where the connection has ended, and only there."""
+    import socket
+
+    from hardboiled.cli import server
+
+    ended: list[bool] = []
+    monkeypatch.setattr(server, "_end_as_terminated", lambda: ended.append(True))
+    worker, client = socket.socketpair()
+    server._end_if_the_client_is_gone(worker)
+    assert ended == []  # connected, silent: the command goes on
+    client.close()
+    server._end_if_the_client_is_gone(worker)
+    assert ended == [True]
+    worker.close()
+
+
 def test_a_command_with_a_closed_standard_descriptor_runs_by_itself(cache_dir: Path) -> None:
     """A closed standard input would be the socket's descriptor, handed to
     the worker as its input: such a command runs here, and says so."""

@@ -15,7 +15,7 @@ from hardboiled.select.rounds import schedule_parts
 from hardboiled.select.rule_files import RULE_FILE_ACCELERATORS, rule_text
 from hardboiled.select.rules import ACCELERATORS, Schedule, check_schedule, load_schedule, rule_chunks, schedule_for
 
-from ..conftest import MANIFEST
+from ..conftest import FIXTURES, MANIFEST, run_cli
 from .test_select import _select, _store_in
 
 _DECLARED = re.compile(r"\(ruleset\s+([A-Za-z0-9_\-]+)\)")
@@ -125,3 +125,21 @@ def test_the_other_accelerator_s_rules_change_no_selection(case: str, monkeypatc
     assert [r.intrinsics for r in unscoped.reports] == [r.intrinsics for r in scoped.reports]
     assert scoped.egraph is not None and unscoped.egraph is not None
     assert scoped.egraph.nodes < unscoped.egraph.nodes
+
+
+@pytest.mark.parametrize("case", ["amx_bf16_matmul_std_single", "wmma_conv1d"])
+def test_emit_egg_shows_the_program_of_one_accelerator(case: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``--emit egg`` is the program as it runs: the facts and the schedule's
+    runs of the accelerator the fixture uses, a comment naming what was left out."""
+    accelerator = MANIFEST[case]["accelerator"]
+    other = "wmma" if accelerator == "amx" else "amx"
+    store_in = [f"--store-in={b}={m}" for b, m in _store_in(case).items()]
+    result = run_cli("compile", str(FIXTURES / case / "vectorizing.stmt"), *store_in, "--no-cache", "-q",
+                     "--emit", "egg", "-o", str(tmp_path / "p.egg"))
+    assert result.returncode == 0, result.stderr.decode()
+    program = (tmp_path / "p.egg").read_text()
+    schedule = program[program.index(";;;; schedule"):]
+    assert f"({accelerator}-" in program.split(";;;; <hardware facts>")[1].split(";;;; stores")[0]
+    assert f"({other}-" not in program.split(";;;; <hardware facts>")[1].split(";;;; stores")[0]
+    assert f"(run {accelerator}-layouts)" in schedule and f"(run {other}-" not in schedule
+    assert f";; not run: the rulesets of {other.upper()}" in schedule
