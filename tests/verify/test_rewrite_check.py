@@ -109,3 +109,36 @@ def test_a_statement_reading_elements_two_to_the_31_apart_is_not_run_here() -> N
                         "int32x256(A[ramp(0, 2147483647, 256)]))\n", "huge.stmt",
                         buffer_types={"A": ir.Int(8), "out": ir.Int(32)}).ir
     assert checked(store, store, {}) == (False, None)
+
+
+def test_the_check_s_draws_are_the_seed_s_own_and_cover_their_range() -> None:
+    import numpy as np
+
+    from hardboiled.verify.rewrite_check import _Draws
+
+    first, again, other = _Draws(3), _Draws(3), _Draws(4)
+    drawn = first.integers(-3, 4, 70_000)
+    assert (drawn == again.integers(-3, 4, 70_000)).all() and not (drawn == other.integers(-3, 4, 70_000)).all()
+    assert sorted(set(drawn.tolist())) == list(range(-3, 4))
+    assert np.bincount(drawn + 3).min() > 9_000  # about 10,000 each
+    assert not (first.integers(-3, 4, 1000) == drawn[:1000]).all()  # a draw goes on from the last
+    wide = _Draws(0).integers(-(1 << 20), 1 << 20, 50_000, endpoint=True)
+    assert wide.min() >= -(1 << 20) and wide.max() <= 1 << 20 and wide.min() < -(1 << 19) < (1 << 19) < wide.max()
+    one = _Draws(1).integers(0, 9)
+    assert 0 <= int(one) < 9
+
+
+def test_a_compile_s_checks_load_no_random_module(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """numpy.random and what it imports cost every compile 8 ms; the checks
+    draw their own (a static figure, not a time)."""
+    import subprocess
+    import sys
+
+    log = FIXTURES / "amx_bf16_matmul_std_single" / "debug.log"
+    probe = ("import sys\nfrom hardboiled.cli import main\n"
+             f"sys.argv = ['hardboiled', 'compile', {str(log)!r}, '--no-cache', '-q', '-o', {str(tmp_path / 'o.stmt')!r}]\n"
+             "try:\n    main()\nexcept SystemExit as exit:\n    assert not exit.code, exit.code\n"
+             "print(sorted(m for m in ('numpy.random', 'secrets', 'hashlib') if m in sys.modules))\n")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
