@@ -24,7 +24,7 @@ tables sized to it) is never recorded.
 This module is the ``hardboiled`` command's entry point, so a replay
 imports nothing beyond the standard library and the small support modules.
 A ``compile`` it cannot answer starts the spare egglog child
-(select/eqsat.py, ``start_spare``) before loading the command line.
+(select/spare.py, ``start_spare``) before loading the command line.
 """
 
 from __future__ import annotations
@@ -116,13 +116,13 @@ def _main(argv: list[str], forward: Callable[[list[str]], int | None] | None = N
     if _may_saturate(argv):
         # The egglog child starts now, beside click and the command line,
         # not once the compile knows it saturates (select/eqsat.py).
-        from hardboiled.select import eqsat
+        from hardboiled.select import spare
 
-        eqsat.start_spare()
+        spare.start_spare()
         try:
             _run_command_line(argv)
         finally:
-            eqsat.discard_spare()  # one this command did not take (a cache hit, an error)
+            spare.discard_spare()  # one this command did not take (a cache hit, an error)
         return
     _run_command_line(argv)
 

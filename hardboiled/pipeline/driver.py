@@ -243,7 +243,7 @@ def compile_batch(inputs: list[tuple[str, bytes | None, Diagnostic | None]], opt
         return results
     from concurrent.futures import ProcessPoolExecutor
 
-    from hardboiled.select.eqsat import discard_spare
+    from hardboiled.select.spare import discard_spare
     from hardboiled.support import children
 
     discard_spare()  # each worker starts its own egglog child: this process's spare would idle through the batch

@@ -33,7 +33,6 @@ import re
 import selectors
 import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -41,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from hardboiled.select.eqsat_child import write_all
-from hardboiled.select.options import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
+from hardboiled.select.limits import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
+from hardboiled.select.spare import close_pipes, discard_spare, spawn, take_spare
 from hardboiled.support import children
 from hardboiled.support.diagnostics import Diagnostic, ExitCode, HardboiledError, InputError, Location
 from hardboiled.support.environment import OutOfMemory, classify_fault
@@ -120,11 +120,11 @@ class _WarmChild:
         self.owner = os.getpid()
         self.served = 0
         self.idle_since = time.monotonic()
-        spare = _take_spare(memory_mb)
+        spare = take_spare(memory_mb)
         if spare is not None:  # started before the command line loaded, by the main thread
             self.proc, self.thread, self.started = spare.proc, spare.thread, spare.started
         else:
-            self.proc, self.thread, self.started = _spawn(memory_mb), threading.current_thread(), time.perf_counter()
+            self.proc, self.thread, self.started = spawn(memory_mb), threading.current_thread(), time.perf_counter()
         # More than a pipe's worth of rules: written from a thread, so that
         # the parent goes on while the child starts up and reads them.
         self.writer = threading.Thread(target=self._write, args=(_message(prelude, None, False),), daemon=True)
@@ -153,8 +153,8 @@ class _WarmChild:
         process's copies of its pipes, so that only its owner holds them
         (the child sees its input end when its owner is done with it), and
         leave it to its owner. Unbuffered
-        pipes (_spawn) hold no lock that the fork could have copied held."""
-        _close_pipes(self.proc)
+        pipes (select/spare.py, ``spawn``) hold no lock that the fork could have copied held."""
+        close_pipes(self.proc)
 
     def discard(self) -> None:
         if self.proc.poll() is None:
@@ -171,80 +171,10 @@ after ``eqsat_child.IDLE_EXIT_S``, and must not be found leaving."""
 _warm: _WarmChild | None = None
 
 
-@dataclass
-class _Spare:
-    """A child started by ``start_spare``: the process and thread that
-    started it (``PR_SET_PDEATHSIG`` ties it to that thread), and when."""
-
-    proc: subprocess.Popen[bytes]
-    owner: int
-    thread: threading.Thread
-    started: float
-
-
-_spare: _Spare | None = None
-
-
-def start_spare() -> None:
-    """Start an egglog child now, at the default memory limit, for a
-    compile that may saturate: it loads egglog's bindings and waits for its
-    first request. Started before the command line loads, it is ready by
-    the time ``prestart`` gives it the rule files, which a child started
-    then would reach 25 ms later (its Python, its imports and the bindings),
-    on the path of every cold compile. Only on the main thread, which lives
-    as long as the process, so that any thread's compile may take it; one
-    no compile took is stopped by ``discard_spare`` (the command's end, or
-    the exit). A spare costs time only: where it cannot be started, the
-    compile starts its own child as before (and says why it cannot)."""
-    global _spare
-    if _spare is not None or _warm is not None or threading.current_thread() is not threading.main_thread():
-        return
-    try:
-        _spare = _Spare(_spawn(DEFAULT_MEMORY_MB), os.getpid(), threading.current_thread(), time.perf_counter())
-    except Exception:  # no memory, no child now (an OSError, a failed preexec_fn): prestart tries again
-        _spare = None
-
-
-def _take_spare(memory_mb: int) -> _Spare | None:
-    """The spare, where this process started it, it is alive and it has
-    the memory limit asked for; any other spare is stopped (or, one
-    inherited through a fork, left to its owner)."""
-    global _spare
-    spare, _spare = _spare, None
-    if spare is None:
-        return None
-    if spare.owner != os.getpid():
-        children.untrack(spare.proc)  # its owner's: an interrupt here must not kill it
-        _close_pipes(spare.proc)
-        return None
-    if memory_mb == DEFAULT_MEMORY_MB and spare.proc.poll() is None:
-        return spare
-    _stop_unused(spare.proc)
-    return None
-
-
-def discard_spare() -> None:
-    """Stop a spare that no compile took."""
-    _take_spare(-1)  # a limit no compile asks for: stopped, or left to its owner
-
-
-def _stop_unused(proc: subprocess.Popen[bytes]) -> None:
-    """Kill a child that was never sent anything and wait for it, reading
-    nothing it wrote (there is nothing to report)."""
-    try:
-        proc.kill()
-    except OSError:
-        pass
-    _close_pipes(proc)
-    proc.wait()
-    children.untrack(proc)
-
-
-def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
-    """Close this process's ends of a child's pipes."""
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        if stream is not None:
-            stream.close()
+def has_prestarted_child() -> bool:
+    """Whether a prestarted or kept child is there (select/spare.py starts
+    no spare then)."""
+    return _warm is not None
 
 
 def prestart(prelude: list[ProgramChunk], memory_mb: int = DEFAULT_MEMORY_MB) -> None:
@@ -297,15 +227,6 @@ def discard_unused() -> None:
     _let_go_of_inherited()
     if _warm is not None and not _warm.served:
         discard_prestarted()
-
-
-def _spawn(memory_mb: int) -> subprocess.Popen[bytes]:
-    """The child: killed with its parent, tracked until it is waited for
-    (support/children.py)."""
-    return children.track(subprocess.Popen([sys.executable, "-m", "hardboiled.select.eqsat_child"], bufsize=0,
-                                           stdin=subprocess.PIPE,
-                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                           preexec_fn=children.preexec(children.memory_limit(memory_mb))))
 
 
 def _finish(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
@@ -413,7 +334,7 @@ def run_egglog(
         if answer is not None:
             return _result(answer, time.perf_counter() - start)
         # A kept child that has gone (its thread ended, or killed from outside): a fresh one runs the whole program.
-    return _run_fresh(_spawn(memory_mb), chunks, roots, measure_size, scopes, deadline, timeout_s, memory_mb)
+    return _run_fresh(spawn(memory_mb), chunks, roots, measure_size, scopes, deadline, timeout_s, memory_mb)
 
 
 def _run_fresh(proc: subprocess.Popen[bytes], chunks: list[ProgramChunk], roots: list[str], measure_size: bool,
@@ -473,7 +394,7 @@ def _side_by_side(chunks: list[ProgramChunk], batches: list[tuple[Scope, ...]], 
     started: list[threading.Thread] = []
     try:
         for _ in batches[1:]:
-            procs.append(_spawn(memory_mb))
+            procs.append(spawn(memory_mb))
         for index in range(len(procs)):
             thread = threading.Thread(target=saturate, args=(index,), name=f"hardboiled-egglog-{index + 1}",
                                       daemon=True)

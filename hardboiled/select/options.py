@@ -8,14 +8,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from hardboiled.select.limits import DEFAULT_MEMORY_MB as DEFAULT_MEMORY_MB  # re-exported
+from hardboiled.select.limits import DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S
+
 if TYPE_CHECKING:
     from hardboiled import ir
     from hardboiled.targets.amx import VNNILayout
 
-DEFAULT_TIMEOUT_S = 60.0
-"""Wall-clock limit of the egglog child process."""
-DEFAULT_MEMORY_MB = 4096
-"""Address-space limit of the egglog child process."""
 
 RewriteCheck = Callable[["ir.Stmt", "ir.Stmt", Mapping[str, "ir.Expr"], Mapping[str, "VNNILayout"]], "str | None"]
 """Checks one selected rewrite against the store it replaces: (the store,

@@ -18,10 +18,13 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: the spare child starts after this module
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+    from pathlib import Path
+    from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 try:  # looked up here, in the parent: a child between fork and exec must not load libraries
@@ -121,6 +124,7 @@ def temporary_directory(prefix: str) -> Iterator[Path]:
     # the spare egglog child (select/eqsat.py) and makes no directory.
     import shutil
     import tempfile
+    from pathlib import Path
 
     path = tempfile.mkdtemp(prefix=prefix)
     with _lock:

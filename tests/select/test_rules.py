@@ -280,8 +280,8 @@ def test_a_command_s_batch_declares_the_rules_once(tmp_path: Path, monkeypatch: 
 
     eqsat.discard_prestarted()
     spawned: list[int] = []
-    spawn = eqsat._spawn
-    monkeypatch.setattr(eqsat, "_spawn", lambda memory_mb: spawned.append(memory_mb) or spawn(memory_mb))
+    spawn = eqsat.spawn
+    monkeypatch.setattr(eqsat, "spawn", lambda memory_mb: spawned.append(memory_mb) or spawn(memory_mb))
     inputs = [str(FIXTURES / name / "vectorizing.stmt")
               for name in ("amx_bf16_matmul_std_single", "amx_bf16_matmul_vnni_single", "amx_bf16_std_ref")]
     with pytest.raises(SystemExit) as info:

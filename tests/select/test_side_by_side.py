@@ -53,8 +53,8 @@ def test_side_by_side_children_extract_what_one_child_extracts(case: str, monkey
     path = FIXTURES.parent / case
     spawned: list[int] = []
     batches: list[int] = []
-    spawn, run = eqsat._spawn, rules.run_egglog_side_by_side
-    monkeypatch.setattr(eqsat, "_spawn", lambda memory_mb: spawned.append(memory_mb) or spawn(memory_mb))
+    spawn, run = eqsat.spawn, rules.run_egglog_side_by_side
+    monkeypatch.setattr(eqsat, "spawn", lambda memory_mb: spawned.append(memory_mb) or spawn(memory_mb))
     monkeypatch.setattr(rules, "run_egglog_side_by_side",
                         lambda chunks, cut, **kw: batches.append(len(cut)) or run(chunks, cut, **kw))
     results = []
