@@ -119,8 +119,9 @@ def _emit_egg(c: Compilation, o: Any) -> None:
         accelerators |= accelerators_used(selected, encoding)
         windows.extend(sliding_windows(s.store for s in selected))
     # One program for every body: its window shape is the choice over all of
-    # them (selection runs each body alone, so with several bodies whose
-    # windows differ each may get its own).
+    # them, and its accelerators all of theirs (selection runs each body
+    # alone, so with several bodies whose windows or accelerators differ
+    # each may get its own).
     c.outputs["egg"] = program_text(terms, load_schedule(options.schedule_path, options.iterations),
                                     WMMA_TENSOR_CORE.best_window_shape(windows), groups, accelerators)
 

@@ -41,6 +41,9 @@ store makes time grow faster than their number (conv1d unrolled, 258
 stores: 6.6 s in one e-graph, 2.4 s in scopes of 32). Stores that share
 facts stay in one scope (``scope_groups`` in select/extract.py)."""
 ITERATIONS_PLACEHOLDER = "@ITERATIONS@"
+MAX_ITERATIONS = 1_000_000
+"""The most --iterations may ask for: a count egglog reads (a 64-bit
+integer) whether or not the program's schedule still runs it."""
 ACCELERATORS = frozenset(ACCELERATOR_MEMORY.values())
 """Every accelerator the rules select for: what a program whose stores are
 not known (the rules' own tests, ``hardboiled rules``) is given."""
@@ -90,11 +93,15 @@ def schedule_for(schedule: Schedule, accelerators: frozenset[str]) -> Schedule:
         return schedule
     characters = list(text)
     for start, end in blanks:
-        characters[start:end] = [c if c == "\n" else " " for c in characters[start:end]]
-    kept = "\n".join(line.rstrip() for line in "".join(characters).split("\n"))
+        characters[start:end] = [c if c in "\r\n" else " " for c in characters[start:end]]
+    kept = _TRAILING_SPACES.sub("", "".join(characters))  # line endings as the file has them
     left_out = sorted(ACCELERATORS - accelerators)
-    return Schedule(f"{kept}\n;; not run: the rulesets of {', '.join(left_out)}, whose memory no store uses "
-                    f"({', '.join(sorted(idle))})\n", schedule.source, schedule.iterations)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    return Schedule(f"{kept}{newline};; not run: the rulesets of {', '.join(left_out)}, whose memory no store uses "
+                    f"({', '.join(sorted(idle))}){newline}", schedule.source, schedule.iterations)
+
+
+_TRAILING_SPACES = re.compile(r"[ \t]+(?=\r?\n|\Z)")
 
 
 def _idle_runs(form: _Form, idle: frozenset[str], blanks: list[tuple[int, int]]) -> bool:
@@ -153,6 +160,10 @@ def load_schedule(path: str | None, iterations: int | None) -> Schedule:
     count = DEFAULT_ITERATIONS if iterations is None else iterations
     if count < 1:
         raise InputError(Diagnostic("error", f"--iterations must be at least 1, not {count}"))
+    if count > MAX_ITERATIONS:
+        raise InputError(Diagnostic("error", f"--iterations must be at most {MAX_ITERATIONS}, not {count}",
+                                    notes=("a schedule repeats until a round changes nothing: "
+                                           "the default 20 rounds is more than the fixtures ever need",)))
     if path is None:
         template, source = rule_text("schedules/default.egg"), "default"
     else:

@@ -69,7 +69,7 @@ class _Draws:
     _GAMMA, _MIX1, _MIX2 = (np.uint64(v) for v in (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB))
 
     def __init__(self, seed: int):
-        self._base = np.array([seed], dtype=np.uint64) * self._GAMMA
+        self._base = np.array([seed], dtype=np.uint64)  # SplitMix64's state: word n mixes seed + n * gamma
         self._drawn = 0
 
     def _words(self, count: int) -> np.ndarray:
@@ -83,6 +83,8 @@ class _Draws:
         """Like ``numpy.random.Generator.integers``: ``size`` int64 values
         in [low, high) (or [low, high] with ``endpoint``), or one."""
         span = high - low + (1 if endpoint else 0)
+        if span <= 0:
+            raise ValueError(f"no integers in [{low}, {high}{']' if endpoint else ')'}")
         values = (self._words(1 if size is None else size) % np.uint64(span)).astype(np.int64) + low
         return values[0] if size is None else values
 

@@ -143,3 +143,12 @@ def test_emit_egg_shows_the_program_of_one_accelerator(case: str, tmp_path) -> N
     assert f"({other}-" not in program.split(";;;; <hardware facts>")[1].split(";;;; stores")[0]
     assert f"(run {accelerator}-layouts)" in schedule and f"(run {other}-" not in schedule
     assert f";; not run: the rulesets of {other.upper()}" in schedule
+
+
+def test_a_schedule_file_with_windows_line_endings_keeps_them() -> None:
+    text = ";; crlf\r\n(run-schedule\r\n  (run axioms)\r\n  (run wmma-layouts)\r\n  (run amx-layouts))\r\n"
+    scoped = schedule_for(Schedule(text, "crlf.egg", 20), frozenset({"AMX"}))
+    assert "\n" not in scoped.text.replace("\r\n", "")
+    body = scoped.text.split(";; not run")[0]
+    assert body.count("\r\n") == text.count("\r\n") + 1  # and one before the closing comment
+    assert _runs(scoped.text) == ["axioms", "amx-layouts"] and " \r\n" not in body

@@ -91,3 +91,17 @@ def test_a_repeat_that_reaches_its_fixpoint_stops_there_with_egglogs_result(seed
     assert (ours.terms == ("(Done)",)) == (repeat > limit)
     assert min(repeat, limit + 1) <= ours.run_report["rounds"] <= min(repeat, limit + 2)
     assert theirs.run_report["rounds"] == 1  # egglog ran all its rounds itself
+
+
+def test_iterations_past_the_limit_are_an_input_error() -> None:
+    """egglog reads the count as a 64-bit integer, whether or not the
+    program's schedule still runs it (an idle accelerator's run is blanked)."""
+    import pytest
+
+    from hardboiled.select.rules import MAX_ITERATIONS, load_schedule
+    from hardboiled.support.diagnostics import InputError
+
+    assert load_schedule(None, MAX_ITERATIONS).iterations == MAX_ITERATIONS
+    with pytest.raises(InputError) as info:
+        load_schedule(None, 10**20)
+    assert "at most 1000000" in info.value.diagnostic.message

@@ -142,6 +142,11 @@ def test_the_check_s_draws_are_the_seed_s_own_and_cover_their_range() -> None:
     assert sorted(set(drawn.tolist())) == list(range(-3, 4))
     assert np.bincount(drawn + 3).min() > 9_000  # about 10,000 each
     assert not (first.integers(-3, 4, 1000) == drawn[:1000]).all()  # a draw goes on from the last
+    # Another seed's stream is not this one's, shifted (word n mixes seed + n * gamma).
+    assert all(not (other.integers(-3, 4, 1000) == _Draws(3).integers(-3, 4, 1000 + shift)[shift:]).all()
+               for shift in range(4) for other in [_Draws(4)])
+    with pytest.raises(ValueError):
+        _Draws(0).integers(2, 2)
     wide = _Draws(0).integers(-(1 << 20), 1 << 20, 50_000, endpoint=True)
     assert wide.min() >= -(1 << 20) and wide.max() <= 1 << 20 and wide.min() < -(1 << 19) < (1 << 19) < wide.max()
     one = _Draws(1).integers(0, 9)
