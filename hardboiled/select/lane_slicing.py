@@ -134,9 +134,11 @@ class LaneSlicer:
         outer_lanes = math.prod(extents[:axis])
         if outer_lanes == 1:
             return inner
+        # the outer ramp's stride is as wide as its base: the inner ramp's
+        # lanes, each of them as wide as the (maybe vector) stride
         step = scaled(e.stride, weights[axis - 1])
-        return ir.Ramp(inner, step if inner.type.lanes == 1 else ir.Broadcast(step, inner.type.lanes),
-                       outer_lanes)
+        copies = inner.type.lanes // step.type.lanes
+        return ir.Ramp(inner, step if copies == 1 else ir.Broadcast(step, copies), outer_lanes)
 
     def _broadcast(self, e: ir.Broadcast, extents: tuple[int, ...], axis: int, start: int,
                    count: int) -> ir.Expr | None:
