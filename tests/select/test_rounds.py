@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from hardboiled.select.eqsat import ProgramChunk, run_egglog
+from hardboiled.select.eqsat import ProgramChunk, Scope, run_egglog
 from hardboiled.select.rounds import schedule_parts
 from hardboiled.select.rules import load_schedule
 
@@ -105,3 +105,32 @@ def test_iterations_past_the_limit_are_an_input_error() -> None:
     with pytest.raises(InputError) as info:
         load_schedule(None, 10**20)
     assert "at most 1000000" in info.value.diagnostic.message
+
+
+
+_SHARED = ProgramChunk("shared.egg", "(datatype E (Num i64) (Pair E E))\n(let $big (Pair (Num 1) (Pair (Num 2) (Num 3))))\n")
+_MERGING = Scope((ProgramChunk("merge.egg", "(union $big (Num 7))\n"),), ("$big",))
+_PLAIN = Scope((ProgramChunk("plain.egg", "(let $pair (Pair $big $big))\n"),), ("$big",))
+_WHOLE, _SMALL = "(Pair (Num 1) (Pair (Num 2) (Num 3)))", "(Num 7)"
+
+
+@pytest.mark.parametrize("kept", [False, True])
+def test_no_scope_sees_what_an_earlier_one_added_and_a_kept_child_forgets_the_last(kept: bool) -> None:
+    """Scopes run one after the other on the shared chunks; the last runs
+    without a push of its own (eqsat_child._answer): nothing reads the
+    e-graph after it but a kept child's next request, which starts from the
+    shared chunks again."""
+    from hardboiled.select import eqsat
+
+    chunks = [_SHARED]
+    if kept:
+        eqsat.prestart(chunks)
+    try:
+        first = run_egglog(chunks, ["$big"], scopes=(_MERGING, _PLAIN, _MERGING))
+        assert list(first.terms) == [_WHOLE, _SMALL, _WHOLE, _SMALL]
+        again = run_egglog(chunks, ["$big"], scopes=(_PLAIN,))
+        assert list(again.terms) == [_WHOLE, _WHOLE]
+        if kept:  # the kept child answered both
+            assert eqsat._warm is not None and eqsat._warm.served == 2
+    finally:
+        eqsat.discard_prestarted()
