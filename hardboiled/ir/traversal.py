@@ -1,19 +1,21 @@
 """Traversing the IR: ``children`` (every pass's way down), ``walk`` (pre-order),
 and the queries built on it (``calls``, ``has_gpu_loops``, ``is_wmma_call``).
 
-``children`` and ``walk`` are the hottest functions of hardboiled: keep them
-plain loops over module globals.
+``children`` and ``walk`` are the hottest functions of hardboiled: each node
+class has a children function of its own, written from its fields.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeGuard
 
+from hardboiled.ir import exprs, stmts
 from hardboiled.ir.enums import ForKind
 from hardboiled.ir.exprs import Call, Expr
 from hardboiled.ir.stmts import Allocate, For, Stmt, Store
+from hardboiled.support.dataclass_code import compiled
 
 Node = Expr | Stmt
 """Any expression or statement: what ``children`` and ``walk`` visit."""
@@ -21,41 +23,57 @@ Node = Expr | Stmt
 
 def children(node: Node) -> list[Node]:
     """The direct Expr/Stmt children of a node, in field order (looking
-    into tuples of them, and tuples of tuples such as ``Realize.bounds``).
-
-    Every traversal goes through here, so it is a plain loop filling a list
-    (no generators), over a plan of each class's fields made once: fields
-    that hold one node (or None) are taken as they are, tuples are looked
-    into, and fields whose type holds no node (names, types, literal
-    values) are not looked at."""
-    found: list[Node] = []
-    for name, nested in _child_fields(type(node)):
-        value = getattr(node, name)
-        if nested:
-            _collect_nodes(value, found)
-        elif value is not None:
-            found.append(value)
-    return found
+    into tuples of them, and tuples of tuples such as ``Realize.bounds``),
+    in a new list."""
+    return _CHILDREN_OF[type(node)](node)
 
 
-_CHILD_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
-_ONE_NODE = frozenset({"Expr", "Stmt", "Node", "Expr | None", "Stmt | None", "Node | None"})
+def walk(node: Node) -> Iterator[Node]:
+    """Pre-order traversal of a node and everything below it."""
+    stack = [node]
+    pop, extend, children_of = stack.pop, stack.extend, _CHILDREN_OF
+    while stack:
+        current = pop()
+        yield current
+        found = children_of[type(current)](current)
+        if found:
+            found.reverse()
+            extend(found)
+
+
+_ONE_NODE = frozenset({"Expr", "Stmt", "Node"})
+_MAYBE_NODE = frozenset({"Expr | None", "Stmt | None", "Node | None"})
+_NODES = frozenset({"tuple[Expr, ...]", "tuple[Stmt, ...]", "tuple[Node, ...]"})
 _NO_NODE = frozenset({"str", "str | None", "int", "bool", "float", "Type", "BinOp", "ForKind", "ReduceOp",
                       "tuple[int, ...]", "tuple[int, int] | None"})
 """Field annotations (as written: the IR modules postpone annotations)
-that hold one node, and that hold none. A field of any other annotation
-is searched as ``_collect_nodes`` searches, so an unforeseen one costs
-time, never a child."""
+that hold one node, one node or None, a tuple of nodes, and no node. A
+field of any other annotation is searched as ``_collect_nodes`` searches,
+so an unforeseen one costs time, never a child."""
 
 
-def _child_fields(cls: type) -> tuple[tuple[str, bool], ...]:
-    """(field name, whether to look into it) for each field that may hold a node."""
-    plan = _CHILD_FIELDS.get(cls)
-    if plan is None:
-        fields = cls.__dataclass_fields__.values()  # type: ignore[attr-defined]
-        plan = _CHILD_FIELDS[cls] = tuple((f.name, str(f.type) not in _ONE_NODE) for f in fields
-                                          if str(f.type) not in _NO_NODE)
-    return plan
+def _children_function_text(cls: type) -> str:
+    """The source of a function that lists the children of a ``cls``: its
+    fields read by name, in order, each as its annotation says (a plain loop
+    over a plan of the fields took two and a half times as long, and every
+    pass walks the tree several times)."""
+    fields = [(f.name, str(f.type)) for f in cls.__dataclass_fields__.values()  # type: ignore[attr-defined]
+              if str(f.type) not in _NO_NODE]
+    header = f"def children_of_{cls.__name__}(node):\n"
+    if all(annotation in _ONE_NODE for _, annotation in fields):
+        return header + f"    return [{', '.join(f'node.{name}' for name, _ in fields)}]\n"
+    lines = [header, "    found = []\n"]
+    for name, annotation in fields:
+        if annotation in _ONE_NODE:
+            lines.append(f"    found.append(node.{name})\n")
+        elif annotation in _MAYBE_NODE:
+            lines.append(f"    if node.{name} is not None:\n        found.append(node.{name})\n")
+        elif annotation in _NODES:
+            lines.append(f"    found.extend(node.{name})\n")
+        else:
+            lines.append(f"    collect_nodes(node.{name}, found)\n")
+    lines.append("    return found\n")
+    return "".join(lines)
 
 
 def _collect_nodes(value: object, found: list[Node]) -> None:
@@ -66,13 +84,30 @@ def _collect_nodes(value: object, found: list[Node]) -> None:
             _collect_nodes(item, found)
 
 
-def walk(node: Node) -> Iterator[Node]:
-    """Pre-order traversal of a node and everything below it."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(children(current)))
+class _ChildrenTable(dict[type, Callable[[Node], list[Node]]]):
+    """The children function of each node class, written for every class
+    of the IR's modules at once (one text, whose code support/dataclass_code.py
+    keeps between runs); a class from elsewhere gets its own on first use."""
+
+    def __missing__(self, cls: type) -> Callable[[Node], list[Node]]:
+        self.update(_children_functions([cls]))
+        return self[cls]
+
+
+def _children_functions(classes: list[type]) -> dict[type, Callable[[Node], list[Node]]]:
+    namespace: dict[str, object] = {"collect_nodes": _collect_nodes}
+    exec(compiled("".join(_children_function_text(cls) for cls in classes)), namespace)  # noqa: S102 - our own text
+    return {cls: namespace[f"children_of_{cls.__name__}"] for cls in classes}  # type: ignore[misc]
+
+
+def _node_classes() -> list[type]:
+    """Every node class of the IR's modules, in definition order."""
+    return [value for module in (exprs, stmts) for value in vars(module).values()
+            if isinstance(value, type) and value.__module__ == module.__name__ and issubclass(value, (Expr, Stmt))
+            and hasattr(value, "__dataclass_fields__")]
+
+
+_CHILDREN_OF = _ChildrenTable(_children_functions(_node_classes()))
 
 
 GPU_LOOP_KINDS = (ForKind.GPU_BLOCK, ForKind.GPU_THREAD, ForKind.GPU_LANE)

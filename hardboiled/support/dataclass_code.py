@@ -12,7 +12,8 @@ imports every module and writes the code of every text it saw to
 same text again.
 
 Only the ``exec`` of the ``dataclasses`` module is served, and only for
-classes of hardboiled's own modules; a text not in the file (a class
+classes of hardboiled's own modules (and, through ``compiled``, other
+source hardboiled writes for itself); a text not in the file (a class
 edited since) is compiled as ``dataclasses`` compiles it. The file names
 the exact Python build it was written by, and any other file is ignored.
 
@@ -84,6 +85,20 @@ def _exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
     if ours and text is not None:
         seen[text] = code
     builtins.exec(code, globals, locals)
+
+
+def compiled(text: str) -> CodeType:
+    """The code of ``text``, source that hardboiled writes for itself the
+    same way in every run (ir/traversal.py's children functions): served
+    from the file as the classes' methods are, and kept by ``write``."""
+    global _known
+    if _known is None:
+        _known = _read()
+    code = _known.get(text)
+    if type(code) is not _CODE:
+        code = compile(text, "<string>", "exec", dont_inherit=True)
+    seen[text] = code
+    return code
 
 
 def _serve(module: ModuleType) -> None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from hypothesis import HealthCheck, given, settings
+
 from hardboiled import ir
 from hardboiled.frontend.parse import parse_input
 from hardboiled.ir.traversal import allocations, has_gpu_loops, stores
+
+from .. import ir_strategies as irs
 
 _CPU = """allocate acc[float32 * 16] in AMXTile
 for (x, 0, 4) {
@@ -40,3 +44,63 @@ def test_outline_answers_for_the_tree_asked_about_whichever_was_asked_last() -> 
         assert (has_gpu_loops(node), [a.name for a in allocations(node)], list(stores(node))) == walked(node)
     assert walked(cpu)[:2] == (False, ["acc", "tmp"]) and walked(gpu)[:2] == (True, ["frag"])
     assert walked(inner)[:2] == (True, []) and [s.name for s in walked(cpu)[2]] == ["acc", "tmp"]
+
+
+def _children_by_fields(node: ir.Node) -> list[ir.Node]:
+    """Every node held by a field, in field order, tuples looked into: what
+    the children functions written from the annotations must give."""
+    import dataclasses
+
+    found: list[ir.Node] = []
+
+    def collect(value: object) -> None:
+        if isinstance(value, (ir.Expr, ir.Stmt)):
+            found.append(value)
+        elif isinstance(value, tuple):
+            for item in value:
+                collect(item)
+
+    for field in dataclasses.fields(node):  # type: ignore[arg-type]
+        collect(getattr(node, field.name))
+    return found
+
+
+def test_every_node_class_has_a_children_function_of_its_own() -> None:
+    from hardboiled.ir import exprs, stmts, traversal
+
+    classes = [c for m in (exprs, stmts) for c in vars(m).values()
+               if isinstance(c, type) and c.__module__ == m.__name__ and issubclass(c, (ir.Expr, ir.Stmt))
+               and hasattr(c, "__dataclass_fields__")]
+    assert len(classes) > 30 and all(c in traversal._CHILDREN_OF for c in classes)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(irs.statements(depth=4, expr_depth=3))
+def test_children_and_walk_see_what_the_fields_hold(stmt: ir.Stmt) -> None:
+    order: list[ir.Node] = []
+    pending: list[ir.Node] = [stmt]
+    while pending:
+        node = pending.pop()
+        order.append(node)
+        expected = _children_by_fields(node)
+        got = ir.children(node)
+        assert got == expected and all(a is b for a, b in zip(got, expected, strict=True)), type(node)
+        assert ir.children(node) is not got  # a new list each time: callers may change it
+        pending.extend(reversed(expected))
+    assert all(a is b for a, b in zip(ir.walk(stmt), order, strict=True)) and len(list(ir.walk(stmt))) == len(order)
+
+
+def test_a_node_class_from_elsewhere_gets_a_children_function_on_first_use() -> None:
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Pair(ir.Expr):
+        first: ir.Expr
+        rest: tuple[ir.Expr, ...]
+        maybe: ir.Expr | None
+        name: str
+
+    one, two = ir.IntImm(1), ir.IntImm(2)
+    pair = Pair(one, (two, one), None, "p")
+    assert ir.children(pair) == [one, two, one]
+    assert list(ir.walk(Pair(one, (pair,), two, "q")))[:3] == [Pair(one, (pair,), two, "q"), one, pair]
