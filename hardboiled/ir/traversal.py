@@ -57,8 +57,7 @@ def _children_function_text(cls: type) -> str:
     fields read by name, in order, each as its annotation says (a plain loop
     over a plan of the fields took two and a half times as long, and every
     pass walks the tree several times)."""
-    fields = [(f.name, str(f.type)) for f in cls.__dataclass_fields__.values()  # type: ignore[attr-defined]
-              if str(f.type) not in _NO_NODE]
+    fields = [(name, str(cls.__dataclass_fields__[name].type)) for name in node_fields(cls)]  # type: ignore[attr-defined]
     header = f"def children_of_{cls.__name__}(node):\n"
     if all(annotation in _ONE_NODE for _, annotation in fields):
         return header + f"    return [{', '.join(f'node.{name}' for name, _ in fields)}]\n"
@@ -74,6 +73,19 @@ def _children_function_text(cls: type) -> str:
             lines.append(f"    collect_nodes(node.{name}, found)\n")
     lines.append("    return found\n")
     return "".join(lines)
+
+
+def node_fields(cls: type) -> tuple[str, ...]:
+    """The names of the fields of ``cls`` that may hold a node (or a tuple
+    of them), in order: what a rebuild looks at."""
+    names = _NODE_FIELDS.get(cls)
+    if names is None:
+        names = _NODE_FIELDS[cls] = tuple(f.name for f in cls.__dataclass_fields__.values()  # type: ignore[attr-defined]
+                                          if str(f.type) not in _NO_NODE)
+    return names
+
+
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _collect_nodes(value: object, found: list[Node]) -> None:
@@ -108,6 +120,12 @@ def _node_classes() -> list[type]:
 
 
 _CHILDREN_OF = _ChildrenTable(_children_functions(_node_classes()))
+
+
+def children_functions() -> dict[type, Callable[[Node], list[Node]]]:
+    """The children function of each node class (what ``children`` calls),
+    for a loop that calls them itself (visitor.py's ``rewrite``)."""
+    return _CHILDREN_OF
 
 
 GPU_LOOP_KINDS = (ForKind.GPU_BLOCK, ForKind.GPU_THREAD, ForKind.GPU_LANE)

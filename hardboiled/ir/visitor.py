@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
 from hardboiled.ir import nodes as ir
+from hardboiled.ir.traversal import children_functions, node_fields
 
 R = TypeVar("R")
 N = TypeVar("N", ir.Stmt, ir.Expr)
@@ -78,40 +79,29 @@ def _rebuild(node: Any, changes: dict[str, Any]) -> Any:
     return dataclasses.replace(node, **changes)
 
 
-def _child_slots(node: Any, kinds: tuple[type, ...]) -> list[Any]:
-    """The children of ``node`` of the given kinds, in field order, looking
-    into tuples (and tuples of tuples, such as ``Realize.bounds``)."""
-    found: list[Any] = []
-
-    def collect(value: Any) -> None:
-        if isinstance(value, kinds):
-            found.append(value)
-        elif isinstance(value, tuple):
-            for item in value:
-                collect(item)
-
-    for name in node.__dataclass_fields__:
-        collect(getattr(node, name))
-    return found
-
-
 def _rebuilt_fields(node: Any, kinds: tuple[type, ...], memo: dict[int, Any]) -> dict[str, Any]:
+    """The fields of ``node`` whose nodes were rebuilt, with their new values."""
     changes: dict[str, Any] = {}
-
-    def rebuilt(value: Any) -> Any:
-        if isinstance(value, kinds):
-            return memo[id(value)]
-        if isinstance(value, tuple):
-            items = tuple(rebuilt(item) for item in value)
-            return value if all(a is b for a, b in zip(items, value)) else items
-        return value
-
-    for name in node.__dataclass_fields__:
+    for name in node_fields(type(node)):
         value = getattr(node, name)
-        new = rebuilt(value)
+        if isinstance(value, kinds):
+            new = memo[id(value)]
+        elif type(value) is tuple:
+            new = _rebuilt_tuple(value, kinds, memo)
+        else:
+            continue
         if new is not value:
             changes[name] = new
     return changes
+
+
+def _rebuilt_tuple(value: tuple[Any, ...], kinds: tuple[type, ...], memo: dict[int, Any]) -> tuple[Any, ...]:
+    items = tuple(memo[id(item)] if isinstance(item, kinds) else
+                  _rebuilt_tuple(item, kinds, memo) if type(item) is tuple else item for item in value)
+    return value if all(a is b for a, b in zip(items, value)) else items
+
+
+_EVERY_KIND = frozenset({(ir.Stmt, ir.Expr), (ir.Expr, ir.Stmt)})
 
 
 def rewrite(root: Any, replace: Replace, kinds: tuple[type, ...] = (ir.Stmt, ir.Expr)) -> Any:
@@ -124,9 +114,12 @@ def rewrite(root: Any, replace: Replace, kinds: tuple[type, ...] = (ir.Stmt, ir.
     that result: a callback that numbers what it creates (staging buffers)
     numbers a shared subtree once. The parser never shares nodes."""
     memo: dict[int, Any] = {}
+    every_kind = kinds in _EVERY_KIND
+    children_of = children_functions()
     stack: list[tuple[Any, bool]] = [(root, False)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, children_done = stack.pop()
+        node, children_done = pop()
         if children_done:
             memo[id(node)] = _rebuild(node, _rebuilt_fields(node, kinds, memo))
             continue
@@ -136,8 +129,15 @@ def rewrite(root: Any, replace: Replace, kinds: tuple[type, ...] = (ir.Stmt, ir.
         if replacement is not None:
             memo[id(node)] = replacement
             continue
-        stack.append((node, True))
-        stack.extend((child, False) for child in reversed(_child_slots(node, kinds)))
+        found = children_of[type(node)](node)
+        if not every_kind:
+            found = [child for child in found if isinstance(child, kinds)]
+        if not found:  # a leaf: nothing to rebuild it from
+            memo[id(node)] = node
+            continue
+        push((node, True))
+        for child in reversed(found):
+            push((child, False))
     return memo[id(root)]
 
 
