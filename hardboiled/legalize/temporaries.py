@@ -65,19 +65,25 @@ class _Subtrees:
         are new. ``names`` may add only new names (the copies'), which no
         analysed node uses."""
         self._trees.append(stmt)
-        pending: list[tuple[ir.Node, bool]] = [(stmt, False)]
+        # Statements only: an expression writes, binds and guards nothing,
+        # so what a statement's own expressions use is all they add (walked
+        # with it, not analysed node by node: three in four nodes are
+        # expressions).
+        pending: list[tuple[ir.Stmt, bool]] = [(stmt, False)]
         while pending:  # children before parents
             node, kids_done = pending.pop()
             if id(node) in self.uses:
                 continue
+            found = ir.children(node)
+            kids = [kid for kid in found if isinstance(kid, ir.Stmt)]
             if not kids_done:
                 pending.append((node, True))
-                pending.extend((kid, False) for kid in ir.children(node) if id(kid) not in self.uses)
+                pending.extend((kid, False) for kid in kids if id(kid) not in self.uses)
                 continue
-            kids = list(ir.children(node))
-            used = {node.name} if isinstance(node, ir.Variable) and node.name in names else set()
+            used = {n.name for kid in found if isinstance(kid, ir.Expr)
+                    for n in ir.walk(kid) if isinstance(n, ir.Variable) and n.name in names}
             written = set(_own_writes(node))
-            bound = _binds(node) if isinstance(node, ir.Stmt) else set()
+            bound = _binds(node)
             for kid in kids:
                 used |= self.uses[id(kid)]
                 written |= self.writes[id(kid)]
@@ -85,8 +91,7 @@ class _Subtrees:
             self.uses[id(node)] = frozenset(used)
             self.writes[id(node)] = frozenset(written)
             self.binds[id(node)] = frozenset(bound)
-            self.kernels[id(node)] = (isinstance(node, ir.Stmt) and _is_kernel_loop(node)) or any(
-                self.kernels[id(kid)] for kid in kids)
+            self.kernels[id(node)] = _is_kernel_loop(node) or any(self.kernels[id(kid)] for kid in kids)
             self.guarded[id(node)] = self.uses[id(node)] if isinstance(node, ir.IfThenElse) else frozenset(
                 name for kid in kids for name in self.guarded[id(kid)])
 
