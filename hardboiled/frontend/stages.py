@@ -9,6 +9,7 @@ before it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from hardboiled.support.diagnostics import error_at
@@ -18,7 +19,8 @@ DEFAULT_STAGE = "vectorizing"
 # ``Lowering after NAME:`` starts a stage; ``(unchanged)`` stages have no body.
 # One of Halide's headers ("clamping unsafe data-dependent accesses") has no
 # colon.
-_STAGE_HEADER_RE = re.compile(r"^Lowering after (.*?):?( \(unchanged\))?$")
+_STAGE_HEADER_RE = re.compile(r"Lowering after (.*?):?( \(unchanged\))?$")
+"""A header line (matched from its start to the line's end)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,23 +54,59 @@ def decode_input(data: bytes, filename: str) -> str:
 
 def split_log(text: str) -> list[Stage]:
     """All stages of an HL_DEBUG_CODEGEN log, in order."""
-    stages: list[Stage] = []
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        m = _STAGE_HEADER_RE.match(lines[i])
-        if m is None:
-            i += 1
+    return [Stage(name, line, None if body is None else _body_text(text, body))
+            for name, line, body in _stage_spans(text)]
+
+
+def _stage_spans(text: str) -> Iterator[tuple[str, int, tuple[int, int] | None]]:
+    """Each stage's name, header line and body (its offsets in ``text``;
+    None for an "(unchanged)" stage), found with string searches: a log is
+    large (half a megabyte for a small pipeline), and a compile takes one
+    of its 30 stages. A header is a line that starts with ``LOG_MARKER``
+    after the last body ended; a body runs to ``stage_body_line_count``'s
+    end."""
+    position, line = 0, 1
+    while (found := text.find(LOG_MARKER, position)) >= 0:
+        if found and text[found - 1] != "\n":  # the marker inside a line
+            line += text.count("\n", position, found + 1)
+            position = found + 1
             continue
-        header_line = i + 1
+        line += text.count("\n", position, found)
+        header_end = text.find("\n", found)
+        header_end = len(text) if header_end < 0 else header_end
+        m = _STAGE_HEADER_RE.match(text, found, header_end)
+        assert m is not None  # the pattern takes any line that starts with the marker
+        body_start = header_end + 1
         if m.group(2):
-            stages.append(Stage(m.group(1), header_line, None))
-            i += 1
-            continue
-        end = i + 1 + stage_body_line_count(lines, i + 1)
-        stages.append(Stage(m.group(1), header_line, "\n".join(lines[i + 1 : end]) + "\n"))
-        i = end
-    return stages
+            yield m.group(1), line, None
+            position = body_start
+        else:
+            body_end = _body_end(text, body_start)
+            yield m.group(1), line, (body_start, body_end)
+            position = body_end
+        line += text.count("\n", found, position)
+
+
+def _body_end(text: str, start: int) -> int:
+    """Where the line that ends the body starting at ``start`` begins (one
+    past the text's end where the body runs to its last line): its first
+    blank line, unless a let-expression store may make a blank line part
+    of the IR, where the lines are counted as ``stage_body_line_count``
+    counts them."""
+    blank = text.find("\n\n", start - 1)
+    if blank >= 0:
+        end = blank + 1
+    else:
+        end = len(text) if text.endswith("\n") and start <= len(text) else len(text) + 1
+    if text.find("] = \n", start, end) < 0 and not (end > len(text) and text.endswith("] = ")):
+        return end
+    lines = text[start:].split("\n")
+    return start + sum(len(body_line) + 1 for body_line in lines[:stage_body_line_count(lines, 0)])
+
+
+def _body_text(text: str, body: tuple[int, int]) -> str:
+    start, end = body
+    return text[start:end - 1] + "\n"
 
 
 def stage_body_line_count(lines: list[str], start: int) -> int:
@@ -114,16 +152,17 @@ def select_stage(text: str, filename: str, stage_name: str) -> tuple[str, int, s
     An "(unchanged)" stage resolves to the last stage printed before it,
     because that is the IR the pass left behind.
     """
-    stages = split_log(text)
-    last_body: Stage | None = None
-    for stage in stages:
-        if stage.body is not None:
-            last_body = stage
-        if stage.name == stage_name:
+    stages = []
+    last_body: tuple[int, tuple[int, int]] | None = None
+    for name, line, body in _stage_spans(text):
+        stages.append(name)
+        if body is not None:
+            last_body = line, body
+        if name == stage_name:
             if last_body is None:
                 break
-            return last_body.body or "", last_body.header_line, stage_name
-    names = sorted({s.name for s in stages})
+            return _body_text(text, last_body[1]), last_body[0], stage_name
+    names = sorted(set(stages))
     first_line = text.split("\n", 1)[0]
     raise error_at(
         f"no stage named '{stage_name}' in this HL_DEBUG_CODEGEN log",
