@@ -162,14 +162,13 @@ def _file_cache(name: str, data: bytes, options: CompileOptions) -> tuple[Any, s
     if (options.selection.cache_dir is None or options.verification.executes or options.build.path
             or options.instrumentation.active):
         return None, ""
-    import hashlib
-
     from hardboiled.support.cache import ResultCache, cache_key
+    from hardboiled.support.digest import hex_digest
 
     schedule = ""
     if options.selection.schedule_path is not None:
         try:
-            schedule = hashlib.sha256(Path(options.selection.schedule_path).read_bytes()).hexdigest()
+            schedule = hex_digest(Path(options.selection.schedule_path).read_bytes())
         except OSError:
             return None, ""  # the pipeline reports it
     selection = options.selection
@@ -178,8 +177,9 @@ def _file_cache(name: str, data: bytes, options: CompileOptions) -> tuple[Any, s
                      selection.iterations, options.output.emit, sorted(options.codegen.required),
                      options.codegen.wanted, selection.timeout_s, selection.memory_mb, options.codegen.name,
                      options.codegen.args, selection.require))
-    texts = ["file", settings, hashlib.sha256(data).hexdigest(), schedule]
-    return ResultCache(Path(options.selection.cache_dir)), cache_key(texts, [])
+    texts = ["file", settings, hex_digest(data), schedule]
+    cache = ResultCache(Path(options.selection.cache_dir))
+    return cache, cache_key(texts, [], cache)
 
 
 _DIAGNOSTIC_SHAPE = {"severity": str, "message": str, "file": (str, None), "line": (int, None),

@@ -16,6 +16,7 @@ import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from hashlib import sha256
+    from typing import Any
 else:
     try:
         from _sha256 import sha256
@@ -26,8 +27,21 @@ else:
             from hashlib import sha256
 
 
+OPENSSL_FROM_BYTES = 1 << 20
+"""From this size on, loading ``hashlib`` (2 to 3 ms) costs less than
+CPython's slower SHA-256 (3 ms a megabyte, against 0.6 through OpenSSL)."""
+
+
 def hex_digest(data: bytes) -> str:
     """The SHA-256 of ``data``, in hexadecimal: through OpenSSL where
-    something has loaded ``hashlib`` already (a compile's cache key has)."""
+    something has loaded ``hashlib`` already, or the data is large."""
     loaded = sys.modules.get("hashlib")
+    if loaded is None and len(data) >= OPENSSL_FROM_BYTES:
+        import hashlib as loaded
     return (loaded.sha256 if loaded is not None else sha256)(data).hexdigest()
+
+
+def new_sha256() -> Any:
+    """A SHA-256 to feed with ``update``: OpenSSL's where ``hashlib`` is loaded."""
+    loaded = sys.modules.get("hashlib")
+    return loaded.sha256() if loaded is not None else sha256()

@@ -28,3 +28,19 @@ def test_without_hashlib_the_digest_is_the_same_and_hashlib_stays_unloaded() -> 
     rng = random.Random(5)
     assert out[0].split() == [hashlib.sha256(rng.randbytes(n)).hexdigest() for n in (0, 64, 65, 484603)]
     assert out[1] == "False"
+
+
+def test_large_data_goes_through_openssl_and_an_incremental_digest_is_the_same() -> None:
+    from hardboiled.support.digest import OPENSSL_FROM_BYTES, new_sha256
+
+    probe = ("import sys\n"
+             "from hardboiled.support.digest import OPENSSL_FROM_BYTES, hex_digest, new_sha256\n"
+             "small = new_sha256(); small.update(b'ab'); small.update(b'c')\n"
+             "print(small.hexdigest(), 'hashlib' in sys.modules)\n"
+             "print(hex_digest(bytes(OPENSSL_FROM_BYTES)), 'hashlib' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == f"{hashlib.sha256(b'abc').hexdigest()} False"
+    assert out[1] == f"{hashlib.sha256(bytes(OPENSSL_FROM_BYTES)).hexdigest()} True"
+    digest = new_sha256()
+    digest.update(b"abc")
+    assert digest.hexdigest() == hashlib.sha256(b"abc").hexdigest()
