@@ -82,10 +82,11 @@ def buffer_registers(stmt: ir.Stmt, buffers: set[str]) -> dict[tuple[str, int], 
         pool = free.get(shape, []) if shape is not None else []
         return pool.pop() if pool else len(set(plan.values()))
 
-    def visit(node: ir.Node) -> None:
+    def visit(node: ir.Stmt) -> None:
         if not (isinstance(node, ir.Allocate) and node.name in buffers):
             for child in children(node):
-                visit(child)
+                if isinstance(child, ir.Stmt):  # allocations are statements, and no expression holds one
+                    visit(child)
             return
         taken: list[tuple[Shape | None, int]] = []
         for tile, shape in _written_tiles(node.body, node.name).items():
