@@ -178,8 +178,7 @@ def _file_cache(name: str, data: bytes, options: CompileOptions) -> tuple[Any, s
                      options.codegen.wanted, selection.timeout_s, selection.memory_mb, options.codegen.name,
                      options.codegen.args, selection.require))
     texts = ["file", settings, hex_digest(data), schedule]
-    cache = ResultCache(Path(options.selection.cache_dir))
-    return cache, cache_key(texts, [], cache)
+    return ResultCache(Path(options.selection.cache_dir)), cache_key(texts, [])
 
 
 _DIAGNOSTIC_SHAPE = {"severity": str, "message": str, "file": (str, None), "line": (int, None),

@@ -385,7 +385,7 @@ def saturate(
     schedule = schedule_for(schedule, accelerators)
     groups = groups if groups is not None else [ScopeGroup(tuple(range(len(terms))))]
     scopes = tuple(_scope(terms, group, schedule) for group in groups if group.stores)
-    key = _program_key(chunks, scopes, cache) if cache is not None else ""
+    key = _program_key(chunks, scopes) if cache is not None else ""
     if cache is not None and (cached := _cached_result(cache, key)) is not None:
         return cached
     result = _run_scopes(chunks, scopes, [i for group in groups for i in group.stores], schedule,
@@ -395,10 +395,10 @@ def saturate(
     return result
 
 
-def _program_key(chunks: list[ProgramChunk], scopes: tuple[Scope, ...], cache: ResultCache) -> str:
+def _program_key(chunks: list[ProgramChunk], scopes: tuple[Scope, ...]) -> str:
     """The cache key of the whole program: every chunk's text, and what it extracts."""
     return cache_key([c.text for c in chunks] + [c.text for s in scopes for c in s.chunks],
-                     [r for s in scopes for r in s.roots], cache)
+                     [r for s in scopes for r in s.roots])
 
 
 def _cached_result(cache: ResultCache, key: str) -> EqsatResult | None:

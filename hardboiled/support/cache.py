@@ -18,7 +18,6 @@ from __future__ import annotations
 import marshal
 import os
 import stat
-import time
 
 from hardboiled.support import identity
 from hardboiled.support.fileio import open_new_private
@@ -48,39 +47,21 @@ def default_cache_dir() -> Path:
     return Path(identity.default_cache_dir())
 
 
-def cache_key(texts: list[str], roots: list[str], cache: ResultCache | None = None) -> str:
+def cache_key(texts: list[str], roots: list[str]) -> str:
     """Hash of the program texts (not their file names: a schedule read from
-    another path is the same schedule), hardboiled's code (as ``cache``
-    remembers it, where given) and egglog's build."""
+    another path is the same schedule), hardboiled's code by content and
+    egglog's build."""
     import json
 
     from hardboiled.support.digest import new_sha256
 
     digest = new_sha256()
-    code = cache.code_identity() if cache is not None else code_identity()
-    header = {"format": CACHE_FORMAT, "hardboiled": VERSION, "code": code, "egglog": egglog_identity(),
+    header = {"format": CACHE_FORMAT, "hardboiled": VERSION, "code": code_identity(), "egglog": egglog_identity(),
               "roots": roots}
     digest.update(json.dumps(header, sort_keys=True).encode())
     for text in texts:
         digest.update(b"\0" + str(len(text)).encode() + b"\0" + text.encode())
     return digest.hexdigest()
-
-
-SETTLED_S = 2.0
-"""How old every code file must be before its identity is remembered: many
-ticks of any clock a file system keeps times by (FAT's is 2 s)."""
-
-
-def _settled(before: float) -> bool:
-    """Whether every code file was last changed before ``before`` (seconds since the epoch)."""
-    try:
-        return all(os.stat(path).st_mtime < before for path, _ in identity.code_files())
-    except OSError:
-        return False
-
-
-_IDENTITIES: dict[tuple[str, str], str] = {}
-"""The code identity each cache directory gave, by code signature (this process's)."""
 
 
 def cache_directory_problem(directory: str | os.PathLike[str]) -> str | None:
@@ -126,32 +107,6 @@ class ResultCache:
         self.directory = os.fspath(directory)
         self.hits = 0
         self.misses = 0
-
-    def code_identity(self) -> str:
-        """``identity.code_identity``, remembered in this cache by
-        ``code_signature``: hashing hardboiled's 1.5 MB of code took 6 of a
-        whole-file hit's 60 ms. The signature (every file's name, size and
-        modification time) changes with the code as Python judges its own
-        bytecode fresh, so the code it names is the code that runs, and
-        direct mode (cli/direct.py) trusts it already. Two edits within one
-        tick of the file system's clock may leave the same size and time, so
-        an identity is remembered only once every file is ``SETTLED_S`` old:
-        an edit after that gives its file a later time."""
-        signature = identity.code_signature()
-        known = _IDENTITIES.get((self.directory, signature))
-        if known is not None:
-            return known
-        from hardboiled.support.digest import hex_digest
-
-        key = hex_digest(f"code identity\0{CACHE_FORMAT}\0{signature}".encode())
-        entry = self._read(key, {"identity": str})
-        value = entry["identity"] if entry is not None else None
-        if value is None:
-            value = code_identity()
-            if _settled(time.time() - SETTLED_S):
-                self.put(key, {"identity": value})
-        _IDENTITIES[(self.directory, signature)] = value
-        return value
 
     def entry_path(self, key: str) -> str:
         return os.path.join(self.directory, key[:2], f"{key}{self.suffix}")
