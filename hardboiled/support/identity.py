@@ -4,9 +4,12 @@ anything else loads (cli/client.py names the compile server's socket by
 it, cli/direct.py keys its records by it), and support/cache.py keys
 results by it.
 
-* ``code_signature``: every source, rule file (HARDBOILED_RULES_DIR's too),
-  grammar and runtime header by name, size and modification time, as make
-  and Python's bytecode cache judge freshness, without reading them;
+* ``code_signature``: every Python source by name, size and modification
+  time, as Python's bytecode cache judges a source fresh (so it names the
+  code that runs), without reading it; every rule file
+  (HARDBOILED_RULES_DIR's too), grammar and runtime header by its bytes
+  (100 KB, read at run time: an edit that keeps a file's size and time, as
+  ``cp -p``, ``rsync -a`` and tar make, must change it);
 * ``code_identity``: the same files by content;
 * ``egglog_identity``: egglog's build, the size and time of its compiled
   module, found without importing egglog.
@@ -109,8 +112,13 @@ def code_signature() -> str:
         digest = sha256()
         for path, relative in code_files():
             try:
-                status = os.stat(path)
-                digest.update(f"{relative}\0{status.st_size}\0{status.st_mtime_ns}\0".encode())
+                if path.endswith(".py"):
+                    status = os.stat(path)
+                    digest.update(f"{relative}\0{status.st_size}\0{status.st_mtime_ns}\0".encode())
+                else:
+                    with open(path, "rb") as handle:
+                        data = handle.read()
+                    digest.update(f"{relative}\0{len(data)}\0".encode() + data)
             except OSError:
                 digest.update(f"{relative}\0unreadable\0".encode())
         return digest.hexdigest()

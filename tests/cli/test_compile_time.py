@@ -53,6 +53,34 @@ def test_a_cache_entry_made_by_other_code_is_not_served(tmp_path: Path, monkeypa
     assert cache.cache_key(["x"], []) == before
 
 
+def test_a_rule_edit_that_keeps_size_and_time_changes_the_signature(tmp_path: Path, monkeypatch) -> None:
+    """Rules, grammars and headers are read at run time, so the code
+    signature (direct mode's records, the compile server's socket) holds
+    their bytes: an edit that keeps a file's size and modification time, as
+    ``cp -p``, ``rsync -a`` and tar leave it, still names other code."""
+    import os
+
+    from hardboiled.support import cache, identity
+
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    rule = rules / "extra.egg"
+    rule.write_text("(ruleset one)\n")
+    os.utime(rule, (1_000_000_000, 1_000_000_000))
+    monkeypatch.setenv("HARDBOILED_RULES_DIR", str(rules))
+    try:
+        identity.forget()
+        signature, key = identity.code_signature(), cache.cache_key(["x"], [])
+        rule.write_text("(ruleset two)\n")
+        os.utime(rule, (1_000_000_000, 1_000_000_000))
+        identity.forget()
+        assert identity.code_signature() != signature
+        assert cache.cache_key(["x"], []) != key
+    finally:
+        monkeypatch.delenv("HARDBOILED_RULES_DIR")
+        identity.forget()
+
+
 def test_deep_ir_meets_no_recursion_limit(tmp_path: Path) -> None:
     """5,000 nested lets (Halide nests each around the rest of its block)
     parse, print back byte for byte, and compile to C."""
