@@ -104,3 +104,38 @@ def test_a_node_class_from_elsewhere_gets_a_children_function_on_first_use() -> 
     pair = Pair(one, (two, one), None, "p")
     assert ir.children(pair) == [one, two, one]
     assert list(ir.walk(Pair(one, (pair,), two, "q")))[:3] == [Pair(one, (pair,), two, "q"), one, pair]
+
+
+def _holds_what_its_annotation_says(value: object, annotation: str) -> bool:
+    kinds = {"Expr": ir.Expr, "Stmt": ir.Stmt, "Node": (ir.Expr, ir.Stmt)}
+    if annotation in kinds:
+        return isinstance(value, kinds[annotation])
+    if annotation.endswith(" | None"):
+        return value is None or _holds_what_its_annotation_says(value, annotation.removesuffix(" | None"))
+    if annotation.startswith("tuple[") and annotation.endswith(", ...]"):
+        return type(value) is tuple and all(_holds_what_its_annotation_says(v, annotation[6:-6]) for v in value)
+    return True  # a field that holds no node
+
+
+def test_real_ir_holds_in_each_field_what_its_annotation_says() -> None:
+    """The children functions read a field as its annotation says (an
+    ``Expr`` field is a child, never None; a ``tuple[Expr, ...]`` holds only
+    nodes), trusting mypy for the passes' own constructions. The parser's
+    trees (built untyped by Lark) and what the passes make of them must
+    hold it too: every real fixture, parsed and after selection and
+    legalization."""
+    from hardboiled.ir.traversal import node_fields
+
+    from ..conftest import FIXTURES, tensorized_fixture
+
+    cases = sorted(p.name for p in FIXTURES.iterdir() if (p / "vectorizing.stmt").is_file())
+    trees = [parse_input((FIXTURES / case / "vectorizing.stmt").read_text()).ir for case in cases]
+    trees += [tensorized_fixture(case)[1] for case in cases[::8]]
+    checked = 0
+    for tree in trees:
+        for node in ir.walk(tree):
+            for name in node_fields(type(node)):
+                annotation = str(type(node).__dataclass_fields__[name].type)  # type: ignore[attr-defined]
+                assert _holds_what_its_annotation_says(getattr(node, name), annotation), (type(node), name)
+                checked += 1
+    assert len(cases) > 40 and checked > 10_000
