@@ -14,8 +14,8 @@ exits exactly as it would have alone; signals sent to the command
 (Ctrl-C, SIGTERM) go on to the worker.
 
 Nothing here loads more than the standard library's light modules and
-support/identity.py, and socket, signal and hashlib only where a server
-directory exists. The socket is named by hardboiled's code signature: a
+support/identity.py, and socket and signal only where a socket of this
+build's server exists. The socket is named by hardboiled's code signature: a
 server of other code (an edit, a new egglog) is never asked. Anything that
 goes wrong before a worker takes the command (no server, a stale socket, a
 directory others can write, resource limits the worker does not run under)
@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import marshal
 import os
+import stat
 import struct
 import sys
 
-# socket, signal and hashlib (25 ms together) load only where a server's
-# directory exists: the common command, with no server, goes on at once.
+# socket and signal (15 ms together) load only where this build's server's
+# socket exists: the common command, with no server, goes on at once.
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (20 ms at every start)
 if TYPE_CHECKING:
     import socket
@@ -58,11 +59,10 @@ def server_directory() -> str:
 def socket_path(directory: str) -> str:
     """The socket of the server for this build: hardboiled's code (by
     signature), egglog's build and the Python running it."""
-    import hashlib
-
+    from hardboiled.support.digest import hex_digest  # not hashlib: OpenSSL costs 5 ms to load
     from hardboiled.support.identity import code_signature, egglog_identity
 
-    identity = hashlib.sha256(f"{code_signature()}\0{egglog_identity()}\0{sys.version}".encode()).hexdigest()
+    identity = hex_digest(f"{code_signature()}\0{egglog_identity()}\0{sys.version}".encode())
     return os.path.join(directory, f"{identity[:20]}.sock")
 
 
@@ -103,7 +103,12 @@ def connect(path: str) -> socket.socket | None:
     is at most 107 bytes, and a socket no server listens on refuses."""
     if len(os.fsencode(path)) > 100:
         return None
-    import socket
+    try:
+        if not stat.S_ISSOCK(os.stat(path).st_mode):
+            return None
+    except OSError:
+        return None  # no server for this build (the directory holds other builds' sockets, or none)
+    import socket  # 8 ms: only where a socket is there to connect to
 
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
