@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import marshal
 import subprocess
 import sys
 import types
@@ -150,3 +151,22 @@ def _probe(code: str) -> str:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
+
+
+def test_an_entry_damaged_alone_is_compiled_and_the_others_served(kept: Path) -> None:
+    """Each text's code is unmarshalled only when a class asks for it, so
+    one bad entry cannot be caught when the file is read."""
+    made = _class_in("hardboiled.kept_probe", RECORD)
+    dataclass_code.write()
+    dataclass_code._known, dataclass_code.seen = None, {}
+    dataclass_code._known = dataclass_code._read()
+    init_text = next(text for text in dataclass_code._known if "def __init__" in text)
+    repr_text = next(text for text in dataclass_code._known if "def __repr__" in text)
+    dataclass_code._known[init_text] = b"\xe3 not code"
+    dataclass_code._known[repr_text] = marshal.dumps("a string, not code")
+    served = _class_in("hardboiled.kept_probe", RECORD)
+    assert repr(served("a", (1,))) == repr(made("a", (1,))) == "Record(name='a', sizes=(1,), tags=frozenset())"
+    assert served("a") == served("a") and served("a") != served("b")
+    assert dataclass_code.seen[init_text] == compile(init_text, "<string>", "exec", dont_inherit=True)
+    assert dataclass_code.seen[repr_text] == compile(repr_text, "<string>", "exec", dont_inherit=True)
+    assert len(dataclass_code.seen) >= 5
