@@ -13,25 +13,9 @@ from hardboiled import ir
 from hardboiled.ir.invariants import node_problem
 from hardboiled.select.lane_slicing import PLAIN_SLICER
 
+from .lanes import index_lanes
+
 EXTENTS = (1, 2, 3, 4, 6, 8)
-
-
-def _lanes(e: ir.Expr) -> list[int]:
-    """The lanes of an index of integers, ramps and broadcasts."""
-    if isinstance(e, ir.IntImm):
-        return [e.value]
-    if isinstance(e, ir.Broadcast):
-        return _lanes(e.value) * e.lanes
-    if isinstance(e, ir.Ramp):
-        base, stride = _lanes(e.base), _lanes(e.stride)
-        assert len(base) == len(stride)
-        return [b + i * s for i in range(e.lanes) for b, s in zip(base, stride, strict=True)]
-    if isinstance(e, ir.Binary):
-        a, b = _lanes(e.a), _lanes(e.b)
-        a, b = (a * len(b), b) if len(a) == 1 else (a, b * len(a) if len(b) == 1 else b)
-        op = {ir.BinOp.ADD: int.__add__, ir.BinOp.MUL: int.__mul__}[e.op]
-        return [op(x, y) for x, y in zip(a, b, strict=True)]
-    raise AssertionError(type(e))
 
 
 def _index(draw: random.Random, extents: tuple[int, ...]) -> ir.Expr:
@@ -76,7 +60,7 @@ def test_every_slice_of_a_drawn_index_keeps_its_lanes_and_types(seed: int) -> No
         fine = tuple(draw.choice(EXTENTS) for _ in range(draw.randrange(1, 5)))
         index = _index(draw, fine)
         extents = _coarser(draw, fine)
-        whole = _lanes(index)
+        whole = index_lanes(index)
         for axis, extent in enumerate(extents):
             for start in range(extent):
                 for count in range(1, extent - start + 1):
@@ -85,7 +69,7 @@ def test_every_slice_of_a_drawn_index_keeps_its_lanes_and_types(seed: int) -> No
                         continue  # a form the slicer cannot cut (a miss, never a wrong cut)
                     problems = [p for node in ir.walk(sliced) if (p := node_problem(node))]
                     assert not problems, (index, extents, axis, start, count, problems)
-                    assert _lanes(sliced) == _kept(whole, extents, axis, start, count), (
+                    assert index_lanes(sliced) == _kept(whole, extents, axis, start, count), (
                         index, extents, axis, start, count)
                     sliced_somewhere += 1
     assert sliced_somewhere > 1000

@@ -26,6 +26,8 @@ from hardboiled.select.lane_slicing import LaneSlicer
 from hardboiled.select.partition import partition_accumulators
 from hardboiled.select.selector import SelectionOptions
 
+from .lanes import index_lanes
+
 SWEEP = Path(__file__).resolve().parent.parent / "fixtures" / "sweep"
 HAS_NVCC = shutil.which("nvcc") is not None
 
@@ -379,23 +381,6 @@ def test_the_root_cause_comes_first_and_follow_on_misses_are_one_note() -> None:
 
 # ------------------------------------------------------------- slicing unit tests
 
-def _lanes(e: ir.Expr) -> list[int]:
-    """The integer lanes of an index expression of ramps and broadcasts."""
-    if isinstance(e, ir.IntImm):
-        return [e.value]
-    if isinstance(e, ir.Broadcast):
-        return _lanes(e.value) * e.lanes
-    if isinstance(e, ir.Ramp):
-        base, stride = _lanes(e.base), _lanes(e.stride)
-        return [b + i * s for i in range(e.lanes) for b, s in zip(base, stride)]
-    if isinstance(e, ir.Binary):
-        a, b = _lanes(e.a), _lanes(e.b)
-        a, b = (a * len(b), b) if len(a) == 1 else (a, b * len(a) if len(b) == 1 else b)
-        op = {ir.BinOp.ADD: int.__add__, ir.BinOp.MUL: int.__mul__}[e.op]
-        return [op(x, y) for x, y in zip(a, b)]
-    raise AssertionError(type(e))
-
-
 def _ramp(base: int, stride: int, lanes: int) -> ir.Ramp:
     return ir.Ramp(ir.IntImm(base), ir.IntImm(stride), lanes)
 
@@ -412,7 +397,7 @@ def _ramp(base: int, stride: int, lanes: int) -> ir.Ramp:
 ])
 def test_slicing_keeps_exactly_the_selected_lanes(index: ir.Expr, extents: tuple[int, ...]) -> None:
     slicer = LaneSlicer(lambda load, axis, start, count: None)
-    whole = _lanes(index)
+    whole = index_lanes(index)
     for axis, extent in enumerate(extents):
         for start, count in ((0, extent // 2), (extent // 2, extent - extent // 2)):
             sliced = slicer.slice(index, extents, axis, start, count)
@@ -422,7 +407,7 @@ def test_slicing_keeps_exactly_the_selected_lanes(index: ir.Expr, extents: tuple
                 strides[d] = strides[d + 1] * extents[d + 1]
             kept = [whole[i] for i in range(len(whole))
                     if start <= (i // strides[axis]) % extents[axis] < start + count]
-            assert _lanes(sliced) == kept
+            assert index_lanes(sliced) == kept
 
 
 def test_partition_leaves_statements_that_fit_one_instruction() -> None:
