@@ -75,8 +75,6 @@ def cache_directory_problem(directory: str | os.PathLike[str]) -> str | None:
     return problem
 
 
-
-
 def matches(value: Any, shape: Shape) -> bool:
     if shape is None:
         return value is None
