@@ -76,9 +76,6 @@ def _exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
         return
     text = source if type(source) is str else None
     ours = text is not None and type(globals) is dict and str(globals.get("__name__", "")).startswith("hardboiled.")
-    global _known
-    if ours and _known is None:
-        _known = _read()
     code = _stored(text) if ours and text is not None else None
     if code is None:
         # dont_inherit: the text is compiled with the flags of dataclasses.py
@@ -95,9 +92,6 @@ def compiled(text: str) -> CodeType:
     """The code of ``text``, source that hardboiled writes for itself the
     same way in every run (ir/traversal.py's children functions): served
     from the file as the classes' methods are, and kept by ``write``."""
-    global _known
-    if _known is None:
-        _known = _read()
     code = _stored(text)
     if code is None:
         code = compile(text, "<string>", "exec", dont_inherit=True)
@@ -106,8 +100,12 @@ def compiled(text: str) -> CodeType:
 
 
 def _stored(text: str) -> CodeType | None:
-    """The file's code of ``text``, or None (not there, or damaged)."""
-    data = _known.get(text) if _known is not None else None
+    """The file's code of ``text``, or None (not there, or damaged); the
+    file is read on the first call."""
+    global _known
+    if _known is None:
+        _known = _read()
+    data = _known.get(text)
     if type(data) is not bytes:
         return None
     try:

@@ -59,8 +59,6 @@ def test_a_rule_edit_that_keeps_size_and_time_changes_the_signature(tmp_path: Pa
     signature (direct mode's records, the compile server's socket) holds
     their bytes: an edit that keeps a file's size and modification time, as
     ``cp -p``, ``rsync -a`` and tar leave it, still names other code."""
-    import os
-
     from hardboiled.support import cache, identity
 
     rules = tmp_path / "rules"
@@ -364,7 +362,7 @@ def test_a_server_directory_without_this_build_s_socket_costs_no_socket_or_opens
     (cache / "server").mkdir(parents=True, mode=0o700)
     cache.chmod(0o700)
     (cache / "server" / "0123456789abcdef0123.sock").write_bytes(b"")  # another build's name
-    probe = ("import os, sys\nfrom hardboiled.cli import client\n"
+    probe = ("import sys\nfrom hardboiled.cli import client\n"
              "directory = client.server_directory()\n"
              "assert client.forward(['--version']) is None\n"
              "open(client.socket_path(directory), 'wb').close()  # this build's name, a plain file\n"

@@ -153,7 +153,7 @@ def _probe(code: str) -> str:
     return proc.stdout
 
 
-def test_an_entry_damaged_alone_is_compiled_and_the_others_served(kept: Path) -> None:
+def test_an_entry_damaged_alone_is_compiled_and_the_others_served(kept: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each text's code is unmarshalled only when a class asks for it, so
     one bad entry cannot be caught when the file is read."""
     made = _class_in("hardboiled.kept_probe", RECORD)
@@ -164,7 +164,16 @@ def test_an_entry_damaged_alone_is_compiled_and_the_others_served(kept: Path) ->
     repr_text = next(text for text in dataclass_code._known if "def __repr__" in text)
     dataclass_code._known[init_text] = b"\xe3 not code"
     dataclass_code._known[repr_text] = marshal.dumps("a string, not code")
+    compiled_here: list[str] = []
+
+    def compile_and_note(text: str, *args: object, **kwargs: object) -> types.CodeType:
+        compiled_here.append(text)
+        return compile(text, *args, **kwargs)  # type: ignore[call-overload, no-any-return]
+
+    monkeypatch.setattr(dataclass_code, "compile", compile_and_note, raising=False)
     served = _class_in("hardboiled.kept_probe", RECORD)
+    monkeypatch.delattr(dataclass_code, "compile")
+    assert sorted(compiled_here) == sorted([init_text, repr_text])  # every other text was served
     assert repr(served("a", (1,))) == repr(made("a", (1,))) == "Record(name='a', sizes=(1,), tags=frozenset())"
     assert served("a") == served("a") and served("a") != served("b")
     assert dataclass_code.seen[init_text] == compile(init_text, "<string>", "exec", dont_inherit=True)
