@@ -24,6 +24,12 @@ N = TypeVar("N", bound=ir.Node)
 _LOOKS_LIKE_SCALAR_TYPE = re.compile(r"(u?int|b?float)\d+(x\d+)?")
 _UNBOUND = object()
 
+_TYPE_NAMES: dict[str, ir.Type] = {}
+"""The type each type name read so far spells (a dump spells the same few
+in a hundred thousand type prefixes: a regular expression's match each)."""
+_TYPE_NAMES_LIMIT = 1 << 12
+"""Names remembered at most; past that the memory starts again."""
+
 ALLOCATION_MARKER = ir.handle_type("hardboiled allocation")
 """The scope entry for an allocation: a name whose loads get the allocation's
 element type and whose bare references are handles (compared by identity)."""
@@ -89,6 +95,16 @@ class BuilderBase:
             self.scope[name] = previous  # type: ignore[assignment]
 
     def type_name(self, text: str, node: Tree | Token) -> ir.Type:
+        known = _TYPE_NAMES.get(text)
+        if known is not None:
+            return known
+        t = self._type_name(text, node)
+        if len(_TYPE_NAMES) >= _TYPE_NAMES_LIMIT:
+            _TYPE_NAMES.clear()
+        _TYPE_NAMES[text] = t
+        return t
+
+    def _type_name(self, text: str, node: Tree | Token) -> ir.Type:
         if text.startswith("(") and text.endswith(")"):
             inner = text[1:-1]
             scalar = ir.parse_type_name(inner)

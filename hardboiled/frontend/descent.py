@@ -359,7 +359,7 @@ class _Reader:
     # ------------------------------------------------------------ expressions
     def expr(self) -> Any:
         """``?expr``: an atom, a chain, a let expression or a predicated load."""
-        if self.is_keyword("let"):
+        if self.kind == "NAME" and self.value == "let":  # is_keyword, written out: once per expression
             return self.let_expr(self.expr)
         return self.predicated_or_chain()
 
@@ -412,7 +412,9 @@ class _Reader:
     def atom(self) -> Any:
         kind = self.kind
         if kind == "NAME":
-            return self.call_or_variable(self.name())
+            if self.value in self.keywords:  # ``name``, written out: once per name read
+                raise Unhandled
+            return self.call_or_variable(self.take())
         literal = _LITERALS.get(kind)
         if literal is not None:
             return Tree(literal, [self.take()])

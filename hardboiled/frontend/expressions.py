@@ -21,6 +21,7 @@ from hardboiled.frontend.call_forms import CallForms
 from hardboiled.frontend.literals import FLOAT_RE, FLOAT_SUFFIX_TYPES, SHORT_INT32, unescape, unify_half
 from hardboiled.frontend.syntax_tree import IntRun, Token, Tree
 from hardboiled.ir import operations
+from hardboiled.ir.invariants import NODE_CHECKS
 
 _BINOPS = {
     "+": ir.BinOp.ADD,
@@ -77,19 +78,29 @@ class ExpressionBuilder(CallForms):
         rule = self._expr_rules.get(tree.data)
         if rule is None:
             raise self.error(f"unsupported expression '{tree.data}'", tree)
-        return self.checked(rule(tree), tree)
+        node = rule(tree)
+        check = NODE_CHECKS.get(type(node))  # ``checked``, written out: once per node built
+        if check is not None:
+            problem = check(node)
+            if problem is not None:
+                raise self.error(problem, tree)
+        return node
 
     def _binop_chain(self, tree: Tree) -> ir.Expr:
         """Apply C precedence (left-associative) to ``a op b op c ...``."""
         children = tree.children
+        if len(children) == 3:  # one operator: most chains
+            out = [self.expr(children[0]), self.expr(children[2])]
+            self._reduce(out, children[1])
+            return out[0]
         operands = [self.expr(c) for c in children[0::2]]
-        operators = [token_of(c) for c in children[1::2]]
+        operators: list[Token] = children[1::2]  # tokens, by the grammar (a token is a str: a key as it is)
         # Shunting-yard over the flat chain.
-        out: list[ir.Expr] = [operands[0]]
+        out = [operands[0]]
         pending: list[Token] = []
         for op_tok, operand in zip(operators, operands[1:]):
-            level = _PRECEDENCE[str(op_tok)]
-            while pending and _PRECEDENCE[str(pending[-1])] >= level:
+            level = _PRECEDENCE[op_tok]
+            while pending and _PRECEDENCE[pending[-1]] >= level:
                 self._reduce(out, pending.pop())
             pending.append(op_tok)
             out.append(operand)
@@ -101,7 +112,7 @@ class ExpressionBuilder(CallForms):
         b = out.pop()
         a = out.pop()
         if a.type == b.type:  # the usual case: nothing to retype (asked once: a sum's type walks its left operands)
-            out.append(ir.Binary(_BINOPS[str(op_tok)], a, b))
+            out.append(ir.Binary(_BINOPS[op_tok], a, b))
             return
         a, b = unify_half(a, b)
         a, b = self._type_func_call(a, b.type), self._type_func_call(b, a.type)
@@ -280,8 +291,8 @@ class ExpressionBuilder(CallForms):
         return args
 
     def _call(self, tree: Tree, declared: ir.Type | None) -> ir.Expr:
-        name_node, *arg_trees = tree.children
-        name_tok = token_of(name_node)
+        name_tok: Token
+        name_tok, *arg_trees = tree.children  # a NAME token, by the grammar
         name = str(name_tok)
         if arg_trees and isinstance(arg_trees[-1], IntRun) and name == "shuffle" and declared is None \
                 and name not in self.scope:

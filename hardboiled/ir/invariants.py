@@ -109,7 +109,7 @@ def _store_problem(s: ir.Store) -> str | None:
     return None
 
 
-_CHECKS: dict[type, Callable[[Any], str | None]] = {
+NODE_CHECKS: dict[type, Callable[[Any], str | None]] = {
     ir.Binary: _binary_problem,
     ir.Select: _select_problem,
     ir.Load: _load_problem,
@@ -120,13 +120,15 @@ _CHECKS: dict[type, Callable[[Any], str | None]] = {
     ir.VectorReduce: _reduce_problem,
     ir.Store: _store_problem,
 }
-"""The type and lane checks, by node class."""
+"""The type and lane checks, by node class (the parser looks a class up
+here itself, as it builds each node: ``node_problem``'s two calls, made
+for every one of hundreds of thousands of nodes, cost it 2 %)."""
 
 
 def node_problem(node: ir.Node) -> str | None:
     """What is wrong with this one node's types and lanes, or None (the
     parser asks as it builds each node, to locate the problem)."""
-    check = _CHECKS.get(type(node))
+    check = NODE_CHECKS.get(type(node))
     return check(node) if check is not None else None
 
 
@@ -148,7 +150,7 @@ def violations(stmt: ir.Stmt, arguments: tuple[str, ...] = ()) -> list[Violation
     stack: list[tuple[ir.Node, frozenset[str]]] = [(stmt, frozenset())]
     while stack:
         node, scope = stack.pop()
-        check = _CHECKS.get(type(node))
+        check = NODE_CHECKS.get(type(node))
         problem = check(node) if check is not None else None
         if problem is not None:
             found.append(Violation(problem, node))

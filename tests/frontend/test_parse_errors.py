@@ -240,3 +240,29 @@ def test_names_read_as_params_are_named(tmp_path: Path) -> None:
     assert ("scalar params gain (float32), offset (int32), rows (int32): names the IR reads but never defines"
             in result.stderr.decode())
     assert "float gain" in (tmp_path / "k.cu").read_text()
+
+
+def test_type_names_are_remembered_but_an_unknown_one_is_an_error_every_time() -> None:
+    """The builder remembers what each type name it read spells
+    (builder_base.py's ``_TYPE_NAMES``): a name read again is the same
+    type, a name that is no type is reported at each of its places, and
+    the memory stays within its bound."""
+    from hardboiled import ir
+    from hardboiled.frontend import builder_base
+    from hardboiled.frontend.parse import parse_text
+    from hardboiled.support.diagnostics import InputError
+
+    first = parse_text("let a = (float32)1.0f\nlet b = (float32)2.0f\n")
+    assert isinstance(first, ir.LetStmt) and first.value.type == ir.Float(32)
+    assert "(float32)" in builder_base._TYPE_NAMES
+    for line in (1, 2):
+        text = "let ok = (int16)1\n" * (line - 1) + "let t = (float33)1\n"
+        with pytest.raises(InputError) as raised:
+            parse_text(text)
+        location = raised.value.diagnostic.location
+        assert location is not None and (location.line, location.column) == (line, 9)
+        assert raised.value.diagnostic.message == "unknown type 'float33'"
+    assert "(float33)" not in builder_base._TYPE_NAMES
+    for lanes in range(2, builder_base._TYPE_NAMES_LIMIT + 10):
+        parse_text(f"let v = (int32x{lanes})x\n")
+    assert len(builder_base._TYPE_NAMES) <= builder_base._TYPE_NAMES_LIMIT
