@@ -46,6 +46,29 @@ def run(cache: Path, *args: str, server: bool = True, stdin: bytes = b"", cwd: P
                           cwd=cwd or ROOT, timeout=300, preexec_fn=preexec_fn)
 
 
+def wait_until_its_input_is_read(proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
+    """Until a process whose standard input is ``proc``'s pipe (the command,
+    or the server's worker it handed the pipe to) is blocked reading it:
+    one of its threads is in read(0, ...) (Linux's /proc/PID/task/TID/syscall
+    starts "0 0x0"). Where /proc cannot tell, a second's wait, as before."""
+    assert proc.stdin is not None
+    pipe = f"pipe:[{os.fstat(proc.stdin.fileno()).st_ino}]"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if os.readlink(f"/proc/{pid}/fd/0") != pipe:
+                    continue
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{task}/syscall") as handle:
+                        if handle.read().startswith("0 0x0 "):
+                            return
+            except OSError:  # gone, or not ours to look at
+                continue
+        time.sleep(0.02)
+    time.sleep(1.0)
+
+
 def untimed(stderr: bytes) -> bytes:
     """The summary line's seconds are the only part that may differ."""
     return re.sub(rb"; \d+\.\d+ s$", b"; T s", stderr, flags=re.M)
@@ -192,7 +215,7 @@ def test_signals_sent_to_the_command_reach_the_worker(cache_dir: Path) -> None:
         deadline = time.monotonic() + 30
         while server and served(cache_dir) == before and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(1.0)  # the command (its worker) is reading its standard input
+        wait_until_its_input_is_read(proc)  # the command (its worker) is reading its standard input
         proc.send_signal(signum)
         time.sleep(1.0)  # the signal has landed
         _, stderr = proc.communicate(timeout=60)
@@ -217,7 +240,7 @@ def test_a_signal_the_command_was_started_ignoring_is_ignored_through_the_server
         env = dict(os.environ, HARDBOILED_CACHE_DIR=str(cache_dir), HARDBOILED_NO_SERVER="0" if server else "1")
         proc = subprocess.Popen([str(HARDBOILED), "parse", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=env, preexec_fn=nohup)
-        time.sleep(1.5)
+        wait_until_its_input_is_read(proc)  # past the start, where the signal's disposition is kept
         proc.send_signal(signal.SIGHUP)
         time.sleep(0.5)
         stdout, stderr = proc.communicate(STMT.read_bytes(), timeout=60)
