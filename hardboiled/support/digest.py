@@ -6,7 +6,9 @@ direct answer (cli/direct.py) hashes its key and its inputs before
 anything else loads. CPython's own SHA-256 (``_sha256``; ``_sha2`` from
 Python 3.12) gives the same digests, more slowly on large data (a 500 KB
 input: 1.5 ms, against 0.3 ms through OpenSSL), which a few files bear.
-Where neither is built in, ``hashlib``'s is used.
+Where neither is built in, ``hashlib``'s is used. Hardboiled's own code,
+which every cache lookup hashes, goes through BLAKE2b (``new_code_digest``),
+also built in and faster than either SHA-256 without OpenSSL's load.
 """
 
 from __future__ import annotations
@@ -45,3 +47,19 @@ def new_sha256() -> Any:
     """A SHA-256 to feed with ``update``: OpenSSL's where ``hashlib`` is loaded."""
     loaded = sys.modules.get("hashlib")
     return loaded.sha256() if loaded is not None else sha256()
+
+
+def new_code_digest() -> Any:
+    """A digest to feed with hardboiled's own code (1.5 MB, on every cache
+    lookup): BLAKE2b, built into CPython (``_blake2``: 0.2 ms to load, 1.7 ms
+    for the code, against 2.5 to 3.5 ms to load OpenSSL's SHA-256 and 1 ms to
+    run it); ``hashlib``'s SHA-256 where it is not built in. Only equality of
+    these digests matters (a cache entry holds the one of the code that made
+    it), never their value."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:
+        import hashlib
+
+        return hashlib.sha256()
+    return blake2b()

@@ -128,9 +128,9 @@ def code_signature() -> str:
 
 def code_identity() -> str:
     def work_out() -> str:
-        import hashlib
+        from hardboiled.support.digest import new_code_digest
 
-        digest = hashlib.sha256()
+        digest = new_code_digest()
         for path, relative in code_files():
             digest.update(relative.encode() + b"\0")
             try:
