@@ -120,7 +120,7 @@ class ExpressionBuilder(CallForms):
             raise self.error(
                 f"operands of '{op_tok}' have different types: {a.type} and {b.type}", op_tok
             )
-        out.append(ir.Binary(_BINOPS[str(op_tok)], a, b))
+        out.append(ir.Binary(_BINOPS[op_tok], a, b))
 
     def _type_func_call(self, e: ir.Expr, partner: ir.Type) -> ir.Expr:
         """A call to a realized Func whose type nothing stated yet (an extern

@@ -1,4 +1,4 @@
-"""SHA-256 without loading OpenSSL.
+"""Digests without loading OpenSSL: SHA-256, and BLAKE2b for hardboiled's code.
 
 ``hashlib`` loads its OpenSSL module when it is imported (3 ms, a quarter
 of what a process start costs here), and the ``hardboiled`` command's
@@ -53,13 +53,10 @@ def new_code_digest() -> Any:
     """A digest to feed with hardboiled's own code (1.5 MB, on every cache
     lookup): BLAKE2b, built into CPython (``_blake2``: 0.2 ms to load, 1.7 ms
     for the code, against 2.5 to 3.5 ms to load OpenSSL's SHA-256 and 1 ms to
-    run it); ``hashlib``'s SHA-256 where it is not built in. Only equality of
-    these digests matters (a cache entry holds the one of the code that made
-    it), never their value."""
+    run it); ``new_sha256``'s where it is not built in. The digest goes into
+    the cache keys (support/cache.py), where only its equality matters."""
     try:
         from _blake2 import blake2b
     except ImportError:
-        import hashlib
-
-        return hashlib.sha256()
+        return new_sha256()
     return blake2b()

@@ -6,6 +6,7 @@ never asked."""
 from __future__ import annotations
 
 import os
+import platform
 import re
 import shutil
 import signal
@@ -46,27 +47,57 @@ def run(cache: Path, *args: str, server: bool = True, stdin: bytes = b"", cwd: P
                           cwd=cwd or ROOT, timeout=300, preexec_fn=preexec_fn)
 
 
+_READ_SYSCALL = {"x86_64": 0, "aarch64": 63, "riscv64": 63}.get(platform.machine())
+"""read(2)'s number on this machine, as /proc/PID/task/TID/syscall shows it."""
+
+
 def wait_until_its_input_is_read(proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
     """Until a process whose standard input is ``proc``'s pipe (the command,
-    or the server's worker it handed the pipe to) is blocked reading it:
-    one of its threads is in read(0, ...) (Linux's /proc/PID/task/TID/syscall
-    starts "0 0x0"). Where /proc cannot tell, a second's wait, as before."""
+    or the server's worker it handed the pipe to) is blocked reading it: one
+    of its threads is in read(0, ...), as Linux's /proc/PID/task/TID/syscall
+    shows. Where /proc cannot show it (another architecture, no /proc, a
+    syscall file this user may not read: Yama's ptrace scope, the worker not
+    being a child of the test), a second's wait, as these tests had."""
     assert proc.stdin is not None
     pipe = f"pipe:[{os.fstat(proc.stdin.fileno()).st_ino}]"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                if os.readlink(f"/proc/{pid}/fd/0") != pipe:
-                    continue
-                for task in os.listdir(f"/proc/{pid}/task"):
-                    with open(f"/proc/{pid}/task/{task}/syscall") as handle:
-                        if handle.read().startswith("0 0x0 "):
-                            return
-            except OSError:  # gone, or not ours to look at
-                continue
+        found = _reading(pipe)
+        if found is None:
+            time.sleep(1.0)
+            return
+        if found:
+            return
         time.sleep(0.02)
-    time.sleep(1.0)
+    pytest.fail(f"no process read the command's standard input within {timeout_s} s")
+
+
+def _reading(pipe: str) -> bool | None:
+    """Whether a thread of a process whose fd 0 is ``pipe`` is in
+    read(0, ...); None where /proc cannot tell."""
+    if _READ_SYSCALL is None:
+        return None
+    try:
+        pids = [pid for pid in os.listdir("/proc") if pid.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/0") != pipe:
+                continue
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:  # gone, or not ours to look at
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/syscall") as handle:
+                    if handle.read().startswith(f"{_READ_SYSCALL} 0x0 "):
+                        return True
+            except PermissionError:
+                return None
+            except OSError:  # the thread or the process ended
+                continue
+    return False
 
 
 def untimed(stderr: bytes) -> bytes:
