@@ -14,8 +14,10 @@ exits exactly as it would have alone; signals sent to the command
 (Ctrl-C, SIGTERM) go on to the worker.
 
 Nothing here loads more than the standard library's light modules and
-support/identity.py, and socket and signal only where a socket of this
-build's server exists. The socket is named by hardboiled's code signature: a
+support/identity.py: the socket is ``_socket``'s and the signals
+``_signal``'s, the C modules that ``socket`` and ``signal`` wrap in enums
+(``socket`` alone, with ``enum`` and ``selectors``, took 9 ms, as long as
+Python's own start). The socket is named by hardboiled's code signature: a
 server of other code (an edit, a new egglog) is never asked. Anything that
 goes wrong before a worker takes the command (no server, a stale socket, a
 directory others can write, resource limits the worker does not run under)
@@ -31,12 +33,13 @@ import stat
 import struct
 import sys
 
-# socket and signal (15 ms together) load only where this build's server's
-# socket exists: the common command, with no server, goes on at once.
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (20 ms at every start)
 if TYPE_CHECKING:
+    import signal as _signal
     import socket
     from typing import Any
+else:
+    import _signal  # signal's own functions, without its enums (the type checker reads them as signal's)
 
 SERVER_DIRECTORY = "server"
 """The sockets live in this subdirectory of the default cache directory."""
@@ -100,7 +103,9 @@ def _code_signature() -> str:
 
 def connect(path: str) -> socket.socket | None:
     """A connection to the server at ``path``, or None: a Unix socket path
-    is at most 107 bytes, and a socket no server listens on refuses."""
+    is at most 107 bytes, and a socket no server listens on refuses. The
+    connection is a ``_socket.socket``, which has every method used here
+    (``socket.socket`` adds enums and ``with``)."""
     if len(os.fsencode(path)) > 100:
         return None
     try:
@@ -108,27 +113,26 @@ def connect(path: str) -> socket.socket | None:
             return None
     except OSError:
         return None  # no server for this build (the directory holds other builds' sockets, or none)
-    import socket  # 8 ms: only where a socket is there to connect to
+    import _socket
 
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.connect(path)
     except OSError:
         sock.close()
         return None
-    return sock
+    return sock  # type: ignore[return-value]  # the methods of socket.socket used here are _socket's
 
 
 def send_request(sock: socket.socket, request: dict[str, object], fds: list[int]) -> None:
     """A length-prefixed request; the descriptors ride on its first byte.
     marshal, not JSON: it costs no import (json loads re), and both ends
     are the same Python (the socket's name says which)."""
-    import array
-    import socket
+    import _socket
 
     payload = marshal.dumps(request)
     data = REQUEST_HEADER.pack(len(payload)) + payload
-    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+    ancillary = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))] if fds else []
     sent = sock.sendmsg([data], ancillary)
     if sent < len(data):  # not otherwise: the server may have answered and closed already
         sock.sendall(data[sent:])
@@ -161,7 +165,7 @@ def forward(argv: list[str]) -> int | None:
     sock = connect(socket_path(directory))
     if sock is None:
         return None
-    with sock:
+    try:
         try:
             cwd = os.getcwd()
         except OSError:
@@ -186,10 +190,10 @@ def forward(argv: list[str]) -> int | None:
                 return None  # refused before it ran (b"R": other resource limits): the command runs here
             signals.worker = PID_FRAME.unpack(answer)[1]
             status = _status(sock)
+    finally:
+        sock.close()
     if status < 0:  # a signal ended the worker: it ends the command too, as it would have here
-        import signal
-
-        signal.signal(-status, signal.SIG_DFL)
+        _signal.signal(-status, _signal.SIG_DFL)
         os.kill(os.getpid(), -status)
         return 128 - status
     return status
@@ -233,30 +237,24 @@ class _SignalsPassedOn:
             self._send(signum)
 
     def _stop(self, signum: int, frame: object) -> None:
-        import signal
-
         # SIGSTOP: the server's session has no terminal, and the kernel
         # drops a terminal stop sent into a process group no shell watches.
-        self._send(signal.SIGSTOP)
-        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTSTP)  # stops here, until SIGCONT
-        signal.signal(signal.SIGTSTP, self._stop)
+        self._send(_signal.SIGSTOP)
+        _signal.signal(_signal.SIGTSTP, _signal.SIG_DFL)
+        os.kill(os.getpid(), _signal.SIGTSTP)  # stops here, until SIGCONT
+        _signal.signal(_signal.SIGTSTP, self._stop)
 
     def __enter__(self) -> _SignalsPassedOn:
-        import signal
-
-        handlers = {signal.SIGINT: self._pass_on, signal.SIGTERM: self._pass_on, signal.SIGHUP: self._pass_on,
-                    signal.SIGTSTP: self._stop, signal.SIGCONT: self._pass_on}
-        self.ignored = [int(signum) for signum in handlers if signal.getsignal(signum) == signal.SIG_IGN]
-        self.previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()
+        handlers = {_signal.SIGINT: self._pass_on, _signal.SIGTERM: self._pass_on, _signal.SIGHUP: self._pass_on,
+                    _signal.SIGTSTP: self._stop, _signal.SIGCONT: self._pass_on}
+        self.ignored = [int(signum) for signum in handlers if _signal.getsignal(signum) == _signal.SIG_IGN]
+        self.previous = {signum: _signal.signal(signum, handler) for signum, handler in handlers.items()
                          if signum not in self.ignored}
         return self
 
     def __exit__(self, *exc: object) -> None:
-        import signal
-
         for number, handler in self.previous.items():
-            signal.signal(number, handler)
+            _signal.signal(number, handler)
         if self._worker is None:
             for signum in self.pending:
                 os.kill(os.getpid(), signum)
@@ -340,7 +338,7 @@ def _control(path: str, command: str) -> dict[str, Any] | None:
     sock = connect(path)
     if sock is None:
         return None
-    with sock:
+    try:
         sock.settimeout(10)
         try:
             send_request(sock, {"control": command}, [])
@@ -351,4 +349,6 @@ def _control(path: str, command: str) -> dict[str, Any] | None:
             answer = marshal.loads(body) if body is not None else None
         except (OSError, ValueError, EOFError, TypeError):
             return None
+    finally:
+        sock.close()
     return answer if isinstance(answer, dict) else None

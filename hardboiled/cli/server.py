@@ -29,6 +29,7 @@ again), and after ``--idle-timeout`` seconds without a command.
 from __future__ import annotations
 
 import atexit
+import gc
 import importlib
 import marshal
 import os
@@ -59,13 +60,26 @@ that run on import."""
 
 
 def preload() -> None:
-    """Import what any command can import, numpy as the command loads it."""
+    """Import what any command can import, numpy as the command loads it,
+    and make what every compile makes on first use: a worker is a fresh
+    fork, and would make it again for each command."""
     from hardboiled.support.environment import load_numpy
 
     load_numpy()
     for module in pkgutil.walk_packages(sys.modules["hardboiled"].__path__, "hardboiled."):
         if not module.name.startswith(_NOT_PRELOADED):
             importlib.import_module(module.name)
+    for name in _LOADED_ON_USE:
+        importlib.import_module(name)
+    from hardboiled.frontend.descent import scanner
+
+    scanner()
+
+
+_LOADED_ON_USE = ("difflib",)
+"""Standard modules a compile imports where it uses them: click's parser
+loads difflib at every short option (``-o``), which it first tries as a
+long one, whose miss it words with close matches."""
 
 
 class _Stop(Exception):
@@ -296,6 +310,13 @@ def _work(channel: socket.socket) -> None:
 
         prestart_rules()
         identity.code_signature(), identity.code_identity(), identity.egglog_identity()  # as the command will ask
+        # Everything loaded so far out of the collector's sight: a
+        # collection of the oldest generation in the command would walk
+        # every object the server loaded (numpy, the pipeline), 10 ms or
+        # more, and copy each page it touches out of the memory the fork
+        # shares. What is frozen is never collected: the worker ends after
+        # its one command.
+        gc.freeze()
         try:
             request, fds = _receive(channel)
         except (OSError, ValueError):

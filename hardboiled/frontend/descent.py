@@ -47,13 +47,16 @@ matches only that many at once)."""
 
 
 @lru_cache(maxsize=1)
-def _scanner() -> Scanner:
+def scanner() -> Scanner:
+    """The scanner, made on first use (4 ms: the stored table read and
+    its expressions compiled); the compile server makes it before it forks
+    its workers (cli/server.py)."""
     return Scanner(stored_scanner_table() or current_scanner_table())
 
 
 def parse_tree(text: str) -> Tree:
     """The tree of ``text`` (ending in a newline), or ``Unhandled``."""
-    return _Reader(text, _scanner()).whole()
+    return _Reader(text, scanner()).whole()
 
 
 class _Reader:

@@ -11,6 +11,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -386,3 +387,43 @@ def test_a_command_with_a_closed_standard_descriptor_runs_by_itself(cache_dir: P
     assert results[0] == results[1]
     assert results[0][0] == 2 and b"cannot read standard input: it is closed" in results[0][2]
     assert served(cache_dir) == before
+
+
+def test_a_command_handed_to_the_server_loads_no_socket_signal_or_enum_module(cache_dir: Path) -> None:
+    """The command's own process only passes its invocation on: it talks
+    through ``_socket`` and ``_signal``, not the modules that wrap them in
+    enums (``socket`` alone took as long as Python's start)."""
+    start(cache_dir)
+    before = served(cache_dir)
+    script = ("import sys\n"
+              "from hardboiled.cli.client import forward\n"
+              "status = forward(['--version'])\n"
+              "print(status, sorted(m for m in ('socket', 'signal', 'enum', 'selectors', 'array') "
+              "if m in sys.modules))\n")
+    env = dict(os.environ, HARDBOILED_CACHE_DIR=str(cache_dir), HARDBOILED_NO_SERVER="0")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "0 []"
+    assert served(cache_dir) == before + 1
+
+
+def test_a_compile_in_a_worker_loads_no_module_and_makes_no_scanner_the_server_could_have() -> None:
+    """What a compile would load or make on first use, the server has
+    before it forks its workers: each worker is a fresh copy, and would
+    otherwise pay for it in every command (the scanner was 4 ms of each)."""
+    script = ("import sys\n"
+              "from hardboiled.cli import direct, server\n"
+              "from hardboiled.frontend.descent import scanner\n"
+              "server.preload()\n"
+              "loaded, made = set(sys.modules), scanner.cache_info().misses\n"
+              "try:\n"
+              f"    direct.main(['compile', {str(LOG)!r}, '--no-cache', '-q', '-o', sys.argv[1]])\n"
+              "except SystemExit as exit:\n"
+              "    assert not exit.code, exit.code\n"
+              "print(sorted(set(sys.modules) - loaded), scanner.cache_info().misses - made)\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, HARDBOILED_NO_SERVER="1")
+        proc = subprocess.run([sys.executable, "-c", script, f"{tmp}/out.stmt"], capture_output=True, text=True,
+                              env=env, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "[] 0"
