@@ -76,7 +76,7 @@ def preload() -> None:
     scanner()
 
 
-_LOADED_ON_USE = ("difflib",)
+_LOADED_ON_USE = ("difflib", "numpy.random")
 """Standard modules a compile imports where it uses them: click's parser
 loads difflib at every short option (``-o``), which it first tries as a
 long one, whose miss it words with close matches."""

@@ -39,8 +39,15 @@ def _tile_rows(op: str, args: list[Value]) -> tuple[np.ndarray, np.ndarray, int]
 
 
 def _tile_elements(pointer: Pointer, addresses: np.ndarray) -> np.ndarray:
-    """The elements of ``pointer``'s array that the byte ``addresses`` touch."""
-    return np.unique(addresses.reshape(-1) // pointer.array.itemsize)
+    """The elements of ``pointer``'s array that the byte ``addresses`` touch,
+    in order, each once: what ``np.unique`` returns, which also imports
+    ``numpy.ma`` (to ask whether its argument is masked; 9 ms, a quarter of
+    numpy's own import) the first time it is called."""
+    elements = np.sort(addresses.reshape(-1) // pointer.array.itemsize)
+    first = np.empty(elements.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(elements[1:], elements[:-1], out=first[1:])
+    return elements[first]
 
 
 def _tile_load(call: ir.Call, args: list[Value]) -> Value:

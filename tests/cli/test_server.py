@@ -410,14 +410,15 @@ def test_a_command_handed_to_the_server_loads_no_socket_signal_or_enum_module(ca
 def test_a_compile_in_a_worker_loads_no_module_and_makes_no_scanner_the_server_could_have() -> None:
     """What a compile would load or make on first use, the server has
     before it forks its workers: each worker is a fresh copy, and would
-    otherwise pay for it in every command (the scanner was 4 ms of each)."""
+    otherwise pay for it in every command (the scanner was 4 ms of each,
+    numpy.random 16 ms of a --verify)."""
     script = ("import sys\n"
               "from hardboiled.cli import direct, server\n"
               "from hardboiled.frontend.descent import scanner\n"
               "server.preload()\n"
               "loaded, made = set(sys.modules), scanner.cache_info().misses\n"
               "try:\n"
-              f"    direct.main(['compile', {str(LOG)!r}, '--no-cache', '-q', '-o', sys.argv[1]])\n"
+              f"    direct.main(['compile', {str(LOG)!r}, '--no-cache', '-q', '--verify', '-o', sys.argv[1]])\n"
               "except SystemExit as exit:\n"
               "    assert not exit.code, exit.code\n"
               "print(sorted(set(sys.modules) - loaded), scanner.cache_info().misses - made)\n")
