@@ -59,6 +59,23 @@ def _main(args: list[str] | None) -> None:
     run_here(argv, forward)
 
 
+COLLECTION_THRESHOLDS = (100_000, 20, 20)
+"""The cyclic collector's thresholds in a command (Python's are 700, 10,
+10). A command's objects stay alive until it ends (modules, classes, the
+IR): in a cold compile the collector ran 85 times, found next to nothing
+and took 13 ms. It now runs every 100,000 allocations (none in that
+compile; a thousand-statement input still collects as it goes). The API
+leaves its caller's collector as it is."""
+
+
+def collect_less_often() -> None:
+    """``COLLECTION_THRESHOLDS`` for this process (the command's, or the
+    compile server's, whose workers inherit them)."""
+    import gc
+
+    gc.set_threshold(*COLLECTION_THRESHOLDS)
+
+
 def run() -> None:
     """The ``hardboiled`` console script and ``python -m hardboiled``:
     ``main``, then the end of the process without the interpreter's
@@ -66,6 +83,7 @@ def run() -> None:
     30 to 60 ms after a compile, for nothing; so, as mypy ends its runs,
     the process does what an exit must do (the threads' and the exit
     handlers' clean-up, flushing the standard streams) and leaves."""
+    collect_less_often()
     try:
         main()
         code: str | int | None = 0
@@ -106,4 +124,4 @@ def _leave(code: str | int | None) -> None:
     os._exit(status)
 
 
-__all__ = ["exit_status", "interrupted", "main", "run"]
+__all__ = ["COLLECTION_THRESHOLDS", "collect_less_often", "exit_status", "interrupted", "main", "run"]

@@ -237,6 +237,9 @@ class _Server:
 
 
 def serve(path: str, idle_timeout_s: float) -> None:
+    from hardboiled.cli import collect_less_often
+
+    collect_less_often()  # a command's thresholds, which the workers inherit
     preload()
 
     def stop(signum: int, frame: object) -> None:

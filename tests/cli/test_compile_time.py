@@ -375,3 +375,28 @@ def test_a_server_directory_without_this_build_s_socket_costs_no_socket_or_opens
                                "HARDBOILED_NO_SERVER": "0"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_a_cold_compile_runs_the_cyclic_collector_at_most_once(tmp_path: Path) -> None:
+    """The command collects every 100,000 allocations, not 700: a cold
+    compile's objects live until it ends, and the collector's 85 passes
+    over them found next to nothing (13 ms). Counted by gc's callbacks,
+    around the console script's own entry point."""
+    log = FIXTURES / "amx_bf16_matmul_std_single" / "debug.log"
+    args = ["compile", str(log), "--no-cache", "-q", "--verify", "-o", str(tmp_path / "out.stmt")]
+    probe = ("import gc, os, sys\n"
+             "passes = []\n"
+             "gc.callbacks.append(lambda phase, info: passes.append(info['generation']) if phase == 'stop' else None)\n"
+             "import hardboiled.cli as cli\n"
+             "leave = cli._leave\n"
+             "def counted(code):\n"
+             "    os.write(1, f'{len(passes)} {code}\\n'.encode())\n"
+             "    leave(code)\n"
+             "cli._leave = counted\n"
+             f"sys.argv = ['hardboiled', *{args!r}]\n"
+             "cli.run()\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ, HARDBOILED_NO_SERVER="1"))
+    assert proc.returncode == 0, proc.stderr
+    collections, code = proc.stdout.split()
+    assert code == "0" and int(collections) <= 1, proc.stdout
