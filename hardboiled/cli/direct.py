@@ -33,7 +33,7 @@ import os
 import sys
 
 from hardboiled.cli.terminal import is_terminal
-from hardboiled.support.digest import hex_digest
+from hardboiled.support.digest import hex_content_digest
 from hardboiled.support.signals import Terminated
 
 # Only what Python has loaded before any of ours: a replay imports none of
@@ -181,7 +181,7 @@ def replay(argv: list[str]) -> int | None:
     try:
         for path, digest in entry["reads"]:
             with open(path, "rb") as handle:
-                if hex_digest(handle.read()) != digest:
+                if hex_content_digest(handle.read()) != digest:
                     return None
         writes = [(str(path), str(text), how == "follow") for path, text, how in entry["writes"]]
         if not all(os.path.isdir(os.path.dirname(pathlib_spelling(path)) or ".") and _named_on_command_line(path, argv)
@@ -286,7 +286,7 @@ def invocation_key(argv: list[str]) -> str:
     )
     # repr of strings, numbers, None, booleans and tuples of them is one
     # text for one value (and the Python build is part of the value).
-    return hex_digest(repr(identity).encode("utf-8", "surrogateescape"))
+    return hex_content_digest(repr(identity).encode("utf-8", "surrogateescape"))
 
 
 # --------------------------------------------------------------------------
@@ -334,7 +334,7 @@ class _Recording:
         files it read (inputs, schedule) with their bytes, and the files it
         wrote (cli/outputs.py, ``cached_compile_observers``)."""
         self.cache_directory = cache_directory
-        self.record = {"reads": [(path, hex_digest(data)) for path, data in reads], "writes": writes}
+        self.record = {"reads": [(path, hex_content_digest(data)) for path, data in reads], "writes": writes}
 
     def finish(self, exit_code: object) -> None:
         if self.record is None or self.cache_directory is None or self.record_nothing:

@@ -163,7 +163,7 @@ def _file_cache(name: str, data: bytes, options: CompileOptions) -> tuple[Any, s
             or options.instrumentation.active):
         return None, ""
     from hardboiled.support.cache import ResultCache, cache_key
-    from hardboiled.support.digest import hex_digest
+    from hardboiled.support.digest import hex_content_digest, hex_digest
 
     schedule = ""
     if options.selection.schedule_path is not None:
@@ -177,7 +177,7 @@ def _file_cache(name: str, data: bytes, options: CompileOptions) -> tuple[Any, s
                      selection.iterations, options.output.emit, sorted(options.codegen.required),
                      options.codegen.wanted, selection.timeout_s, selection.memory_mb, options.codegen.name,
                      options.codegen.args, selection.require))
-    texts = ["file", settings, hex_digest(data), schedule]
+    texts = ["file", settings, hex_content_digest(data), schedule]
     return ResultCache(Path(options.selection.cache_dir)), cache_key(texts, [])
 
 

@@ -203,23 +203,24 @@ class ResultCache:
 class RecordCache(ResultCache):
     """A ``ResultCache`` whose entries are ``marshal``'s encoding, read
     without loading ``json`` (cli/direct.py's records, read before anything
-    else loads): a SHA-256 checksum of the encoded bytes, a newline, then
-    the format, key and value. Tuples are stored as lists, as JSON stores
-    them, so that an entry reads back with the shape it was checked for."""
+    else loads): a checksum of the encoded bytes (support/digest.py's
+    BLAKE2b), a newline, then the format, key and value. Tuples are stored
+    as lists, as JSON stores them, so that an entry reads back with the
+    shape it was checked for."""
 
     suffix = ".record"
 
     def _encoded(self, key: str, value: Any) -> bytes:
-        from hardboiled.support.digest import hex_digest
+        from hardboiled.support.digest import hex_content_digest
 
         payload = marshal.dumps((CACHE_FORMAT, key, _as_lists(value)))
-        return hex_digest(payload).encode() + b"\n" + payload
+        return hex_content_digest(payload).encode() + b"\n" + payload
 
     def _decoded(self, data: bytes, key: str) -> tuple[Any] | None:
-        from hardboiled.support.digest import hex_digest
+        from hardboiled.support.digest import hex_content_digest
 
         checksum, newline, payload = data.partition(b"\n")
-        if not newline or checksum != hex_digest(payload).encode():
+        if not newline or checksum != hex_content_digest(payload).encode():
             return None
         try:
             entry = marshal.loads(payload)

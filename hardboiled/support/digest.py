@@ -1,4 +1,4 @@
-"""Digests without loading OpenSSL: SHA-256, and BLAKE2b for hardboiled's code.
+"""Digests without loading OpenSSL: SHA-256, and BLAKE2b for hardboiled's code and for what the caches key on.
 
 ``hashlib`` loads its OpenSSL module when it is imported (3 ms, a quarter
 of what a process start costs here), and the ``hardboiled`` command's
@@ -8,7 +8,9 @@ Python 3.12) gives the same digests, more slowly on large data (a 500 KB
 input: 1.5 ms, against 0.3 ms through OpenSSL), which a few files bear.
 Where neither is built in, ``hashlib``'s is used. Hardboiled's own code,
 which every cache lookup hashes, goes through BLAKE2b (``new_code_digest``),
-also built in and faster than either SHA-256 without OpenSSL's load.
+also built in and faster than either SHA-256 without OpenSSL's load; so do
+the inputs a cache key or a direct-mode record names, and the records'
+checksums (``hex_content_digest``).
 """
 
 from __future__ import annotations
@@ -60,3 +62,16 @@ def new_code_digest() -> Any:
     except ImportError:
         return new_sha256()
     return blake2b()
+
+
+def hex_content_digest(data: bytes) -> str:
+    """A digest of ``data`` in hexadecimal, where only its equality matters
+    (the inputs the whole-file cache keys on, direct mode's keys, records
+    and the files they read): BLAKE2b of 32 bytes, built into CPython (a
+    500 KB input in 0.6 ms, against 1.8 ms through its SHA-256 and 3 ms to
+    load OpenSSL's); ``hex_digest``'s SHA-256 where it is not built in."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:
+        return hex_digest(data)
+    return blake2b(data, digest_size=32).hexdigest()

@@ -167,7 +167,7 @@ def test_a_repeated_compile_is_answered_directly_and_byte_for_byte(tmp_path: Pat
 
 
 _STARTUP_PROBE = "import sys\nprint(' '.join(sorted(sys.modules)))\n"
-_REPLAY_MAY_LOAD = {"struct", "_struct", "resource", "errno", "atexit", "__future__", "_sha256", "_sha2"}
+_REPLAY_MAY_LOAD = {"struct", "_struct", "resource", "errno", "atexit", "__future__", "_sha256", "_sha2", "_blake2"}
 """What a replay may load besides hardboiled's own modules and what Python
 loads before any of them (hashlib's OpenSSL, json, pathlib, signal's
 enums, contextlib and threading cost a start more than Python's own)."""
