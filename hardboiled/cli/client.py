@@ -193,7 +193,8 @@ def forward(argv: list[str]) -> int | None:
     finally:
         sock.close()
     if status < 0:  # a signal ended the worker: it ends the command too, as it would have here
-        _signal.signal(-status, _signal.SIG_DFL)
+        if -status != _signal.SIGKILL:  # SIGKILL (the OOM killer's) has no handler to reset
+            _signal.signal(-status, _signal.SIG_DFL)
         os.kill(os.getpid(), -status)
         return 128 - status
     return status

@@ -397,9 +397,10 @@ def test_a_command_handed_to_the_server_loads_no_socket_signal_or_enum_module(ca
     before = served(cache_dir)
     script = ("import sys\n"
               "from hardboiled.cli.client import forward\n"
+              "before = set(sys.modules)\n"
               "status = forward(['--version'])\n"
               "print(status, sorted(m for m in ('socket', 'signal', 'enum', 'selectors', 'array') "
-              "if m in sys.modules))\n")
+              "if m in set(sys.modules) - before))\n")
     env = dict(os.environ, HARDBOILED_CACHE_DIR=str(cache_dir), HARDBOILED_NO_SERVER="0")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
