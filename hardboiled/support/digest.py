@@ -57,11 +57,8 @@ def new_code_digest() -> Any:
     for the code, against 2.5 to 3.5 ms to load OpenSSL's SHA-256 and 1 ms to
     run it); ``new_sha256``'s where it is not built in. The digest goes into
     the cache keys (support/cache.py), where only its equality matters."""
-    try:
-        from _blake2 import blake2b
-    except ImportError:
-        return new_sha256()
-    return blake2b()
+    blake2b = _built_in_blake2b()
+    return blake2b() if blake2b is not None else new_sha256()
 
 
 def hex_content_digest(data: bytes) -> str:
@@ -70,8 +67,15 @@ def hex_content_digest(data: bytes) -> str:
     and the files they read): BLAKE2b of 32 bytes, built into CPython (a
     500 KB input in 0.6 ms, against 1.5 ms through its SHA-256 and 3 ms to
     load OpenSSL's); ``hex_digest``'s SHA-256 where it is not built in."""
+    blake2b = _built_in_blake2b()
+    return blake2b(data, digest_size=32).hexdigest() if blake2b is not None else hex_digest(data)
+
+
+def _built_in_blake2b() -> Any:
+    """CPython's own BLAKE2b (``_blake2``, loaded on first use), or None
+    where this Python was built without it."""
     try:
         from _blake2 import blake2b
     except ImportError:
-        return hex_digest(data)
-    return blake2b(data, digest_size=32).hexdigest()
+        return None
+    return blake2b
